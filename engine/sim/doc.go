@@ -1,0 +1,43 @@
+// Package sim is the engine's clock: virtual nanoseconds, an event queue
+// ordered by (time, sequence), simulated CPUs with their own timelines,
+// contended resources (locks and cache lines) and the cost table.
+//
+// Nothing here reads the wall clock, starts a goroutine or uses global
+// randomness: a Sim advances only when its owner calls Step or RunUntil, and
+// randomness comes from a generator seeded by the caller (NewRand). Two runs
+// with the same inputs produce the same sequence of events.
+//
+// How work takes time. An event fires at its time t on the event queue. A
+// handler that does work on a CPU calls CPU.Begin(t): the CPU starts at t or
+// when it finishes what it is already doing, whichever is later. Each
+// operation then advances the CPU's cursor by its cost (CPU.Spend, from the
+// Costs table); CPU.End records the finish. A Lock serialises holders across
+// CPUs: a holder whose critical section would overlap another's waits, and
+// the wait is spent spinning (busy), as a spinlock spins. A CacheLine charges
+// a transfer when the CPU touching it changes. Contention is therefore not
+// written down anywhere: it appears when several CPUs use the same resource.
+package sim
+
+// Time is an instant of virtual time, in nanoseconds since the start of the
+// simulation.
+type Time int64
+
+// Duration is a span of virtual time in nanoseconds.
+type Duration int64
+
+// Common durations.
+const (
+	Nanosecond  Duration = 1
+	Microsecond          = 1000 * Nanosecond
+	Millisecond          = 1000 * Microsecond
+	Second               = 1000 * Millisecond
+)
+
+// Add returns t+d.
+func (t Time) Add(d Duration) Time { return t + Time(d) }
+
+// Sub returns t-u.
+func (t Time) Sub(u Time) Duration { return Duration(t - u) }
+
+// Seconds returns d in seconds.
+func (d Duration) Seconds() float64 { return float64(d) / float64(Second) }

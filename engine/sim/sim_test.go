@@ -1,0 +1,278 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newSim(t testing.TB, ncpu int) *Sim {
+	t.Helper()
+	s, err := New(ncpu, DefaultCosts())
+	require.NoError(t, err)
+	return s
+}
+
+func TestQueueOrdersByTimeThenInsertion(t *testing.T) {
+	q := NewQueue(0)
+	var got []uint64
+	k := q.Register("record", func(now Time, arg uint64) { got = append(got, arg) })
+	q.Schedule(30, k, 1)
+	q.Schedule(10, k, 2)
+	q.Schedule(20, k, 3)
+	q.Schedule(10, k, 4) // same time as 2: runs after it
+	q.Schedule(10, k, 5)
+	for q.Step() {
+	}
+	assert.Equal(t, []uint64{2, 4, 5, 3, 1}, got)
+	assert.Equal(t, Time(30), q.Now())
+	assert.Equal(t, uint64(5), q.Fired())
+}
+
+func TestQueueNeverGoesBackwards(t *testing.T) {
+	q := NewQueue(0)
+	var times []Time
+	var k Kind
+	k = q.Register("chain", func(now Time, arg uint64) {
+		times = append(times, now)
+		if arg > 0 {
+			q.Schedule(now-100, k, arg-1) // in the past: runs now
+		}
+	})
+	q.Schedule(50, k, 2)
+	for q.Step() {
+	}
+	assert.Equal(t, []Time{50, 50, 50}, times)
+}
+
+func TestRunUntil(t *testing.T) {
+	q := NewQueue(0)
+	n := 0
+	k := q.Register("count", func(Time, uint64) { n++ })
+	for i := 1; i <= 10; i++ {
+		q.Schedule(Time(i*100), k, 0)
+	}
+	assert.Equal(t, 5, q.RunUntil(500))
+	assert.Equal(t, 5, n)
+	assert.Equal(t, Time(500), q.Now())
+	assert.Equal(t, 0, q.RunUntil(550))
+	assert.Equal(t, Time(550), q.Now(), "RunUntil moves the clock even without events")
+	at, ok := q.Peek()
+	require.True(t, ok)
+	assert.Equal(t, Time(600), at)
+}
+
+// TestQueueHeapRandom checks the heap against a sort on random input, with
+// the seed printed on failure.
+func TestQueueHeapRandom(t *testing.T) {
+	const seed = 42
+	r := NewRand(seed)
+	q := NewQueue(0)
+	var last Time
+	var lastSeq uint64
+	ok := true
+	k := q.Register("check", func(now Time, arg uint64) {
+		if now < last || (now == last && arg < lastSeq) {
+			ok = false
+		}
+		last, lastSeq = now, arg
+	})
+	for i := 0; i < 5000; i++ {
+		q.Schedule(Time(r.IntN(1000)), k, uint64(i))
+	}
+	for q.Step() {
+	}
+	assert.True(t, ok, "events out of (time, seq) order; seed %d", seed)
+}
+
+func TestCPUTimeline(t *testing.T) {
+	s := newSim(t, 1)
+	c := s.CPU(0)
+	assert.Equal(t, Time(100), c.Begin(100))
+	c.Spend(50)
+	assert.Equal(t, Time(150), c.End())
+	// Work ready at 120 waits until the CPU is free at 150.
+	assert.Equal(t, Time(150), c.Begin(120))
+	c.Spend(30)
+	assert.Equal(t, Time(180), c.End())
+	assert.Equal(t, Duration(80), c.Busy())
+	assert.InDelta(t, 0.4, c.Utilisation(200), 1e-9)
+	assert.Equal(t, 1.0, c.Utilisation(10), "utilisation is capped at 1")
+	assert.Equal(t, 0.0, c.Utilisation(0))
+}
+
+func TestCacheLineTransfer(t *testing.T) {
+	s := newSim(t, 2)
+	c0, c1 := s.CPU(0), s.CPU(1)
+	var l CacheLine
+	assert.Equal(t, -1, l.Owner())
+	c0.Begin(0)
+	assert.False(t, l.Touch(c0), "first touch is free")
+	assert.False(t, l.Touch(c0), "same CPU again is free")
+	c1.Begin(0)
+	assert.True(t, l.Touch(c1))
+	assert.Equal(t, s.Costs.CacheLineTransfer, c1.Busy())
+	assert.Equal(t, uint64(1), c1.Transfers())
+	assert.Equal(t, Duration(0), c0.Busy())
+	assert.Equal(t, 1, l.Owner())
+}
+
+func TestLockSerialisesHolders(t *testing.T) {
+	// CPU 0 starts at 0, pays spin_lock (10) and holds for 500: [10, 510).
+	// CPU 1 pays spin_lock (10) and the lock's cache line (100) first.
+	tests := []struct {
+		name      string
+		start1    Time     // CPU 1's cursor when it asks
+		wantWait  Duration // how long CPU 1 spins
+		contended uint64
+	}{
+		{"overlap waits for the holder", 0, 510 - 110, 1},
+		{"just after the holder no wait", 400, 0, 0},
+		{"well after no wait", 5000, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, 2)
+			require.Equal(t, Duration(10), s.Costs.SpinLock)
+			require.Equal(t, Duration(100), s.Costs.CacheLineTransfer)
+			l := NewLock("zone")
+			c0, c1 := s.CPU(0), s.CPU(1)
+			c0.Begin(0)
+			assert.Equal(t, Duration(0), l.Hold(c0, 500))
+			c1.Begin(tc.start1)
+			wait := l.Hold(c1, 50)
+			assert.Equal(t, tc.wantWait, wait)
+			assert.Equal(t, tc.contended, l.Stats().Contended)
+			assert.Equal(t, uint64(2), l.Stats().Acquisitions)
+			assert.Equal(t, wait, c1.Spin())
+			assert.Equal(t, tc.wantWait, l.Stats().Wait)
+		})
+	}
+}
+
+// A CPU that ran ahead must not make a CPU that is behind wait: the second
+// finds the gap before the first one's section.
+func TestLockFindsGapBeforeLaterHolder(t *testing.T) {
+	s := newSim(t, 2)
+	s.Costs.SpinLock = 0
+	s.Costs.CacheLineTransfer = 0
+	l := NewLock("zone")
+	c0, c1 := s.CPU(0), s.CPU(1)
+	c0.Begin(5000)
+	l.Hold(c0, 100) // [5000, 5100)
+	c1.Begin(1000)
+	assert.Equal(t, Duration(0), l.Hold(c1, 100), "[1000,1100) is free")
+	c1.Begin(4950)
+	assert.Equal(t, Duration(150), l.Hold(c1, 100), "[4950,5050) overlaps: wait until 5100")
+	assert.Equal(t, Time(5200), c1.Now())
+}
+
+// Holders that each take the lock for longer than their work between
+// acquisitions saturate it: total throughput is bounded by the lock, however
+// many CPUs there are. This is the mechanism behind negative scaling.
+func TestLockSaturates(t *testing.T) {
+	s := newSim(t, 2)
+	s.Costs.SpinLock = 0
+	s.Costs.CacheLineTransfer = 0
+	l := NewLock("zone")
+	const rounds = 100
+	for i := 0; i < rounds; i++ {
+		for id := 0; id < 2; id++ {
+			c := s.CPU(id)
+			c.Begin(c.BusyUntil())
+			c.Spend(10)
+			l.Hold(c, 100)
+			c.End()
+		}
+	}
+	end := s.CPU(0).BusyUntil()
+	if e1 := s.CPU(1).BusyUntil(); e1 > end {
+		end = e1
+	}
+	// 200 sections of 100 ns cannot finish before 20 µs.
+	assert.GreaterOrEqual(t, int64(end), int64(rounds*2*100))
+	assert.Greater(t, l.Stats().Contended, uint64(rounds))
+}
+
+func TestLockHistoryOverflow(t *testing.T) {
+	s := newSim(t, 1)
+	l := NewLock("x")
+	c := s.CPU(0)
+	c.Begin(0)
+	for i := 0; i < 3*lockHistory; i++ {
+		l.Hold(c, 10)
+	}
+	require.LessOrEqual(t, l.n, lockHistory)
+	for i := 1; i < l.n; i++ {
+		assert.LessOrEqual(t, l.hist[i-1].end, l.hist[i].start, "sections overlap")
+	}
+}
+
+func TestCostsSetGet(t *testing.T) {
+	c := DefaultCosts()
+	assert.Equal(t, Duration(5), c.Atomic)
+	require.NoError(t, c.Set("atomic", 7))
+	v, ok := c.Get("atomic")
+	assert.True(t, ok)
+	assert.Equal(t, Duration(7), v)
+	assert.ErrorIs(t, c.Set("nope", 1), ErrUnknownCost)
+	assert.Error(t, c.Set("atomic", -1))
+	for _, e := range c.Table() {
+		assert.NotEmpty(t, e.Source, e.Name)
+		assert.Positive(t, int64(e.Value), e.Name)
+	}
+	assert.Len(t, CostNames(), len(costEntries))
+}
+
+func TestNewRejectsBadCPUCount(t *testing.T) {
+	for _, n := range []int{0, -1, MaxCPUs + 1} {
+		_, err := New(n, DefaultCosts())
+		assert.Error(t, err, "ncpu=%d", n)
+	}
+}
+
+func TestNewRandIsDeterministic(t *testing.T) {
+	a, b := NewRand(7), NewRand(7)
+	for i := 0; i < 100; i++ {
+		require.Equal(t, a.Uint64(), b.Uint64())
+	}
+	assert.NotEqual(t, NewRand(7).Uint64(), NewRand(8).Uint64())
+}
+
+func TestScheduleStepDoesNotAllocate(t *testing.T) {
+	q := NewQueue(64)
+	var k Kind
+	k = q.Register("tick", func(now Time, arg uint64) { q.Schedule(now+10, k, arg) })
+	for i := 0; i < 32; i++ {
+		q.Schedule(Time(i), k, uint64(i))
+	}
+	allocs := testing.AllocsPerRun(1000, func() { q.Step() })
+	assert.Zero(t, allocs)
+}
+
+func BenchmarkScheduleStep(b *testing.B) {
+	q := NewQueue(1024)
+	var k Kind
+	k = q.Register("tick", func(now Time, arg uint64) { q.Schedule(now+Time(arg), k, arg) })
+	for i := 0; i < 256; i++ {
+		q.Schedule(Time(i), k, uint64(i%64+1))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		q.Step()
+	}
+}
+
+func BenchmarkLockHold(b *testing.B) {
+	s, _ := New(2, DefaultCosts())
+	l := NewLock("zone")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c := s.CPU(i & 1)
+		c.Begin(c.BusyUntil())
+		l.Hold(c, 20)
+		c.End()
+	}
+}

@@ -1,0 +1,85 @@
+// Command ringlab serves the playground, streams metrics from a backend and
+// runs the engine headless. Run `ringlab help` for the subcommands.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// command is one subcommand of the binary.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the command ran and failed
+	exitUsage = 2 // bad arguments or bad input
+)
+
+func commands() []command {
+	return []command{
+		{"help", "show this help, or the help of a subcommand", runHelp},
+		{"version", "print the version and build information", runVersion},
+	}
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	if name == "-h" || name == "--help" || name == "-help" {
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "ringlab: unknown command %q\n\n", name)
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `ringlab: a playground for the Linux receive path
+
+Usage: ringlab <command> [arguments]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun `ringlab help <command>` for a command's flags.\n")
+}
+
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			if c.name == "help" {
+				usage(stdout)
+				return exitOK
+			}
+			return c.run([]string{"-h"}, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "ringlab help: unknown command %q\n", args[0])
+	return exitUsage
+}
