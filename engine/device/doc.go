@@ -1,0 +1,14 @@
+// Package device is the host side of a virtio_net device: a vhost-like
+// backend per queue that takes available receive buffers, writes real
+// packets into them (virtio_net_hdr_mrg_rxbuf, Ethernet, IP, UDP or TCP),
+// returns them on the used ring and interrupts as the ring's notification
+// rules say, fed by a traffic generator.
+//
+// The backend is evaluated lazily: it keeps its own timeline and is caught
+// up to a time T when the driver looks at the ring (CatchUp). Everything it
+// would have done before T is done then, in order, with the times it would
+// have happened at, so a NAPI poll that runs for 5 µs sees the packets that
+// landed during those 5 µs and no others. No event is scheduled per packet;
+// the world schedules one only for an interrupt the driver is waiting for
+// (NextLanding) and the backend's wake-up after a kick.
+package device

@@ -1,0 +1,289 @@
+package device
+
+import (
+	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+	"ringlab/engine/virtq"
+)
+
+// WindowSize is how many bytes of each receive buffer are stored: the
+// virtio_net header and the start of the frame, enough for every header a
+// program parses. Bytes past the window are generated on read
+// (PayloadByte), so a ring of 9000-byte buffers costs no more memory than a
+// ring of 64-byte ones.
+const WindowSize = VirtioNetHdrLen + 256
+
+// Counters of one receive backend.
+type Counters struct {
+	Packets    uint64 // frames written into the ring
+	Bytes      uint64 // frame bytes written (headers included, virtio header not)
+	Buffers    uint64 // buffers used (more than Packets with mergeable spans)
+	Drops      uint64 // frames the host dropped: its queue was full while the ring was empty
+	TooBig     uint64 // frames that did not fit the buffers posted (discarded by the host)
+	Starved    uint64 // times the host found the ring empty with a frame waiting
+	Wakeups    uint64 // kicks that woke a starved host
+	Interrupts uint64 // interrupts raised
+	RingErrors uint64 // chains the host refused (BAD_RING)
+}
+
+// RX is the host side of one receive queue.
+type RX struct {
+	q       *virtq.Queue
+	traffic *Traffic
+	costs   *sim.Costs
+	kind    string
+	mode    string
+	backlog int
+
+	minGap  sim.Duration // 1/max_pps
+	cursor  sim.Time     // the host thread is free from here
+	starved bool         // a frame waits and the ring is empty: sleeping until a kick
+	wake    sim.Time     // a kick has woken it at this time (when !starved)
+
+	window []byte // WindowSize bytes per descriptor head
+	c      Counters
+}
+
+// NewRX returns the backend of receive queue index out of nq.
+func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) *RX {
+	r := &RX{
+		q:       q,
+		traffic: NewTraffic(s.Traffic, index, s.Queues),
+		costs:   costs,
+		kind:    s.Device.Kind,
+		mode:    s.Mode(),
+		backlog: s.Device.Backlog,
+		window:  make([]byte, q.Size()*WindowSize),
+	}
+	if s.Device.MaxPPS > 0 {
+		r.minGap = sim.Duration(1e9 / s.Device.MaxPPS)
+	}
+	return r
+}
+
+// Counters returns the backend's counters.
+func (r *RX) Counters() Counters { return r.c }
+
+// Traffic is the generator feeding this queue.
+func (r *RX) Traffic() *Traffic { return r.traffic }
+
+// Starved reports whether the host sleeps waiting for a kick.
+func (r *RX) Starved() bool { return r.starved }
+
+// Window returns the stored bytes of the buffer whose chain starts at head:
+// the virtio_net header followed by the start of the frame.
+func (r *RX) Window(head uint16) []byte {
+	off := int(head) * WindowSize
+	return r.window[off : off+WindowSize]
+}
+
+// Kick tells the host that the driver added buffers (virtqueue_notify).
+// A starved host wakes after the notification latency.
+func (r *RX) Kick(at sim.Time) {
+	if !r.starved {
+		return
+	}
+	r.starved = false
+	r.c.Wakeups++
+	r.wake = at.Add(r.kickLatency())
+	if r.cursor < r.wake {
+		r.cursor = r.wake
+	}
+	if r.kind == scenario.DeviceVhost && !r.q.EventIdx() {
+		r.q.DeviceSetNoNotify(true)
+	}
+}
+
+func (r *RX) kickLatency() sim.Duration {
+	if r.kind == scenario.DeviceNIC {
+		return r.costs.NICDoorbellLatency
+	}
+	return r.costs.VhostWakeLatency
+}
+
+// cost is the host time to deliver a frame of n bytes in nbuf buffers.
+func (r *RX) cost(n, nbuf int) sim.Duration {
+	var d sim.Duration
+	if r.kind == scenario.DeviceNIC {
+		d = r.costs.NICPacket + sim.Duration(nbuf-1)*r.costs.NICPacket/2
+	} else {
+		d = r.costs.VhostPacket + sim.Duration((n+63)/64)*r.costs.VhostCopy64 +
+			sim.Duration(nbuf-1)*r.costs.VhostBuffer
+	}
+	if d < r.minGap {
+		d = r.minGap
+	}
+	return d
+}
+
+// CatchUp does everything the host would have done up to t: every frame
+// whose delivery ends at or before t is written and pushed. It reports
+// whether an interrupt was raised and the time of the first one.
+func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
+	if !r.traffic.Active() {
+		return false, 0
+	}
+	for !r.starved {
+		if broken, _ := r.q.Broken(); broken {
+			return irq, irqAt
+		}
+		arrival := r.traffic.NextArrival()
+		if arrival > t {
+			return irq, irqAt
+		}
+		start := r.cursor
+		if arrival > start {
+			start = arrival
+		}
+		if r.backlog > 0 && !r.traffic.Saturating() {
+			r.c.Drops += r.traffic.DropUntil(start, r.backlog)
+		}
+		flow, size := r.traffic.Peek()
+		nbuf, fits, ok := r.plan(size)
+		if !ok {
+			// The ring is empty (or holds too little for this frame): the
+			// host enables notification and sleeps until a kick.
+			r.starved = true
+			r.c.Starved++
+			if r.q.EventIdx() {
+				r.q.DeviceSetAvailEvent(r.q.DeviceLastAvail())
+			} else {
+				r.q.DeviceSetNoNotify(false)
+			}
+			if start > r.cursor {
+				r.cursor = start
+			}
+			return irq, irqAt
+		}
+		end := start.Add(r.cost(size, nbuf))
+		if end > t {
+			return irq, irqAt
+		}
+		r.cursor = end
+		if !fits {
+			r.discard(nbuf)
+			r.c.TooBig++
+			r.traffic.Advance()
+			continue
+		}
+		if !r.deliver(flow, size, nbuf) {
+			return irq, irqAt
+		}
+		r.traffic.Advance()
+		if r.q.DeviceNeedInterrupt() {
+			r.c.Interrupts++
+			if !irq {
+				irq, irqAt = true, end
+			}
+		}
+	}
+	return irq, irqAt
+}
+
+// NextLanding is the time the next frame will be in the ring, if the host
+// can deliver one without a kick.
+func (r *RX) NextLanding() (sim.Time, bool) {
+	if r.starved || !r.traffic.Active() {
+		return 0, false
+	}
+	if broken, _ := r.q.Broken(); broken {
+		return 0, false
+	}
+	_, size := r.traffic.Peek()
+	nbuf, _, ok := r.plan(size)
+	if !ok {
+		// It will find the ring empty when the frame arrives.
+		return 0, false
+	}
+	start := r.cursor
+	if a := r.traffic.NextArrival(); a > start {
+		start = a
+	}
+	return start.Add(r.cost(size, nbuf)), true
+}
+
+// plan looks at the available buffers without taking them and says how
+// many a frame of size bytes needs. fits is false when the frame cannot fit
+// (small or big mode buffers too short): it will be discarded using one
+// buffer. ok is false when there are not enough buffers yet.
+func (r *RX) plan(size int) (nbuf int, fits, ok bool) {
+	avail := int(uint16(r.q.AvailIdx() - r.q.DeviceLastAvail()))
+	if avail == 0 {
+		return 0, false, false
+	}
+	need := uint64(size + VirtioNetHdrLen)
+	if r.mode != scenario.ModeMergeable {
+		ci, err := r.q.DeviceChain(r.q.AvailEntry(r.q.DeviceLastAvail()))
+		if err != nil {
+			r.c.RingErrors++
+			return 0, false, false
+		}
+		return 1, ci.Writable >= need, true
+	}
+	var got uint64
+	for k := 0; k < avail; k++ {
+		ci, err := r.q.DeviceChain(r.q.AvailEntry(r.q.DeviceLastAvail() + uint16(k)))
+		if err != nil {
+			r.c.RingErrors++
+			return 0, false, false
+		}
+		got += ci.Writable
+		if got >= need {
+			return k + 1, true, true
+		}
+	}
+	return 0, false, false
+}
+
+// discard takes nbuf buffers and returns them unused (length 0), as vhost
+// does with a frame it must drop after taking descriptors.
+func (r *RX) discard(nbuf int) {
+	for i := 0; i < nbuf; i++ {
+		head, ok := r.q.DevicePop()
+		if !ok {
+			return
+		}
+		r.q.DeviceAddUsed(uint32(head), 0)
+	}
+	r.q.DevicePublishUsed()
+}
+
+// deliver writes one frame into nbuf buffers and pushes them used
+// (handle_rx in drivers/vhost/net.c: get_rx_bufs, copy_to_iter,
+// vhost_add_used_and_signal_n). num_buffers goes into the first header.
+func (r *RX) deliver(flow *Flow, size, nbuf int) bool {
+	remaining := size + VirtioNetHdrLen
+	seq := r.traffic.Seq()
+	for i := 0; i < nbuf; i++ {
+		head, ok := r.q.DevicePop()
+		if !ok {
+			r.c.RingErrors++
+			return false
+		}
+		ci, err := r.q.DeviceChain(head)
+		if err != nil {
+			r.c.RingErrors++
+			return false
+		}
+		n := remaining
+		if uint64(n) > ci.Writable {
+			n = int(ci.Writable)
+		}
+		if i == 0 {
+			w := r.Window(head)
+			h := VirtioNetHdr{NumBuffers: uint16(nbuf)}
+			if r.mode != scenario.ModeMergeable {
+				h.NumBuffers = 0
+			}
+			h.Put(w)
+			flow.Build(w[VirtioNetHdrLen:], seq, size)
+		}
+		r.q.DeviceAddUsed(uint32(head), uint32(n))
+		remaining -= n
+		r.c.Buffers++
+	}
+	r.q.DevicePublishUsed()
+	r.c.Packets++
+	r.c.Bytes += uint64(size)
+	return true
+}

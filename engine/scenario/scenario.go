@@ -1,0 +1,183 @@
+// Package scenario describes a simulation as plain data: topology,
+// negotiated features, driver choices, XDP program, traffic and costs. A
+// Scenario validates with errors that name the field and the reason, and
+// decodes from JSON refusing unknown fields. It builds nothing: the engine
+// builds a world from it.
+package scenario
+
+// Receive buffer sources, as virtio_net has had them.
+const (
+	SourcePageFrag     = "page_frag"      // order-3 page_frag carved into buffers (the pre-2026 default)
+	SourcePage         = "page"           // one page from the page allocator per buffer
+	SourcePagePool     = "page_pool"      // page_pool, order 0, one page per buffer
+	SourcePagePoolFrag = "page_pool_frag" // page_pool fragments
+)
+
+// DMA strategies.
+const (
+	DMARing      = "ring"      // the virtio core maps and unmaps every buffer
+	DMAPremapped = "premapped" // page_pool maps a page once (PP_FLAG_DMA_MAP)
+)
+
+// Receive modes (derived, see Mode).
+const (
+	ModeSmall     = "small"
+	ModeBig       = "big"
+	ModeMergeable = "mergeable"
+)
+
+// Device kinds: the host side that fills the receive ring.
+const (
+	DeviceVhost = "vhost" // a host thread: kicks are VM exits, interrupts are injected
+	DeviceNIC   = "nic"   // hardware: doorbells are MMIO writes, interrupts are MSI-X
+)
+
+// Consumer contexts: where an skb passed up the stack is freed.
+const (
+	FreeSoftirq = "softirq" // in NET_RX softirq on the consuming CPU (GRO, early drop)
+	FreeProcess = "process" // by an application thread (recvmsg); remote frees deferred to the allocating CPU
+)
+
+// Scenario is a complete description of a run.
+type Scenario struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Seed        uint64 `json:"seed"`
+
+	CPUs   int `json:"cpus"`   // guest CPUs
+	Queues int `json:"queues"` // queue pairs; queue i runs its NAPI on CPU i mod cpus
+
+	RingSize   int `json:"ring_size"`    // receive virtqueue entries (power of two, <= 32768)
+	TxRingSize int `json:"tx_ring_size"` // send virtqueue entries
+	MTU        int `json:"mtu"`
+
+	Features Features `json:"features"`
+	Driver   Driver   `json:"driver"`
+	XDP      *XDP     `json:"xdp,omitempty"`
+	Consumer Consumer `json:"consumer"`
+	Traffic  Traffic  `json:"traffic"`
+	Device   Device   `json:"device"`
+	Next     *Next    `json:"next_device,omitempty"`
+
+	MemoryPages int `json:"memory_pages"` // guest memory in 4 KiB pages
+
+	// Costs overrides entries of the cost table by name (ns).
+	Costs map[string]int64 `json:"costs,omitempty"`
+	// CostNotes says why this scenario overrides costs.
+	CostNotes string `json:"cost_notes,omitempty"`
+}
+
+// Features are the negotiated virtio feature bits that decide how the driver
+// receives.
+type Features struct {
+	MrgRxbuf          bool `json:"mrg_rxbuf"`           // VIRTIO_NET_F_MRG_RXBUF
+	GuestGSO          bool `json:"guest_gso"`           // any of GUEST_TSO4/TSO6/UFO/USO
+	CtrlGuestOffloads bool `json:"ctrl_guest_offloads"` // VIRTIO_NET_F_CTRL_GUEST_OFFLOADS
+	EventIdx          bool `json:"event_idx"`           // VIRTIO_RING_F_EVENT_IDX
+	IndirectDesc      bool `json:"indirect_desc"`       // VIRTIO_RING_F_INDIRECT_DESC
+}
+
+// Driver holds the driver's choices.
+type Driver struct {
+	BufferSource     string `json:"buffer_source"`      // page_frag, page, page_pool, page_pool_frag
+	DMA              string `json:"dma"`                // ring or premapped
+	IOMMU            bool   `json:"iommu"`              // DMA through an IOMMU
+	NAPILocalRecycle bool   `json:"napi_local_recycle"` // page_pool direct recycling from the NAPI CPU (2023)
+	PoolSize         int    `json:"pool_size"`          // ptr_ring size; 0 = ring size
+	CloneSKBs        bool   `json:"clone_skbs"`         // a packet socket also listens: skbs are cloned, coalescing fails
+	Budget           int    `json:"napi_budget"`        // NAPI weight, 64
+	// LegacyBigPackets posts MAX_SKB_FRAGS pages per big-mode buffer
+	// whatever the MTU: the driver before the 2022 9k MTU fix.
+	LegacyBigPackets bool `json:"legacy_big_packets,omitempty"`
+}
+
+// XDP is the program attached to every receive queue.
+type XDP struct {
+	Program string            `json:"program"`          // library name (xdp_drop, xdp_redirect_cpu, ...)
+	Args    map[string]string `json:"args,omitempty"`   // program parameters (cpu, mode, port, ifindex ...)
+	Frags   bool              `json:"frags,omitempty"`  // program declares multi-buffer support
+	Object  string            `json:"object,omitempty"` // path of a compiled ELF object instead of Program (CLI only)
+
+	CpumapQsize int   `json:"cpumap_qsize,omitempty"` // ptr_ring size per target CPU
+	CpumapCPUs  []int `json:"cpumap_cpus,omitempty"`  // CPUs a cpumap redirects to
+}
+
+// Consumer is the application side: what happens to skbs passed up.
+type Consumer struct {
+	CPU     int    `json:"cpu"`     // -1: the CPU that received the packet
+	Context string `json:"context"` // softirq or process
+	CostNs  int64  `json:"cost_ns"` // stack + application cost per packet
+}
+
+// Traffic is what the device receives from the outside.
+type Traffic struct {
+	RatePPS float64 `json:"rate_pps"` // 0 = as fast as the device goes
+	Size    int     `json:"size"`     // Ethernet frame size in bytes (no FCS)
+	Sizes   []int   `json:"sizes,omitempty"`
+	Flows   int     `json:"flows"` // distinct 5-tuples; flow f goes to queue f mod queues
+	Proto   string  `json:"proto"` // udp or tcp
+	IPv6    bool    `json:"ipv6"`
+	Burst   int     `json:"burst,omitempty"` // packets sent back to back at each arrival
+	// GSOSize, when non-zero, sends TCP segments of this size as one
+	// packet (host GSO with guest GSO negotiated).
+	GSOSize int `json:"gso_size,omitempty"`
+	DstPort int `json:"dst_port,omitempty"`
+}
+
+// Device is the host side.
+type Device struct {
+	Kind string `json:"kind"` // vhost or nic
+	// MaxPPS caps the device's own packet rate (0: only its cost table).
+	MaxPPS float64 `json:"max_pps,omitempty"`
+	// Backlog is how many packets the host queues while the ring is empty
+	// before it drops (tap txqueuelen, NIC FIFO).
+	Backlog int `json:"backlog"`
+}
+
+// Next is the device XDP_REDIRECT sends to through a devmap.
+type Next struct {
+	MaxPPS        float64 `json:"max_pps"`        // its transmit rate
+	RingSize      int     `json:"ring_size"`      // its TX ring
+	CompletionCPU int     `json:"completion_cpu"` // -1: the redirecting CPU
+}
+
+// Mode returns the receive mode the driver picks from the features, as
+// virtnet_probe does: mergeable with MRG_RXBUF, big with guest GSO or an
+// MTU above 1500, small otherwise.
+func (s *Scenario) Mode() string {
+	switch {
+	case s.Features.MrgRxbuf:
+		return ModeMergeable
+	case s.Features.GuestGSO || s.MTU > 1500:
+		return ModeBig
+	default:
+		return ModeSmall
+	}
+}
+
+// BigPacketsNumSkbFrags is virtnet_set_big_packets: MAX_SKB_FRAGS when the
+// device may send GSO packets (or can be told to later), else enough pages
+// for one MTU-sized packet (the 2022 9k MTU fix).
+func (s *Scenario) BigPacketsNumSkbFrags() int {
+	const maxSkbFrags = 17
+	if s.Features.GuestGSO || s.Features.CtrlGuestOffloads || s.Driver.LegacyBigPackets {
+		return maxSkbFrags
+	}
+	return (s.MTU + 4096 - 1) / 4096
+}
+
+// NumSizes is the number of distinct frame sizes the traffic uses.
+func (t *Traffic) NumSizes() int {
+	if len(t.Sizes) > 0 {
+		return len(t.Sizes)
+	}
+	return 1
+}
+
+// SizeAt returns the frame size of packet n.
+func (t *Traffic) SizeAt(n uint64) int {
+	if len(t.Sizes) > 0 {
+		return t.Sizes[n%uint64(len(t.Sizes))]
+	}
+	return t.Size
+}

@@ -1,0 +1,116 @@
+package scenario
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	s := Default()
+	require.NoError(t, s.Validate())
+	assert.Equal(t, ModeMergeable, s.Mode())
+}
+
+func TestDecodeErrorsNameTheField(t *testing.T) {
+	tests := []struct {
+		name, json, field string
+	}{
+		{"unknown top-level field", `{"ringsize": 8}`, "ringsize"},
+		{"unknown nested field", `{"traffic": {"sise": 64}}`, "sise"},
+		{"wrong type", `{"ring_size": "big"}`, "ring_size"},
+		{"wrong nested type", `{"traffic": {"size": "64"}}`, "traffic.size"},
+		{"ring not a power of two", `{"ring_size": 100}`, "ring_size"},
+		{"ring too large", `{"ring_size": 65536}`, "ring_size"},
+		{"zero cpus", `{"cpus": 0}`, "cpus"},
+		{"bad buffer source", `{"driver": {"buffer_source": "slab"}}`, "driver.buffer_source"},
+		{"premapped without pool", `{"driver": {"buffer_source": "page_frag", "dma": "premapped"}}`, "driver.dma"},
+		{"frame larger than MTU", `{"traffic": {"size": 2000}}`, "traffic.size"},
+		{"frame too small", `{"traffic": {"size": 20}}`, "traffic.size"},
+		{"one bad size in a list", `{"traffic": {"sizes": [64, 128, 99999]}}`, "traffic.sizes[2]"},
+		{"consumer cpu out of range", `{"consumer": {"cpu": 3}}`, "consumer.cpu"},
+		{"xdp in big mode", `{"features": {"mrg_rxbuf": false}, "mtu": 9000, "driver": {"buffer_source": "page", "dma": "ring"}, "xdp": {"program": "xdp_drop"}}`, "xdp"},
+		{"page_pool in big mode", `{"features": {"mrg_rxbuf": false, "guest_gso": true}}`, "driver.buffer_source"},
+		{"cpumap cpu out of range", `{"xdp": {"program": "xdp_redirect_cpu", "cpumap_cpus": [4]}}`, "xdp.cpumap_cpus[0]"},
+		{"gso without guest gso", `{"traffic": {"gso_size": 65000}}`, "traffic.gso_size"},
+		{"negative cost", `{"costs": {"atomic": -1}}`, "costs.atomic"},
+		{"bad device kind", `{"device": {"kind": "e1000"}}`, "device.kind"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeBytes([]byte(tc.json))
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrInvalid), "%v does not wrap ErrInvalid", err)
+			assert.Contains(t, err.Error(), tc.field)
+		})
+	}
+}
+
+func TestDecodeRejectsMalformedInput(t *testing.T) {
+	for _, in := range []string{"", "{", "[]", `{"cpus": 1} {"cpus": 2}`, "null x"} {
+		_, err := DecodeBytes([]byte(in))
+		assert.ErrorIs(t, err, ErrInvalid, "input %q", in)
+	}
+}
+
+func TestModeFollowsFeatures(t *testing.T) {
+	tests := []struct {
+		name string
+		f    Features
+		mtu  int
+		want string
+	}{
+		{"mergeable wins", Features{MrgRxbuf: true, GuestGSO: true}, 9000, ModeMergeable},
+		{"guest gso gives big", Features{GuestGSO: true}, 1500, ModeBig},
+		{"jumbo mtu gives big", Features{}, 9000, ModeBig},
+		{"plain gives small", Features{}, 1500, ModeSmall},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Default()
+			s.Features, s.MTU = tc.f, tc.mtu
+			assert.Equal(t, tc.want, s.Mode())
+		})
+	}
+}
+
+// The 9k MTU fix: DIV_ROUND_UP(mtu, PAGE_SIZE) pages unless the device may
+// send GSO packets or offloads can be switched on later.
+func TestBigPacketsNumSkbFrags(t *testing.T) {
+	s := Default()
+	s.Features = Features{}
+	s.MTU = 9000
+	assert.Equal(t, 3, s.BigPacketsNumSkbFrags())
+	s.MTU = 1500
+	assert.Equal(t, 1, s.BigPacketsNumSkbFrags())
+	s.MTU = 9000
+	s.Features.CtrlGuestOffloads = true
+	assert.Equal(t, 17, s.BigPacketsNumSkbFrags())
+	s.Features.CtrlGuestOffloads = false
+	s.Driver.LegacyBigPackets = true
+	assert.Equal(t, 17, s.BigPacketsNumSkbFrags())
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"cpus": 2, "traffic": {"size": 128}}`))
+	f.Add([]byte(`{"xdp": {"program": "xdp_drop"}}`))
+	f.Add([]byte(`{"ring_size": 0}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := DecodeBytes(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			if strings.TrimSpace(err.Error()) == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("decoded scenario does not validate: %v", err)
+		}
+	})
+}

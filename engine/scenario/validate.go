@@ -1,0 +1,325 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Limits of what a scenario may ask for. They keep a run within the memory
+// and time a browser tab has; the kernel's own limits are noted.
+const (
+	MaxCPUs        = 64
+	MaxQueues      = 64
+	MaxRingSize    = 32768 // virtio split ring maximum
+	MinMTU         = 68
+	MaxMTU         = 65535 - 14
+	MinFrame       = 60 // Ethernet minimum without FCS
+	MaxFrame       = 65535
+	MaxFlows       = 1 << 16
+	MaxMemoryPages = 1 << 22 // 16 GiB of simulated memory
+	MaxPoolSize    = 16384   // page_pool's ptr_ring cap
+	MaxCpumapQsize = 16384
+	MaxSizes       = 64
+	MaxBudget      = 1024
+)
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("invalid scenario")
+
+// FieldError names the field (a JSON path like "traffic.size") and the
+// reason.
+type FieldError struct {
+	Field  string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrInvalid) hold.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func bad(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Default returns the defaults every scenario starts from: one CPU, one
+// queue pair of 256 entries, MTU 1500, mergeable buffers from page_pool
+// premapped (virtio_net in 2026), EVENT_IDX, UDP 64-byte frames as fast as
+// the device goes.
+func Default() Scenario {
+	return Scenario{
+		Name:       "custom",
+		Seed:       1,
+		CPUs:       1,
+		Queues:     1,
+		RingSize:   256,
+		TxRingSize: 256,
+		MTU:        1500,
+		Features:   Features{MrgRxbuf: true, EventIdx: true},
+		Driver: Driver{
+			BufferSource:     SourcePagePool,
+			DMA:              DMAPremapped,
+			NAPILocalRecycle: true,
+			Budget:           64,
+		},
+		Consumer:    Consumer{CPU: -1, Context: FreeSoftirq, CostNs: 200},
+		Traffic:     Traffic{Size: 64, Flows: 1, Proto: "udp", DstPort: 9},
+		Device:      Device{Kind: DeviceVhost, Backlog: 1000},
+		MemoryPages: 1 << 16,
+	}
+}
+
+// Decode reads a scenario from JSON on top of Default, refusing unknown
+// fields, trailing data and values of the wrong type, then validates it.
+func Decode(r io.Reader) (Scenario, error) {
+	s := Default()
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Scenario{}, jsonError(err)
+	}
+	if dec.More() {
+		return Scenario{}, fmt.Errorf("%w: trailing data after the scenario object", ErrInvalid)
+	}
+	if err := s.Validate(); err != nil {
+		return Scenario{}, err
+	}
+	return s, nil
+}
+
+// DecodeBytes is Decode on a byte slice.
+func DecodeBytes(b []byte) (Scenario, error) { return Decode(bytes.NewReader(b)) }
+
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "(top level)"
+		}
+		return bad(field, "want %s, got JSON %s (offset %d)", te.Type, te.Value, te.Offset)
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: JSON syntax error at offset %d: %v", ErrInvalid, se.Offset, se)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return bad(strings.Trim(name, `"`), "unknown field")
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: empty input, want a JSON object", ErrInvalid)
+	}
+	return fmt.Errorf("%w: %v", ErrInvalid, err)
+}
+
+// Validate checks every field and returns the first problem found, naming
+// the field.
+func (s *Scenario) Validate() error {
+	if s.CPUs < 1 || s.CPUs > MaxCPUs {
+		return bad("cpus", "%d: want 1..%d", s.CPUs, MaxCPUs)
+	}
+	if s.Queues < 1 || s.Queues > MaxQueues {
+		return bad("queues", "%d: want 1..%d", s.Queues, MaxQueues)
+	}
+	if err := ringSize("ring_size", s.RingSize); err != nil {
+		return err
+	}
+	if err := ringSize("tx_ring_size", s.TxRingSize); err != nil {
+		return err
+	}
+	if s.MTU < MinMTU || s.MTU > MaxMTU {
+		return bad("mtu", "%d: want %d..%d", s.MTU, MinMTU, MaxMTU)
+	}
+	if s.MemoryPages < 1024 || s.MemoryPages > MaxMemoryPages {
+		return bad("memory_pages", "%d: want 1024..%d", s.MemoryPages, MaxMemoryPages)
+	}
+	if err := s.validateDriver(); err != nil {
+		return err
+	}
+	if err := s.validateXDP(); err != nil {
+		return err
+	}
+	if err := s.validateTraffic(); err != nil {
+		return err
+	}
+	c := s.Consumer
+	if c.CPU < -1 || c.CPU >= s.CPUs {
+		return bad("consumer.cpu", "%d: want -1 (the receiving CPU) or 0..%d", c.CPU, s.CPUs-1)
+	}
+	if c.Context != FreeSoftirq && c.Context != FreeProcess {
+		return bad("consumer.context", "%q: want %q or %q", c.Context, FreeSoftirq, FreeProcess)
+	}
+	if c.CostNs < 0 || c.CostNs > 1_000_000 {
+		return bad("consumer.cost_ns", "%d: want 0..1000000", c.CostNs)
+	}
+	d := s.Device
+	if d.Kind != DeviceVhost && d.Kind != DeviceNIC {
+		return bad("device.kind", "%q: want %q or %q", d.Kind, DeviceVhost, DeviceNIC)
+	}
+	if d.MaxPPS < 0 || d.MaxPPS > 1e9 {
+		return bad("device.max_pps", "%g: want 0..1e9", d.MaxPPS)
+	}
+	if d.Backlog < 0 || d.Backlog > 1<<20 {
+		return bad("device.backlog", "%d: want 0..%d", d.Backlog, 1<<20)
+	}
+	if n := s.Next; n != nil {
+		if n.MaxPPS <= 0 || n.MaxPPS > 1e9 {
+			return bad("next_device.max_pps", "%g: want >0 and <= 1e9", n.MaxPPS)
+		}
+		if err := ringSize("next_device.ring_size", n.RingSize); err != nil {
+			return err
+		}
+		if n.CompletionCPU < -1 || n.CompletionCPU >= s.CPUs {
+			return bad("next_device.completion_cpu", "%d: want -1 or 0..%d", n.CompletionCPU, s.CPUs-1)
+		}
+	}
+	keys := make([]string, 0, len(s.Costs))
+	for k := range s.Costs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if s.Costs[k] < 0 {
+			return bad("costs."+k, "%d ns is negative", s.Costs[k])
+		}
+	}
+	return nil
+}
+
+func ringSize(field string, n int) error {
+	if n < 2 || n > MaxRingSize || n&(n-1) != 0 {
+		return bad(field, "%d: want a power of two from 2 to %d", n, MaxRingSize)
+	}
+	return nil
+}
+
+func (s *Scenario) validateDriver() error {
+	d := s.Driver
+	switch d.BufferSource {
+	case SourcePageFrag, SourcePage, SourcePagePool, SourcePagePoolFrag:
+	default:
+		return bad("driver.buffer_source", "%q: want one of %s, %s, %s, %s", d.BufferSource,
+			SourcePageFrag, SourcePage, SourcePagePool, SourcePagePoolFrag)
+	}
+	switch d.DMA {
+	case DMARing, DMAPremapped:
+	default:
+		return bad("driver.dma", "%q: want %q or %q", d.DMA, DMARing, DMAPremapped)
+	}
+	pool := d.BufferSource == SourcePagePool || d.BufferSource == SourcePagePoolFrag
+	if d.DMA == DMAPremapped && !pool {
+		return bad("driver.dma", "premapped needs a page_pool buffer source (got %q)", d.BufferSource)
+	}
+	if pool && s.Mode() == ModeBig {
+		return bad("driver.buffer_source", "%q: virtio_net uses page_pool in small and mergeable modes, not big (features give big mode)", d.BufferSource)
+	}
+	if d.PoolSize < 0 || d.PoolSize > MaxPoolSize {
+		return bad("driver.pool_size", "%d: want 0 (ring size) .. %d", d.PoolSize, MaxPoolSize)
+	}
+	if d.Budget < 1 || d.Budget > MaxBudget {
+		return bad("driver.napi_budget", "%d: want 1..%d", d.Budget, MaxBudget)
+	}
+	if s.Mode() == ModeBig && s.BigPacketsNumSkbFrags()+2 > s.RingSize {
+		return bad("ring_size", "%d entries cannot hold one big-mode buffer of %d descriptors", s.RingSize, s.BigPacketsNumSkbFrags()+2)
+	}
+	return nil
+}
+
+func (s *Scenario) validateXDP() error {
+	x := s.XDP
+	if x == nil {
+		return nil
+	}
+	if x.Program == "" && x.Object == "" {
+		return bad("xdp.program", "empty: name a library program or give xdp.object")
+	}
+	if x.Program != "" && x.Object != "" {
+		return bad("xdp", "program and object are exclusive")
+	}
+	if x.CpumapQsize < 0 || x.CpumapQsize > MaxCpumapQsize {
+		return bad("xdp.cpumap_qsize", "%d: want 0 (default 2048) .. %d", x.CpumapQsize, MaxCpumapQsize)
+	}
+	for i, c := range x.CpumapCPUs {
+		if c < 0 || c >= s.CPUs {
+			return bad(fmt.Sprintf("xdp.cpumap_cpus[%d]", i), "CPU %d: want 0..%d", c, s.CPUs-1)
+		}
+	}
+	if s.Mode() == ModeBig {
+		return bad("xdp", "virtio_net refuses XDP in big mode without mergeable buffers (features give big mode)")
+	}
+	return nil
+}
+
+func (s *Scenario) validateTraffic() error {
+	t := s.Traffic
+	if t.RatePPS < 0 || t.RatePPS > 1e9 {
+		return bad("traffic.rate_pps", "%g: want 0 (device speed) .. 1e9", t.RatePPS)
+	}
+	if t.Proto != "udp" && t.Proto != "tcp" {
+		return bad("traffic.proto", "%q: want udp or tcp", t.Proto)
+	}
+	if t.Flows < 1 || t.Flows > MaxFlows {
+		return bad("traffic.flows", "%d: want 1..%d", t.Flows, MaxFlows)
+	}
+	if t.Burst < 0 || t.Burst > 4096 {
+		return bad("traffic.burst", "%d: want 0..4096", t.Burst)
+	}
+	if t.DstPort < 0 || t.DstPort > 65535 {
+		return bad("traffic.dst_port", "%d: want 0..65535", t.DstPort)
+	}
+	if len(t.Sizes) > MaxSizes {
+		return bad("traffic.sizes", "%d sizes: at most %d", len(t.Sizes), MaxSizes)
+	}
+	max := s.MTU + 14
+	if t.GSOSize > 0 {
+		if !s.Features.GuestGSO {
+			return bad("traffic.gso_size", "GSO packets need features.guest_gso")
+		}
+		if t.GSOSize > MaxFrame {
+			return bad("traffic.gso_size", "%d: at most %d", t.GSOSize, MaxFrame)
+		}
+		max = t.GSOSize
+	}
+	hdr := headerLen(t)
+	check := func(field string, n int) error {
+		if n < MinFrame || n < hdr {
+			return bad(field, "%d bytes: the %s/%s headers alone need %d (and Ethernet %d)", n, ipName(t.IPv6), t.Proto, hdr, MinFrame)
+		}
+		if n > max {
+			return bad(field, "%d bytes exceeds the MTU %d + 14 (or gso_size)", n, s.MTU)
+		}
+		return nil
+	}
+	if len(t.Sizes) == 0 {
+		return check("traffic.size", t.Size)
+	}
+	for i, n := range t.Sizes {
+		if err := check(fmt.Sprintf("traffic.sizes[%d]", i), n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ipName(v6 bool) string {
+	if v6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+// headerLen is Ethernet + IP + L4 header bytes.
+func headerLen(t Traffic) int {
+	n := 14 + 20
+	if t.IPv6 {
+		n = 14 + 40
+	}
+	if t.Proto == "tcp" {
+		return n + 20
+	}
+	return n + 8
+}
