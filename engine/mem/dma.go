@@ -1,0 +1,266 @@
+package mem
+
+import (
+	"errors"
+	"fmt"
+
+	"ringlab/engine/sim"
+)
+
+// IOVA layout with an IOMMU. Each mapping gets its own IOVA range, handed
+// out top-down from iovaTop in slots of iovaStride bytes (enough for the
+// largest block), and a freed range is reused first by the next mapping
+// (LIFO, as the IOVA rcache does). Without an IOMMU the DMA address is the
+// physical address, PFN << PAGE_SHIFT plus the offset.
+const (
+	iovaTop    = uint64(1) << 48
+	iovaStride = uint64(PageSize) << MaxPageOrder
+)
+
+// ErrMappingFailed is dma_mapping_error: the device's mappings are
+// exhausted. It is a simulated event, counted in DMAStats.MapFailures.
+var ErrMappingFailed = errors.New("mem: DMA mapping failed")
+
+// ErrNotMapped is returned for an unmap or sync of an address that is not
+// mapped (what CONFIG_DMA_API_DEBUG reports); it is counted, the engine
+// carries on.
+var ErrNotMapped = errors.New("mem: DMA address not mapped")
+
+// DMA is one device's DMA mapping state (dma_map_page_attrs,
+// dma_unmap_page_attrs, dma_sync_single_for_cpu/device) over the machine's
+// memory, direct or through an IOMMU. Map and unmap cost DMAMapDirect /
+// DMAUnmapDirect, or DMAMapIOMMU / DMAUnmapIOMMU with an IOMMU (the IOTLB
+// flush is in the unmap cost); a sync costs DMASync.
+type DMA struct {
+	iommu  bool
+	m      *Mem
+	slots  []dmaSlot
+	free   int32   // first free slot, -1 none (LIFO)
+	byPage []int32 // first live mapping of each block head, -1 none
+	stats  DMAStats
+}
+
+type dmaSlot struct {
+	addr uint64
+	page PageID
+	size uint32
+	next int32 // next live mapping of the same page, or next free slot
+	live bool
+}
+
+// DMAStats are a device's DMA counters.
+type DMAStats struct {
+	Maps           uint64 // successful maps
+	Unmaps         uint64 // successful unmaps
+	MapFailures    uint64 // maps refused: mappings exhausted
+	BadUnmaps      uint64 // unmaps of an address that was not mapped
+	SyncsForCPU    uint64 // dma_sync_single_for_cpu
+	SyncsForDevice uint64 // dma_sync_single_for_device
+	BadSyncs       uint64 // syncs of an address that was not mapped
+	Live           int    // mappings now
+}
+
+// NewDMA returns the DMA state of a new device, through an IOMMU or not.
+// The memory checks its mappings (no free page may stay mapped).
+func (m *Mem) NewDMA(iommu bool) *DMA {
+	d := &DMA{iommu: iommu, m: m, free: -1}
+	d.slots = make([]dmaSlot, 0, min(m.maxDMA, 4096))
+	d.byPage = make([]int32, len(m.pages))
+	for i := range d.byPage {
+		d.byPage[i] = -1
+	}
+	m.dmas = append(m.dmas, d)
+	return d
+}
+
+// IOMMU reports whether the device maps through an IOMMU.
+func (d *DMA) IOMMU() bool { return d.iommu }
+
+// Map maps the whole block holding id (PAGE_SIZE << order bytes) and
+// returns its DMA address.
+func (d *DMA) Map(c *sim.CPU, id PageID) (uint64, error) {
+	h, err := d.m.allocatedHead(id)
+	if err != nil {
+		return 0, err
+	}
+	return d.MapRange(c, h, 0, PageSize<<d.m.pages[h].order)
+}
+
+// MapRange is dma_map_page(dev, page, offset, size): it maps size bytes at
+// offset in the block holding id (offset counts from the block's head) and
+// returns the DMA address of the first byte.
+func (d *DMA) MapRange(c *sim.CPU, id PageID, offset, size uint32) (uint64, error) {
+	if err := d.m.checkCPU(c); err != nil {
+		return 0, err
+	}
+	h, err := d.m.allocatedHead(id)
+	if err != nil {
+		return 0, err
+	}
+	if id != h {
+		offset += uint32(id-h) << PageShift
+	}
+	blk := uint64(PageSize) << d.m.pages[h].order
+	if size == 0 || uint64(offset)+uint64(size) > blk {
+		return 0, fmt.Errorf("mem: DMA map of %d bytes at offset %d in a %d-byte block", size, offset, blk)
+	}
+	if d.iommu {
+		c.Spend(c.Costs().DMAMapIOMMU)
+	} else {
+		c.Spend(c.Costs().DMAMapDirect)
+	}
+	if d.stats.Live >= d.m.maxDMA {
+		d.stats.MapFailures++
+		return 0, ErrMappingFailed
+	}
+	s := d.free
+	if s >= 0 {
+		d.free = d.slots[s].next
+	} else {
+		s = int32(len(d.slots))
+		d.slots = append(d.slots, dmaSlot{})
+	}
+	var addr uint64
+	if d.iommu {
+		addr = iovaTop - uint64(s+1)*iovaStride + uint64(offset)
+	} else {
+		addr = uint64(h)<<PageShift + uint64(offset)
+	}
+	d.slots[s] = dmaSlot{addr: addr, page: h, size: size, next: d.byPage[h], live: true}
+	d.byPage[h] = s
+	d.stats.Maps++
+	d.stats.Live++
+	return addr, nil
+}
+
+// Unmap is dma_unmap_page: addr must be an address Map returned and not
+// yet unmapped; otherwise ErrNotMapped, counted in BadUnmaps.
+func (d *DMA) Unmap(c *sim.CPU, addr uint64) error {
+	if err := d.m.checkCPU(c); err != nil {
+		return err
+	}
+	s := d.lookup(addr, true)
+	if s < 0 {
+		d.stats.BadUnmaps++
+		return fmt.Errorf("mem: DMA unmap of %#x: %w", addr, ErrNotMapped)
+	}
+	if d.iommu {
+		c.Spend(c.Costs().DMAUnmapIOMMU)
+	} else {
+		c.Spend(c.Costs().DMAUnmapDirect)
+	}
+	sl := &d.slots[s]
+	h := sl.page
+	// Unlink from the page's chain.
+	if d.byPage[h] == s {
+		d.byPage[h] = sl.next
+	} else {
+		p := d.byPage[h]
+		for d.slots[p].next != s {
+			p = d.slots[p].next
+		}
+		d.slots[p].next = sl.next
+	}
+	sl.live = false
+	sl.next = d.free
+	d.free = s
+	d.stats.Unmaps++
+	d.stats.Live--
+	return nil
+}
+
+// SyncForCPU is dma_sync_single_for_cpu: size bytes from addr, inside one
+// live mapping, become visible to the CPU.
+func (d *DMA) SyncForCPU(c *sim.CPU, addr uint64, size uint32) error {
+	if err := d.sync(c, addr, size); err != nil {
+		return err
+	}
+	d.stats.SyncsForCPU++
+	return nil
+}
+
+// SyncForDevice is dma_sync_single_for_device: size bytes from addr,
+// inside one live mapping, are handed back to the device.
+func (d *DMA) SyncForDevice(c *sim.CPU, addr uint64, size uint32) error {
+	if err := d.sync(c, addr, size); err != nil {
+		return err
+	}
+	d.stats.SyncsForDevice++
+	return nil
+}
+
+func (d *DMA) sync(c *sim.CPU, addr uint64, size uint32) error {
+	if err := d.m.checkCPU(c); err != nil {
+		return err
+	}
+	s := d.lookup(addr, false)
+	if s < 0 || addr+uint64(size) > d.slots[s].addr+uint64(d.slots[s].size) {
+		d.stats.BadSyncs++
+		return fmt.Errorf("mem: DMA sync of %d bytes at %#x: %w", size, addr, ErrNotMapped)
+	}
+	c.Spend(c.Costs().DMASync)
+	return nil
+}
+
+// lookup finds the live mapping holding addr (starting at addr when
+// exact), -1 none.
+func (d *DMA) lookup(addr uint64, exact bool) int32 {
+	match := func(s int32) bool {
+		sl := &d.slots[s]
+		if !sl.live {
+			return false
+		}
+		if exact {
+			return addr == sl.addr
+		}
+		return addr >= sl.addr && addr < sl.addr+uint64(sl.size)
+	}
+	if d.iommu {
+		if addr >= iovaTop {
+			return -1
+		}
+		s := (iovaTop - 1 - addr) / iovaStride
+		if s >= uint64(len(d.slots)) || !match(int32(s)) {
+			return -1
+		}
+		return int32(s)
+	}
+	pfn := addr >> PageShift
+	if pfn >= uint64(len(d.m.pages)) {
+		return -1
+	}
+	h := d.m.Head(PageID(pfn))
+	for s := d.byPage[h]; s >= 0; s = d.slots[s].next {
+		if match(s) {
+			return s
+		}
+	}
+	return -1
+}
+
+// Live is the number of live mappings of the block holding id.
+func (d *DMA) Live(id PageID) int {
+	h := d.m.Head(id)
+	if h == NoPage {
+		return 0
+	}
+	n := 0
+	for s := d.byPage[h]; s >= 0; s = d.slots[s].next {
+		n++
+	}
+	return n
+}
+
+// Stats returns the device's counters.
+func (d *DMA) Stats() DMAStats { return d.stats }
+
+// dmaLive counts live mappings of head h over every device.
+func (m *Mem) dmaLive(h PageID) int {
+	n := 0
+	for _, d := range m.dmas {
+		if d.byPage[h] >= 0 {
+			n += d.Live(h)
+		}
+	}
+	return n
+}

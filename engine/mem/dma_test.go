@@ -1,0 +1,108 @@
+package mem_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/mem"
+	"ringlab/engine/sim"
+)
+
+func TestDMAAddressesAndCosts(t *testing.T) {
+	costs := sim.DefaultCosts()
+	tests := []struct {
+		name         string
+		iommu        bool
+		mapCost      sim.Duration
+		unmapCost    sim.Duration
+		physicalAddr bool
+	}{
+		{"direct", false, costs.DMAMapDirect, costs.DMAUnmapDirect, true},
+		{"iommu", true, costs.DMAMapIOMMU, costs.DMAUnmapIOMMU, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, m := newMem(t, 1, small())
+			c := s.CPU(0)
+			d := m.NewDMA(tt.iommu)
+			id, err := m.AllocPages(c, 0, mem.Driver, -1)
+			require.NoError(t, err)
+			big, err := m.AllocPages(c, 3, mem.Driver, -1)
+			require.NoError(t, err)
+
+			before := c.Busy()
+			a, err := d.Map(c, id)
+			require.NoError(t, err)
+			assert.Equal(t, tt.mapCost, c.Busy()-before)
+			b, err := d.MapRange(c, big, 1536, 1536)
+			require.NoError(t, err)
+			b2, err := d.MapRange(c, big, 3072, 1536)
+			require.NoError(t, err)
+			verify(t, m)
+			if tt.physicalAddr {
+				assert.Equal(t, uint64(id)<<mem.PageShift, a)
+				assert.Equal(t, uint64(big)<<mem.PageShift+1536, b)
+			} else {
+				assert.NotEqual(t, uint64(id)<<mem.PageShift, a)
+				assert.NotEqual(t, b+1536, b2, "each IOMMU mapping gets its own IOVA")
+			}
+			assert.Equal(t, 2, d.Live(big))
+			require.NoError(t, d.SyncForCPU(c, b+100, 1000))
+			require.NoError(t, d.SyncForDevice(c, b, 1536))
+			assert.ErrorIs(t, d.SyncForDevice(c, b, 4000), mem.ErrNotMapped, "past the mapping")
+
+			_, err = m.PutPage(c, big)
+			assert.ErrorIs(t, err, mem.ErrBadPage, "freeing a mapped page")
+
+			before = c.Busy()
+			require.NoError(t, d.Unmap(c, b))
+			assert.Equal(t, tt.unmapCost, c.Busy()-before)
+			assert.ErrorIs(t, d.Unmap(c, b), mem.ErrNotMapped, "double unmap")
+			assert.ErrorIs(t, d.Unmap(c, 12345), mem.ErrNotMapped)
+			require.NoError(t, d.Unmap(c, b2))
+			require.NoError(t, d.Unmap(c, a))
+			verify(t, m)
+
+			// The same page mapped again gets the same address: deterministic,
+			// and the IOVA freed last is reused first.
+			a2, err := d.Map(c, id)
+			require.NoError(t, err)
+			if tt.iommu {
+				assert.Equal(t, a, a2)
+			}
+			st := d.Stats()
+			assert.Equal(t, uint64(4), st.Maps)
+			assert.Equal(t, uint64(3), st.Unmaps)
+			assert.Equal(t, uint64(2), st.BadUnmaps)
+			assert.Equal(t, uint64(1), st.SyncsForCPU)
+			assert.Equal(t, uint64(1), st.SyncsForDevice)
+			assert.Equal(t, uint64(1), st.BadSyncs)
+			assert.Equal(t, 1, st.Live)
+			verify(t, m)
+		})
+	}
+}
+
+func TestDMAMappingLimit(t *testing.T) {
+	cfg := small()
+	cfg.MaxDMAMappings = 2
+	s, m := newMem(t, 1, cfg)
+	c := s.CPU(0)
+	d := m.NewDMA(true)
+	id, err := m.AllocPages(c, 0, mem.Driver, -1)
+	require.NoError(t, err)
+	for i := 0; i < 2; i++ {
+		_, err := d.Map(c, id)
+		require.NoError(t, err)
+	}
+	_, err = d.Map(c, id)
+	assert.ErrorIs(t, err, mem.ErrMappingFailed)
+	assert.Equal(t, uint64(1), d.Stats().MapFailures)
+	_, err = d.MapRange(c, id, 4000, 200)
+	assert.Error(t, err, "past the page")
+	_, err = d.Map(c, id+1)
+	assert.ErrorIs(t, err, mem.ErrBadPage, "a free page")
+	verify(t, m)
+}

@@ -1,0 +1,312 @@
+package mem
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"ringlab/engine/sim"
+)
+
+// Config sizes the machine's memory. A zero field takes its default
+// (DefaultConfig); a negative or out-of-range one is an error naming it.
+type Config struct {
+	Pages    int   // base pages, PFNs 0..Pages-1 (1<<18 is 1 GiB); required
+	MaxOrder int   // MAX_PAGE_ORDER, CostlyOrder..MaxPageOrder; default 10
+	PCPBatch int   // per_cpu_pages.batch: blocks moved per refill or drain; default 63
+	PCPHigh  int   // per_cpu_pages.high, base pages: a free at or above it drains a batch; default 6*batch
+	Nodes    int   // NUMA nodes; memory is split evenly by PFN; default 1
+	CPUNode  []int // NUMA node of each CPU; default node 0 for all
+	// MaxDMAMappings bounds the live mappings of each DMA device (the IOVA
+	// space); a map beyond it fails as dma_mapping_error. Default 1<<20.
+	MaxDMAMappings int
+}
+
+// Defaults.
+const (
+	DefaultPCPBatch = 63 // zone_batchsize() for a zone of a few GiB
+	// DefaultPCPHigh is the pre-5.14 rule high = 6 * batch
+	// (pageset_set_batch); modern kernels tune high between high_min and
+	// high_max, which the engine does not model.
+	DefaultPCPHigh        = 6 * DefaultPCPBatch
+	DefaultMaxDMAMappings = 1 << 20
+)
+
+// DefaultConfig is 1 GiB in one node with the kernel's default pcp sizes.
+func DefaultConfig() Config {
+	return Config{Pages: 1 << 18, MaxOrder: MaxPageOrder, PCPBatch: DefaultPCPBatch,
+		PCPHigh: DefaultPCPHigh, Nodes: 1, MaxDMAMappings: DefaultMaxDMAMappings}
+}
+
+// Mem is the machine's memory: the struct page array indexed by PFN, one
+// zone with buddy free lists under the zone lock, and a per-CPU list (pcp)
+// for each CPU of its sim.Sim. It is used from the simulation's event loop
+// only.
+//
+// Every page block is in exactly one Loc at any time (the buddy free lists,
+// a CPU's pcp list, a page_pool's cache or ring, a virtqueue, an skb...).
+// Counts per Loc are kept in base pages (an order-3 block counts 8) and
+// updated on every move, so that they add up to NumPages is an invariant
+// Check verifies.
+//
+// Costs are charged to the sim.CPU passed to each operation, from
+// sim.Costs: PageAlloc and PageFree for the pcp fast paths, BuddyPerPage
+// for every block moved under the zone lock, the zone lock itself (a
+// sim.Lock, so two CPUs refilling and draining at once wait for each
+// other), an atomic for reference counts, and a cache-line transfer
+// (sim.CacheLine on each struct page) when a CPU touches a page another
+// CPU touched last, as a remote free does.
+//
+// The hot paths allocate no Go memory: pages, list links and DMA mappings
+// live in arrays indexed by id.
+type Mem struct {
+	sim      *sim.Sim
+	pages    []Page
+	maxOrder int
+	nodes    int
+	cpuNode  []uint8
+	maxDMA   int
+
+	zone   zone
+	pcp    []pcp
+	counts [NumLocs]int64
+	stats  Stats
+	dmas   []*DMA
+	pools  int32 // page_pool ids handed out
+}
+
+// ErrNoMemory is returned when the page allocator has no block to give
+// (-ENOMEM). It is a simulated event, counted in Stats.AllocFail.
+var ErrNoMemory = errors.New("mem: out of memory")
+
+// ErrBadPage is wrapped by errors about a page in the wrong state for the
+// operation (a put on a free page, a move of a tail, a free of a page that
+// page_pool or a DMA mapping still holds).
+var ErrBadPage = errors.New("mem: bad page state")
+
+// New builds the memory for s: all pages free in the zone's buddy lists,
+// in the largest aligned blocks that fit, and one empty pcp per CPU of s.
+func New(s *sim.Sim, cfg Config) (*Mem, error) {
+	if s == nil {
+		return nil, errors.New("mem: New: nil sim")
+	}
+	def := DefaultConfig()
+	if cfg.Pages <= 0 || cfg.Pages > math.MaxInt32/2 {
+		return nil, fmt.Errorf("mem: Config.Pages %d: want 1..%d", cfg.Pages, math.MaxInt32/2)
+	}
+	if cfg.MaxOrder == 0 {
+		cfg.MaxOrder = def.MaxOrder
+	}
+	if cfg.MaxOrder < CostlyOrder || cfg.MaxOrder > MaxPageOrder {
+		return nil, fmt.Errorf("mem: Config.MaxOrder %d: want %d..%d", cfg.MaxOrder, CostlyOrder, MaxPageOrder)
+	}
+	if cfg.PCPBatch == 0 {
+		cfg.PCPBatch = def.PCPBatch
+	}
+	if cfg.PCPHigh == 0 {
+		cfg.PCPHigh = 6 * cfg.PCPBatch
+	}
+	if cfg.PCPBatch < 1 || cfg.PCPBatch > 1<<16 {
+		return nil, fmt.Errorf("mem: Config.PCPBatch %d: want 1..%d", cfg.PCPBatch, 1<<16)
+	}
+	if cfg.PCPHigh < cfg.PCPBatch || cfg.PCPHigh > 1<<20 {
+		return nil, fmt.Errorf("mem: Config.PCPHigh %d: want PCPBatch (%d)..%d", cfg.PCPHigh, cfg.PCPBatch, 1<<20)
+	}
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 1
+	}
+	if cfg.Nodes < 1 || cfg.Nodes > 64 || cfg.Nodes > cfg.Pages {
+		return nil, fmt.Errorf("mem: Config.Nodes %d: want 1..64 and at most Pages", cfg.Nodes)
+	}
+	if cfg.CPUNode != nil && len(cfg.CPUNode) != s.NumCPU() {
+		return nil, fmt.Errorf("mem: Config.CPUNode has %d entries for %d CPUs", len(cfg.CPUNode), s.NumCPU())
+	}
+	if cfg.MaxDMAMappings == 0 {
+		cfg.MaxDMAMappings = def.MaxDMAMappings
+	}
+	if cfg.MaxDMAMappings < 1 || cfg.MaxDMAMappings > 1<<24 {
+		return nil, fmt.Errorf("mem: Config.MaxDMAMappings %d: want 1..%d", cfg.MaxDMAMappings, 1<<24)
+	}
+	m := &Mem{sim: s, maxOrder: cfg.MaxOrder, nodes: cfg.Nodes, maxDMA: cfg.MaxDMAMappings}
+	m.cpuNode = make([]uint8, s.NumCPU())
+	for i, n := range cfg.CPUNode {
+		if n < 0 || n >= cfg.Nodes {
+			return nil, fmt.Errorf("mem: Config.CPUNode[%d] = %d: want 0..%d", i, n, cfg.Nodes-1)
+		}
+		m.cpuNode[i] = uint8(n)
+	}
+	m.pages = make([]Page, cfg.Pages)
+	for i := range m.pages {
+		p := &m.pages[i]
+		p.PP = -1
+		p.Private = NoPage
+		p.next, p.prev = NoPage, NoPage
+		p.owner = -1
+		p.loc = locTail
+		p.nid = uint8(int64(i) * int64(cfg.Nodes) / int64(cfg.Pages))
+	}
+	m.zone.init(m)
+	m.pcp = make([]pcp, s.NumCPU())
+	for i := range m.pcp {
+		m.pcp[i].init(cfg.PCPBatch, cfg.PCPHigh)
+	}
+	return m, nil
+}
+
+// NumPages is the number of base pages.
+func (m *Mem) NumPages() int { return len(m.pages) }
+
+// MaxOrder is the zone's largest order.
+func (m *Mem) MaxOrder() int { return m.maxOrder }
+
+// Nodes is the number of NUMA nodes.
+func (m *Mem) Nodes() int { return m.nodes }
+
+// CPUNode is the NUMA node of cpu (numa_mem_id on that CPU).
+func (m *Mem) CPUNode(cpu int) int {
+	if cpu < 0 || cpu >= len(m.cpuNode) {
+		return 0
+	}
+	return int(m.cpuNode[cpu])
+}
+
+// Sim is the simulation the memory belongs to.
+func (m *Mem) Sim() *sim.Sim { return m.sim }
+
+// Valid reports whether id is a page of this memory.
+func (m *Mem) Valid(id PageID) bool { return id >= 0 && int(id) < len(m.pages) }
+
+// Page returns the struct page of id, or nil when id is out of range.
+func (m *Mem) Page(id PageID) *Page {
+	if !m.Valid(id) {
+		return nil
+	}
+	return &m.pages[id]
+}
+
+// Head returns the first page of the block holding id (compound_head), or
+// NoPage when id is out of range. It is O(MaxOrder): blocks are aligned to
+// their size, so the head is the first aligned head whose order covers id.
+func (m *Mem) Head(id PageID) PageID {
+	if !m.Valid(id) {
+		return NoPage
+	}
+	for k := 0; k <= m.maxOrder; k++ {
+		c := id &^ PageID(1<<k-1)
+		if p := &m.pages[c]; p.isHead && int(p.order) >= k {
+			return c
+		}
+	}
+	panic(fmt.Sprintf("mem: page %d is in no block", id))
+}
+
+// Loc returns where the block holding id is and its owner there (a CPU
+// for PCP, a pool id for the pool locations, -1 none).
+func (m *Mem) Loc(id PageID) (Loc, int) {
+	h := m.Head(id)
+	if h == NoPage {
+		return locTail, -1
+	}
+	return m.pages[h].loc, int(m.pages[h].owner)
+}
+
+// Count is the number of base pages in loc.
+func (m *Mem) Count(loc Loc) int64 {
+	if !loc.Valid() {
+		return 0
+	}
+	return m.counts[loc]
+}
+
+// Counts returns the base pages in every location, indexed by Loc.
+func (m *Mem) Counts() [NumLocs]int64 { return m.counts }
+
+// History appends the last moves of the block holding id to buf, oldest
+// first, and returns it.
+func (m *Mem) History(id PageID, buf []Move) []Move {
+	h := m.Head(id)
+	if h == NoPage {
+		return buf
+	}
+	p := &m.pages[h]
+	start := (int(p.hpos) - int(p.hn) + HistoryLen) % HistoryLen
+	for i := 0; i < int(p.hn); i++ {
+		buf = append(buf, p.hist[(start+i)%HistoryLen])
+	}
+	return buf
+}
+
+// Move records that the allocated block holding id is now in to, owned by
+// owner (a CPU, queue or pool id; -1 none). Buddy and PCP are entered only
+// by freeing. Moving to the current location only updates the owner.
+func (m *Mem) Move(id PageID, to Loc, owner int) error {
+	h, err := m.allocatedHead(id)
+	if err != nil {
+		return err
+	}
+	if !to.Valid() || to.free() {
+		return fmt.Errorf("mem: move of page %d to %v: %w", id, to, errBadLoc)
+	}
+	if owner < -1 || owner > math.MaxInt16 {
+		return fmt.Errorf("mem: move of page %d: owner %d out of range", id, owner)
+	}
+	m.setLoc(h, to, owner)
+	return nil
+}
+
+var errBadLoc = errors.New("not a location a page can be moved to")
+
+// Touch charges c for the struct page's cache line of the block holding id
+// (a transfer when another CPU touched it last) and reports whether the
+// line moved. Drivers call it where the kernel reads or writes struct page.
+func (m *Mem) Touch(c *sim.CPU, id PageID) bool {
+	h := m.Head(id)
+	if h == NoPage {
+		return false
+	}
+	return m.pages[h].line.Touch(c)
+}
+
+// allocatedHead resolves id to the head of an allocated block.
+func (m *Mem) allocatedHead(id PageID) (PageID, error) {
+	if !m.Valid(id) {
+		return NoPage, fmt.Errorf("mem: page %d out of range 0..%d: %w", id, len(m.pages)-1, ErrBadPage)
+	}
+	h := m.Head(id)
+	if m.pages[h].loc.free() {
+		return NoPage, fmt.Errorf("mem: page %d is free (%v): %w", id, m.pages[h].loc, ErrBadPage)
+	}
+	return h, nil
+}
+
+// setLoc moves head h, keeping the counts and history.
+func (m *Mem) setLoc(h PageID, to Loc, owner int) {
+	p := &m.pages[h]
+	if p.loc == to {
+		p.owner = int16(owner)
+		return
+	}
+	n := int64(1) << p.order
+	if p.loc != locTail {
+		m.counts[p.loc] -= n
+	}
+	m.counts[to] += n
+	p.record(m.sim.Now(), p.loc, to, int16(owner))
+	p.loc = to
+	p.owner = int16(owner)
+}
+
+// checkCPU validates a CPU argument.
+func (m *Mem) checkCPU(c *sim.CPU) error {
+	if c == nil || c.ID < 0 || c.ID >= len(m.pcp) {
+		return errors.New("mem: CPU is nil or not of this simulation")
+	}
+	return nil
+}
+
+// NewPoolID hands out the next page_pool id (the kernel allocates them
+// from 1 in the page_pools xarray); pools store it in Page.PP.
+func (m *Mem) NewPoolID() int32 {
+	m.pools++
+	return m.pools
+}

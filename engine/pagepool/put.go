@@ -1,0 +1,236 @@
+package pagepool
+
+import (
+	"fmt"
+
+	"ringlab/engine/mem"
+	"ringlab/engine/sim"
+)
+
+// Put is page_pool_put_page(pool, page, dma_sync_size, allow_direct): drop
+// one pp reference on id (a page or a fragment of one); the put that drops
+// the last one recycles the page. A page someone else still holds a
+// reference on (refcount != 1) is released to the page allocator
+// (released_refcnt). Otherwise it is synced for the device
+// (min(dmaSyncSize, MaxLen) with DMASyncDev) and pushed into the alloc
+// cache when direct recycling is allowed — the caller says so, or ctx is
+// Softirq on the pool's NAPI CPU — and the cache has room; else into the
+// ptr_ring, and when that is full, released (ring_full).
+//
+// An error means the caller broke the rules: the page is not in flight
+// from this pool, or the pool has been freed.
+func (p *Pool) Put(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bool, ctx Context) error {
+	pg, err := p.own(c, id)
+	if err != nil {
+		return err
+	}
+	p.m.Touch(c, id)
+	if p.unref(c, pg, 1) != 0 {
+		return nil
+	}
+	p.putUnrefed(c, id, dmaSyncSize, allowDirect, ctx)
+	return nil
+}
+
+// RecycleDirect is page_pool_recycle_direct, as XDP_DROP uses it from the
+// pool's NAPI: a full-length put that may go into the alloc cache.
+func (p *Pool) RecycleDirect(c *sim.CPU, id mem.PageID) error {
+	return p.Put(c, id, SyncFull, true, Softirq)
+}
+
+// own validates a page handed back to the pool.
+func (p *Pool) own(c *sim.CPU, id mem.PageID) (*mem.Page, error) {
+	if p.state == Freed {
+		return nil, ErrDestroyed
+	}
+	if c == nil || c.ID < 0 || c.ID >= p.m.Sim().NumCPU() {
+		return nil, fmt.Errorf("pagepool: put on a CPU that is not of this simulation")
+	}
+	pg := p.m.Page(id)
+	if pg == nil || !pg.IsHead() || pg.PP != p.id || pg.PPMagic != Signature || pg.PPRef <= 0 {
+		return nil, fmt.Errorf("pagepool %d: put of page %d: %w", p.id, id, ErrNotPoolPage)
+	}
+	if id == p.fragPage && pg.PPRef <= BiasMax-p.fragUsers {
+		// The pool's own share of its fragment page: no fragment is out.
+		return nil, fmt.Errorf("pagepool %d: put of fragment page %d with no fragment out: %w", p.id, id, ErrNotPoolPage)
+	}
+	if loc, _ := p.m.Loc(id); loc == mem.PoolCache || loc == mem.PoolRing {
+		return nil, fmt.Errorf("pagepool %d: put of page %d already in the %v: %w", p.id, id, loc, ErrNotPoolPage)
+	}
+	return pg, nil
+}
+
+// unref is page_pool_unref_netmem: drop nr pp references and return how
+// many are left. Dropping all of them leaves pp_ref_count at 1, ready for
+// the next user; when nr is all there is, it is a read, not an atomic.
+func (p *Pool) unref(c *sim.CPU, pg *mem.Page, nr int64) int64 {
+	if pg.PPRef == nr {
+		pg.PPRef = 1
+		return 0
+	}
+	c.Spend(c.Costs().Atomic)
+	pg.PPRef -= nr
+	if pg.PPRef < 0 {
+		panic(fmt.Sprintf("pagepool %d: pp_ref_count went negative", p.id))
+	}
+	if pg.PPRef == 0 {
+		pg.PPRef = 1
+		return 0
+	}
+	return pg.PPRef
+}
+
+// putUnrefed is page_pool_put_unrefed_netmem.
+func (p *Pool) putUnrefed(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bool, ctx Context) {
+	if !allowDirect {
+		allowDirect = p.napiLocal(c, ctx)
+	}
+	if p.state != Active {
+		// A driver must not recycle directly after page_pool_destroy: the
+		// cache is never emptied again. Such a put goes to the ring so
+		// the page is not stranded.
+		allowDirect = false
+	}
+	id = p.putPageState(c, id, dmaSyncSize, allowDirect)
+	if id != mem.NoPage && !p.recycleInRing(c, id) {
+		p.recycle.RingFull++
+		p.returnPage(c, id)
+	}
+}
+
+// putPageState is __page_pool_put_page: it returns the page when it is a
+// candidate for the ptr_ring, NoPage when it went into the cache or was
+// released.
+func (p *Pool) putPageState(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bool) mem.PageID {
+	if p.m.Page(id).RefCount() == 1 { // __page_pool_page_can_be_recycled
+		p.syncForDevice(c, id, dmaSyncSize)
+		if allowDirect && p.recycleInCache(c, id) {
+			return mem.NoPage
+		}
+		return id
+	}
+	p.recycle.ReleasedRefcnt++
+	p.returnPage(c, id)
+	return mem.NoPage
+}
+
+// recycleInCache is page_pool_recycle_in_cache.
+func (p *Pool) recycleInCache(c *sim.CPU, id mem.PageID) bool {
+	if p.count == AllocCacheSize {
+		p.recycle.CacheFull++
+		return false
+	}
+	c.Spend(c.Costs().PPCachePut)
+	p.cache[p.count] = id
+	p.count++
+	p.move(id, mem.PoolCache, int(p.id))
+	p.recycle.Cached++
+	return true
+}
+
+// recycleInRing is page_pool_recycle_in_ring: produce under the producer
+// lock.
+func (p *Pool) recycleInRing(c *sim.CPU, id mem.PageID) bool {
+	ok := p.ring.Produce(c, int32(id)+1)
+	p.ring.ProducerLock.Hold(c, c.Costs().PPRingPut)
+	if ok {
+		p.move(id, mem.PoolRing, int(p.id))
+		p.recycle.Ring++
+	}
+	return ok
+}
+
+// PutBulk is page_pool_put_netmem_bulk (xdp_return_frame_bulk's flush):
+// drop one pp reference on each of up to BulkMax pages, then, pool by
+// pool, recycle the pages that lost their last reference, producing them
+// into the pool's ring under one producer lock; ring_full is counted once
+// per bulk and the pages that did not fit are released. Direct recycling
+// into the cache is allowed per pool when ctx is Softirq on its NAPI CPU.
+// pages is overwritten, as the kernel overwrites its array. Every page is
+// validated first: on an error nothing was done.
+func (r *Registry) PutBulk(c *sim.CPU, pages []mem.PageID, ctx Context) error {
+	if len(pages) > BulkMax {
+		return fmt.Errorf("pagepool: bulk put of %d pages: at most %d (XDP_BULK_QUEUE_SIZE)", len(pages), BulkMax)
+	}
+	for i, id := range pages {
+		pg := r.m.Page(id)
+		if pg == nil || pg.PP < 0 {
+			return fmt.Errorf("pagepool: bulk put of page %d: %w", id, ErrNotPoolPage)
+		}
+		pool := r.Lookup(pg.PP)
+		if pool == nil {
+			return fmt.Errorf("pagepool: bulk put of page %d of pool %d, not in this registry: %w", id, pg.PP, ErrNotPoolPage)
+		}
+		if _, err := pool.own(c, id); err != nil {
+			return err
+		}
+		refs := int64(0)
+		for _, o := range pages[:i+1] {
+			if o == id {
+				refs++
+			}
+		}
+		if refs > pg.PPRef {
+			return fmt.Errorf("pagepool: bulk put of page %d %d times, it has %d pp references: %w", id, refs, pg.PPRef, ErrNotPoolPage)
+		}
+	}
+	r.putBulk(c, pages, ctx)
+	return nil
+}
+
+// putBulk is the body of page_pool_put_netmem_bulk, on validated pages.
+func (r *Registry) putBulk(c *sim.CPU, data []mem.PageID, ctx Context) {
+	count := 0
+	for _, id := range data {
+		pg := r.m.Page(id)
+		r.m.Touch(c, id)
+		if r.Lookup(pg.PP).unref(c, pg, 1) == 0 {
+			data[count] = id
+			count++
+		}
+	}
+	for count > 0 {
+		var bulk [BulkMax]mem.PageID
+		n := 0
+		var pool *Pool
+		allowDirect := false
+		foreign := 0
+		for _, id := range data[:count] {
+			pp := r.Lookup(r.m.Page(id).PP)
+			if pool == nil {
+				pool = pp
+				allowDirect = pool.napiLocal(c, ctx)
+			} else if pp != pool {
+				data[foreign] = id
+				foreign++
+				continue
+			}
+			if id = pool.putPageState(c, id, SyncFull, allowDirect); id != mem.NoPage {
+				bulk[n] = id
+				n++
+			}
+		}
+		if n > 0 {
+			pool.recycleRingBulk(c, bulk[:n])
+		}
+		count = foreign
+	}
+}
+
+// recycleRingBulk is page_pool_recycle_ring_bulk: produce under one lock;
+// what does not fit is released outside it.
+func (p *Pool) recycleRingBulk(c *sim.CPU, bulk []mem.PageID) {
+	i := 0
+	for ; i < len(bulk); i++ {
+		if !p.ring.Produce(c, int32(bulk[i])+1) {
+			p.recycle.RingFull++
+			break
+		}
+		p.move(bulk[i], mem.PoolRing, int(p.id))
+	}
+	p.ring.ProducerLock.Hold(c, c.Costs().PPRingPut*sim.Duration(max(i, 1)))
+	p.recycle.Ring += uint64(i)
+	for ; i < len(bulk); i++ {
+		p.returnPage(c, bulk[i])
+	}
+}
