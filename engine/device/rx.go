@@ -101,14 +101,16 @@ func (r *RX) kickLatency() sim.Duration {
 	return r.costs.VhostWakeLatency
 }
 
-// cost is the host time to deliver a frame of n bytes in nbuf buffers.
-func (r *RX) cost(n, nbuf int) sim.Duration {
+// cost is the host time to deliver a frame of n bytes in nbuf buffers made
+// of ndesc descriptors. vhost translates every descriptor of every chain
+// into an iovec (vhost_get_vq_desc, translate_desc) before it copies.
+func (r *RX) cost(n, nbuf, ndesc int) sim.Duration {
 	var d sim.Duration
 	if r.kind == scenario.DeviceNIC {
 		d = r.costs.NICPacket + sim.Duration(nbuf-1)*r.costs.NICPacket/2
 	} else {
 		d = r.costs.VhostPacket + sim.Duration((n+63)/64)*r.costs.VhostCopy64 +
-			sim.Duration(nbuf-1)*r.costs.VhostBuffer
+			sim.Duration(nbuf-1)*r.costs.VhostBuffer + sim.Duration(ndesc)*r.costs.VhostDesc
 	}
 	if d < r.minGap {
 		d = r.minGap
@@ -139,7 +141,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.c.Drops += r.traffic.DropUntil(start, r.backlog)
 		}
 		flow, size := r.traffic.Peek()
-		nbuf, fits, ok := r.plan(size)
+		nbuf, ndesc, fits, ok := r.plan(size)
 		if !ok {
 			// The ring is empty (or holds too little for this frame): the
 			// host enables notification and sleeps until a kick.
@@ -155,7 +157,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			}
 			return irq, irqAt
 		}
-		end := start.Add(r.cost(size, nbuf))
+		end := start.Add(r.cost(size, nbuf, ndesc))
 		if end > t {
 			return irq, irqAt
 		}
@@ -190,7 +192,7 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 		return 0, false
 	}
 	_, size := r.traffic.Peek()
-	nbuf, _, ok := r.plan(size)
+	nbuf, ndesc, _, ok := r.plan(size)
 	if !ok {
 		// It will find the ring empty when the frame arrives.
 		return 0, false
@@ -199,40 +201,42 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 	if a := r.traffic.NextArrival(); a > start {
 		start = a
 	}
-	return start.Add(r.cost(size, nbuf)), true
+	return start.Add(r.cost(size, nbuf, ndesc)), true
 }
 
 // plan looks at the available buffers without taking them and says how
-// many a frame of size bytes needs. fits is false when the frame cannot fit
-// (small or big mode buffers too short): it will be discarded using one
-// buffer. ok is false when there are not enough buffers yet.
-func (r *RX) plan(size int) (nbuf int, fits, ok bool) {
+// many a frame of size bytes needs, and how many descriptors they hold.
+// fits is false when the frame cannot fit (small or big mode buffers too
+// short): it will be discarded using one buffer. ok is false when there
+// are not enough buffers yet.
+func (r *RX) plan(size int) (nbuf, ndesc int, fits, ok bool) {
 	avail := int(uint16(r.q.AvailIdx() - r.q.DeviceLastAvail()))
 	if avail == 0 {
-		return 0, false, false
+		return 0, 0, false, false
 	}
 	need := uint64(size + VirtioNetHdrLen)
 	if r.mode != scenario.ModeMergeable {
 		ci, err := r.q.DeviceChain(r.q.AvailEntry(r.q.DeviceLastAvail()))
 		if err != nil {
 			r.c.RingErrors++
-			return 0, false, false
+			return 0, 0, false, false
 		}
-		return 1, ci.Writable >= need, true
+		return 1, ci.Descs, ci.Writable >= need, true
 	}
 	var got uint64
 	for k := 0; k < avail; k++ {
 		ci, err := r.q.DeviceChain(r.q.AvailEntry(r.q.DeviceLastAvail() + uint16(k)))
 		if err != nil {
 			r.c.RingErrors++
-			return 0, false, false
+			return 0, 0, false, false
 		}
 		got += ci.Writable
+		ndesc += ci.Descs
 		if got >= need {
-			return k + 1, true, true
+			return k + 1, ndesc, true, true
 		}
 	}
-	return 0, false, false
+	return 0, 0, false, false
 }
 
 // discard takes nbuf buffers and returns them unused (length 0), as vhost

@@ -54,6 +54,7 @@ func (m *Mem) rmqueuePCP(c *sim.CPU, order int) PageID {
 // zone lock, onto the tail of l (rmqueue_bulk). It returns how many.
 func (m *Mem) rmqueueBulk(c *sim.CPU, order, count int, l *list) int {
 	n := 0
+	var hold sim.Duration
 	for n < count {
 		id := m.rmqueueSmallest(order)
 		if id == NoPage {
@@ -61,11 +62,26 @@ func (m *Mem) rmqueueBulk(c *sim.CPU, order, count int, l *list) int {
 		}
 		m.setLoc(id, PCP, c.ID)
 		m.listAddTail(l, id)
+		hold += m.underLock(c, id)
 		n++
 	}
-	m.zone.lock.Hold(c, c.Costs().BuddyPerPage*sim.Duration(n))
+	m.zone.lock.Hold(c, hold)
 	m.stats.PCPRefills++
 	return n
+}
+
+// underLock is the time one block costs inside zone->lock: the list and
+// buddy work (BuddyPerPage), plus pulling its struct page's cache line when
+// another CPU touched it last. rmqueue_bulk and free_pcppages_bulk write
+// every struct page they move while holding the lock, so a page freed on
+// one CPU and allocated on another makes the lock's holders wait for
+// cache-line transfers: the lock scales negatively when pages migrate.
+func (m *Mem) underLock(c *sim.CPU, id PageID) sim.Duration {
+	d := c.Costs().BuddyPerPage
+	if m.pages[id].line.Take(c) {
+		d += c.Costs().CacheLineTransfer
+	}
+	return d
 }
 
 // freeToPCP is free_unref_page_commit: the block goes to the front of the
@@ -88,6 +104,7 @@ func (m *Mem) freeToPCP(c *sim.CPU, h PageID) {
 func (m *Mem) freePCPBulk(c *sim.CPU, p *pcp, count, pindex int) {
 	count = min(count, p.count)
 	moved := 0
+	var hold sim.Duration
 	pindex--
 	for count > 0 {
 		for {
@@ -104,6 +121,7 @@ func (m *Mem) freePCPBulk(c *sim.CPU, p *pcp, count, pindex int) {
 			id := m.listPopTail(l)
 			count -= 1 << pindex
 			p.count -= 1 << pindex
+			hold += m.underLock(c, id)
 			m.setLoc(id, Buddy, -1)
 			m.freeOneBlock(id, pindex)
 			moved++
@@ -112,7 +130,7 @@ func (m *Mem) freePCPBulk(c *sim.CPU, p *pcp, count, pindex int) {
 			}
 		}
 	}
-	m.zone.lock.Hold(c, c.Costs().BuddyPerPage*sim.Duration(moved))
+	m.zone.lock.Hold(c, hold)
 	m.stats.PCPDrains++
 }
 

@@ -43,9 +43,34 @@ type Costs struct {
 	VhostPacket        Duration // vhost-net handle_rx work per frame, copy excluded
 	VhostCopy64        Duration // copying 64 bytes of frame into guest memory
 	VhostBuffer        Duration // each extra buffer of a frame spanning several
+	VhostDesc          Duration // translating one descriptor into an iovec
 	VhostWakeLatency   Duration // kick (ioeventfd) to the vhost worker running
 	NICPacket          Duration // a hardware NIC's per-frame DMA pipeline time
 	NICDoorbellLatency Duration // doorbell write to the NIC seeing new buffers
+
+	// the network stack
+	BuildSKB   Duration // build_skb / napi_build_skb around an existing buffer
+	AllocSKB   Duration // napi_alloc_skb of a small head (copy path)
+	NDOXmit    Duration // one ndo_xdp_xmit call: TX queue lock, doorbell
+	XmitFrame  Duration // one frame into a TX ring (descriptor write)
+	IRQ        Duration // taking an interrupt and scheduling NAPI on the CPU
+	IRQLatency Duration // from the device's signal to the handler running
+
+	// the virtio_net driver (drivers/net/virtio_net.c, drivers/virtio/virtio_ring.c)
+	VirtqueueAdd    Duration // virtqueue_add_split of one buffer, DMA excluded
+	VirtqueueGetBuf Duration // virtqueue_get_buf_ctx_split and detach_buf_split
+	RxPacket        Duration // receive_buf dispatch, header checks, stats, eth_type_trans
+	NAPIPoll        Duration // one napi_poll: net_rx_action bookkeeping, enable/disable cb
+	KickVMExit      Duration // virtqueue_notify to vhost: an MMIO/PIO write trapping to the host
+	KickMMIO        Duration // doorbell write to a hardware NIC
+	IRQVirt         Duration // an injected interrupt in a VM: exit, handler, EOI
+	IRQLatencyVirt  Duration // vhost's eventfd signal to the guest handler running
+	Memcpy64        Duration // memcpy of 64 bytes in cache
+	XDPProg         Duration // bpf_prog_run_xdp: dispatcher and xdp_buff setup
+	XDPInsn8        Duration // eight eBPF instructions, JIT-compiled
+
+	// scheduling
+	TaskWakeLatency Duration // try_to_wake_up to the woken thread running
 }
 
 // DefaultCosts returns the calibrated table.
@@ -78,7 +103,7 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.PageAlloc }},
 	{"page_free", 33, "second half of the 66 ns pair",
 		func(c *Costs) *Duration { return &c.PageFree }},
-	{"buddy_per_page", 10, "estimate: rmqueue_bulk/free_pcppages_bulk list work per page under zone->lock (no published figure)",
+	{"buddy_per_page", 60, "calibrated on R4 (two RX CPUs on the page allocator deliver less than one): rmqueue_bulk and free_pcppages_bulk write each struct page, its buddy and its list neighbours under zone->lock, mostly cold lines; a page's own line moving between CPUs is charged on top (cache_line_transfer)",
 		func(c *Costs) *Duration { return &c.BuddyPerPage }},
 	{"page_frag_carve", 8, "estimate: page_frag_alloc offset arithmetic and refcount bias, amortised (no published figure)",
 		func(c *Costs) *Duration { return &c.PageFragCarve }},
@@ -98,16 +123,54 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.DMAUnmapIOMMU }},
 	{"vhost_packet", 250, "calibrated: vhost-net forwards about 2-4 Mpps of small frames per worker thread (tap recvmsg, descriptor walk, used ring update)",
 		func(c *Costs) *Duration { return &c.VhostPacket }},
-	{"vhost_copy_64b", 4, "copy_to_iter at about 16 GB/s: 4 ns per 64 bytes",
+	{"vhost_copy_64b", 12, "calibrated on R2: copy_to_iter into guest pages at about 5 GB/s (12 ns per 64 bytes), which puts a 9000-byte frame at about 2.7 us as 25.9 Gbit/s implies",
 		func(c *Costs) *Duration { return &c.VhostCopy64 }},
 	{"vhost_buffer", 30, "estimate: one more descriptor chain per mergeable buffer (vhost get_rx_bufs)",
 		func(c *Costs) *Duration { return &c.VhostBuffer }},
+	{"vhost_desc", 150, "calibrated on R2 (9k MTU fix): a 19-descriptor big buffer took the host about twice as long as a 5-descriptor one; vhost_get_vq_desc + translate_desc per descriptor",
+		func(c *Costs) *Duration { return &c.VhostDesc }},
 	{"vhost_wake_latency", 4000, "estimate: ioeventfd signal to the vhost worker thread running on another host CPU (a few us)",
 		func(c *Costs) *Duration { return &c.VhostWakeLatency }},
 	{"nic_packet", 7, "a 100 Gbit/s NIC delivers 148.8 Mpps of 64-byte frames: 6.7 ns per frame",
 		func(c *Costs) *Duration { return &c.NICPacket }},
 	{"nic_doorbell_latency", 500, "estimate: PCIe posted write to the NIC fetching the new descriptors",
 		func(c *Costs) *Duration { return &c.NICDoorbellLatency }},
+	{"build_skb", 40, "estimate: napi_build_skb from the per-CPU skb cache, shinfo init (~150 cycles)",
+		func(c *Costs) *Duration { return &c.BuildSKB }},
+	{"alloc_skb", 60, "estimate: napi_alloc_skb of a GOOD_COPY_LEN head from the page_frag cache",
+		func(c *Costs) *Duration { return &c.AllocSKB }},
+	{"ndo_xdp_xmit", 60, "estimate: TX queue lock, descriptor ring update and one doorbell per bulk",
+		func(c *Costs) *Duration { return &c.NDOXmit }},
+	{"xmit_frame", 15, "estimate: one TX descriptor written and DMA address looked up",
+		func(c *Costs) *Duration { return &c.XmitFrame }},
+	{"irq", 500, "estimate: hard interrupt entry, handler, napi_schedule and softirq raise on bare metal",
+		func(c *Costs) *Duration { return &c.IRQ }},
+	{"irq_latency", 1000, "estimate: MSI to the handler running (an injected interrupt in a VM is slower: see vhost presets)",
+		func(c *Costs) *Duration { return &c.IRQLatency }},
+	{"virtqueue_add", 15, "estimate: virtqueue_add_split of one descriptor (~50 cycles); vring_map_one_sg charged separately",
+		func(c *Costs) *Duration { return &c.VirtqueueAdd }},
+	{"virtqueue_get_buf", 10, "estimate: reading used elem, detach_buf_split",
+		func(c *Costs) *Duration { return &c.VirtqueueGetBuf }},
+	{"rx_packet", 25, "estimate: receive_buf, header checks, per-queue stats, eth_type_trans",
+		func(c *Costs) *Duration { return &c.RxPacket }},
+	{"napi_poll", 100, "estimate: net_rx_action/napi_poll bookkeeping and virtqueue_napi_complete",
+		func(c *Costs) *Duration { return &c.NAPIPoll }},
+	{"kick_vmexit", 1500, "a notify MMIO write exits to the host and back: about 1-2 us on KVM",
+		func(c *Costs) *Duration { return &c.KickVMExit }},
+	{"kick_mmio", 100, "a posted PCIe doorbell write from bare metal",
+		func(c *Costs) *Duration { return &c.KickMMIO }},
+	{"irq_virt", 1500, "an injected MSI in a KVM guest: exit on EOI, handler, napi_schedule (about 1-2 us)",
+		func(c *Costs) *Duration { return &c.IRQVirt }},
+	{"irq_latency_virt", 5000, "estimate: vhost signals an irqfd, KVM injects it, the vCPU takes it (several us)",
+		func(c *Costs) *Duration { return &c.IRQLatencyVirt }},
+	{"memcpy_64b", 2, "memcpy within cache, ~32 bytes per cycle",
+		func(c *Costs) *Duration { return &c.Memcpy64 }},
+	{"xdp_prog", 8, "estimate: bpf_prog_run_xdp through the dispatcher with xdp_buff set up",
+		func(c *Costs) *Duration { return &c.XDPProg }},
+	{"xdp_insn8", 3, "JIT-compiled eBPF retires about one instruction per cycle: ~3 ns per 8",
+		func(c *Costs) *Duration { return &c.XDPInsn8 }},
+	{"task_wake_latency", 3000, "estimate: wake-up latency of a sleeping thread on an idle CPU (a few us)",
+		func(c *Costs) *Duration { return &c.TaskWakeLatency }},
 	{"dma_sync", 2, "estimate: coherent x86 sync is a barrier",
 		func(c *Costs) *Duration { return &c.DMASync }},
 }

@@ -24,6 +24,22 @@ func (l *CacheLine) Touch(c *CPU) bool {
 	return moved
 }
 
+// Take makes c the line's owner like Touch, counts the transfer, but does
+// not charge it: the caller adds CacheLineTransfer to a larger cost, for
+// instance a critical section that touches the line while holding a lock.
+func (l *CacheLine) Take(c *CPU) bool {
+	id := int32(c.ID) + 1
+	if l.owner == id {
+		return false
+	}
+	moved := l.owner != 0
+	l.owner = id
+	if moved {
+		c.transfers++
+	}
+	return moved
+}
+
 // Owner is the CPU that touched the line last, or -1.
 func (l *CacheLine) Owner() int { return int(l.owner) - 1 }
 

@@ -118,6 +118,19 @@ func TestCacheLineTransfer(t *testing.T) {
 	assert.Equal(t, 1, l.Owner())
 }
 
+func TestCacheLineTakeDoesNotCharge(t *testing.T) {
+	s := newSim(t, 2)
+	var l CacheLine
+	c0, c1 := s.CPU(0), s.CPU(1)
+	c0.Begin(0)
+	c1.Begin(0)
+	assert.False(t, l.Take(c0))
+	assert.True(t, l.Take(c1))
+	assert.Equal(t, Duration(0), c1.Busy(), "Take leaves the charge to the caller")
+	assert.Equal(t, uint64(1), c1.Transfers())
+	assert.Equal(t, 1, l.Owner())
+}
+
 func TestLockSerialisesHolders(t *testing.T) {
 	// CPU 0 starts at 0, pays spin_lock (10) and holds for 500: [10, 510).
 	// CPU 1 pays spin_lock (10) and the lock's cache line (100) first.

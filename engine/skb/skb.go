@@ -128,6 +128,9 @@ func (s *SKB) Coalesce(n, truesize uint32) {
 // in softirq (NET_RX, or a kthread with BH disabled) or process context.
 type Context struct {
 	Softirq bool
+	// Direct is the caller's allow_direct: it knows it runs in the pool's
+	// NAPI poll (XDP_DROP, xdp_return_frame_rx_napi).
+	Direct bool
 }
 
 // Releaser gives back one reference a buffer held on a page: to its

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"fmt"
+
+	"ringlab/engine/mem"
+	"ringlab/engine/pagepool"
+	"ringlab/engine/virtionet"
+)
+
+// Counter is one named counter.
+type Counter struct {
+	Name  string
+	Value uint64
+}
+
+// rqCounters lists a receive queue's ethtool counters (virtnet_rq_stats_desc
+// order, rx%u_ prefix).
+func rqCounters(s *virtionet.RQStats) [8]Counter {
+	return [8]Counter{
+		{"packets", s.Packets}, {"bytes", s.Bytes}, {"drops", s.Drops},
+		{"xdp_packets", s.XDPPackets}, {"xdp_tx", s.XDPTx}, {"xdp_redirects", s.XDPRedirects},
+		{"xdp_drops", s.XDPDrops}, {"kicks", s.Kicks},
+	}
+}
+
+// sqCounters lists a send queue's ethtool counters (virtnet_sq_stats_desc
+// order, tx%u_ prefix).
+func sqCounters(s *virtionet.SQStats) [6]Counter {
+	return [6]Counter{
+		{"packets", s.Packets}, {"bytes", s.Bytes}, {"xdp_tx", s.XDPTx},
+		{"xdp_tx_drops", s.XDPTxDrops}, {"kicks", s.Kicks}, {"tx_timeouts", s.TxTimeouts},
+	}
+}
+
+// Totals returns the device's counters summed over queues with the
+// ethtool names (rx_packets, rx_xdp_drops, tx_kicks, ...), then the
+// page_pool stats (rx_pp_*) summed over pools, then engine counters that
+// have no ethtool name (prefixed with what they count).
+func (w *World) Totals() []Counter {
+	var rx [8]Counter
+	for _, rq := range w.Driver.RQ {
+		for i, c := range rqCounters(&rq.Stats) {
+			rx[i].Name = "rx_" + c.Name
+			rx[i].Value += c.Value
+		}
+	}
+	var tx [6]Counter
+	for _, sq := range w.Driver.SQ {
+		for i, c := range sqCounters(&sq.Stats) {
+			tx[i].Name = "tx_" + c.Name
+			tx[i].Value += c.Value
+		}
+	}
+	out := make([]Counter, 0, 48)
+	out = append(out, rx[:]...)
+	out = append(out, tx[:]...)
+	out = append(out, w.PagePoolStats()...)
+	var irqs, polls, lenErr, devDrops, starved, tooBig, kicksDev uint64
+	for _, rq := range w.Driver.RQ {
+		irqs += rq.Stats.IRQs
+		polls += rq.Stats.NAPIPolls
+		lenErr += rq.Stats.LengthErrors
+		c := rq.Dev.Counters()
+		devDrops += c.Drops
+		starved += c.Starved
+		tooBig += c.TooBig
+		kicksDev += c.Wakeups
+	}
+	out = append(out,
+		Counter{"rx_length_errors", lenErr},
+		Counter{"napi_polls", polls},
+		Counter{"interrupts", irqs},
+		Counter{"host_drops", devDrops},
+		Counter{"host_too_big", tooBig},
+		Counter{"host_starved", starved},
+		Counter{"host_wakeups", kicksDev},
+	)
+	if w.Cpumap != nil {
+		out = append(out, Counter{"cpumap_enqueued", w.Cpumap.C.Enqueued}, Counter{"cpumap_drops", w.Cpumap.C.Drops},
+			Counter{"cpumap_passed", w.Cpumap.C.Passed})
+	}
+	if w.Devmap != nil {
+		out = append(out, Counter{"devmap_sent", w.Devmap.C.Sent}, Counter{"devmap_drops", w.Devmap.C.Drops},
+			Counter{"devmap_completed", w.Devmap.Next().Completed})
+	}
+	st := w.Stack.Counters()
+	out = append(out, Counter{"stack_delivered", st.Delivered}, Counter{"stack_deferred_frees", st.Deferred},
+		Counter{"socket_drops", st.SockDrops})
+	ms := w.Mem.Stats()
+	out = append(out, Counter{"page_allocs", ms.Allocs}, Counter{"page_frees", ms.Frees},
+		Counter{"page_remote_frees", ms.RemoteFrees}, Counter{"zone_lock_contended", ms.ZoneLock.Contended},
+		Counter{"zone_lock_wait_ns", uint64(ms.ZoneLock.Wait)})
+	return out
+}
+
+// Queues returns each queue pair's ethtool counters (rx%u_*, tx%u_*).
+func (w *World) Queues() [][]Counter {
+	out := make([][]Counter, len(w.Driver.RQ))
+	for i, rq := range w.Driver.RQ {
+		q := make([]Counter, 0, 14)
+		for _, c := range rqCounters(&rq.Stats) {
+			q = append(q, Counter{fmt.Sprintf("rx%d_%s", i, c.Name), c.Value})
+		}
+		for _, c := range sqCounters(&w.Driver.SQ[i].Stats) {
+			q = append(q, Counter{fmt.Sprintf("tx%d_%s", i, c.Name), c.Value})
+		}
+		out[i] = q
+	}
+	return out
+}
+
+// PagePoolStats sums the 11 page_pool stats over every pool, ethtool
+// names, kernel order.
+func (w *World) PagePoolStats() []Counter {
+	out := make([]Counter, pagepool.NumStats)
+	for i, n := range pagepool.StatNames {
+		out[i].Name = n
+	}
+	for _, p := range w.Pools.List(nil) {
+		for i, s := range p.Stats() {
+			out[i].Value += s.Value
+		}
+	}
+	return out
+}
+
+// Pages returns how many pages are in each location.
+func (w *World) Pages() map[string]int64 {
+	out := make(map[string]int64, int(mem.NumLocs))
+	counts := w.Mem.Counts()
+	for l := mem.Loc(0); l < mem.NumLocs; l++ {
+		out[l.String()] = counts[l]
+	}
+	return out
+}
+
+// Counter returns a total by name.
+func (w *World) Counter(name string) (uint64, bool) {
+	for _, c := range w.Totals() {
+		if c.Name == name {
+			return c.Value, true
+		}
+	}
+	return 0, false
+}

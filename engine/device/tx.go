@@ -1,0 +1,88 @@
+package device
+
+import (
+	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+	"ringlab/engine/virtq"
+)
+
+// TX is the host side of one send queue: it takes the frames the driver
+// posted (XDP_TX), sends them at its cost per frame and returns them on
+// the used ring (handle_tx in drivers/vhost/net.c). Like RX it is caught
+// up lazily. It raises no interrupt: virtio_net's XDP send queues run with
+// callbacks off and reclaim completed buffers on the next transmit.
+type TX struct {
+	q       *virtq.Queue
+	costs   *sim.Costs
+	kind    string
+	cursor  sim.Time
+	sleep   bool // found the ring empty: waits for a kick
+	minGap  sim.Duration
+	Sent    uint64
+	Errors  uint64
+	pending sim.Time // time the next frame's send ends, valid when a chain is queued
+}
+
+// NewTX returns the host side of send queue q.
+func NewTX(q *virtq.Queue, s *scenario.Scenario, costs *sim.Costs) *TX {
+	t := &TX{q: q, costs: costs, kind: s.Device.Kind, sleep: true}
+	if s.Device.MaxPPS > 0 {
+		t.minGap = sim.Duration(1e9 / s.Device.MaxPPS)
+	}
+	return t
+}
+
+// Kick wakes the host when it sleeps.
+func (t *TX) Kick(at sim.Time) {
+	if !t.sleep {
+		return
+	}
+	t.sleep = false
+	lat := t.costs.VhostWakeLatency
+	if t.kind == scenario.DeviceNIC {
+		lat = t.costs.NICDoorbellLatency
+	}
+	if w := at.Add(lat); t.cursor < w {
+		t.cursor = w
+	}
+}
+
+// CatchUp sends every frame whose send ends by t.
+func (t *TX) CatchUp(at sim.Time) {
+	for !t.sleep {
+		if broken, _ := t.q.Broken(); broken {
+			return
+		}
+		if t.q.AvailIdx() == t.q.DeviceLastAvail() {
+			t.sleep = true
+			if t.q.EventIdx() {
+				t.q.DeviceSetAvailEvent(t.q.DeviceLastAvail())
+			}
+			return
+		}
+		ci, err := t.q.DeviceChain(t.q.AvailEntry(t.q.DeviceLastAvail()))
+		if err != nil {
+			t.Errors++
+			return
+		}
+		d := t.costs.NICPacket
+		if t.kind == scenario.DeviceVhost {
+			d = t.costs.VhostPacket + sim.Duration((ci.Readable+63)/64)*t.costs.VhostCopy64
+		}
+		if d < t.minGap {
+			d = t.minGap
+		}
+		end := t.cursor.Add(d)
+		if end > at {
+			return
+		}
+		head, ok := t.q.DevicePop()
+		if !ok {
+			t.Errors++
+			return
+		}
+		t.q.DevicePushUsed(uint32(head), 0)
+		t.cursor = end
+		t.Sent++
+	}
+}

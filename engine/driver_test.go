@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/mem"
+	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+)
+
+func preset(t *testing.T, name string, edit func(*scenario.Scenario)) *World {
+	t.Helper()
+	s, err := scenario.LookupPreset(name)
+	require.NoError(t, err)
+	if edit != nil {
+		edit(&s)
+	}
+	require.NoError(t, s.Validate())
+	w, err := New(s)
+	require.NoError(t, err)
+	return w
+}
+
+func counter(t *testing.T, w *World, name string) uint64 {
+	t.Helper()
+	v, ok := w.Counter(name)
+	require.True(t, ok, "no counter %s", name)
+	return v
+}
+
+// Big mode posts big_packets_num_skbfrags + 2 descriptors per buffer: 5 at
+// MTU 9000 after the 2022 fix, 19 before it. The ring holds 204 buffers
+// instead of 53 (R2's mechanism).
+func TestBigModeDescriptorsPerBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		legacy bool
+		frags  int
+		bufs   int
+	}{
+		{"after the fix: DIV_ROUND_UP(9000, 4096) pages", false, 3, 1024 / 5},
+		{"before the fix: MAX_SKB_FRAGS pages", true, 17, 1024 / 19},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := preset(t, "r2-mtu9000-after", func(s *scenario.Scenario) { s.Driver.LegacyBigPackets = tc.legacy })
+			rq := w.Driver.RQ[0]
+			assert.Equal(t, "big", w.Driver.Mode())
+			assert.Equal(t, tc.frags, w.Driver.NumSkbFrags())
+			assert.Equal(t, tc.bufs*(tc.frags+2), rq.PostedDescriptors())
+			assert.Equal(t, 1024-tc.bufs*(tc.frags+2), rq.VQ.NumFree())
+			require.NoError(t, w.RunPackets(2000))
+			require.NoError(t, w.Check())
+			assert.Equal(t, uint64(0), counter(t, w, "rx_drops"))
+		})
+	}
+}
+
+// Mergeable buffers are sized by the EWMA of packet lengths, clamped to
+// [min_buf_len, PAGE_SIZE - hdr_len]; min_buf_len is never below
+// GOOD_PACKET_LEN. 3000-byte GSO packets grow the buffers to 3072 bytes
+// (12 + 3000, L1-aligned); 1000-byte packets keep them at 1536.
+func TestMergeableEWMABufferLength(t *testing.T) {
+	w := preset(t, "default", func(s *scenario.Scenario) {
+		s.RingSize = 256
+		s.Features.GuestGSO = true
+		s.Traffic = scenario.Traffic{Size: 3000, Flows: 1, Proto: "tcp", GSOSize: 3000}
+	})
+	rq := w.Driver.RQ[0]
+	assert.Equal(t, uint32(1536), rq.MergeableBufLen(), "before any packet")
+	require.NoError(t, w.RunPackets(5000))
+	require.NoError(t, w.Check())
+	assert.InDelta(t, 3000, float64(rq.EWMA()), 2)
+	assert.Equal(t, uint32(3072), rq.MergeableBufLen())
+	w2 := preset(t, "default", func(s *scenario.Scenario) { s.Traffic.Size = 1000; s.Traffic.RatePPS = 0 })
+	require.NoError(t, w2.RunPackets(2000))
+	assert.InDelta(t, 1000, float64(w2.Driver.RQ[0].EWMA()), 2)
+	assert.Equal(t, uint32(1536), w2.Driver.RQ[0].MergeableBufLen())
+}
+
+// Packets of up to GOOD_COPY_LEN bytes are copied into a small skb head and
+// their buffer is freed at once.
+func TestGoodCopyLenCopiesAndFreesAtOnce(t *testing.T) {
+	w := preset(t, "default", func(s *scenario.Scenario) { s.Traffic.Size = 100; s.Traffic.RatePPS = 0 })
+	require.NoError(t, w.RunPackets(3000))
+	rq := w.Driver.RQ[0]
+	assert.Equal(t, rq.Stats.Packets, rq.Stats.Copied)
+	w2 := preset(t, "default", func(s *scenario.Scenario) { s.Traffic.Size = 1000; s.Traffic.RatePPS = 0 })
+	require.NoError(t, w2.RunPackets(3000))
+	assert.Zero(t, w2.Driver.RQ[0].Stats.Copied)
+}
+
+// A packet larger than one mergeable buffer spans num_buffers buffers; with
+// page_frag they are contiguous in the same page and coalesce into one
+// frag, unless the skb is cloned (a packet socket listens).
+func TestMergeableSpansAndCoalescing(t *testing.T) {
+	base := func(clone bool) *World {
+		return preset(t, "default", func(s *scenario.Scenario) {
+			s.RingSize = 256
+			s.Features.GuestGSO = true
+			s.Traffic = scenario.Traffic{Size: 1514, Sizes: []int{1514, 60000}, Flows: 1, Proto: "tcp", GSOSize: 60000}
+			s.Driver.BufferSource = scenario.SourcePageFrag
+			s.Driver.DMA = scenario.DMARing
+			s.Driver.CloneSKBs = clone
+		})
+	}
+	w := base(false)
+	require.NoError(t, w.RunPackets(2000))
+	require.NoError(t, w.Check())
+	assert.Positive(t, w.Driver.RQ[0].Stats.Coalesced)
+	assert.Zero(t, counter(t, w, "rx_drops"))
+	w2 := base(true)
+	require.NoError(t, w2.RunPackets(2000))
+	assert.Zero(t, w2.Driver.RQ[0].Stats.Coalesced, "cloned skbs never coalesce")
+}
+
+// XDP verdicts land in their counters, and every page comes back.
+func TestXDPVerdicts(t *testing.T) {
+	for _, tc := range []struct {
+		preset string
+		want   map[string]bool // counters that must equal rx_packets
+	}{
+		{"xdp-drop", map[string]bool{"rx_xdp_packets": true, "rx_xdp_drops": true, "rx_drops": true}},
+		{"xdp-pass", map[string]bool{"rx_xdp_packets": true}},
+		{"xdp-tx", map[string]bool{"rx_xdp_packets": true, "rx_xdp_tx": true, "tx_xdp_tx": true}},
+		{"cpumap", map[string]bool{"rx_xdp_packets": true, "rx_xdp_redirects": true}},
+		{"devmap", map[string]bool{"rx_xdp_packets": true, "rx_xdp_redirects": true}},
+	} {
+		t.Run(tc.preset, func(t *testing.T) {
+			w := preset(t, tc.preset, nil)
+			require.NoError(t, w.RunPackets(20000))
+			rx := counter(t, w, "rx_packets")
+			for name := range tc.want {
+				assert.Equal(t, rx, counter(t, w, name), name)
+			}
+			require.NoError(t, w.Check())
+		})
+	}
+}
+
+// With NAPI-local recycling, an skb freed in softirq on the pool's CPU
+// recycles into the alloc cache; without, through the ptr_ring (R3).
+func TestNAPILocalRecycling(t *testing.T) {
+	on := preset(t, "r3-napi-local-on", nil)
+	off := preset(t, "r3-napi-local-off", nil)
+	for _, w := range []*World{on, off} {
+		require.NoError(t, w.RunUntil(sim.Time(5*sim.Millisecond)))
+	}
+	assert.Zero(t, counter(t, off, "rx_pp_recycle_cached"))
+	assert.Positive(t, counter(t, off, "rx_pp_recycle_ring"))
+	assert.Positive(t, counter(t, on, "rx_pp_recycle_cached"))
+	assert.Zero(t, counter(t, on, "rx_pp_recycle_ring"))
+	assert.Positive(t, counter(t, on, "stack_deferred_frees"), "frees on the app CPU are deferred to the NAPI CPU")
+}
+
+// EVENT_IDX suppresses kicks while the host is busy; without it the host
+// uses NO_NOTIFY.
+func TestKicksAndInterrupts(t *testing.T) {
+	w := preset(t, "small-ring", nil)
+	require.NoError(t, w.RunPackets(5000))
+	kicks := counter(t, w, "rx_kicks")
+	assert.Positive(t, kicks)
+	assert.Equal(t, counter(t, w, "host_wakeups"), kicks, "every kick woke a starved host")
+	w2 := preset(t, "small-ring", func(s *scenario.Scenario) { s.Features.EventIdx = false })
+	require.NoError(t, w2.RunPackets(5000))
+	assert.Positive(t, counter(t, w2, "rx_kicks"))
+	require.NoError(t, w2.Check())
+}
+
+// A world's pages all come back: after traffic stops and everything drains,
+// nothing is left in skbs, frames, cpumap rings or TX queues.
+func TestPagesAreNotLost(t *testing.T) {
+	w := preset(t, "cpumap", func(s *scenario.Scenario) { s.Traffic.RatePPS = 2e6 })
+	require.NoError(t, w.RunUntil(sim.Time(2*sim.Millisecond)))
+	require.NoError(t, w.Check())
+	pages := w.Pages()
+	total := int64(0)
+	for _, n := range pages {
+		total += n
+	}
+	assert.Equal(t, int64(w.Mem.NumPages()), total)
+	_ = mem.NoPage
+}

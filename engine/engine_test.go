@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/scenario"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/golden")
+
+// TestPresetsKeepInvariants runs every preset for a while and checks the
+// world's invariants after every event (a full check walks every page, so
+// the runs are short; the fuzz and soak targets run longer).
+func TestPresetsKeepInvariants(t *testing.T) {
+	for _, p := range scenario.Presets() {
+		t.Run(p.Name, func(t *testing.T) {
+			s, err := scenario.LookupPreset(p.Name)
+			require.NoError(t, err)
+			w, err := New(s)
+			require.NoError(t, err)
+			require.NoError(t, w.Check())
+			for i := 0; i < 1500 && w.Step(); i++ {
+				if err := w.Check(); err != nil {
+					t.Fatalf("after event %d at %d ns (seed %d): %v", i, w.Now(), s.Seed, err)
+				}
+			}
+			require.NoError(t, w.Err())
+			assert.Positive(t, w.Received(), "no packet received")
+		})
+	}
+}
+
+// golden is the transcript pinned per preset: the counters after a fixed
+// number of packets.
+type golden struct {
+	SimTimeNS int64             `json:"sim_time_ns"`
+	Packets   uint64            `json:"packets"`
+	Events    uint64            `json:"events"`
+	Counters  map[string]uint64 `json:"counters"`
+	Pages     map[string]int64  `json:"pages"`
+}
+
+func runGolden(t *testing.T, s scenario.Scenario) golden {
+	w, err := New(s)
+	require.NoError(t, err)
+	require.NoError(t, w.RunPackets(20000))
+	sum := w.Summarize()
+	return golden{sum.SimTimeNS, sum.Packets, sum.Events, sum.Counters, sum.Pages}
+}
+
+// TestGoldenTranscripts pins each preset's behaviour: a change to the
+// model shows up as a readable diff of counters. Run with -update to
+// rewrite them after a deliberate change.
+func TestGoldenTranscripts(t *testing.T) {
+	for _, p := range scenario.Presets() {
+		t.Run(p.Name, func(t *testing.T) {
+			s, err := scenario.LookupPreset(p.Name)
+			require.NoError(t, err)
+			got := runGolden(t, s)
+			path := filepath.Join("testdata", "golden", p.Name+".json")
+			if *update {
+				b, err := json.MarshalIndent(got, "", "  ")
+				require.NoError(t, err)
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
+				return
+			}
+			b, err := os.ReadFile(path)
+			require.NoError(t, err, "no golden transcript: run go test ./engine -run TestGoldenTranscripts -update")
+			var want golden
+			require.NoError(t, json.Unmarshal(b, &want))
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+// TestDeterministic runs the same scenario twice: same seed, same result.
+func TestDeterministic(t *testing.T) {
+	s, err := scenario.LookupPreset("cpumap")
+	require.NoError(t, err)
+	a := runGolden(t, s)
+	b := runGolden(t, s)
+	assert.Equal(t, a, b)
+}

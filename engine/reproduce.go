@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+)
+
+// Measurement windows of a reproduction: the world warms up (rings fill,
+// pools reach their steady state), then counters are read over the window.
+const (
+	ReproWarmup = 5 * sim.Millisecond
+	ReproWindow = 20 * sim.Millisecond
+)
+
+// Row is one reproduced row of the published table.
+type Row struct {
+	scenario.Reproduction
+	Simulated float64
+	// Ratio is Simulated over the baseline row's Simulated, and
+	// PublishedRatio the same for the published figures; NaN for a
+	// baseline row, or when the baseline's figure is 0.
+	Ratio          float64
+	PublishedRatio float64
+}
+
+// snapshot is what a metric is computed from.
+type snapshot struct {
+	t       sim.Time
+	bytes   uint64
+	txDone  uint64
+	cached  uint64
+	ring    uint64
+	refill  uint64
+	packets uint64
+}
+
+func (w *World) snap() snapshot {
+	s := snapshot{t: w.Now(), bytes: w.Stack.Counters().Bytes, packets: w.Received()}
+	if w.Devmap != nil {
+		s.txDone = w.Devmap.Next().Completed
+	}
+	for _, p := range w.Pools.List(nil) {
+		r := p.RecycleStats()
+		s.cached += r.Cached
+		s.ring += r.Ring
+		s.refill += p.AllocStats().Refill
+	}
+	return s
+}
+
+// Measure runs a scenario through warmup and window and returns the
+// metric.
+func Measure(s scenario.Scenario, metric string, warmup, window sim.Duration) (float64, error) {
+	w, err := New(s)
+	if err != nil {
+		return 0, err
+	}
+	if err := w.RunUntil(sim.Time(warmup)); err != nil {
+		return 0, err
+	}
+	a := w.snap()
+	if err := w.RunUntil(sim.Time(warmup + window)); err != nil {
+		return 0, err
+	}
+	b := w.snap()
+	secs := b.t.Sub(a.t).Seconds()
+	switch metric {
+	case "delivered_gbps":
+		return float64(b.bytes-a.bytes) * 8 / secs / 1e9, nil
+	case "tx_mpps":
+		return float64(b.txDone-a.txDone) / secs / 1e6, nil
+	case "recycle_cached_share", "recycle_ring_share":
+		total := float64(b.cached - a.cached + b.ring - a.ring)
+		if total == 0 {
+			return 0, nil
+		}
+		if metric == "recycle_cached_share" {
+			return float64(b.cached-a.cached) / total, nil
+		}
+		return float64(b.ring-a.ring) / total, nil
+	case "alloc_refill_per_mpkt":
+		pk := float64(b.packets - a.packets)
+		if pk == 0 {
+			return 0, nil
+		}
+		return float64(b.refill-a.refill) / pk * 1e6, nil
+	}
+	return 0, fmt.Errorf("engine: unknown metric %q", metric)
+}
+
+// Reproduce runs every row of scenario.Reproductions. progress, when not
+// nil, is called before each row.
+func Reproduce(progress func(i, n int, r scenario.Reproduction)) ([]Row, error) {
+	table := scenario.Reproductions()
+	rows := make([]Row, 0, len(table))
+	got := map[string]float64{}
+	for i, r := range table {
+		if progress != nil {
+			progress(i, len(table), r)
+		}
+		key := r.Config + "/" + r.Metric
+		v, ok := got[key]
+		if !ok {
+			s, err := scenario.LookupPreset(r.Config)
+			if err != nil {
+				return nil, err
+			}
+			v, err = Measure(s, r.Metric, ReproWarmup, ReproWindow)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", r.ID, r.Config, err)
+			}
+			got[key] = v
+		}
+		rows = append(rows, Row{Reproduction: r, Simulated: v})
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.Ratio, r.PublishedRatio = math.NaN(), math.NaN()
+		if r.Baseline == "" {
+			continue
+		}
+		for _, b := range rows {
+			if b.Config == r.Baseline && b.Metric == r.Metric && b.Unit == r.Unit {
+				if b.Simulated != 0 {
+					r.Ratio = r.Simulated / b.Simulated
+				}
+				if b.Published != 0 {
+					r.PublishedRatio = r.Published / b.Published
+				}
+			}
+		}
+	}
+	return rows, nil
+}

@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"ringlab/engine/sim"
+)
+
+// Summary is what `ringlab run` reports about a finished run.
+type Summary struct {
+	Scenario  string              `json:"scenario"`
+	Mode      string              `json:"mode"`
+	SimTimeNS int64               `json:"sim_time_ns"`
+	Packets   uint64              `json:"packets"`
+	PPS       float64             `json:"pps"`
+	Gbps      float64             `json:"gbps"`
+	CPUs      []float64           `json:"cpus"`
+	Counters  map[string]uint64   `json:"counters"`
+	Queues    []map[string]uint64 `json:"queues"`
+	PagePool  map[string]uint64   `json:"page_pool"`
+	Pages     map[string]int64    `json:"pages"`
+	Events    uint64              `json:"events"`
+
+	// Ordered views for printing.
+	CounterList  []Counter `json:"-"`
+	PagePoolList []Counter `json:"-"`
+}
+
+// Summarize reads the world's state.
+func (w *World) Summarize() Summary {
+	now := w.Now()
+	el := now.Sub(0)
+	s := Summary{
+		Scenario:  w.Scenario.Name,
+		Mode:      w.Driver.Mode(),
+		SimTimeNS: int64(now),
+		Packets:   w.Received(),
+		Counters:  map[string]uint64{},
+		PagePool:  map[string]uint64{},
+		Pages:     w.Pages(),
+		Events:    w.Sim.Queue.Fired(),
+	}
+	var bytes uint64
+	for _, rq := range w.Driver.RQ {
+		bytes += rq.Stats.Bytes
+	}
+	if secs := el.Seconds(); secs > 0 {
+		s.PPS = float64(s.Packets) / secs
+		s.Gbps = float64(bytes) * 8 / secs / 1e9
+	}
+	for i := 0; i < w.Sim.NumCPU(); i++ {
+		s.CPUs = append(s.CPUs, w.Sim.CPU(i).Utilisation(el))
+	}
+	s.CounterList = w.Totals()
+	for _, c := range s.CounterList {
+		s.Counters[c.Name] = c.Value
+	}
+	s.PagePoolList = w.PagePoolStats()
+	for _, c := range s.PagePoolList {
+		s.PagePool[c.Name] = c.Value
+	}
+	for _, q := range w.Queues() {
+		m := map[string]uint64{}
+		for _, c := range q {
+			m[c.Name] = c.Value
+		}
+		s.Queues = append(s.Queues, m)
+	}
+	return s
+}
+
+// RunFor runs the world for d of simulated time from now.
+func (w *World) RunFor(d sim.Duration) error {
+	return w.RunUntil(w.Now().Add(d))
+}

@@ -1,0 +1,175 @@
+package virtionet
+
+import (
+	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+)
+
+// Interrupt event phases (the high half of the event argument).
+const (
+	irqLanding = 0 // the host lands the packet the armed interrupt waits for
+	irqDeliver = 1 // the interrupt reaches the guest CPU
+)
+
+// scheduleNAPI is napi_schedule: the poll runs at t on the queue's CPU
+// unless it is already scheduled.
+func (d *Driver) scheduleNAPI(rq *RQ, t sim.Time) {
+	if rq.napiOn {
+		return
+	}
+	rq.napiOn = true
+	d.env.Sim.Queue.Schedule(t, d.napiKind, uint64(rq.Index))
+}
+
+// catchUp brings the host side of the queue to t. An interrupt it raises
+// while NAPI owns the queue is taken and ignored (napi_schedule_prep fails);
+// the CPU pays for it.
+func (rq *RQ) catchUp(t sim.Time) {
+	irq, _ := rq.Dev.CatchUp(t)
+	if irq && rq.napiOn {
+		rq.Stats.IRQs++
+		rq.VQ.Interrupt()
+		rq.CPU.Spend(rq.irqCost())
+	}
+}
+
+func (rq *RQ) irqCost() sim.Duration {
+	if rq.d.s.Device.Kind == scenario.DeviceNIC {
+		return rq.CPU.Costs().IRQ
+	}
+	return rq.CPU.Costs().IRQVirt
+}
+
+func (rq *RQ) irqLatency() sim.Duration {
+	if rq.d.s.Device.Kind == scenario.DeviceNIC {
+		return rq.CPU.Costs().IRQLatency
+	}
+	return rq.CPU.Costs().IRQLatencyVirt
+}
+
+// napiPoll is virtnet_poll on the queue's CPU.
+func (d *Driver) napiPoll(now sim.Time, arg uint64) {
+	rq := d.RQ[arg]
+	c := rq.CPU
+	c.BeginActivity(now, "napi poll")
+	c.Spend(c.Costs().NAPIPoll)
+	rq.Stats.NAPIPolls++
+	d.fail(d.env.Stack.FlushDeferred(c))
+	rq.xdpXmit = 0
+	received := rq.receive(d.budget)
+	if rq.xdpXmit&xmitRedir != 0 {
+		// xdp_do_flush
+		if d.env.Cpumap != nil {
+			d.env.Cpumap.Flush(c)
+		}
+		if d.env.Devmap != nil {
+			d.env.Devmap.Flush(c)
+		}
+	}
+	if rq.xdpXmit&xmitTX != 0 {
+		sq := d.SQ[c.ID%len(d.SQ)]
+		if sq.VQ.KickPrepare() && sq.VQ.Notify() {
+			sq.Stats.Kicks++
+			if d.s.Device.Kind == scenario.DeviceNIC {
+				c.Spend(c.Costs().KickMMIO)
+			} else {
+				c.Spend(c.Costs().KickVMExit)
+			}
+			sq.Dev.Kick(c.Now())
+		}
+	}
+	if received < d.budget {
+		// virtqueue_napi_complete
+		opaque := rq.VQ.EnableCBPrepare()
+		rq.napiOn = false
+		if rq.VQ.Poll(opaque) {
+			rq.VQ.DisableCB()
+			d.scheduleNAPI(rq, c.Now())
+		} else {
+			rq.armIRQ(c.Now())
+		}
+	} else {
+		// Budget used up: net_rx_action polls again.
+		rq.napiOn = false
+		d.scheduleNAPI(rq, c.Now())
+	}
+	c.End()
+}
+
+// receive is virtnet_receive: up to budget packets, then refill when more
+// than half of min(budget, ring) descriptors are free.
+func (rq *RQ) receive(budget int) int {
+	c := rq.CPU
+	received := 0
+	for received < budget {
+		rq.catchUp(c.Now())
+		b, length, ctx, ok := rq.getBuf()
+		if !ok {
+			break
+		}
+		rq.receiveBuf(b, length, ctx)
+		rq.Stats.Packets++ // virtnet_receive counts every buffer received
+		received++
+		if rq.d.Err != nil {
+			return received
+		}
+	}
+	limit := budget
+	if s := rq.VQ.Size(); s < limit {
+		limit = s
+	}
+	if rq.VQ.NumFree() > limit/2 {
+		if !rq.tryFillRecv() {
+			// refill_work: try again soon.
+			rq.d.scheduleNAPI(rq, c.Now().Add(10*sim.Microsecond))
+		}
+	}
+	return received
+}
+
+// armIRQ makes sure an interrupt event exists for the next packet the host
+// will land while callbacks are enabled.
+func (rq *RQ) armIRQ(now sim.Time) {
+	if rq.irqArmed {
+		return
+	}
+	at, ok := rq.Dev.NextLanding()
+	if !ok {
+		return
+	}
+	if at < now {
+		at = now
+	}
+	rq.irqArmed = true
+	rq.d.env.Sim.Queue.Schedule(at, rq.d.irqKind, uint64(rq.Index)|irqLanding<<32)
+}
+
+// interrupt handles both phases of an interrupt: the host landing the
+// packet (it decides to signal by the ring's rules), and the signal
+// reaching the guest CPU (vring_interrupt, skb_recv_done,
+// virtqueue_napi_schedule).
+func (d *Driver) interrupt(now sim.Time, arg uint64) {
+	rq := d.RQ[uint32(arg)]
+	if arg>>32 == irqLanding {
+		rq.irqArmed = false
+		irq, at := rq.Dev.CatchUp(now)
+		if irq {
+			d.env.Sim.Queue.Schedule(at.Add(rq.irqLatency()), d.irqKind, uint64(rq.Index)|irqDeliver<<32)
+			return
+		}
+		if !rq.napiOn {
+			rq.armIRQ(now)
+		}
+		return
+	}
+	c := rq.CPU
+	c.BeginActivity(now, "interrupt")
+	c.Spend(rq.irqCost())
+	rq.Stats.IRQs++
+	rq.VQ.Interrupt()
+	if !rq.napiOn {
+		rq.VQ.DisableCB()
+		d.scheduleNAPI(rq, c.Now())
+	}
+	c.End()
+}

@@ -1,0 +1,356 @@
+package virtionet
+
+import (
+	"fmt"
+
+	"ringlab/engine/bpf"
+	"ringlab/engine/device"
+	"ringlab/engine/mem"
+	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+	"ringlab/engine/skb"
+)
+
+var softirqCtx = skb.Context{Softirq: true}
+
+// xdp_xmit flags of virtnet_poll.
+const (
+	xmitTX    = 1 << 0 // VIRTIO_XDP_TX
+	xmitRedir = 1 << 1 // VIRTIO_XDP_REDIR
+)
+
+// wholePage reports whether buffers own their page (so the page's location
+// follows the buffer), rather than share it with other buffers.
+func (rq *RQ) wholePage() bool {
+	src := rq.d.s.Driver.BufferSource
+	return rq.d.bigPackets || src == scenario.SourcePage || src == scenario.SourcePagePool
+}
+
+// move records where a whole-page buffer's page is now.
+func (rq *RQ) move(page mem.PageID, loc mem.Loc) {
+	if rq.wholePage() {
+		rq.d.fail(rq.d.env.Mem.Move(page, loc, rq.Index))
+	}
+}
+
+// release gives back the reference a buffer holds on its page.
+func (rq *RQ) release(page mem.PageID, pool bool, ctx skb.Context) {
+	rq.d.fail(rq.d.env.Releaser.Release(rq.CPU, page, pool, ctx))
+}
+
+// getBuf is virtqueue_get_buf_ctx plus what the driver keeps of the
+// buffer; the DMA mapping is undone (ring mode) or synced for the CPU
+// (premapped).
+func (rq *RQ) getBuf() (b rxBuf, length uint32, ctx uint64, ok bool) {
+	c := rq.CPU
+	c.Spend(c.Costs().VirtqueueGetBuf)
+	tok, length, ctx, ok := rq.VQ.GetBuf()
+	if !ok {
+		return rxBuf{}, 0, 0, false
+	}
+	slot := int32(tok) - 1
+	if slot < 0 || int(slot) >= len(rq.bufs) || rq.bufs[slot].page == mem.NoPage {
+		rq.d.fail(fmt.Errorf("virtio_net: rx queue %d: token %d names no posted buffer", rq.Index, tok))
+		return rxBuf{}, 0, 0, false
+	}
+	b = rq.bufs[slot]
+	rq.putSlot(slot)
+	if b.mapped {
+		rq.unmap(&b)
+	} else if b.pool && rq.d.s.Driver.DMA == scenario.DMAPremapped {
+		rq.d.fail(rq.Pool.SyncForCPU(c, b.page, b.off, length))
+	}
+	return b, length, ctx, true
+}
+
+// receiveBuf is receive_buf: drop runts, then the mode's receive path.
+func (rq *RQ) receiveBuf(b rxBuf, length uint32, ctx uint64) {
+	c := rq.CPU
+	c.Spend(c.Costs().RxPacket)
+	if length < HdrLen+EthHlen {
+		rq.Stats.LengthErrors++
+		rq.Stats.Drops++
+		rq.freeUnused(b)
+		return
+	}
+	switch {
+	case rq.d.mergeable:
+		rq.receiveMergeable(b, length, ctx)
+	case rq.d.bigPackets:
+		rq.receiveBig(b, length)
+	default:
+		rq.receiveSmall(b, length, ctx)
+	}
+}
+
+// freeUnused is virtnet_rq_free_unused_buf.
+func (rq *RQ) freeUnused(b rxBuf) {
+	if rq.d.bigPackets {
+		rq.givePages(b.page)
+		return
+	}
+	rq.release(b.page, b.pool, softirqCtx)
+}
+
+// ewmaAdd is ewma_pkt_len_add with precision 0 and weight 64.
+func (rq *RQ) ewmaAdd(v uint32) {
+	if rq.ewma == 0 {
+		rq.ewma = v
+		return
+	}
+	rq.ewma = uint32((uint64(rq.ewma)*(ewmaWeight-1) + uint64(v)) / ewmaWeight)
+}
+
+// EWMA is the mergeable buffer length average (ewma_pkt_len_read).
+func (rq *RQ) EWMA() uint32 { return rq.ewma }
+
+// receiveSmall is receive_small: one buffer with headroom; XDP runs in
+// place; PASS builds the skb around the buffer.
+func (rq *RQ) receiveSmall(b rxBuf, length uint32, ctx uint64) {
+	c := rq.CPU
+	n := length - HdrLen
+	rq.Stats.Bytes += uint64(n)
+	if n > GoodPacketLen {
+		rq.Stats.LengthErrors++
+		rq.Stats.Drops++
+		rq.release(b.page, b.pool, softirqCtx)
+		return
+	}
+	if rq.d.xdpEnabled {
+		headroom := uint32(ctx)
+		if headroom < rq.d.headroom() {
+			// Posted before XDP was attached: xdp_linearize_page.
+			rq.Stats.Linearized++
+			c.Spend(c.Costs().PageAlloc + memcpyCost(c, n))
+		}
+		act, n2, ok := rq.runXDP(b, n)
+		if !ok {
+			return
+		}
+		n = n2
+		if act != bpf.XDPPass {
+			return
+		}
+	}
+	rq.buildAndDeliver(b, n)
+}
+
+// buildAndDeliver is build_skb around the buffer (its page is the skb's
+// head) and napi_gro_receive.
+func (rq *RQ) buildAndDeliver(b rxBuf, n uint32) {
+	c := rq.CPU
+	env := rq.d.env
+	c.Spend(c.Costs().BuildSKB)
+	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
+	if id == skb.NoSKB {
+		rq.Stats.Drops++
+		rq.release(b.page, b.pool, softirqCtx)
+		return
+	}
+	s := env.SKBs.Get(id)
+	s.Head = b.page
+	s.Len = n
+	s.Truesize = b.truesize
+	s.PPRecycle = b.pool
+	s.Cloned = rq.d.s.Driver.CloneSKBs
+	rq.move(b.page, mem.SKB)
+	rq.deliver(id)
+}
+
+func (rq *RQ) deliver(id skb.ID) {
+	rq.d.fail(rq.d.env.Stack.Deliver(rq.CPU, id))
+}
+
+func memcpyCost(c *sim.CPU, n uint32) sim.Duration {
+	return sim.Duration((n+63)/64) * c.Costs().Memcpy64
+}
+
+// receiveMergeable is receive_mergeable.
+func (rq *RQ) receiveMergeable(b rxBuf, length uint32, ctx uint64) {
+	c := rq.CPU
+	truesize := uint32(ctx & (1<<MrgCtxHeaderShift - 1))
+	headroom := uint32(ctx >> MrgCtxHeaderShift)
+	var tailroom uint32
+	if headroom != 0 {
+		tailroom = ShinfoSize
+	}
+	room := uint32(skbDataAlign(int(headroom + tailroom)))
+	rq.Stats.Bytes += uint64(length - HdrLen)
+	win := rq.Dev.Window(b.head)
+	hdr, _ := device.ParseVirtioNetHdr(win)
+	numBuf := int(hdr.NumBuffers)
+	if length > truesize-room || numBuf < 1 || numBuf > rq.VQ.Size() {
+		rq.Stats.LengthErrors++
+		rq.errSKB(b, numBuf)
+		return
+	}
+	if rq.d.xdpEnabled {
+		rq.receiveMergeableXDP(b, length, headroom, numBuf)
+		return
+	}
+	id := rq.pageToSKB(b, length, truesize, headroom)
+	if id == skb.NoSKB {
+		rq.errSKB(b, numBuf)
+		return
+	}
+	s := rq.d.env.SKBs.Get(id)
+	for numBuf--; numBuf > 0; numBuf-- {
+		nb, n, nctx, ok := rq.getBuf()
+		if !ok {
+			// "rx error: %d buffers out of %d missing"
+			rq.Stats.LengthErrors++
+			rq.Stats.Drops++
+			rq.d.fail(rq.d.env.SKBs.Free(c, id, rq.d.env.Releaser, softirqCtx))
+			return
+		}
+		rq.Stats.Bytes += uint64(n)
+		ts := uint32(nctx & (1<<MrgCtxHeaderShift - 1))
+		hr := uint32(nctx >> MrgCtxHeaderShift)
+		var tr uint32
+		if hr != 0 {
+			tr = ShinfoSize
+		}
+		if n > ts-uint32(skbDataAlign(int(hr+tr))) {
+			rq.Stats.LengthErrors++
+			rq.release(nb.page, nb.pool, softirqCtx)
+			rq.d.fail(rq.d.env.SKBs.Free(c, id, rq.d.env.Releaser, softirqCtx))
+			rq.errSKB(rxBuf{page: mem.NoPage}, numBuf-1)
+			return
+		}
+		if s.CanCoalesce(nb.page, nb.off) {
+			// skb_coalesce_rx_frag: the frag already holds a reference.
+			rq.Stats.Coalesced++
+			s.Coalesce(n, ts)
+			rq.release(nb.page, nb.pool, softirqCtx)
+			continue
+		}
+		if !s.AddFrag(nb.page, nb.off, n, ts) {
+			rq.Stats.Drops++
+			rq.release(nb.page, nb.pool, softirqCtx)
+			continue
+		}
+		c.Spend(c.Costs().Atomic)
+		rq.move(nb.page, mem.SKB)
+	}
+	rq.ewmaAdd(s.Len)
+	rq.deliver(id)
+}
+
+// errSKB is receive_mergeable's err_skb path: drop this buffer and the
+// numBuf-1 that follow.
+func (rq *RQ) errSKB(b rxBuf, numBuf int) {
+	if b.page != mem.NoPage {
+		rq.release(b.page, b.pool, softirqCtx)
+	}
+	for ; numBuf > 1; numBuf-- {
+		nb, n, _, ok := rq.getBuf()
+		if !ok {
+			rq.Stats.LengthErrors++
+			break
+		}
+		rq.Stats.Bytes += uint64(n)
+		rq.release(nb.page, nb.pool, softirqCtx)
+	}
+	rq.Stats.Drops++
+}
+
+// pageToSKB is page_to_skb for mergeable buffers: a packet that does not
+// leave room for skb_shared_info, or is short, gets a small head with the
+// first bytes copied (GOOD_COPY_LEN); a short packet is copied whole and
+// its buffer freed at once; the rest stays in the page as frag 0.
+func (rq *RQ) pageToSKB(b rxBuf, length, truesize, headroom uint32) skb.ID {
+	c := rq.CPU
+	env := rq.d.env
+	n := length - HdrLen
+	tailroom := int(truesize) - int(headroom) - HdrLen - int(n)
+	if n > GoodCopyLen && tailroom >= ShinfoSize {
+		c.Spend(c.Costs().BuildSKB)
+		id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
+		if id == skb.NoSKB {
+			return skb.NoSKB
+		}
+		s := env.SKBs.Get(id)
+		s.Head, s.Len, s.Truesize, s.PPRecycle = b.page, n, truesize, b.pool
+		s.Cloned = rq.d.s.Driver.CloneSKBs
+		rq.move(b.page, mem.SKB)
+		return id
+	}
+	c.Spend(c.Costs().AllocSKB)
+	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
+	if id == skb.NoSKB {
+		return skb.NoSKB
+	}
+	s := env.SKBs.Get(id)
+	s.Cloned = rq.d.s.Driver.CloneSKBs
+	s.PPRecycle = b.pool
+	cp := uint32(EthHlen)
+	if n <= GoodCopyLen {
+		cp = n
+	}
+	c.Spend(memcpyCost(c, cp))
+	s.Len = cp
+	s.Truesize = GoodCopyLen
+	if rest := n - cp; rest > 0 {
+		s.AddFrag(b.page, b.off+HdrLen+cp, rest, truesize)
+		rq.move(b.page, mem.SKB)
+	} else {
+		rq.Stats.Copied++
+		rq.release(b.page, b.pool, softirqCtx)
+	}
+	return id
+}
+
+// receiveBig is receive_big and page_to_skb for a chain of pages: the
+// packet starts after the padded header in the first page and continues
+// page by page; pages it does not reach go back to rq->pages.
+func (rq *RQ) receiveBig(b rxBuf, length uint32) {
+	c := rq.CPU
+	env := rq.d.env
+	m := env.Mem
+	n := length - HdrLen
+	rq.Stats.Bytes += uint64(n)
+	c.Spend(c.Costs().AllocSKB)
+	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
+	if id == skb.NoSKB {
+		rq.Stats.Drops++
+		rq.givePages(b.page)
+		return
+	}
+	s := env.SKBs.Get(id)
+	s.Cloned = rq.d.s.Driver.CloneSKBs
+	cp := uint32(EthHlen)
+	if n <= GoodCopyLen {
+		cp = n
+	}
+	c.Spend(memcpyCost(c, cp))
+	s.Len, s.Truesize = cp, GoodCopyLen
+	n -= cp
+	if n > uint32(skb.MaxSkbFrags)*mem.PageSize {
+		rq.Stats.Drops++
+		rq.d.fail(env.SKBs.Free(c, id, env.Releaser, softirqCtx))
+		rq.givePages(b.page)
+		return
+	}
+	page := b.page
+	off := uint32(PaddedVnetHdrLen) + cp
+	for n > 0 && page != mem.NoPage {
+		size := uint32(mem.PageSize) - off
+		if size > n {
+			size = n
+		}
+		next := m.Page(page).Private
+		m.Page(page).Private = mem.NoPage
+		if !s.AddFrag(page, off, size, mem.PageSize) {
+			next = page // cannot happen below MAX_SKB_FRAGS pages: keep the page
+			break
+		}
+		rq.move(page, mem.SKB)
+		n -= size
+		page = next
+		off = 0
+	}
+	if page != mem.NoPage {
+		rq.givePages(page)
+	}
+	rq.deliver(id)
+}

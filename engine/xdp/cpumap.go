@@ -1,0 +1,193 @@
+package xdp
+
+import (
+	"ringlab/engine/sim"
+	"ringlab/engine/skb"
+)
+
+// Cpumap is a BPF_MAP_TYPE_CPUMAP with one entry per target CPU
+// (kernel/bpf/cpumap.c). XDP_REDIRECT into it puts the frame on the
+// redirecting CPU's bulk queue (bq_enqueue); a full bulk queue, or
+// xdp_do_flush at the end of the NAPI poll, moves it into the target's
+// ptr_ring under the ring's producer lock (bq_flush_to_queue); a full ring
+// drops the frame. A kthread on the target CPU (cpu_map_kthread_run) takes
+// up to CPUMAP_BATCH frames at a time, builds skbs around them and passes
+// them up the stack there, so their pages are freed on the target CPU.
+type Cpumap struct {
+	sim    *sim.Sim
+	frames *FramePool
+	skbs   *skb.Pool
+	stack  *skb.Stack
+	rel    skb.Releaser
+
+	entries []*cpumapEntry // by target CPU; nil when the CPU has no entry
+	bq      [][]bulkQueue  // [source CPU][target CPU]
+	run     sim.Kind
+
+	C CpumapCounters
+	// Err is the first internal error met by the kthread; the world stops
+	// on it.
+	Err error
+}
+
+// CpumapCounters count the cpumap's work (xdp_cpumap_enqueue and
+// xdp_cpumap_kthread tracepoints).
+type CpumapCounters struct {
+	Enqueued uint64 // frames put in a ptr_ring
+	Drops    uint64 // frames dropped: ring full
+	Flushes  uint64 // bulk queues flushed
+	Passed   uint64 // skbs the kthreads passed up
+	Wakeups  uint64 // kthread wake-ups
+	SKBFails uint64 // skbs that could not be built
+}
+
+type bulkQueue struct {
+	q [CPUMapBulkSize]FrameID
+	n int
+}
+
+type cpumapEntry struct {
+	cpu     int
+	ring    []FrameID // ptr_ring of qsize entries
+	head    int       // consumer index
+	count   int
+	prod    *sim.Lock // ptr_ring producer_lock
+	cons    *sim.Lock // ptr_ring consumer_lock
+	running bool      // kthread scheduled or running
+}
+
+// NewCpumap returns a cpumap for ncpu CPUs with entries for targets, each
+// with a ptr_ring of qsize frames.
+func NewCpumap(s *sim.Sim, frames *FramePool, skbs *skb.Pool, stack *skb.Stack, rel skb.Releaser, targets []int, qsize int) *Cpumap {
+	if qsize <= 0 {
+		qsize = DefaultQsize
+	}
+	n := s.NumCPU()
+	m := &Cpumap{sim: s, frames: frames, skbs: skbs, stack: stack, rel: rel,
+		entries: make([]*cpumapEntry, n), bq: make([][]bulkQueue, n)}
+	for i := range m.bq {
+		m.bq[i] = make([]bulkQueue, n)
+	}
+	for _, t := range targets {
+		if t < 0 || t >= n || m.entries[t] != nil {
+			continue
+		}
+		m.entries[t] = &cpumapEntry{cpu: t, ring: make([]FrameID, qsize),
+			prod: sim.NewLock("cpumap producer"), cons: sim.NewLock("cpumap consumer")}
+	}
+	m.run = s.Queue.Register("cpumap kthread", m.kthread)
+	return m
+}
+
+// Has reports whether cpu has an entry.
+func (m *Cpumap) Has(cpu int) bool { return cpu >= 0 && cpu < len(m.entries) && m.entries[cpu] != nil }
+
+// Queued is the number of frames in ring and bulk queues.
+func (m *Cpumap) Queued() int {
+	n := 0
+	for _, e := range m.entries {
+		if e != nil {
+			n += e.count
+		}
+	}
+	for i := range m.bq {
+		for j := range m.bq[i] {
+			n += m.bq[i][j].n
+		}
+	}
+	return n
+}
+
+// Enqueue is cpu_map_enqueue on CPU c. It reports false when target has no
+// entry (the caller drops the frame: xdp_do_redirect fails).
+func (m *Cpumap) Enqueue(c *sim.CPU, target int, f FrameID) bool {
+	if !m.Has(target) {
+		return false
+	}
+	bq := &m.bq[c.ID][target]
+	if bq.n == CPUMapBulkSize {
+		m.flushOne(c, target)
+	}
+	bq.q[bq.n] = f
+	bq.n++
+	return true
+}
+
+// Flush is __cpu_map_flush at xdp_do_flush: every bulk queue of c goes to
+// its ring, and idle kthreads are woken.
+func (m *Cpumap) Flush(c *sim.CPU) {
+	for t := range m.bq[c.ID] {
+		if m.bq[c.ID][t].n > 0 {
+			m.flushOne(c, t)
+		}
+	}
+}
+
+// flushOne is bq_flush_to_queue: under the ring's producer lock, produce
+// every frame; those that do not fit are returned
+// (xdp_return_frame_rx_napi) and counted as drops. Then wake the kthread
+// (__cpu_map_flush's wake_up_process).
+func (m *Cpumap) flushOne(c *sim.CPU, target int) {
+	e := m.entries[target]
+	bq := &m.bq[c.ID][target]
+	m.C.Flushes++
+	e.prod.Hold(c, sim.Duration(bq.n)*c.Costs().PPRingPut)
+	for i := 0; i < bq.n; i++ {
+		f := bq.q[i]
+		if e.count == len(e.ring) {
+			m.C.Drops++
+			if err := m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}); err != nil && m.Err == nil {
+				m.Err = err
+			}
+			continue
+		}
+		e.ring[(e.head+e.count)%len(e.ring)] = f
+		e.count++
+		m.C.Enqueued++
+	}
+	bq.n = 0
+	if !e.running && e.count > 0 {
+		e.running = true
+		m.C.Wakeups++
+		m.sim.Queue.Schedule(c.Now().Add(c.Costs().TaskWakeLatency), m.run, uint64(target))
+	}
+}
+
+// kthread is one iteration of cpu_map_kthread_run on the target CPU: take
+// up to CPUMAP_BATCH frames under the consumer lock, build an skb around
+// each and pass them up with BH disabled (softirq context), then run again
+// while frames remain.
+func (m *Cpumap) kthread(now sim.Time, arg uint64) {
+	e := m.entries[arg]
+	c := m.sim.CPU(e.cpu)
+	c.BeginActivity(now, "cpumap kthread")
+	n := e.count
+	if n > CPUMapBatch {
+		n = CPUMapBatch
+	}
+	e.cons.Hold(c, sim.Duration(n)*c.Costs().PPRingGet)
+	for i := 0; i < n; i++ {
+		f := e.ring[e.head]
+		e.head = (e.head + 1) % len(e.ring)
+		e.count--
+		c.Spend(c.Costs().BuildSKB)
+		s := m.frames.ToSKB(f, m.skbs, c.ID, c.Now())
+		if s == skb.NoSKB {
+			m.C.SKBFails++
+			if err := m.frames.Return(c, f, m.rel, skb.Context{Softirq: true}); err != nil && m.Err == nil {
+				m.Err = err
+			}
+			continue
+		}
+		m.C.Passed++
+		if err := m.stack.Deliver(c, s); err != nil && m.Err == nil {
+			m.Err = err
+		}
+	}
+	end := c.End()
+	if e.count > 0 {
+		m.sim.Queue.Schedule(end, m.run, arg)
+		return
+	}
+	e.running = false
+}
