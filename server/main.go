@@ -27,7 +27,6 @@ func commands() []command {
 		{"help", "show this help, or the help of a subcommand", runHelp},
 		{"run", "run a scenario or preset headless and print a summary", runRun},
 		{"reproduce", "reproduce the published results (R1..R4) and compare", runReproduce},
-		{"serve", "serve the playground, live metrics, workshop rooms and /metrics", runServe},
 		{"version", "print the version and build information", runVersion},
 	}
 }
