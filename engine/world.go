@@ -44,8 +44,29 @@ type World struct {
 // run further.
 var ErrStopped = errors.New("engine: world stopped")
 
-// New builds and starts a world. The scenario must be valid.
+// New builds and starts a world. The scenario must be valid; its XDP
+// program, if any, comes from the library.
 func New(s scenario.Scenario) (*World, error) {
+	return NewWithXDP(s, nil)
+}
+
+// NewWithXDP is New with the XDP program taken from spec (for instance an
+// ELF object read with bpf.LoadELF) instead of the library; s.XDP must be
+// set and its program name selects the program in spec ("" for the first).
+func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
+	progName := ""
+	if spec != nil {
+		if s.XDP == nil {
+			return nil, &scenario.FieldError{Field: "xdp", Reason: "an XDP object was given but the scenario has no xdp section"}
+		}
+		x := *s.XDP
+		progName = x.Program
+		x.Object = ""
+		if x.Program == "" {
+			x.Program = "(object)" // named after the choice below
+		}
+		s.XDP = &x
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -74,7 +95,7 @@ func New(s scenario.Scenario) (*World, error) {
 	w.Frames = xdp.NewFramePool(inflight + 16384*s.CPUs)
 	w.Stack = skb.NewStack(w.Sim, w.SKBs, w, s.Consumer.CPU, s.Consumer.Context == scenario.FreeProcess, sim.Duration(s.Consumer.CostNs))
 	if s.XDP != nil {
-		if err := w.buildXDP(); err != nil {
+		if err := w.buildXDP(spec, progName); err != nil {
 			return nil, err
 		}
 	}
@@ -89,16 +110,18 @@ func New(s scenario.Scenario) (*World, error) {
 	return w, nil
 }
 
-// buildXDP prepares the scenario's program from the library and the
-// cpumap / devmap it redirects through.
-func (w *World) buildXDP() error {
+// buildXDP prepares the scenario's program (from spec, or from the
+// library) and the cpumap / devmap it redirects through.
+func (w *World) buildXDP(spec *bpf.CollectionSpec, name string) error {
 	x := w.Scenario.XDP
 	if x.Object != "" {
-		return &scenario.FieldError{Field: "xdp.object", Reason: "ELF objects are loaded by the CLI and the browser, not from a scenario"}
+		return &scenario.FieldError{Field: "xdp.object", Reason: "ELF objects are loaded by the CLI and the browser (NewWithXDP), not from a scenario"}
 	}
-	spec, err := LibraryProgram(&w.Scenario)
-	if err != nil {
-		return err
+	if spec == nil {
+		var err error
+		if spec, err = LibraryProgram(&w.Scenario); err != nil {
+			return err
+		}
 	}
 	coll, err := bpf.NewCollection(spec, bpf.Options{NumCPU: w.Scenario.CPUs})
 	if err != nil {
@@ -108,7 +131,14 @@ func (w *World) buildXDP() error {
 	if len(names) == 0 {
 		return fmt.Errorf("engine: xdp program %q: no program in collection", x.Program)
 	}
-	w.Prog = coll.Program(names[0])
+	if name == "" {
+		name = names[0]
+	}
+	w.Prog = coll.Program(name)
+	if w.Prog == nil {
+		return &scenario.FieldError{Field: "xdp.program", Reason: fmt.Sprintf("%q is not in the object (programs: %v)", name, names)}
+	}
+	w.Scenario.XDP.Program = name
 	for _, m := range w.Prog.Maps() {
 		switch m.Type() {
 		case bpf.CPUMap:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"ringlab/engine"
+	"ringlab/engine/bpf"
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 )
@@ -53,8 +54,10 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	packets := fs.Uint64("packets", 0, "run until the driver has received `N` packets (default 1000000 unless --duration)")
 	duration := fs.Duration("duration", 0, "run for `D` of simulated time (e.g. 10ms)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
+	object := fs.String("xdp-object", "", "run the XDP program of a compiled ELF `FILE` in the interpreter")
+	progName := fs.String("xdp-program", "", "with --xdp-object: the program `NAME` in the object (default: the first)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab run [--packets N | --duration D] [--json] FILE|PRESET\n\n")
+		fmt.Fprintf(stderr, "Usage: ringlab run [--packets N | --duration D] [--json] [--xdp-object FILE [--xdp-program NAME]] FILE|PRESET\n\n")
 		fmt.Fprintf(stderr, "Runs a scenario headless and prints a summary: simulated time, packets,\nrates, CPU utilisation, the driver's counters, the page_pool stats and\nwhere the pages are.\n\nPresets: %s\n\nFlags:\n", strings.Join(scenario.PresetNames(), ", "))
 		fs.PrintDefaults()
 	}
@@ -86,7 +89,23 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 		return exitUsage
 	}
-	w, err := engine.New(s)
+	var spec *bpf.CollectionSpec
+	if *object != "" {
+		if spec, err = loadObject(*object); err != nil {
+			fmt.Fprintf(stderr, "ringlab run: %v\n", err)
+			return exitUsage
+		}
+		x := scenario.XDP{}
+		if s.XDP != nil {
+			x = *s.XDP
+		}
+		x.Program = *progName
+		s.XDP = &x
+	} else if *progName != "" {
+		fmt.Fprintln(stderr, "ringlab run: --xdp-program needs --xdp-object")
+		return exitUsage
+	}
+	w, err := engine.NewWithXDP(s, spec)
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 		return exitUsage
@@ -118,6 +137,20 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	printSummary(stdout, sum, wall)
 	return exitOK
+}
+
+// loadObject reads an XDP ELF object.
+func loadObject(path string) (*bpf.CollectionSpec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	spec, err := bpf.LoadELF(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return spec, nil
 }
 
 func printSummary(w io.Writer, s engine.Summary, wall time.Duration) {

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := dispatch(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunJSONHasTheDocumentedKeys(t *testing.T) {
+	code, out, errs := runCLI("run", "--packets", "2000", "--json", "cpumap")
+	require.Equal(t, exitOK, code, errs)
+	var got map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	for _, k := range []string{"sim_time_ns", "packets", "pps", "gbps", "cpus", "counters", "queues", "page_pool", "pages"} {
+		assert.Contains(t, got, k)
+	}
+	var s struct {
+		Packets  uint64            `json:"packets"`
+		CPUs     []float64         `json:"cpus"`
+		Counters map[string]uint64 `json:"counters"`
+		PagePool map[string]uint64 `json:"page_pool"`
+		Queues   []map[string]uint64
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.GreaterOrEqual(t, s.Packets, uint64(2000))
+	assert.Len(t, s.CPUs, 2)
+	assert.Equal(t, s.Counters["rx_packets"], s.Counters["rx_xdp_redirects"])
+	assert.Len(t, s.PagePool, 11)
+	require.Len(t, s.Queues, 1)
+	assert.Equal(t, s.Counters["rx_packets"], s.Queues[0]["rx0_packets"])
+}
+
+func TestRunTextAndDuration(t *testing.T) {
+	code, out, errs := runCLI("run", "--duration", "1ms", "xdp-drop")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, "rx_xdp_drops")
+	assert.Contains(t, out, "rx_pp_recycle_cached")
+	assert.Contains(t, out, "simulated 1ms")
+}
+
+func TestRunBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"traffic": {"size": "big"}}`), 0o644))
+	unknown := filepath.Join(dir, "unknown.json")
+	require.NoError(t, os.WriteFile(unknown, []byte(`{"ringsize": 8}`), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no scenario", []string{"run"}, "exactly one"},
+		{"unknown preset", []string{"run", "nosuch"}, `"nosuch" is neither a preset`},
+		{"missing file", []string{"run", "./nope.json"}, "no such file"},
+		{"wrong type", []string{"run", bad}, "traffic.size"},
+		{"unknown field", []string{"run", unknown}, "ringsize: unknown field"},
+		{"both limits", []string{"run", "--packets", "5", "--duration", "1ms", "default"}, "exclusive"},
+		{"object refused", []string{"run", "--xdp-object", "../engine/bpf/testdata/xdp_tailcall.o", "xdp-pass"}, "FnTailCall"},
+		{"program without object", []string{"run", "--xdp-program", "x", "xdp-pass"}, "needs --xdp-object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(tc.args...)
+			assert.Equal(t, exitUsage, code)
+			assert.Empty(t, out)
+			assert.Contains(t, errs, tc.want)
+		})
+	}
+}
+
+func TestRunELFObject(t *testing.T) {
+	code, out, errs := runCLI("run", "--packets", "500", "--json", "--xdp-object", "../engine/bpf/testdata/xdp_filter.o", "xdp-pass")
+	require.Equal(t, exitOK, code, errs)
+	var s struct{ Counters map[string]uint64 }
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Equal(t, s.Counters["rx_packets"], s.Counters["rx_xdp_packets"])
+}
+
+func TestReproduceJSON(t *testing.T) {
+	code, out, errs := runCLI("reproduce", "--json")
+	require.Equal(t, exitOK, code, errs)
+	var rows []struct {
+		ID        string   `json:"id"`
+		Config    string   `json:"config"`
+		Baseline  string   `json:"baseline"`
+		Unit      string   `json:"unit"`
+		Published float64  `json:"published"`
+		Simulated float64  `json:"simulated"`
+		Ratio     *float64 `json:"ratio"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	ids := map[string]int{}
+	for _, r := range rows {
+		ids[r.ID]++
+		if r.Baseline == "" {
+			assert.Nil(t, r.Ratio, "%s is a baseline", r.Config)
+		}
+	}
+	for _, id := range []string{"R1", "R2", "R3", "R4"} {
+		assert.Positive(t, ids[id], id)
+	}
+	assert.Contains(t, errs, "[1/", "progress goes to stderr")
+}
