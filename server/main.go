@@ -27,6 +27,7 @@ func commands() []command {
 		{"help", "show this help, or the help of a subcommand", runHelp},
 		{"run", "run a scenario or preset headless and print a summary", runRun},
 		{"reproduce", "reproduce the published results (R1..R4) and compare", runReproduce},
+		{"preset", "list the presets, or print one as a scenario file", runPreset},
 		{"version", "print the version and build information", runVersion},
 	}
 }
