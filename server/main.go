@@ -28,6 +28,7 @@ func commands() []command {
 		{"run", "run a scenario or preset headless and print a summary", runRun},
 		{"reproduce", "reproduce the published results (R1..R4) and compare", runReproduce},
 		{"preset", "list the presets, or print one as a scenario file", runPreset},
+		{"serve", "serve the playground, live metrics, workshop rooms and /metrics", runServe},
 		{"version", "print the version and build information", runVersion},
 	}
 }

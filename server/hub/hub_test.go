@@ -1,0 +1,604 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/server/metrics"
+	"ringlab/server/wsmsg"
+	"ringlab/server/wspeer"
+)
+
+// readWait bounds every read in these tests; nothing should take that long.
+const readWait = 5 * time.Second
+
+// msg is any server message, decoded loosely.
+type msg struct {
+	Type       string              `json:"type"`
+	Schema     int                 `json:"schema"`
+	Source     string              `json:"source"`
+	RateHz     int                 `json:"rate_hz"`
+	Sources    []string            `json:"sources"`
+	Subscribed []string            `json:"subscribed"`
+	Counters   json.RawMessage     `json:"counters"`
+	Seq        uint64              `json:"seq"`
+	Queues     []map[string]uint64 `json:"queues"`
+	Rates      map[string]float64  `json:"rates"`
+	View       json.RawMessage     `json:"view"`
+	Limits     limits              `json:"limits"`
+	Code       string              `json:"code"`
+	Message    string              `json:"message"`
+	Field      string              `json:"field"`
+}
+
+func (m msg) counterNames(t *testing.T) []string {
+	var list []string
+	if json.Unmarshal(m.Counters, &list) == nil {
+		return list
+	}
+	var values map[string]uint64
+	require.NoError(t, json.Unmarshal(m.Counters, &values))
+	for k := range values {
+		list = append(list, k)
+	}
+	slices.Sort(list)
+	return list
+}
+
+// fixture is a hub over a Fake "fake", with "fake:b" also offered, behind
+// an httptest server.
+type fixture struct {
+	hub    *Hub
+	srv    *httptest.Server
+	def    *metrics.Fake
+	mu     sync.Mutex
+	opened []*metrics.Fake
+}
+
+func newFixture(t *testing.T, def metrics.Source, mutate ...func(*Options)) *fixture {
+	f := &fixture{}
+	if def == nil {
+		f.def = metrics.NewFake("fake", 2)
+		def = f.def
+	}
+	opts := Options{
+		Default: def,
+		Sources: []string{"fake:b"},
+		Open: func(spec string) (metrics.Source, error) {
+			src, err := metrics.Registry{"fake": metrics.OpenFake}.Open(spec)
+			if err == nil {
+				f.mu.Lock()
+				f.opened = append(f.opened, src.(*metrics.Fake))
+				f.mu.Unlock()
+			}
+			return src, err
+		},
+	}
+	for _, m := range mutate {
+		m(&opts)
+	}
+	h, err := New(opts)
+	require.NoError(t, err)
+	f.hub = h
+	f.srv = httptest.NewServer(h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, h.Close(ctx))
+		f.srv.Close()
+	})
+	return f
+}
+
+func (f *fixture) url() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") }
+
+func (f *fixture) dial(t *testing.T) *websocket.Conn {
+	c, _, err := websocket.DefaultDialer.Dial(f.url(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func read(t *testing.T, c *websocket.Conn) msg {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(readWait))
+	kind, data, err := c.ReadMessage()
+	require.NoError(t, err)
+	require.Equal(t, websocket.TextMessage, kind)
+	var m msg
+	require.NoError(t, json.Unmarshal(data, &m), "%s", data)
+	return m
+}
+
+// readUntil reads, skipping snapshots, until a message of type typ.
+func readUntil(t *testing.T, c *websocket.Conn, typ string) msg {
+	t.Helper()
+	for {
+		m := read(t, c)
+		if m.Type == typ {
+			return m
+		}
+		require.Equal(t, typeSnapshot, m.Type, "unexpected %+v while waiting for %s", m, typ)
+	}
+}
+
+func send(t *testing.T, c *websocket.Conn, s string) {
+	t.Helper()
+	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(s)))
+}
+
+func TestHelloThenSnapshotsAtTheRequestedRate(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+
+	hello := read(t, c)
+	require.Equal(t, typeHello, hello.Type)
+	assert.Equal(t, SchemaVersion, hello.Schema)
+	assert.Equal(t, "fake", hello.Source)
+	assert.Equal(t, DefaultRateHz, hello.RateHz)
+	assert.Equal(t, metrics.FakeCounters, hello.counterNames(t))
+	assert.Equal(t, []string{"fake", "fake:b"}, hello.Sources)
+	assert.Equal(t, clientLimits, hello.Limits)
+
+	send(t, c, `{"type":"subscribe","rate_hz":20}`)
+	hello = readUntil(t, c, typeHello)
+	assert.Equal(t, 20, hello.RateHz)
+
+	// Count snapshots over one second from the first one after the hello.
+	first := read(t, c)
+	require.Equal(t, typeSnapshot, first.Type)
+	start := time.Now()
+	n, gaps, prev := 0, uint64(0), first
+	for time.Since(start) < time.Second {
+		m := read(t, c)
+		require.Equal(t, typeSnapshot, m.Type)
+		require.Greater(t, m.Seq, prev.Seq)
+		gaps += m.Seq - prev.Seq - 1
+		n++
+		prev = m
+	}
+	elapsed := time.Since(start)
+	rate := float64(n) / elapsed.Seconds()
+	t.Logf("subscribed at 20 Hz: %d snapshots in %v = %.1f Hz, seq gaps %d", n, elapsed.Round(time.Millisecond), rate, gaps)
+	assert.InDelta(t, 20, rate, 5, "snapshot rate")
+	stats := f.hub.Stats()
+	require.Len(t, stats, 1)
+	assert.Equal(t, gaps, stats[0].Skipped, "every seq gap is a counted skip")
+
+	// The content: kernel names, per-queue maps, rates from the Fake's fixed steps.
+	assert.Equal(t, "fake", prev.Source)
+	assert.ElementsMatch(t, metrics.FakeCounters, prev.counterNames(t))
+	require.Len(t, prev.Queues, 2)
+	assert.Equal(t, 2*prev.Queues[0]["rx_kicks"], prev.Queues[1]["rx_kicks"])
+	// rx_kicks grows by 3 per sample on queue 0 and 6 on queue 1, and a
+	// Fake's samples are FakeInterval apart: 9 / 0.1 s = 90 per second.
+	assert.InDelta(t, 90, prev.Rates["rx_kicks"], 1e-9)
+	assert.JSONEq(t, fmt.Sprintf(`{"n":%d}`, prev.Seq), string(prev.View))
+}
+
+func TestBadInputGetsAnErrorAndTheConnectionStays(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	require.Equal(t, typeHello, read(t, c).Type)
+
+	tests := []struct {
+		name      string
+		kind      int
+		in        string
+		wantCode  string
+		wantField string
+		wantText  string
+	}{
+		{"malformed JSON", websocket.TextMessage, `{"type":`, wsmsg.CodeBadJSON, "", "malformed JSON"},
+		{"not an object", websocket.TextMessage, `[1]`, wsmsg.CodeBadJSON, "", "JSON object"},
+		{"no type", websocket.TextMessage, `{"rate_hz":5}`, wsmsg.CodeMissingType, "type", `"type"`},
+		{"unknown type", websocket.TextMessage, `{"type":"frobnicate"}`, wsmsg.CodeUnknownType, "type", `"frobnicate"`},
+		{"wrong field type", websocket.TextMessage, `{"type":"subscribe","rate_hz":"fast"}`, wsmsg.CodeBadField, "rate_hz", "want an integer, got string"},
+		{"fractional rate", websocket.TextMessage, `{"type":"subscribe","rate_hz":2.5}`, wsmsg.CodeBadField, "rate_hz", "want an integer"},
+		{"rate 0", websocket.TextMessage, `{"type":"subscribe","rate_hz":0}`, wsmsg.CodeOutOfRange, "rate_hz", "between 1 and 50, got 0"},
+		{"rate 51", websocket.TextMessage, `{"type":"subscribe","rate_hz":51}`, wsmsg.CodeOutOfRange, "rate_hz", "between 1 and 50, got 51"},
+		{"unknown field", websocket.TextMessage, `{"type":"subscribe","rate":20}`, wsmsg.CodeUnknownField, "rate", "no such field"},
+		{"unknown source", websocket.TextMessage, `{"type":"subscribe","source":"lab"}`, wsmsg.CodeNotFound, "source", "this server offers fake, fake:b"},
+		{"unknown counter", websocket.TextMessage, `{"type":"subscribe","counters":["rx_kicks","rx_nope"]}`, wsmsg.CodeNotFound, "counters", `counters[1]: the source has no counter "rx_nope"`},
+		{"counters not strings", websocket.TextMessage, `{"type":"subscribe","counters":[1]}`, wsmsg.CodeBadField, "counters", "want a string"},
+		{"binary frame", websocket.BinaryMessage, `{"type":"ping"}`, wsmsg.CodeBinaryFrame, "", "binary frames"},
+		{"ping with extra field", websocket.TextMessage, `{"type":"ping","x":1}`, wsmsg.CodeUnknownField, "x", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, c.WriteMessage(tc.kind, []byte(tc.in)))
+			e := readUntil(t, c, "error")
+			assert.Equal(t, tc.wantCode, e.Code)
+			assert.Equal(t, tc.wantField, e.Field)
+			assert.Contains(t, e.Message, tc.wantText)
+			// The same connection goes on receiving snapshots.
+			assert.Equal(t, typeSnapshot, read(t, c).Type)
+		})
+	}
+	stats := f.hub.Stats()
+	require.Len(t, stats, 1)
+	assert.Equal(t, samplerKey{"fake", DefaultRateHz}, samplerKey{stats[0].Source, stats[0].RateHz}, "rejected subscribes changed nothing")
+}
+
+func TestSubscribeFiltersCountersAndSwitchesSource(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	require.Equal(t, typeHello, read(t, c).Type)
+
+	send(t, c, `{"type":"subscribe","counters":["rx_kicks","rx_drops","rx_kicks"]}`)
+	hello := readUntil(t, c, typeHello)
+	assert.Equal(t, []string{"rx_drops", "rx_kicks"}, hello.Subscribed)
+	assert.Equal(t, metrics.FakeCounters, hello.counterNames(t), "hello still lists every counter on offer")
+	for range 2 { // the second has rates
+		snap := read(t, c)
+		require.Equal(t, typeSnapshot, snap.Type, "no snapshot of the old filter after the hello")
+		assert.Equal(t, []string{"rx_drops", "rx_kicks"}, snap.counterNames(t))
+		for _, q := range snap.Queues {
+			assert.Len(t, q, 2)
+		}
+		for name := range snap.Rates {
+			assert.Contains(t, []string{"rx_drops", "rx_kicks"}, name)
+		}
+	}
+
+	send(t, c, `{"type":"subscribe","source":"fake:b","rate_hz":25}`)
+	hello = readUntil(t, c, typeHello)
+	assert.Equal(t, "fake:b", hello.Source)
+	assert.Equal(t, 25, hello.RateHz)
+	assert.Empty(t, hello.Subscribed, "a new source starts with all counters")
+	snap := read(t, c)
+	require.Equal(t, typeSnapshot, snap.Type, "no snapshot of the old source after the hello")
+	assert.Equal(t, "fake:b", snap.Source)
+	f.mu.Lock()
+	require.Len(t, f.opened, 1)
+	b := f.opened[0]
+	f.mu.Unlock()
+
+	send(t, c, `{"type":"subscribe","source":"fake","counters":[]}`)
+	hello = readUntil(t, c, typeHello)
+	assert.Equal(t, "fake", hello.Source)
+	assert.Empty(t, hello.Subscribed)
+	assert.Eventually(t, b.Closed, readWait, 10*time.Millisecond, "fake:b is closed when no client reads it")
+	assert.False(t, f.def.Closed(), "the default source belongs to the caller")
+}
+
+func TestOversizeMessageClosesOnlyThatConnection(t *testing.T) {
+	f := newFixture(t, nil)
+	a, b := f.dial(t), f.dial(t)
+	require.Equal(t, typeHello, read(t, a).Type)
+	require.Equal(t, typeHello, read(t, b).Type)
+
+	require.NoError(t, a.WriteMessage(websocket.TextMessage, make([]byte, wspeer.MaxMessageSize+1)))
+	var ce *websocket.CloseError
+	for {
+		a.SetReadDeadline(time.Now().Add(readWait))
+		_, _, err := a.ReadMessage()
+		if err != nil {
+			require.ErrorAs(t, err, &ce)
+			break
+		}
+	}
+	assert.Equal(t, websocket.CloseMessageTooBig, ce.Code)
+	a.Close()
+
+	// b is untouched: it keeps receiving and may still subscribe.
+	for range 3 {
+		assert.Equal(t, typeSnapshot, read(t, b).Type)
+	}
+	send(t, b, `{"type":"subscribe","rate_hz":30}`)
+	assert.Equal(t, 30, readUntil(t, b, typeHello).RateHz)
+	assert.Eventually(t, func() bool { return len(f.hub.Stats()) == 1 }, readWait, 10*time.Millisecond)
+}
+
+// bigSource is a Fake whose view is viewBytes of padding, so that a client
+// that stops reading fills its TCP buffers quickly.
+type bigSource struct {
+	*metrics.Fake
+	view []byte
+}
+
+func (s bigSource) Sample() (metrics.Sample, error) {
+	sample, err := s.Fake.Sample()
+	sample.View = s.view
+	return sample, err
+}
+
+func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
+	const viewBytes = 32 << 10
+	view := []byte(`{"pad":"` + strings.Repeat("x", viewBytes) + `"}`)
+	f := newFixture(t, bigSource{metrics.NewFake("big", 1), view})
+
+	// The stalled client reads its hello, subscribes at the top rate, and
+	// then never reads again.
+	stalled := f.dial(t)
+	require.Equal(t, typeHello, read(t, stalled).Type)
+	send(t, stalled, `{"type":"subscribe","rate_hz":50}`)
+	good := f.dial(t)
+	require.Equal(t, typeHello, read(t, good).Type)
+	send(t, good, `{"type":"subscribe","rate_hz":50}`)
+	readUntil(t, good, typeHello)
+
+	stats := func() (goodStats, stalledStats ClientStats) {
+		for _, s := range f.hub.Stats() {
+			if s.Remote == good.LocalAddr().String() {
+				goodStats = s
+			} else {
+				stalledStats = s
+			}
+		}
+		return
+	}
+	// Keep reading on good until the stalled client's writer is blocked
+	// on a full TCP buffer: from then on its mailbox replaces snapshots.
+	// Ten skips in a row (200 ms) tell a full buffer from a slow write.
+	deadline := time.Now().Add(2 * readWait)
+	var streak, lastSkipped uint64
+	for {
+		require.Equal(t, typeSnapshot, read(t, good).Type)
+		_, s := stats()
+		if s.Skipped > lastSkipped {
+			streak++
+		} else {
+			streak = 0
+		}
+		lastSkipped = s.Skipped
+		if streak >= 10 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the stalled client's buffers never filled")
+	}
+	_, atStall := stats()
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	// Measure good's inter-arrival times over 75 snapshots (1.5 s at 50 Hz).
+	const n = 75
+	gaps := make([]time.Duration, 0, n)
+	last := time.Now()
+	var seqGaps uint64
+	prev := read(t, good)
+	for range n {
+		m := read(t, good)
+		require.Equal(t, typeSnapshot, m.Type)
+		seqGaps += m.Seq - prev.Seq - 1
+		prev = m
+		now := time.Now()
+		gaps = append(gaps, now.Sub(last))
+		last = now
+	}
+	goodStats, stalledStats := stats() // before good stops reading for the GC
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+
+	slices.Sort(gaps)
+	var sum time.Duration
+	for _, g := range gaps {
+		sum += g
+	}
+	mean, p50, p95, worst := sum/time.Duration(len(gaps)), gaps[len(gaps)/2], gaps[len(gaps)*95/100], gaps[len(gaps)-1]
+	skippedDuring := stalledStats.Skipped - atStall.Skipped
+	sentDuring := stalledStats.Sent - atStall.Sent
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("good client while the other is stalled: mean %v, p50 %v, p95 %v, max %v over %d snapshots; seq gaps %d (skipped %d)",
+		mean.Round(time.Microsecond), p50.Round(time.Microsecond), p95.Round(time.Microsecond), worst.Round(time.Microsecond), n, seqGaps, goodStats.Skipped)
+	t.Logf("stalled client during the measurement: %d snapshots of %d KiB skipped, %d written; %d skipped and %d written in all; heap %+d KiB (%d -> %d KiB)",
+		skippedDuring, viewBytes>>10, sentDuring, stalledStats.Skipped, stalledStats.Sent, growth>>10, before.HeapAlloc>>10, after.HeapAlloc>>10)
+
+	assert.InDelta(t, 20*time.Millisecond, mean, float64(8*time.Millisecond), "the good client still gets 50 Hz")
+	assert.Less(t, worst, 250*time.Millisecond, "no snapshot of the good client waited on the stalled one")
+	// Every gap is a counted skip; one more skip may be counted for the
+	// snapshot arriving as good stopped reading.
+	assert.GreaterOrEqual(t, goodStats.Skipped, seqGaps, "the good client's gaps are counted skips")
+	assert.LessOrEqual(t, goodStats.Skipped, seqGaps+1, "the good client's skips show as gaps")
+	assert.LessOrEqual(t, goodStats.Skipped, uint64(3), "the good client keeps up")
+	// Every snapshot offered to the stalled client was written or replaced:
+	// none waits in a queue (at most one in the mailbox, one in the write).
+	assert.InDelta(t, n, skippedDuring+sentDuring, 5, "snapshots offered to the stalled client = skipped + written")
+	assert.Greater(t, skippedDuring, sentDuring, "the stalled client mostly skips")
+	// Had they been queued, the heap would have grown by skippedDuring*32 KiB
+	// (more than 1.5 MiB); the mailbox holds one.
+	assert.Less(t, growth, int64(512<<10), "heap growth while stalled")
+}
+
+func TestRateLimit(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	require.Equal(t, typeHello, read(t, c).Type)
+
+	const burst = 30
+	for range burst {
+		send(t, c, `{"type":"ping"}`)
+	}
+	pongs, limited := 0, 0
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		m := read(t, c)
+		switch m.Type {
+		case typePong:
+			pongs++
+		case "error":
+			assert.Equal(t, wsmsg.CodeRateLimited, m.Code)
+			limited++
+		}
+	}
+	t.Logf("%d pings at once: %d pongs, %d rate_limited errors", burst, pongs, limited)
+	assert.GreaterOrEqual(t, pongs, msgBurst)
+	assert.LessOrEqual(t, pongs, msgBurst+2, "a token or two may refill during the burst")
+	assert.Equal(t, 1, limited, "one error per streak, not one per dropped message")
+
+	// After a pause the same connection is served again.
+	time.Sleep(time.Second / msgRatePerSecond)
+	send(t, c, `{"type":"ping"}`)
+	assert.Equal(t, typePong, readUntil(t, c, typePong).Type)
+
+	// Sustained abuse closes the connection with 1008.
+	abuser := f.dial(t)
+	require.Equal(t, typeHello, read(t, abuser).Type)
+	for range msgBurst + maxViolations + 5 {
+		if abuser.WriteMessage(websocket.TextMessage, []byte(`{"type":"ping"}`)) != nil {
+			break
+		}
+	}
+	var ce *websocket.CloseError
+	for {
+		abuser.SetReadDeadline(time.Now().Add(readWait))
+		_, _, err := abuser.ReadMessage()
+		if err != nil {
+			require.ErrorAs(t, err, &ce)
+			break
+		}
+	}
+	assert.Equal(t, websocket.ClosePolicyViolation, ce.Code)
+	assert.Equal(t, typeSnapshot, read(t, c).Type, "the other client is unaffected")
+}
+
+func TestOriginCheck(t *testing.T) {
+	allowed, err := wspeer.NewOriginPolicy([]string{"http://workshop.example:8080"})
+	require.NoError(t, err)
+	strict := newFixture(t, nil)
+	open := newFixture(t, nil, func(o *Options) { o.Origins = allowed })
+	tests := []struct {
+		name   string
+		f      *fixture
+		origin string
+		want   int
+	}{
+		{"foreign origin refused", strict, "http://evil.example", http.StatusForbidden},
+		{"listed origin refused without the option", strict, "http://workshop.example:8080", http.StatusForbidden},
+		{"listed origin allowed", open, "http://workshop.example:8080", http.StatusSwitchingProtocols},
+		{"foreign origin still refused", open, "http://evil.example", http.StatusForbidden},
+		{"same origin", strict, "", http.StatusSwitchingProtocols}, // filled in below
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			origin := tc.origin
+			if origin == "" {
+				origin = tc.f.srv.URL
+			}
+			c, resp, err := websocket.DefaultDialer.Dial(tc.f.url(), http.Header{"Origin": {origin}})
+			require.NotNil(t, resp)
+			assert.Equal(t, tc.want, resp.StatusCode)
+			if tc.want == http.StatusSwitchingProtocols {
+				require.NoError(t, err)
+				c.Close()
+			} else {
+				require.ErrorIs(t, err, websocket.ErrBadHandshake)
+			}
+		})
+	}
+}
+
+func TestSourceErrorsAreReportedOnceAndSnapshotsResume(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	require.Equal(t, typeHello, read(t, c).Type)
+	last := readUntil(t, c, typeSnapshot)
+
+	f.def.Fail(errors.New("interface vanished"))
+	var e msg
+	for e = read(t, c); e.Type == typeSnapshot; e = read(t, c) {
+		last = e // sampled before the failure
+	}
+	assert.Equal(t, wsmsg.CodeUnavailable, e.Code)
+	assert.Contains(t, e.Message, "interface vanished")
+
+	// No second error for the same failure while it lasts: the next message
+	// is a snapshot once it works again.
+	time.Sleep(300 * time.Millisecond)
+	f.def.Fail(nil)
+	m := read(t, c)
+	require.Equal(t, typeSnapshot, m.Type, "got %+v", m)
+	assert.Equal(t, last.Seq+1, m.Seq, "failed samples use no seq")
+}
+
+func TestCloseSendsGoingAwayAndClosesOpenedSources(t *testing.T) {
+	f := newFixture(t, nil)
+	a, b := f.dial(t), f.dial(t)
+	require.Equal(t, typeHello, read(t, a).Type)
+	require.Equal(t, typeHello, read(t, b).Type)
+	send(t, b, `{"type":"subscribe","source":"fake:b"}`)
+	readUntil(t, b, typeHello)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	closed := make(chan error, 1)
+	go func() { closed <- f.hub.Close(ctx) }()
+	for _, c := range []*websocket.Conn{a, b} {
+		var ce *websocket.CloseError
+		for {
+			c.SetReadDeadline(time.Now().Add(readWait))
+			_, _, err := c.ReadMessage()
+			if err != nil {
+				require.ErrorAs(t, err, &ce)
+				break
+			}
+		}
+		assert.Equal(t, websocket.CloseGoingAway, ce.Code)
+		assert.Equal(t, closeGoingAway, ce.Text)
+	}
+	require.NoError(t, <-closed)
+	f.mu.Lock()
+	require.Len(t, f.opened, 1)
+	assert.True(t, f.opened[0].Closed(), "a source the hub opened is closed")
+	f.mu.Unlock()
+	assert.False(t, f.def.Closed())
+
+	_, resp, err := websocket.DefaultDialer.Dial(f.url(), nil)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+}
+
+func TestSubscriptionChurnLeavesNothingBehind(t *testing.T) {
+	f := newFixture(t, nil)
+	subs := []string{
+		`{"type":"subscribe","source":"fake:b","rate_hz":20}`,
+		`{"type":"subscribe","counters":["rx_kicks"]}`,
+		`{"type":"subscribe","source":"fake","rate_hz":50}`,
+		`{"type":"subscribe","rate_hz":20,"counters":["rx_drops","rx_kicks"]}`,
+		`{"type":"subscribe","source":"fake:b","rate_hz":50}`,
+		`{"type":"subscribe","rate_hz":10}`,
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		c := f.dial(t)
+		wg.Go(func() {
+			require.Equal(t, typeHello, read(t, c).Type)
+			for j := range subs {
+				send(t, c, subs[(i+j)%len(subs)])
+			}
+			for range subs {
+				readUntil(t, c, typeHello)
+			}
+			c.Close()
+		})
+	}
+	wg.Wait()
+	require.Eventually(t, func() bool {
+		f.hub.mu.Lock()
+		defer f.hub.mu.Unlock()
+		return len(f.hub.clients) == 0 && len(f.hub.samplers) == 0 && len(f.hub.sources) == 1
+	}, readWait, 10*time.Millisecond, "no client, sampler or opened source is left")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.NotEmpty(t, f.opened)
+	for i, src := range f.opened {
+		assert.Eventually(t, src.Closed, readWait, 10*time.Millisecond, "fake:b instance %d", i)
+	}
+}

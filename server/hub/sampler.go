@@ -1,0 +1,128 @@
+package hub
+
+import (
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"ringlab/server/metrics"
+	"ringlab/server/wsmsg"
+)
+
+// samplerKey identifies a sampler: clients on the same source at the same
+// rate share one.
+type samplerKey struct {
+	spec   string
+	rateHz int
+}
+
+// sampler reads one source at one rate and offers each snapshot to its
+// clients' mailboxes. Its goroutine is started by Hub.attach and stopped
+// by Hub.detach when its last client leaves.
+type sampler struct {
+	key  samplerKey
+	ref  *sourceRef
+	log  *slog.Logger
+	quit chan struct{}
+	once sync.Once
+
+	mu      sync.Mutex
+	clients map[*client]*filter
+
+	// Owned by the run goroutine.
+	seq     uint64
+	prev    *metrics.Sample
+	lastErr string
+}
+
+func newSampler(key samplerKey, ref *sourceRef, log *slog.Logger) *sampler {
+	return &sampler{key: key, ref: ref, log: log, quit: make(chan struct{}), clients: map[*client]*filter{}}
+}
+
+func (s *sampler) run() {
+	t := time.NewTicker(time.Second / time.Duration(s.key.rateHz))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			s.tick()
+		}
+	}
+}
+
+func (s *sampler) stop() { s.once.Do(func() { close(s.quit) }) }
+
+func (s *sampler) add(c *client, f *filter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clients[c] = f
+}
+
+// remove takes c off and returns how many clients are left.
+func (s *sampler) remove(c *client) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.clients, c)
+	return len(s.clients)
+}
+
+// tick takes one sample and offers it to every client, encoded once per
+// distinct filter. Offering never waits, so one slow client costs the
+// others nothing.
+func (s *sampler) tick() {
+	sample, err := s.ref.src.Sample()
+	if err != nil {
+		s.reportError(err)
+		return
+	}
+	s.lastErr = ""
+	s.seq++
+	r := rates(s.prev, sample)
+	s.prev = &sample
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	encoded := map[string][]byte{}
+	for c, f := range s.clients {
+		if f == pausedFilter {
+			continue
+		}
+		b, ok := encoded[f.cacheKey()]
+		if !ok {
+			b, err = encodeSnapshot(s.seq, s.key.spec, sample, r, f)
+			if err != nil { // only a source's malformed View can do this
+				s.log.Error("encoding snapshot", "source", s.key.spec, "err", err)
+				return
+			}
+			encoded[f.cacheKey()] = b
+		}
+		c.peer.Offer(b)
+	}
+}
+
+// reportError tells the clients that sampling fails, once per distinct
+// error; no snapshot is sent (and no seq used) until it works again.
+func (s *sampler) reportError(err error) {
+	if err.Error() == s.lastErr {
+		return
+	}
+	s.lastErr = err.Error()
+	s.log.Warn("sampling failed", "source", s.key.spec, "err", err)
+	msg := wsmsg.Errorf(wsmsg.CodeUnavailable, "", "source %s: %v", s.key.spec, err).Encode()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.clients {
+		c.peer.TrySend(msg) // informational: dropped when the queue is full
+	}
+}
+
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("hub: encoding " + err.Error())
+	}
+	return b
+}

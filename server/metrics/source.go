@@ -1,0 +1,64 @@
+// Package metrics defines the Source interface every metric backend (the
+// simulation, a host interface, the lab) implements, and a registry that
+// opens sources by name.
+package metrics
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Source is one backend of counters. The server samples it periodically and
+// computes rates from successive samples itself, so a Source only reports
+// monotonically growing totals.
+//
+// Implementations need not be safe for concurrent use: the server shares a
+// source only through Serialized.
+type Source interface {
+	// Info describes the source. It does not change while the source is open.
+	Info() SourceInfo
+	// Sample reads the counters now. An error means this sample is missing
+	// (the interface vanished, the source is closed); the caller may try
+	// again later.
+	Sample() (Sample, error)
+	// Close releases what the source holds (an engine, a netlink socket,
+	// namespaces). Sample after Close returns ErrClosed.
+	Close() error
+}
+
+// SourceInfo describes a Source.
+type SourceInfo struct {
+	// Name identifies the source as a user would select it: "sim",
+	// "host:eth0", "lab".
+	Name string `json:"name"`
+	// Description is one human sentence about what the counters come from.
+	Description string `json:"description"`
+	// Counters lists, in a stable order, the kernel counter names a Sample
+	// may carry (ethtool or netlink names, for instance "rx_kicks",
+	// "rx_pp_recycle_cached").
+	Counters []string `json:"counters"`
+	// Notes are caveats worth showing next to the numbers, for instance
+	// "page_pool stats need CONFIG_PAGE_POOL_STATS".
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Sample is what a source read at one moment.
+type Sample struct {
+	// Time is when the counters were read (wall time for real sources).
+	// Rates are computed over the difference of successive Times.
+	Time time.Time
+	// Totals maps kernel counter names to their value summed over queues
+	// (or the device-wide value when the kernel has no per-queue one).
+	Totals map[string]uint64
+	// Queues holds per-queue counters, index = queue number, with the same
+	// names as Totals (rx_kicks, not rx0_kicks). Nil when the source has no
+	// per-queue counters.
+	Queues []map[string]uint64
+	// View is the simulated source's ring and page state for the browser's
+	// views, already JSON; nil for real sources.
+	View json.RawMessage
+}
+
+// ErrClosed is returned by Sample on a closed source.
+var ErrClosed = errors.New("metrics: source closed")

@@ -1,0 +1,318 @@
+// Package wspeer runs one WebSocket connection the way gorilla's chat
+// example does: one reader and one writer goroutine, write deadlines,
+// ping/pong and a read limit, with outbound messages going through a bounded
+// ordered queue or a one-slot mailbox whose newest message wins.
+package wspeer
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+const (
+	// WriteWait is the time allowed to write one message or control frame;
+	// a peer that cannot take a frame within it is disconnected.
+	WriteWait = 10 * time.Second
+
+	// PongWait is how long the reader waits for the next frame (at least the
+	// pong answering our ping) before it gives the peer up.
+	PongWait = 60 * time.Second
+
+	// PingPeriod is how often the writer pings. It must be less than
+	// PongWait so that a live peer's pong arrives before the read deadline.
+	PingPeriod = PongWait * 9 / 10
+
+	// MaxMessageSize is the read limit in bytes: a larger client message
+	// closes that connection with 1009 (message too big).
+	MaxMessageSize = 64 << 10
+
+	// CloseGrace bounds how long a closing connection waits for the peer's
+	// answering close frame (or, after an oversize message, for the peer to
+	// stop sending) before the TCP connection is dropped.
+	CloseGrace = 2 * time.Second
+
+	// maxCloseReason is the longest close reason: a close frame's payload
+	// is at most 125 bytes, two of which are the code.
+	maxCloseReason = 123
+)
+
+// outbound is one entry of the ordered queue: a text message, or, when
+// closeCode is not zero, a close frame after which the writer stops.
+type outbound struct {
+	data      []byte
+	closeCode int
+	closeText string
+}
+
+// Peer is one WebSocket connection. Run owns both goroutines; every other
+// method may be called from any goroutine.
+//
+// Memory per peer is bounded: the queue holds at most its capacity of
+// messages and the mailbox one.
+type Peer struct {
+	ws    *websocket.Conn
+	queue chan outbound
+
+	mu      sync.Mutex
+	slot    []byte        // the mailbox: newest superseding message, nil when empty
+	wake    chan struct{} // capacity 1: the mailbox was filled
+	skipped atomic.Uint64 // mailbox messages replaced before they were written
+	sent    atomic.Uint64 // text messages written
+
+	stopOnce  sync.Once
+	stop      chan struct{} // closed by Abort
+	abortCode int           // written before stop is closed
+	abortText string
+
+	writerDone chan struct{} // closed when the writer has returned
+	done       chan struct{} // closed when Run has returned
+}
+
+// New returns a Peer for ws whose ordered queue holds queueLen messages.
+func New(ws *websocket.Conn, queueLen int) *Peer {
+	return &Peer{
+		ws:         ws,
+		queue:      make(chan outbound, max(queueLen, 1)),
+		wake:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+}
+
+// Run serves the connection until it ends: it reads in the calling
+// goroutine, calling handle for each data message (handle runs on the
+// reader goroutine, so a slow handle delays only this peer), and writes in a
+// goroutine it starts and waits for. It returns the error that ended the
+// reading (a *websocket.CloseError when the peer closed, ErrReadLimit after
+// an oversize message) and closes the connection. Run is called once.
+func (p *Peer) Run(handle func(messageType int, data []byte)) error {
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(p.writerDone)
+		p.writeLoop(readerDone)
+		// Unblock the reader without closing: Run closes once both are done.
+		p.ws.NetConn().SetReadDeadline(time.Now())
+	}()
+	err := p.readLoop(handle)
+	close(readerDone)
+	<-p.writerDone
+	if errors.Is(err, websocket.ErrReadLimit) {
+		// gorilla has sent the 1009 close frame; closing now, with the
+		// oversize message unread, would reset the connection and could
+		// lose that frame, so read and discard until the peer is done.
+		p.linger()
+	}
+	p.ws.Close()
+	close(p.done)
+	return err
+}
+
+func (p *Peer) readLoop(handle func(int, []byte)) error {
+	p.ws.SetReadLimit(MaxMessageSize)
+	p.ws.SetReadDeadline(time.Now().Add(PongWait))
+	p.ws.SetPongHandler(func(string) error {
+		return p.ws.SetReadDeadline(time.Now().Add(PongWait))
+	})
+	for {
+		kind, data, err := p.ws.ReadMessage()
+		if err != nil {
+			return err
+		}
+		p.ws.SetReadDeadline(time.Now().Add(PongWait))
+		handle(kind, data)
+	}
+}
+
+func (p *Peer) linger() {
+	c := p.ws.NetConn()
+	c.SetReadDeadline(time.Now().Add(CloseGrace))
+	io.Copy(io.Discard, c)
+}
+
+// writeLoop writes until the reader is done, a write fails, or a close
+// frame has been sent. Queued messages go before the mailbox.
+func (p *Peer) writeLoop(readerDone <-chan struct{}) {
+	ticker := time.NewTicker(PingPeriod)
+	defer ticker.Stop()
+	for {
+		// Priorities: an abort, then the ordered queue, then the rest.
+		select {
+		case <-p.stop:
+			p.writeClose(p.abortCode, p.abortText, readerDone)
+			return
+		default:
+		}
+		select {
+		case m := <-p.queue:
+			if !p.writeOutbound(m, readerDone) {
+				return
+			}
+			continue
+		default:
+		}
+		select {
+		case <-p.stop:
+			p.writeClose(p.abortCode, p.abortText, readerDone)
+			return
+		case <-readerDone:
+			return
+		case m := <-p.queue:
+			if !p.writeOutbound(m, readerDone) {
+				return
+			}
+		case <-p.wake:
+			if m := p.take(); m != nil && p.write(m) != nil {
+				return
+			}
+		case <-ticker.C:
+			p.ws.SetWriteDeadline(time.Now().Add(WriteWait))
+			if p.ws.WriteMessage(websocket.PingMessage, nil) != nil {
+				return
+			}
+		}
+	}
+}
+
+// writeOutbound writes m and reports whether the writer goes on.
+func (p *Peer) writeOutbound(m outbound, readerDone <-chan struct{}) bool {
+	if m.closeCode != 0 {
+		p.writeClose(m.closeCode, m.closeText, readerDone)
+		return false
+	}
+	return p.write(m.data) == nil
+}
+
+func (p *Peer) write(data []byte) error {
+	p.ws.SetWriteDeadline(time.Now().Add(WriteWait))
+	if err := p.ws.WriteMessage(websocket.TextMessage, data); err != nil {
+		return err
+	}
+	p.sent.Add(1)
+	return nil
+}
+
+// writeClose sends a close frame and waits, at most CloseGrace, for the
+// reader to see the peer's answer.
+func (p *Peer) writeClose(code int, text string, readerDone <-chan struct{}) {
+	if len(text) > maxCloseReason {
+		text = text[:maxCloseReason]
+	}
+	p.ws.SetWriteDeadline(time.Now().Add(WriteWait))
+	if p.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, text)) != nil {
+		return
+	}
+	t := time.NewTimer(CloseGrace)
+	defer t.Stop()
+	select {
+	case <-readerDone:
+	case <-t.C:
+	}
+}
+
+func (p *Peer) take() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.slot
+	p.slot = nil
+	return m
+}
+
+// Send queues a message to be written after those queued before it,
+// waiting while the queue is full. It reports false, and drops the message,
+// once the connection is ending.
+func (p *Peer) Send(data []byte) bool {
+	select {
+	case <-p.writerDone:
+		return false
+	default:
+	}
+	select {
+	case p.queue <- outbound{data: data}:
+		return true
+	case <-p.writerDone:
+		return false
+	}
+}
+
+// TrySend queues a message like Send but never waits: it reports false when
+// the queue is full or the connection is ending.
+func (p *Peer) TrySend(data []byte) bool {
+	select {
+	case <-p.writerDone:
+		return false
+	default:
+	}
+	select {
+	case p.queue <- outbound{data: data}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Offer puts a message in the one-slot mailbox, replacing (and counting as
+// skipped) one that was not written yet. It never waits. The writer sends
+// the mailbox only when the ordered queue is empty.
+func (p *Peer) Offer(data []byte) {
+	p.mu.Lock()
+	if p.slot != nil {
+		p.skipped.Add(1)
+	}
+	p.slot = data
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ClearMailbox drops the mailbox's message without counting it as skipped
+// (it belongs to a subscription that has ended).
+func (p *Peer) ClearMailbox() {
+	p.mu.Lock()
+	p.slot = nil
+	p.mu.Unlock()
+}
+
+// Close queues a close frame after the messages already queued; the
+// connection ends once the peer answers or CloseGrace has passed. It waits
+// like Send.
+func (p *Peer) Close(code int, reason string) {
+	select {
+	case p.queue <- outbound{closeCode: code, closeText: reason}:
+	case <-p.writerDone:
+	}
+}
+
+// Abort closes the connection now: the writer sends a close frame with code
+// and reason next, dropping queued messages. It never waits; only the first
+// call counts.
+func (p *Peer) Abort(code int, reason string) {
+	p.stopOnce.Do(func() {
+		p.abortCode, p.abortText = code, reason
+		close(p.stop)
+	})
+}
+
+// Skipped returns how many mailbox messages were replaced unwritten.
+func (p *Peer) Skipped() uint64 { return p.skipped.Load() }
+
+// Sent returns how many text messages were written.
+func (p *Peer) Sent() uint64 { return p.sent.Load() }
+
+// Done is closed when Run has returned.
+func (p *Peer) Done() <-chan struct{} { return p.done }
+
+// RemoteAddr returns the peer's address.
+func (p *Peer) RemoteAddr() net.Addr { return p.ws.RemoteAddr() }
+
+// Kill drops the TCP connection without a close frame, for a shutdown whose
+// deadline has passed. Run then returns promptly.
+func (p *Peer) Kill() { p.ws.NetConn().Close() }

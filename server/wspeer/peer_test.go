@@ -1,0 +1,310 @@
+package wspeer
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hijackWriter is the http.ResponseWriter an upgrade over a net.Pipe needs.
+type hijackWriter struct {
+	conn net.Conn
+	br   *bufio.Reader
+	h    http.Header
+}
+
+func (w *hijackWriter) Header() http.Header         { return w.h }
+func (w *hijackWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *hijackWriter) WriteHeader(int)             {}
+func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return w.conn, bufio.NewReadWriter(w.br, bufio.NewWriter(w.conn)), nil
+}
+
+// pipePair returns both ends of a WebSocket over net.Pipe, so that it can
+// live in a synctest bubble with a fake clock.
+func pipePair(t *testing.T) (srv, cli *websocket.Conn) {
+	a, b := net.Pipe()
+	upgraded := make(chan error, 1)
+	go func() {
+		br := bufio.NewReader(a)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			upgraded <- err
+			return
+		}
+		srv, err = (&websocket.Upgrader{}).Upgrade(&hijackWriter{conn: a, br: br, h: http.Header{}}, req, nil)
+		upgraded <- err
+	}()
+	cli, _, err := websocket.NewClient(b, &url.URL{Scheme: "ws", Host: "pipe", Path: "/"}, nil, 1024, 1024)
+	require.NoError(t, err)
+	require.NoError(t, <-upgraded)
+	return srv, cli
+}
+
+// runPeer runs p with a handler that ignores messages and returns Run's
+// result on a channel.
+func runPeer(p *Peer) <-chan error {
+	res := make(chan error, 1)
+	go func() { res <- p.Run(func(int, []byte) {}) }()
+	return res
+}
+
+func TestPingKeepsALivePeer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := pipePair(t)
+		p := New(srv, 4)
+		res := runPeer(p)
+		var pings atomic.Int32
+		cli.SetPingHandler(func(data string) error {
+			pings.Add(1)
+			return cli.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+		})
+		go func() {
+			for {
+				if _, _, err := cli.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+
+		time.Sleep(5 * PongWait)
+		select {
+		case err := <-res:
+			t.Fatalf("a peer that answers pings was dropped: %v", err)
+		default:
+		}
+		assert.Equal(t, int32(5*PongWait/PingPeriod), pings.Load(), "one ping per PingPeriod")
+
+		cli.Close()
+		<-res
+	})
+}
+
+func TestMissingPongDropsThePeerAfterPongWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := pipePair(t)
+		var pings atomic.Int32
+		cli.SetPingHandler(func(string) error { pings.Add(1); return nil }) // swallow: no pong
+		go func() {
+			for {
+				if _, _, err := cli.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+		start := time.Now()
+		err := <-runPeer(New(srv, 4))
+		assert.Equal(t, PongWait, time.Since(start), "dropped exactly at the read deadline")
+		assert.True(t, errors.Is(err, net.ErrClosed) || isTimeout(err), "ended by the read deadline: %v", err)
+		assert.Equal(t, int32(1), pings.Load(), "one ping was sent at PingPeriod")
+	})
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func TestStalledReaderIsDroppedAfterWriteWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := pipePair(t) // cli never reads
+		defer cli.Close()
+		p := New(srv, 4)
+		start := time.Now()
+		res := runPeer(p)
+		require.True(t, p.Send([]byte(`{"type":"x"}`)))
+		<-res
+		assert.Equal(t, WriteWait, time.Since(start), "the blocked write gives up at its deadline")
+		assert.False(t, p.Send([]byte("late")), "Send reports a finished peer")
+		assert.False(t, p.TrySend([]byte("late")))
+		p.Close(websocket.CloseNormalClosure, "") // must not block
+		p.Abort(websocket.CloseGoingAway, "")     // must not block
+	})
+}
+
+func TestQueueGoesBeforeTheMailboxAndTheNewestWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := pipePair(t)
+		p := New(srv, 4)
+		require.True(t, p.Send([]byte("a")))
+		require.True(t, p.Send([]byte("b")))
+		p.Offer([]byte("x"))
+		p.Offer([]byte("y"))
+		assert.Equal(t, uint64(1), p.Skipped())
+		res := runPeer(p)
+		var got []string
+		for range 3 {
+			_, m, err := cli.ReadMessage()
+			require.NoError(t, err)
+			got = append(got, string(m))
+		}
+		assert.Equal(t, []string{"a", "b", "y"}, got)
+
+		p.Offer([]byte("z"))
+		p.ClearMailbox()
+		p.Offer([]byte("w"))
+		assert.Equal(t, uint64(1), p.Skipped(), "a cleared message is not a skip")
+		_, m, err := cli.ReadMessage()
+		require.NoError(t, err)
+		assert.Equal(t, "w", string(m))
+		synctest.Wait() // the writer counts after its write returns
+		assert.Equal(t, uint64(4), p.Sent())
+
+		cli.Close()
+		<-res
+	})
+}
+
+func TestTrySendOnAFullQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := pipePair(t)
+		defer cli.Close()
+		defer srv.Close()
+		p := New(srv, 2)
+		assert.True(t, p.TrySend([]byte("1")))
+		assert.True(t, p.TrySend([]byte("2")))
+		assert.False(t, p.TrySend([]byte("3")), "the queue holds 2")
+	})
+}
+
+func TestAbortSendsACloseFrameAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := pipePair(t)
+		p := New(srv, 4)
+		require.True(t, p.Send([]byte("dropped or not")))
+		p.Abort(websocket.CloseGoingAway, "server shutting down")
+		res := runPeer(p)
+		var ce *websocket.CloseError
+		for {
+			_, _, err := cli.ReadMessage()
+			if err != nil {
+				require.ErrorAs(t, err, &ce)
+				break
+			}
+		}
+		assert.Equal(t, websocket.CloseGoingAway, ce.Code)
+		assert.Equal(t, "server shutting down", ce.Text)
+		err := <-res
+		assert.True(t, websocket.IsCloseError(err, websocket.CloseGoingAway), "Run ends with the peer's answering close: %v", err)
+	})
+}
+
+func TestCloseComesAfterQueuedMessages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := pipePair(t)
+		p := New(srv, 4)
+		res := runPeer(p)
+		require.True(t, p.Send([]byte("last words")))
+		p.Close(websocket.ClosePolicyViolation, strings.Repeat("r", 200))
+		_, m, err := cli.ReadMessage()
+		require.NoError(t, err)
+		assert.Equal(t, "last words", string(m))
+		_, _, err = cli.ReadMessage()
+		var ce *websocket.CloseError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, websocket.ClosePolicyViolation, ce.Code)
+		assert.Len(t, ce.Text, maxCloseReason, "the reason is cut to fit a control frame")
+		<-res
+	})
+}
+
+func TestCloseGraceBoundsASilentPeer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := pipePair(t)
+		// The client reads frames but never answers the close frame.
+		cli.SetCloseHandler(func(int, string) error { return nil })
+		go func() {
+			for {
+				if _, _, err := cli.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+		p := New(srv, 4)
+		res := runPeer(p)
+		start := time.Now()
+		p.Abort(websocket.CloseGoingAway, "")
+		<-res
+		assert.Equal(t, CloseGrace, time.Since(start))
+		select {
+		case <-p.Done():
+		default:
+			t.Fatal("Done is not closed after Run")
+		}
+	})
+}
+
+// TestOversizeMessageCloses1009 uses real loopback TCP: the 1009 close frame
+// must survive the unread rest of the oversize message.
+func TestOversizeMessageCloses1009(t *testing.T) {
+	handled := make(chan int, 4)
+	result := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := Upgrader(OriginPolicy{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		result <- New(ws, 4).Run(func(_ int, data []byte) { handled <- len(data) })
+	}))
+	defer srv.Close()
+	cli, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	defer cli.Close()
+
+	require.NoError(t, cli.WriteMessage(websocket.TextMessage, make([]byte, MaxMessageSize)))
+	assert.Equal(t, MaxMessageSize, <-handled, "a message of exactly the limit is read")
+	require.NoError(t, cli.WriteMessage(websocket.TextMessage, make([]byte, MaxMessageSize+1)))
+	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _, err = cli.ReadMessage()
+	var ce *websocket.CloseError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, websocket.CloseMessageTooBig, ce.Code)
+	assert.ErrorIs(t, <-result, websocket.ErrReadLimit)
+}
+
+func TestOriginPolicy(t *testing.T) {
+	policy, err := NewOriginPolicy([]string{"https://Workshop.example:8443"})
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		policy OriginPolicy
+		host   string
+		origin string
+		want   bool
+	}{
+		{"no Origin header (not a browser)", OriginPolicy{}, "127.0.0.1:8080", "", true},
+		{"same host", OriginPolicy{}, "127.0.0.1:8080", "http://127.0.0.1:8080", true},
+		{"same host, other case", OriginPolicy{}, "LOCALHOST:8080", "http://localhost:8080", true},
+		{"other port", OriginPolicy{}, "127.0.0.1:8080", "http://127.0.0.1:9999", false},
+		{"foreign site", OriginPolicy{}, "127.0.0.1:8080", "https://evil.example", false},
+		{"garbage", OriginPolicy{}, "127.0.0.1:8080", "::nope", false},
+		{"allowed origin", policy, "127.0.0.1:8080", "https://workshop.example:8443", true},
+		{"allowed host, other scheme", policy, "127.0.0.1:8080", "http://workshop.example:8443", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "http://"+tc.host+"/ws/metrics", nil)
+			r.Host = tc.host
+			if tc.origin != "" {
+				r.Header.Set("Origin", tc.origin)
+			}
+			assert.Equal(t, tc.want, tc.policy.Allow(r))
+		})
+	}
+	for _, bad := range []string{"workshop.example", "ftp://x", "http://x/path", "http://"} {
+		_, err := NewOriginPolicy([]string{bad})
+		assert.Error(t, err, bad)
+	}
+}
