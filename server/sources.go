@@ -1,13 +1,19 @@
 package main
 
-import "ringlab/server/metrics"
+import (
+	"ringlab/server/hostsrc"
+	"ringlab/server/metrics"
+	"ringlab/server/simsrc"
+)
 
-// sourceKinds are the metric backends `ringlab serve --source` can open.
-// A new backend registers here: "sim" (the engine in real time), "host"
-// (server/hostsrc) and "lab" are added as they land.
+// sourceKinds are the metric backends `ringlab serve --source` can open:
+// "sim[:PRESET]" (the engine in real time), "host:IFNAME" (read-only
+// counters of a real interface) and "demo" (synthetic counters for
+// testing the page). The lab backend registers here when it lands.
 func sourceKinds() metrics.Registry {
 	return metrics.Registry{
-		// A stand-in with synthetic counters, until "sim" exists.
+		simKind:          simsrc.Open,
+		"host":           hostsrc.OpenMetrics,
 		metrics.DemoKind: metrics.OpenDemo,
 	}
 }
