@@ -9,7 +9,9 @@ LDFLAGS  := -X main.version=$(VERSION)
 # Tests that skip for a missing dependency fail when RINGLAB_CI=1 (.ci/run).
 TESTFLAGS ?= -count=1 -timeout 12m
 
-.PHONY: all run build wasm test vet bench clean help
+FUZZTIME ?= 30s
+
+.PHONY: all run build wasm test vet bench fuzz clean help
 
 all: build wasm
 
@@ -17,6 +19,7 @@ help:
 	@echo "make run    build the wasm and the binary, then serve the playground on $(ADDR)"
 	@echo "make test   go vet, every Go test, the wasm build"
 	@echo "make bench  the engine's Go benchmarks"
+	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"
 	@echo "make build  bin/ringlab"
 	@echo "make wasm   web/main.wasm and its gzipped copy, with their sizes"
 	@echo "make clean  remove what the build made"
@@ -47,6 +50,16 @@ test: vet
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/...
+
+# Every Fuzz function in the tree, FUZZTIME each; the seed corpora live in
+# each package's testdata/fuzz and also run as plain tests in make test.
+fuzz:
+	@set -e; grep -rn --include='*_test.go' '^func Fuzz' . \
+	| sed -E 's#^\./(.*)/[^/]+_test\.go:[0-9]+:func (Fuzz[A-Za-z0-9_]*)\(.*#\1 \2#' | sort -u \
+	| while read dir fn; do \
+		echo "fuzz ./$$dir $$fn for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$dir || exit 1; \
+	done
 
 clean:
 	rm -rf bin $(WASM) $(WASM).gz web/wasm_exec.js test-artifacts
