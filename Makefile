@@ -46,6 +46,7 @@ vet:
 
 test: vet
 	$(GO) test $(TESTFLAGS) ./...
+	$(GO) run ./server tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
 
 bench:

@@ -1,0 +1,97 @@
+package tutorials
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"ringlab/engine/scenario"
+)
+
+// group prints one of show's groups.
+func (s *Session) group(name string) ([]string, error) {
+	if name == "scenario" {
+		if s.scen == nil {
+			return nil, errors.New("show scenario: no scenario yet")
+		}
+		return scenarioLines(s.scen), nil
+	}
+	w := s.world
+	if w == nil {
+		return nil, fmt.Errorf("show %s: nothing has run yet", name)
+	}
+	if s.figs == nil {
+		s.figs = worldFigures(w)
+	}
+	var out []string
+	kv := func(name string, v float64) { out = append(out, fmt.Sprintf("%s = %s", name, FormatNumber(v))) }
+	switch name {
+	case "counters":
+		for _, c := range w.Totals() {
+			kv(c.Name, float64(c.Value))
+		}
+	case "page_pool":
+		for _, c := range w.PagePoolStats() {
+			kv(c.Name, float64(c.Value))
+		}
+	case "queues":
+		for _, q := range w.Queues() {
+			for _, c := range q {
+				kv(c.Name, float64(c.Value))
+			}
+		}
+	case "pages":
+		locs := make([]string, 0)
+		for l, n := range w.Pages() {
+			if n != 0 {
+				locs = append(locs, l)
+			}
+		}
+		sort.Strings(locs)
+		for _, l := range locs {
+			kv("pages."+l, float64(w.Pages()[l]))
+		}
+	case "ring", "pools":
+		prefix := "rq"
+		if name == "pools" {
+			prefix = "pool"
+		}
+		for _, k := range s.figs.sortedNames() {
+			if strings.HasPrefix(k, prefix) && strings.Contains(k, ".") && k[len(prefix)] >= '0' && k[len(prefix)] <= '9' {
+				out = append(out, fmt.Sprintf("%s = %s", k, s.figs[k]))
+			}
+		}
+		if len(out) == 0 {
+			out = append(out, "(no "+name+")")
+		}
+	case "program":
+		if w.Prog == nil {
+			return []string{"(no XDP program attached)"}, nil
+		}
+		insns := w.Prog.Instructions()
+		out = append(out, fmt.Sprintf("%s: %d instructions, %d bytes", w.Scenario.XDP.Program, len(insns), insns.Size()))
+		for _, l := range strings.Split(strings.TrimRight(fmt.Sprint(insns), "\n"), "\n") {
+			out = append(out, "  "+l)
+		}
+	}
+	return out, nil
+}
+
+// scenarioLines prints the fields of a scenario a reader cares about.
+func scenarioLines(sc *scenario.Scenario) []string {
+	out := []string{
+		fmt.Sprintf("scenario %s: %s receive buffers, %d CPU(s), %d queue pair(s), ring %d, MTU %d",
+			sc.Name, sc.Mode(), sc.CPUs, sc.Queues, sc.RingSize, sc.MTU),
+		fmt.Sprintf("features: mrg_rxbuf=%t guest_gso=%t ctrl_guest_offloads=%t event_idx=%t indirect_desc=%t",
+			sc.Features.MrgRxbuf, sc.Features.GuestGSO, sc.Features.CtrlGuestOffloads, sc.Features.EventIdx, sc.Features.IndirectDesc),
+		fmt.Sprintf("driver: buffer_source=%s dma=%s iommu=%t napi_local_recycle=%t pool_size=%d legacy_big_packets=%t",
+			sc.Driver.BufferSource, sc.Driver.DMA, sc.Driver.IOMMU, sc.Driver.NAPILocalRecycle, sc.Driver.PoolSize, sc.Driver.LegacyBigPackets),
+		fmt.Sprintf("traffic: %d-byte %s frames, %d flow(s), rate %s pps (0 = as fast as the device goes); device %s",
+			sc.Traffic.Size, sc.Traffic.Proto, sc.Traffic.Flows, FormatNumber(sc.Traffic.RatePPS), sc.Device.Kind),
+	}
+	if sc.XDP != nil {
+		out = append(out, fmt.Sprintf("xdp: %s", sc.XDP.Program))
+	}
+	return out
+}
