@@ -29,6 +29,7 @@ func commands() []command {
 		{"reproduce", "reproduce the published results (R1..R4) and compare", runReproduce},
 		{"preset", "list the presets, or print one as a scenario file", runPreset},
 		{"serve", "serve the playground, live metrics, workshop rooms and /metrics", runServe},
+		{"lab", "build a lab of namespaces with real XDP, send traffic and read its counters", runLab},
 		{"tutorial", "list, run and check the walkthroughs in tutorials/", runTutorial},
 		{"version", "print the version and build information", runVersion},
 	}

@@ -229,7 +229,7 @@ func TestRunServeArguments(t *testing.T) {
 	}{
 		{"help", []string{"help", "serve"}, exitOK, "-allow-origin value"},
 		{"unknown source kind", []string{"serve", "--source", "nope"}, exitUsage, `unknown source kind in "nope"; registered kinds: demo`},
-		{"unknown allowed source", []string{"serve", "--allow-source", "demo,lab"}, exitUsage, `"lab"`},
+		{"unknown allowed source", []string{"serve", "--allow-source", "demo,nope"}, exitUsage, `"nope"`},
 		{"bad origin", []string{"serve", "--allow-origin", "example.com"}, exitUsage, "--allow-origin"},
 		{"stray argument", []string{"serve", "now"}, exitUsage, `unexpected argument "now"`},
 	}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"ringlab/internal/testenv"
+)
+
+func TestLabCommandArguments(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStderr string
+	}{
+		{"no subcommand", []string{"lab"}, exitUsage, "Usage: ringlab lab run"},
+		{"help", []string{"help", "lab"}, exitOK, "programs: [xdp_count_proto"},
+		{"unknown subcommand", []string{"lab", "start"}, exitUsage, `unknown subcommand "start"`},
+		{"bad spec", []string{"lab", "run", "xdp_drop,rate=0"}, exitUsage, "rate=0: want 1..1000000"},
+		{"two specs", []string{"lab", "run", "xdp_drop", "xdp_pass"}, exitUsage, "one SPEC at most"},
+		{"bad for", []string{"lab", "run", "--for", "0s"}, exitUsage, "--for must be positive"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			assert.Equal(t, tc.wantCode, dispatch(tc.args, &out, &errb))
+			assert.Contains(t, errb.String(), tc.wantStderr)
+		})
+	}
+	var out bytes.Buffer
+	assert.Equal(t, exitOK, dispatch([]string{"lab", "list"}, &out, &bytes.Buffer{}))
+}
+
+func TestLabCommandRun(t *testing.T) {
+	testenv.RequireRoot(t)
+	var out, errb bytes.Buffer
+	code := dispatch([]string{"lab", "run", "xdp_drop,rate=20000,count=2000"}, &out, &errb)
+	assert.Equal(t, exitOK, code, errb.String())
+	assert.Contains(t, out.String(), "sent 2000 packets of 64 bytes")
+	assert.Contains(t, out.String(), "the program counted 2000 of them: pass 0, drop 2000")
+	assert.Contains(t, out.String(), "the receiving socket got 0")
+	assert.Contains(t, out.String(), "removed ringlab-lab-")
+}
