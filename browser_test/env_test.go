@@ -1,0 +1,224 @@
+// Package browsertest drives the playground (web/) in a real Chromium with
+// chromedp: the page, the game in its iframe, and the postMessage protocol
+// between them. The tests build main.wasm themselves into a temporary
+// directory, so they work from a fresh clone; they skip without Chromium
+// (fail with RINGLAB_CI=1). Screenshots go to test-artifacts/.
+package browsertest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/internal/testenv"
+)
+
+// Window size of the browser: a laptop screen.
+const (
+	windowW = 1440
+	windowH = 1000
+)
+
+// repoRoot is the module root (this file's directory's parent).
+func repoRoot(t testing.TB) string {
+	_, file, _, ok := runtime.Caller(0)
+	require.True(t, ok)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// wasmBuild builds main.wasm (GOOS=js GOARCH=wasm) and copies wasm_exec.js
+// into a directory shared by the tests of this run.
+func wasmBuild(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root := repoRoot(t)
+		dir, err := os.MkdirTemp("", "ringlab-wasm-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "main.wasm"), "./wasm")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./wasm: %v\n%s", err, out)
+			return
+		}
+		goroot, err := exec.Command("go", "env", "GOROOT").Output()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		js, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"))
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if buildErr = os.WriteFile(filepath.Join(dir, "wasm_exec.js"), js, 0o644); buildErr != nil {
+			return
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, "main.wasm"))
+		if err != nil {
+			buildErr = err
+			return
+		}
+		var gz bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+		zw.Write(raw)
+		zw.Close()
+		buildErr = os.WriteFile(filepath.Join(dir, "main.wasm.gz"), gz.Bytes(), 0o644)
+		buildDir = dir
+	})
+	require.NoError(t, buildErr)
+	return buildDir
+}
+
+// server serves web/ as static files, with main.wasm and wasm_exec.js from
+// the fresh build; main.wasm goes gzipped, as `ringlab serve` sends it.
+func server(t testing.TB) *httptest.Server {
+	t.Helper()
+	return serverWith(t, nil)
+}
+
+// serverWith is server with more handlers (added before the files).
+func serverWith(t testing.TB, more func(*http.ServeMux)) *httptest.Server {
+	t.Helper()
+	build := wasmBuild(t)
+	web := http.FileServer(http.Dir(filepath.Join(repoRoot(t), "web")))
+	mux := http.NewServeMux()
+	mux.HandleFunc("/main.wasm", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/wasm")
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			w.Header().Set("Content-Encoding", "gzip")
+			http.ServeFile(w, r, filepath.Join(build, "main.wasm.gz"))
+			return
+		}
+		http.ServeFile(w, r, filepath.Join(build, "main.wasm"))
+	})
+	mux.HandleFunc("/wasm_exec.js", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, filepath.Join(build, "wasm_exec.js"))
+	})
+	if more != nil {
+		more(mux)
+	}
+	mux.Handle("/", web)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// allocatorOptions are the Chromium flags of every test browser, with a
+// fresh profile in dir.
+func allocatorOptions(path, dir string) []chromedp.ExecAllocatorOption {
+	return append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(dir),
+		chromedp.WindowSize(windowW, windowH),
+	)
+}
+
+// freshBrowser starts a Chromium of its own with an empty profile (no
+// cached wasm) and returns a tab; the test's end closes it.
+func freshBrowser(t testing.TB) context.Context {
+	t.Helper()
+	path := testenv.RequireChromium(t)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), allocatorOptions(path, t.TempDir())...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	require.NoError(t, chromedp.Do(ctx), "start Chromium")
+	return ctx
+}
+
+var shared struct {
+	once   sync.Once
+	ctx    context.Context
+	cancel func()
+	dir    string
+	err    error
+}
+
+// browser returns a new tab of the Chromium the package's tests share
+// (started on first use, closed by TestMain).
+func browser(t testing.TB) context.Context {
+	t.Helper()
+	path := testenv.RequireChromium(t)
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "ringlab-chromium-")
+		if shared.err != nil {
+			return
+		}
+		actx, cancelA := chromedp.NewExecAllocator(context.Background(), allocatorOptions(path, shared.dir)...)
+		ctx, cancelB := chromedp.NewContext(actx)
+		shared.ctx = ctx
+		shared.cancel = func() { cancelB(); cancelA(); os.RemoveAll(shared.dir) }
+		shared.err = chromedp.Do(ctx)
+	})
+	require.NoError(t, shared.err, "start Chromium")
+	tab, cancel := chromedp.NewContext(shared.ctx)
+	t.Cleanup(cancel)
+	require.NoError(t, chromedp.Do(tab), "open a tab")
+	return tab
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.cancel != nil {
+		shared.cancel()
+	}
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// timeout bounds one step of a test.
+func timeout(t testing.TB, ctx context.Context, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(ctx, d)
+	t.Cleanup(cancel)
+	return c
+}
+
+// artifact writes b to test-artifacts/name.
+func artifact(t testing.TB, name string, b []byte) string {
+	t.Helper()
+	dir := filepath.Join(repoRoot(t), "test-artifacts")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	t.Logf("wrote %s", p)
+	return p
+}
+
+// screenshot saves the whole viewport as test-artifacts/name.png.
+func screenshot(t testing.TB, ctx context.Context, name string) {
+	t.Helper()
+	b, err := chromedp.Run(timeout(t, ctx, 30*time.Second), chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	artifact(t, name+".png", b)
+}

@@ -1,0 +1,238 @@
+package view
+
+import "ringlab/engine"
+
+// Series are the rates the charts and the flow view show, per second of
+// simulated time. Each is a counter of World.Totals (or the host's), or a
+// sum or difference of them.
+type Series int
+
+const (
+	RxPPS        Series = iota // rx_packets: buffers the driver received
+	HostPPS                    // frames the host wrote into the ring
+	HostDrops                  // host_drops: frames dropped with the ring empty
+	RxDrops                    // rx_drops: the driver's drops (no memory, bad length)
+	XDPPass                    // rx_xdp_packets - the other verdicts
+	XDPDrop                    // rx_xdp_drops
+	XDPTx                      // rx_xdp_tx
+	XDPRedirect                // rx_xdp_redirects
+	CpumapPass                 // cpumap_passed: redirected frames a cpumap CPU turned into skbs
+	RedirectFree               // rx_xdp_redirects - cpumap_passed: redirected frames freed without an skb
+	NoXDP                      // rx_packets - rx_xdp_packets: straight to an skb
+	Delivered                  // stack_delivered: skbs the stack consumed
+	SockDrops                  // socket_drops + cpumap_drops + devmap_drops
+	RecycleCache               // rx_pp_recycle_cached: back into the alloc cache
+	RecycleRing                // rx_pp_recycle_ring: back through the ptr_ring
+	PoolRelease                // recycle_ring_full + released_ref: the pool lets pages go
+	AllocFast                  // rx_pp_alloc_fast: from the alloc cache
+	AllocSlow                  // rx_pp_alloc_slow + slow_ho: the pool asks the allocator
+	PageAllocs                 // page_allocs: blocks the page allocator handed out
+	PageFrees                  // page_frees: blocks freed to the page allocator
+	NumSeries
+)
+
+var seriesNames = [NumSeries]string{
+	"rx pps", "host pps", "host drops", "rx drops", "XDP_PASS", "XDP_DROP", "XDP_TX",
+	"XDP_REDIRECT", "cpumap to stack", "redirect freed", "no XDP", "delivered", "socket/map drops", "recycle cache",
+	"recycle ring", "pool release", "alloc fast", "alloc slow", "page allocs", "page frees",
+}
+
+// String names the series as the charts label it.
+func (s Series) String() string {
+	if s >= 0 && s < NumSeries {
+		return seriesNames[s]
+	}
+	return "?"
+}
+
+// RatesLen is how many samples Rates keeps.
+const RatesLen = 120
+
+// MinSampleNs is the least simulated time between two samples.
+const MinSampleNs = 5_000
+
+// SmoothNs is the simulated time a rate is averaged over (when the samples
+// held reach back that far): a few packets per sample at the teaching
+// presets' rates would make a jumpy chart.
+const SmoothNs = 500_000
+
+// Rates keeps the last RatesLen samples of every series, oldest first, and
+// each CPU's busy share over each sample. A sample's rates are averaged
+// over the SmoothNs before it. The zero value is ready.
+type Rates struct {
+	n    int // samples held
+	head int // index of the oldest
+	t    [RatesLen]int64
+	dt   [RatesLen]int64
+	v    [RatesLen][NumSeries]float64
+	util [RatesLen][]float64
+
+	// Cumulative readings, one per sample plus the first reading.
+	cum   [RatesLen + 1][NumSeries]uint64
+	busy  [RatesLen + 1][]int64
+	ct    [RatesLen + 1]int64
+	cn    int // readings held
+	chead int
+
+	idx map[string]int // counter name -> index in Totals
+}
+
+// Reset forgets every sample (the world was rebuilt).
+func (r *Rates) Reset() {
+	r.n, r.head, r.cn, r.chead = 0, 0, 0, 0
+}
+
+// Len is the number of samples held.
+func (r *Rates) Len() int { return r.n }
+
+// At returns sample i (0 = oldest): its end time, its length and its rates.
+func (r *Rates) At(i int) (t, dt int64, v *[NumSeries]float64) {
+	j := (r.head + i) % RatesLen
+	return r.t[j], r.dt[j], &r.v[j]
+}
+
+// Util returns each CPU's busy share over sample i, 0..1.
+func (r *Rates) Util(i int) []float64 { return r.util[(r.head+i)%RatesLen] }
+
+// Latest returns the newest rates, or zeros.
+func (r *Rates) Latest() [NumSeries]float64 {
+	if r.n == 0 {
+		return [NumSeries]float64{}
+	}
+	_, _, v := r.At(r.n - 1)
+	return *v
+}
+
+// Max returns the largest rate of series s over the samples held.
+func (r *Rates) Max(s Series) float64 {
+	m := 0.0
+	for i := 0; i < r.n; i++ {
+		_, _, v := r.At(i)
+		m = max(m, v[s])
+	}
+	return m
+}
+
+// reading returns cumulative reading i (0 = oldest).
+func (r *Rates) reading(i int) int { return (r.chead + i) % (RatesLen + 1) }
+
+// Sample adds a sample when at least MinSampleNs of simulated time passed
+// since the last one; it reports whether it did.
+func (r *Rates) Sample(w *engine.World) bool {
+	now := int64(w.Now())
+	ncpu := w.Sim.NumCPU()
+	if r.cn > 0 {
+		last := r.reading(r.cn - 1)
+		if now < r.ct[last] || len(r.busy[last]) != ncpu {
+			r.Reset() // a new world
+		} else if now-r.ct[last] < MinSampleNs {
+			return false
+		}
+	}
+	// Store the reading.
+	var k int
+	if r.cn < RatesLen+1 {
+		k = r.reading(r.cn)
+		r.cn++
+	} else {
+		k = r.chead
+		r.chead = (r.chead + 1) % (RatesLen + 1)
+	}
+	r.cum[k] = r.read(w)
+	r.ct[k] = now
+	b := resize(r.busy[k], ncpu)
+	for i := range b {
+		b[i] = int64(w.Sim.CPU(i).Busy())
+	}
+	r.busy[k] = b
+	if r.cn < 2 {
+		return false
+	}
+	// The sample's rates and CPU shares: from the newest older reading at
+	// least SmoothNs back (or the oldest held).
+	base := r.reading(0)
+	for i := r.cn - 2; i >= 0; i-- {
+		if now-r.ct[r.reading(i)] >= SmoothNs {
+			base = r.reading(i)
+			break
+		}
+	}
+	prev := r.reading(r.cn - 2)
+	var j int
+	if r.n < RatesLen {
+		j = (r.head + r.n) % RatesLen
+		r.n++
+	} else {
+		j = r.head
+		r.head = (r.head + 1) % RatesLen
+	}
+	secs := float64(now-r.ct[base]) / 1e9
+	for s := Series(0); s < NumSeries; s++ {
+		d := float64(r.cum[k][s]) - float64(r.cum[base][s])
+		r.v[j][s] = max(0, d) / secs
+	}
+	dt := now - r.ct[prev]
+	span := now - r.ct[base]
+	u := resize(r.util[j], ncpu)
+	for i := range u {
+		u[i] = min(1, max(0, float64(b[i]-r.busy[base][i])/float64(span)))
+	}
+	r.util[j] = u
+	r.t[j], r.dt[j] = now, dt
+	return true
+}
+
+// read returns the cumulative value behind every series.
+func (r *Rates) read(w *engine.World) [NumSeries]uint64 {
+	tot := w.Totals()
+	if r.idx == nil || len(r.idx) != len(tot) {
+		r.idx = make(map[string]int, len(tot))
+		for i, c := range tot {
+			r.idx[c.Name] = i
+		}
+	}
+	get := func(name string) uint64 {
+		if i, ok := r.idx[name]; ok && i < len(tot) && tot[i].Name == name {
+			return tot[i].Value
+		}
+		for _, c := range tot { // the list changed shape: look it up
+			if c.Name == name {
+				return c.Value
+			}
+		}
+		return 0
+	}
+	var host uint64
+	for _, rq := range w.Driver.RQ {
+		host += rq.Dev.Counters().Packets
+	}
+	var v [NumSeries]uint64
+	rx, xdpAll := get("rx_packets"), get("rx_xdp_packets")
+	v[RxPPS] = rx
+	v[HostPPS] = host
+	v[HostDrops] = get("host_drops")
+	v[RxDrops] = get("rx_drops")
+	v[XDPDrop] = get("rx_xdp_drops")
+	v[XDPTx] = get("rx_xdp_tx")
+	v[XDPRedirect] = get("rx_xdp_redirects")
+	v[CpumapPass] = get("cpumap_passed")
+	if v[XDPRedirect] > v[CpumapPass] {
+		v[RedirectFree] = v[XDPRedirect] - v[CpumapPass]
+	}
+	if other := v[XDPDrop] + v[XDPTx] + v[XDPRedirect]; xdpAll > other {
+		v[XDPPass] = xdpAll - other
+	}
+	if rx > xdpAll {
+		v[NoXDP] = rx - xdpAll
+	}
+	v[Delivered] = get("stack_delivered")
+	v[SockDrops] = get("socket_drops") + get("cpumap_drops") + get("devmap_drops")
+	v[RecycleCache] = get("rx_pp_recycle_cached")
+	v[RecycleRing] = get("rx_pp_recycle_ring")
+	v[PoolRelease] = get("rx_pp_recycle_ring_full") + get("rx_pp_recycle_released_ref")
+	v[AllocFast] = get("rx_pp_alloc_fast")
+	v[AllocSlow] = get("rx_pp_alloc_slow") + get("rx_pp_alloc_slow_ho")
+	v[PageAllocs] = get("page_allocs")
+	v[PageFrees] = get("page_frees")
+	return v
+}

@@ -1,0 +1,85 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"ringlab/engine/mem"
+	"ringlab/engine/virtq"
+)
+
+// The palette: a dark background, light text, and one hue per state. The
+// page's legend (web/index.html) repeats them.
+var (
+	colBG      = hex(0x0d1117)
+	colPanel   = hex(0x161b22)
+	colBorder  = hex(0x30363d)
+	colText    = hex(0xe6edf3)
+	colDim     = hex(0x8b949e)
+	colFaint   = hex(0x484f58)
+	colAccent  = hex(0x58a6ff)
+	colWarn    = hex(0xf85149)
+	colEmpty   = hex(0x21262d)
+	colSelect  = hex(0xffffff)
+	colEventIx = hex(0xdb61a2)
+)
+
+// slotColors colour a descriptor by its slot state.
+var slotColors = [...]rgba{
+	virtq.SlotFree:   hex(0x3b4350),
+	virtq.SlotAvail:  hex(0x388bfd),
+	virtq.SlotDevice: hex(0xd29922),
+	virtq.SlotUsed:   hex(0x3fb950),
+}
+
+var slotNames = [...]string{
+	virtq.SlotFree:   "free",
+	virtq.SlotAvail:  "avail (posted)",
+	virtq.SlotDevice: "device (taken)",
+	virtq.SlotUsed:   "used (returned)",
+}
+
+func slotColor(s virtq.SlotState) rgba {
+	if int(s) < len(slotColors) {
+		return slotColors[s]
+	}
+	return colWarn
+}
+
+// locColors colour a page by where it is.
+var locColors = [mem.NumLocs]rgba{
+	mem.Buddy:      hex(0x262c36),
+	mem.PCP:        hex(0x6e7681),
+	mem.PoolCache:  hex(0x3fb950),
+	mem.PoolRing:   hex(0x1f9e89),
+	mem.Virtqueue:  hex(0x388bfd),
+	mem.SKB:        hex(0xa371f7),
+	mem.XDPFrame:   hex(0xf778ba),
+	mem.CpumapRing: hex(0xdb6d28),
+	mem.TxQueue:    hex(0xd29922),
+	mem.PageFrag:   hex(0x79c0ff),
+	mem.BigChain:   hex(0x56d4dd),
+	mem.Driver:     hex(0xf85149),
+}
+
+// locLabels name the locations for people.
+var locLabels = [mem.NumLocs]string{
+	mem.Buddy:      "page allocator",
+	mem.PCP:        "per-CPU lists",
+	mem.PoolCache:  "pool cache",
+	mem.PoolRing:   "pool ptr_ring",
+	mem.Virtqueue:  "posted in ring",
+	mem.SKB:        "in an skb",
+	mem.XDPFrame:   "xdp_frame",
+	mem.CpumapRing: "cpumap ring",
+	mem.TxQueue:    "TX queue",
+	mem.PageFrag:   "page_frag",
+	mem.BigChain:   "big-mode chain",
+	mem.Driver:     "driver (in flight)",
+}
+
+func locColor(l mem.Loc) rgba {
+	if l < mem.NumLocs {
+		return locColors[l]
+	}
+	return colWarn
+}

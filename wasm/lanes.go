@@ -1,0 +1,149 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"math"
+	"strconv"
+
+	"ringlab/engine/mem"
+	"ringlab/engine/view"
+)
+
+// The CPU lanes and the page view.
+
+func (d *drawer) cpus(pl *view.PaneLayout, s *view.Snapshot, r *view.Rates, sel view.Target, pane int) {
+	d.title(pl.CPUs, "CPUs  (bar: busy share of the last sample; trace: history)")
+	n := len(s.CPUs)
+	for i := 0; i < n; i++ {
+		lane := pl.CPULane(i, n)
+		if lane.H < 8 {
+			break
+		}
+		c := s.CPUs[i]
+		util := c.Util
+		if r.Len() > 0 {
+			if u := r.Util(r.Len() - 1); i < len(u) {
+				util = u[i]
+			}
+		}
+		y := lane.Y + 2
+		h := lane.H - 4
+		d.text(lane.X, y+h/2-6, "CPU"+strconv.Itoa(i), colText)
+		bx, bw := lane.X+40, math.Min(160, lane.W*0.3)
+		d.rect(bx, y, bw, h, colEmpty)
+		uc := colAccent
+		if util > 0.9 {
+			uc = colWarn
+		}
+		d.rect(bx, y, bw*util, h, uc)
+		lbl := strconv.Itoa(int(math.Round(util*100))) + "%"
+		d.text(bx+4, y+h/2-6, lbl, colText)
+		act := c.Activity
+		if !c.Working {
+			act = "idle"
+		}
+		if act == "" {
+			act = "idle"
+		}
+		tx := bx + bw + 8
+		d.text(tx, y+h/2-6, fit(act, lane.X+lane.W-tx), colDim)
+		// Utilisation history.
+		hx := tx + 130
+		hw := lane.X + lane.W - hx
+		if hw > 30 && r.Len() > 1 {
+			d.rect(hx, y+h-1, hw, 1, colBorder)
+			m := r.Len()
+			step := hw / float64(RatesLenF-1)
+			px, py := 0.0, 0.0
+			for k := 0; k < m; k++ {
+				u := r.Util(k)
+				if i >= len(u) {
+					continue
+				}
+				xx := hx + hw - float64(m-1-k)*step
+				yy := y + h - u[i]*h
+				if k > 0 {
+					d.b.line(d.dst, px, py, xx, yy, 1.2, colAccent)
+				}
+				px, py = xx, yy
+			}
+		}
+		if sel.Pane == pane && sel.Kind == view.KindCPU && sel.Index == i {
+			d.b.frame(d.dst, lane.X-2, lane.Y, lane.W+2, lane.H, 1, colSelect)
+		}
+	}
+}
+
+// RatesLenF is view.RatesLen as a float.
+const RatesLenF = float64(view.RatesLen)
+
+func (d *drawer) pages(pl *view.PaneLayout, s *view.Snapshot, sel view.Target, pane int) {
+	pv := &s.Pages
+	d.title(pl.Pages, "PAGES  ("+strconv.Itoa(pv.N)+" x 4 KiB; "+strconv.Itoa(pv.Working)+" outside the page allocator)")
+	g := pl.PagesGeom(pv)
+	// Legend with counts.
+	x, y := g.Legend.X, g.Legend.Y+2
+	for l := mem.Loc(0); l < mem.NumLocs; l++ {
+		if y+13 > g.Legend.Y+g.Legend.H {
+			break
+		}
+		c := pv.Counts[l]
+		tc := colDim
+		if c > 0 {
+			tc = colText
+		}
+		d.rect(x, y+3, 8, 8, locColor(l))
+		d.text(x+12, y, locLabels[l], tc)
+		cs := fmtCount(float64(c))
+		d.text(g.Legend.X+g.Legend.W-textWidth(cs, 1)-4, y, cs, tc)
+		y += 13
+	}
+	if g.Cols == 0 {
+		return
+	}
+	// A tile per page of the touched part of memory.
+	t := g.Tile
+	inner := t
+	if t >= 5 {
+		inner = t - 1
+	}
+	for id := 0; id < g.Shown && id < len(pv.Map); id++ {
+		c, r := id%g.Cols, id/g.Cols
+		d.rect(g.Tiles.X+float64(c)*t, g.Tiles.Y+float64(r)*t, inner, inner, locColor(pv.Map[id]))
+	}
+	if sel.Pane == pane && sel.Kind == view.KindPage && sel.Index < g.Shown {
+		tr := g.TileRect(sel.Index)
+		d.b.frame(d.dst, tr.X-2, tr.Y-2, tr.W+3, tr.H+3, 2, colSelect)
+	}
+	// The strip: all of memory, one pixel per N/width pages.
+	st := g.Strip
+	rows := (g.Shown + g.Cols - 1) / g.Cols
+	cap := "tiles: pages 0.." + strconv.Itoa(max(0, g.Shown-1)) + "; strip below: all " + strconv.Itoa(pv.N) + " pages"
+	d.text(st.X, g.Tiles.Y+float64(rows)*t+2, cap, colDim)
+	d.rect(st.X, st.Y, st.W, st.H, locColor(mem.Buddy))
+	if pv.N > 0 && st.W > 0 {
+		per := float64(pv.N) / st.W
+		limit := min(pv.Span, len(pv.Map))
+		for px := 0; float64(px) < st.W; px++ {
+			a := int(float64(px) * per)
+			if a >= limit {
+				break
+			}
+			b := min(int(float64(px+1)*per), limit)
+			loc := mem.Buddy
+			for id := a; id < b; id++ {
+				if pv.Map[id] != mem.Buddy {
+					loc = pv.Map[id]
+					break
+				}
+			}
+			if loc != mem.Buddy {
+				d.rect(st.X+float64(px), st.Y, 1, st.H, locColor(loc))
+			}
+		}
+		// Where the tiles end.
+		ex := st.X + float64(g.Shown)/float64(pv.N)*st.W
+		d.rect(ex, st.Y-2, 1, st.H+4, colText)
+	}
+}

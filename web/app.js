@@ -1,0 +1,534 @@
+// ringlab's host page: the controls, the counters table, inspect and
+// compare. The engine runs in the game (game.html, an iframe); the two
+// talk with postMessage, with the messages of web/README.md.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const game = $("game");
+  const SPEEDS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 1000000, 0];
+  const params0 = new URLSearchParams(location.search);
+  const benchMode = params0.get("bench");
+
+  const ui = {
+    playing: false,
+    speed: 10,
+    compare: false,
+    state: null,       // the last state message
+    params: [],        // parameter descriptions from the game
+    presets: [],
+    rows: new Map(),   // counter name -> {tr, a, b, r}
+    readyAt: 0,        // ms after navigation: the engine's first message
+    frameAt: 0,        // ms after navigation: the game's first frame
+    nextID: 1,
+    urlAt: 0,
+    pending: new Map(), // request id -> resolve
+  };
+  window.ringlab = ui; // for tests and the curious
+
+  // ---- messages ----
+
+  function send(msg) {
+    if (game.contentWindow) game.contentWindow.postMessage(msg, location.origin);
+  }
+  // request sends a message with an id and resolves with the reply.
+  ui.request = function (msg) {
+    const id = ui.nextID++;
+    return new Promise((resolve) => {
+      ui.pending.set(id, resolve);
+      send(Object.assign({ id }, msg));
+    });
+  };
+  ui.send = send;
+
+  window.addEventListener("message", (e) => {
+    if (e.origin !== location.origin || e.source !== game.contentWindow) return;
+    const m = e.data;
+    if (!m || typeof m.type !== "string") return;
+    if (m.id && ui.pending.has(m.id)) {
+      ui.pending.get(m.id)(m);
+      ui.pending.delete(m.id);
+    }
+    switch (m.type) {
+      case "ready": onReady(m); break;
+      case "state": onState(m); break;
+      case "inspect": showRecord(m.record, m.source); break;
+      case "error": showStatus(m.message, "error"); break;
+      case "key": onKey(m); break;
+      case "bench": window.ringlabBench = m.bench; break;
+      case "frame": if (!ui.frameAt) ui.frameAt = performance.now(); break;
+    }
+  });
+
+  // ---- status ----
+
+  let statusTimer = 0;
+  function showStatus(text, kind) {
+    const el = $("status");
+    el.textContent = text;
+    el.className = kind || "";
+    clearTimeout(statusTimer);
+    if (kind === "info") statusTimer = setTimeout(() => { el.textContent = ""; el.className = ""; }, 4000);
+  }
+
+  // ---- ready: presets and parameters ----
+
+  function onReady(m) {
+    if (!ui.readyAt) ui.readyAt = performance.now();
+    ui.presets = m.presets || [];
+    ui.params = m.params || [];
+    const sel = $("preset");
+    sel.textContent = "";
+    for (const p of ui.presets) {
+      const o = document.createElement("option");
+      o.value = p.name;
+      o.textContent = p.seed ? `${p.name} (${p.seed})` : p.name;
+      o.title = p.description;
+      sel.appendChild(o);
+    }
+    buildParams();
+  }
+
+  function buildParams() {
+    const box = $("params");
+    box.textContent = "";
+    box.className = ui.compare ? "" : "single";
+    if (ui.compare) {
+      for (const h of ["", "A", "B"]) {
+        const d = document.createElement("div");
+        d.className = "head";
+        d.textContent = h;
+        box.appendChild(d);
+      }
+    }
+    for (const p of ui.params) {
+      const lab = document.createElement("label");
+      lab.textContent = p.label;
+      lab.htmlFor = "param-0-" + p.key;
+      box.appendChild(lab);
+      for (let pane = 0; pane < (ui.compare ? 2 : 1); pane++) {
+        let el;
+        if (p.options && p.options.length) {
+          el = document.createElement("select");
+          for (const v of p.options) {
+            const o = document.createElement("option");
+            o.value = o.textContent = v;
+            el.appendChild(o);
+          }
+        } else {
+          el = document.createElement("input");
+          el.type = "number";
+          el.min = "0";
+          el.step = "any";
+        }
+        el.id = `param-${pane}-${p.key}`;
+        el.dataset.key = p.key;
+        el.dataset.pane = String(pane);
+        if (p.hint) el.title = p.hint;
+        if (ui.compare) el.setAttribute("aria-label", `${p.label}, configuration ${pane ? "B" : "A"}`);
+        el.addEventListener("change", () => {
+          send({ type: "set", pane, key: p.key, value: String(el.value) });
+        });
+        box.appendChild(el);
+      }
+    }
+    if (ui.state) fillParams(ui.state);
+  }
+
+  function fillParams(st) {
+    for (let pane = 0; pane < st.panes.length; pane++) {
+      const vals = st.panes[pane].params || {};
+      for (const p of ui.params) {
+        const el = $(`param-${pane}-${p.key}`);
+        if (!el || el === document.activeElement) continue;
+        const v = vals[p.key];
+        if (v === undefined) continue;
+        if (el.tagName === "SELECT" && ![...el.options].some((o) => o.value === v)) {
+          const o = document.createElement("option");
+          o.value = o.textContent = v;
+          el.appendChild(o);
+        }
+        if (el.value !== v) el.value = v;
+      }
+    }
+  }
+
+  // ---- state ----
+
+  function onState(st) {
+    if (!ui.readyAt) ui.readyAt = performance.now();
+    const first = !ui.state;
+    ui.state = st;
+    ui.playing = st.playing;
+    ui.speed = st.speed;
+    const playBtn = $("play");
+    playBtn.textContent = st.playing ? "Pause" : "Play";
+    playBtn.setAttribute("aria-pressed", String(st.playing));
+    const si = SPEEDS.indexOf(st.speed);
+    if (si >= 0 && $("speed") !== document.activeElement) $("speed").value = String(si);
+    $("speed-out").textContent = speedText(st.speed);
+    if (st.compare !== ui.compare) {
+      ui.compare = st.compare;
+      $("compare").checked = st.compare;
+      document.body.classList.toggle("comparing", st.compare);
+      $("compare-panel").hidden = !st.compare;
+      $("col-a").textContent = st.compare ? "A" : "value";
+      buildParams();
+    }
+    const a = st.panes[0];
+    const ps = $("preset");
+    const presetName = a.config.startsWith("preset ") ? a.config.slice(7).split(",")[0] : "";
+    if (presetName && ps.value !== presetName && ps !== document.activeElement) ps.value = presetName;
+    $("description").textContent = a.description + (a.config.includes(",") ? "  Changed: " + a.config.split(", ").slice(1).join(", ") + "." : "");
+    fillQueues(st);
+    fillParams(st);
+    fillCounters(st);
+    if (st.compare) fillCompare(st);
+    // The address follows the run (at most twice a second while playing:
+    // browsers throttle frequent history changes).
+    const now = performance.now();
+    if (!benchMode && st.query !== undefined && "?" + st.query !== location.search &&
+        (!st.playing || now - ui.urlAt > 500)) {
+      history.replaceState(null, "", location.pathname + "?" + st.query);
+      ui.urlAt = now;
+    }
+    const err = st.panes.map((p) => p.error).filter(Boolean)[0];
+    if (err) showStatus("The world stopped: " + err, "error");
+    if (first) document.body.dataset.ready = "1";
+  }
+
+  function speedText(s) {
+    if (s === 0) return "as fast as it goes";
+    return (s >= 1000 ? (s / 1000) + "k" : String(s)) + " events/s";
+  }
+
+  function fillQueues(st) {
+    const sel = $("queue");
+    const n = st.num_queues || 1;
+    sel.hidden = $("queue-label").hidden = n < 2;
+    if (sel.options.length !== n) {
+      sel.textContent = "";
+      for (let i = 0; i < n; i++) {
+        const o = document.createElement("option");
+        o.value = String(i);
+        o.textContent = "rx" + i;
+        sel.appendChild(o);
+      }
+    }
+    sel.value = String(st.queue || 0);
+  }
+
+  // ---- counters ----
+
+  function fmt(v) {
+    if (typeof v !== "number") return String(v);
+    if (Number.isInteger(v)) return v.toLocaleString("en-US");
+    return v.toLocaleString("en-US", { maximumFractionDigits: 3 });
+  }
+
+  function fillCounters(st) {
+    const tbody = document.querySelector("#counters tbody");
+    const b = st.compare && st.panes[1] ? new Map(st.panes[1].metrics) : null;
+    const seen = new Set();
+    for (const [name, va] of st.panes[0].metrics) {
+      seen.add(name);
+      let row = ui.rows.get(name);
+      if (!row) {
+        const tr = document.createElement("tr");
+        tr.dataset.name = name;
+        const th = document.createElement("td");
+        th.textContent = name;
+        const a = document.createElement("td");
+        const bb = document.createElement("td");
+        const r = document.createElement("td");
+        bb.className = r.className = "compare-only";
+        tr.append(th, a, bb, r);
+        tbody.appendChild(tr);
+        row = { tr, a, b: bb, r };
+        ui.rows.set(name, row);
+      }
+      setCell(row.a, va);
+      if (b) {
+        const vb = b.get(name);
+        setCell(row.b, vb === undefined ? "" : vb);
+        row.r.textContent = vb === undefined ? "" : ratio(va, vb);
+      }
+    }
+    for (const [name, row] of ui.rows) {
+      if (!seen.has(name)) { row.tr.remove(); ui.rows.delete(name); }
+    }
+  }
+
+  function setCell(td, v) {
+    const raw = String(v);
+    if (td.dataset.value === raw) return;
+    td.dataset.value = raw; // the exact value, for tests and copy
+    const s = fmt(v);
+    if (td.textContent !== s) td.textContent = s;
+  }
+
+  function ratio(a, b) {
+    if (!a && !b) return "";
+    if (!a) return "—";
+    return (b / a).toLocaleString("en-US", { maximumFractionDigits: 2 }) + "×";
+  }
+
+  // ---- compare panes ----
+
+  const KEY = ["pps", "gbps", "rx_packets", "rx_drops", "host_drops", "rx_xdp_drops", "rx_pp_alloc_fast",
+    "rx_pp_alloc_slow", "rx_pp_recycle_cached", "rx_pp_recycle_ring", "page_allocs", "page_frees",
+    "zone_lock_contended", "cpu0_util_pct", "cpu1_util_pct", "cpu2_util_pct"];
+
+  function fillCompare(st) {
+    const ma = new Map(st.panes[0].metrics);
+    const mb = new Map(st.panes[1].metrics);
+    [["pane-a", st.panes[0], ma, null], ["pane-b", st.panes[1], mb, ma]].forEach(([id, p, m, base]) => {
+      const box = $(id);
+      const pps = m.get("pps") || 0;
+      let html = `<h3>${id === "pane-a" ? "A" : "B"}: ${esc(p.config)}</h3>` +
+        `<div class="big">${fmtRate(pps)} packets/s</div>` +
+        `<div class="mono">${(m.get("gbps") || 0).toFixed(3)} Gbit/s${base ? ", " + ratio(base.get("pps"), pps) + " of A" : ""}</div>` +
+        `<table><tbody>`;
+      for (const k of KEY) {
+        if (!m.has(k)) continue;
+        html += `<tr><td>${k}</td><td>${fmt(m.get(k))}</td>${base ? `<td>${ratio(base.get(k), m.get(k))}</td>` : ""}</tr>`;
+      }
+      box.innerHTML = html + "</tbody></table>";
+    });
+  }
+
+  function fmtRate(v) {
+    if (v >= 1e6) return (v / 1e6).toFixed(2) + " M";
+    if (v >= 1e3) return (v / 1e3).toFixed(1) + " k";
+    return v.toFixed(0);
+  }
+
+  function esc(s) {
+    return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
+  }
+
+  // ---- inspect ----
+
+  function showRecord(rec, source) {
+    const box = $("inspect");
+    // Announce what a person picked, not the updates while it changes.
+    box.setAttribute("aria-live", source === "live" ? "off" : "polite");
+    box.textContent = "";
+    const t = document.createElement("div");
+    t.className = "title";
+    t.textContent = (ui.compare ? (rec.pane ? "B: " : "A: ") : "") + rec.title;
+    box.appendChild(t);
+    const dl = document.createElement("dl");
+    for (const f of rec.fields) {
+      const dt = document.createElement("dt");
+      dt.textContent = f.name;
+      const dd = document.createElement("dd");
+      dd.textContent = f.value;
+      dd.dataset.field = f.name;
+      dl.append(dt, dd);
+    }
+    box.appendChild(dl);
+    box.dataset.kind = rec.kind;
+    box.dataset.index = String(rec.index);
+  }
+
+  $("inspect-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    send({ type: "inspect", kind: $("inspect-kind").value, index: Number($("inspect-index").value), pane: 0 });
+  });
+
+  // ---- controls ----
+
+  function togglePlay() { send({ type: ui.playing ? "pause" : "play" }); }
+  function stepEvent() { send({ type: "step", unit: "event", n: 1 }); }
+  function stepPacket() { send({ type: "step", unit: "packet", n: 1 }); }
+  function setSpeedIndex(i) {
+    i = Math.max(0, Math.min(SPEEDS.length - 1, i));
+    $("speed").value = String(i);
+    $("speed-out").textContent = speedText(SPEEDS[i]);
+    send({ type: "speed", eps: SPEEDS[i] });
+  }
+  function speedIndex() { return Number($("speed").value); }
+  function setCompare(on) { send({ type: "compare", on }); }
+
+  async function copyLink() {
+    const link = location.href;
+    try {
+      await navigator.clipboard.writeText(link);
+      showStatus("Link copied: it reproduces this run.", "info");
+    } catch (e) {
+      window.prompt("Copy this link:", link);
+    }
+  }
+
+  $("play").addEventListener("click", togglePlay);
+  $("step-event").addEventListener("click", stepEvent);
+  $("step-packet").addEventListener("click", stepPacket);
+  $("reset").addEventListener("click", () => send({ type: "reset" }));
+  $("speed").addEventListener("input", () => setSpeedIndex(speedIndex()));
+  $("preset").addEventListener("change", () => send({ type: "preset", name: $("preset").value, pane: 0 }));
+  $("compare").addEventListener("change", () => setCompare($("compare").checked));
+  $("queue").addEventListener("change", () => send({ type: "queue", queue: Number($("queue").value) }));
+  $("copy-link").addEventListener("click", copyLink);
+  $("help-btn").addEventListener("click", () => $("help").showModal());
+
+  function readFile(input, cb) {
+    const f = input.files && input.files[0];
+    if (!f) return;
+    const r = new FileReader();
+    r.onload = () => cb(f, r.result);
+    r.onerror = () => showStatus("Cannot read " + f.name + ": " + r.error, "error");
+    r.readAsArrayBuffer(f);
+    input.value = "";
+  }
+  $("xdp-file").addEventListener("change", (e) => readFile(e.target, (f, buf) => {
+    showStatus("Loading " + f.name + "…", "info");
+    send({ type: "xdp_object", name: f.name, pane: 0, bytes: new Uint8Array(buf) });
+  }));
+  $("scenario-file").addEventListener("change", (e) => readFile(e.target, (f, buf) => {
+    send({ type: "scenario", pane: 0, json: new TextDecoder().decode(buf) });
+  }));
+
+  // ---- export ----
+
+  function download(name, type, text) {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([text], { type }));
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  }
+  ui.csv = function () {
+    const st = ui.state;
+    if (!st) return "";
+    const b = st.compare ? new Map(st.panes[1].metrics) : null;
+    let out = b ? "counter,A,B\n" : "counter,value\n";
+    for (const [name, v] of st.panes[0].metrics) out += b ? `${name},${v},${b.get(name) ?? ""}\n` : `${name},${v}\n`;
+    return out;
+  };
+  ui.json = function () {
+    const st = ui.state;
+    if (!st) return "{}";
+    return JSON.stringify({
+      link: location.href,
+      panes: st.panes.map((p) => ({ config: p.config, mode: p.mode, counters: Object.fromEntries(p.metrics) })),
+    }, null, 2);
+  };
+  $("export-csv").addEventListener("click", () => download("ringlab-counters.csv", "text/csv", ui.csv()));
+  $("export-json").addEventListener("click", () => download("ringlab-counters.json", "application/json", ui.json()));
+
+  // ---- keyboard ----
+
+  function isField(el) {
+    return el && (el.tagName === "INPUT" || el.tagName === "SELECT" || el.tagName === "TEXTAREA" || el.isContentEditable);
+  }
+
+  // handleKey runs the shortcut for key; it returns whether there was one.
+  function handleKey(key, shift) {
+    if ($("help").open) {
+      if (key === "Escape" || key === "?") { $("help").close(); return true; }
+      return false;
+    }
+    switch (key) {
+      case " ": case "Spacebar": togglePlay(); return true;
+      case "ArrowRight": shift ? stepPacket() : stepEvent(); return true;
+      case ".": stepPacket(); return true;
+      case "+": case "=": setSpeedIndex(speedIndex() + 1); return true;
+      case "-": case "_": setSpeedIndex(speedIndex() - 1); return true;
+      case "0": setSpeedIndex(SPEEDS.length - 1); return true;
+      case "r": case "R": send({ type: "reset" }); return true;
+      case "c": case "C": setCompare(!ui.compare); return true;
+      case "l": case "L": copyLink(); return true;
+      case "[": case "]": {
+        const st = ui.state;
+        if (!st || (st.num_queues || 1) < 2) return false;
+        const q = (st.queue + (key === "]" ? 1 : -1) + st.num_queues) % st.num_queues;
+        send({ type: "queue", queue: q });
+        return true;
+      }
+      case "?": $("help").showModal(); return true;
+    }
+    return false;
+  }
+  ui.handleKey = handleKey;
+
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (isField(e.target) && e.key !== "Escape") return;
+    if (handleKey(e.key, e.shiftKey)) e.preventDefault();
+  });
+  // A focused button must not also be clicked by the space that toggled play.
+  document.addEventListener("keyup", (e) => {
+    if (e.key === " " && !isField(e.target)) e.preventDefault();
+  });
+  function onKey(m) {
+    if (m.ctrl || m.meta || m.alt) return;
+    handleKey(m.key, m.shift);
+  }
+
+  // ---- the server, when there is one ----
+
+  // probeServer asks healthz: `ringlab serve` answers "ok"; on a static
+  // host the file web/healthz answers "static" (so no request fails and
+  // the console stays clean).
+  async function probeServer() {
+    let on = false;
+    try {
+      const r = await fetch("healthz", { cache: "no-store" });
+      on = r.ok && (await r.text()).trim() === "ok";
+    } catch (e) { on = false; }
+    const el = $("server");
+    el.classList.toggle("on", on);
+    if (on) {
+      $("server-text").textContent = "ringlab serve: connected";
+      $("live-btn").disabled = false;
+      $("live-btn").title = "Show the server's live metrics";
+      $("workshop-btn").title = "Workshop rooms are run by the server; their page panel is not in this page yet";
+    } else {
+      $("server-text").innerHTML = "static files: the live backend and workshops need <code>ringlab serve</code>";
+      for (const id of ["live-btn", "workshop-btn"]) {
+        $(id).title = "needs the ringlab server (make run); this page is served as static files";
+      }
+    }
+  }
+
+  let live = null;
+  $("live-btn").addEventListener("click", () => {
+    const panel = $("live-panel");
+    if (live) { live.close(); live = null; panel.hidden = true; return; }
+    panel.hidden = false;
+    const proto = location.protocol === "https:" ? "wss:" : "ws:";
+    const base = location.pathname.replace(/[^/]*$/, "");
+    live = new WebSocket(proto + "//" + location.host + base + "ws/metrics");
+    const rows = new Map();
+    live.onmessage = (e) => {
+      let m;
+      try { m = JSON.parse(e.data); } catch (err) { return; }
+      if (m.type === "hello") $("live-status").textContent = `source ${m.source}: ${m.description || ""}`;
+      if (m.type === "error") $("live-status").textContent = "server: " + m.message;
+      if (m.type !== "snapshot") return;
+      const tbody = document.querySelector("#live-table tbody");
+      for (const [k, v] of Object.entries(m.counters || {})) {
+        let r = rows.get(k);
+        if (!r) {
+          r = document.createElement("tr");
+          r.innerHTML = "<td></td><td></td><td></td>";
+          r.children[0].textContent = k;
+          tbody.appendChild(r);
+          rows.set(k, r);
+        }
+        r.children[1].textContent = fmt(v);
+        const rate = (m.rates || {})[k];
+        r.children[2].textContent = rate === undefined ? "" : fmt(Math.round(rate * 10) / 10);
+      }
+    };
+    live.onclose = () => { $("live-status").textContent += " (closed)"; };
+  });
+
+  // ---- start ----
+
+  // index.html set the frame's address as early as it could.
+  if (!game.getAttribute("src")) game.src = "game.html" + location.search;
+  probeServer();
+})();
