@@ -51,6 +51,7 @@ test: vet
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/...
+	$(GO) run ./server bench
 
 # Every Fuzz function in the tree, FUZZTIME each; the seed corpora live in
 # each package's testdata/fuzz and also run as plain tests in make test.

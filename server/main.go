@@ -28,6 +28,7 @@ func commands() []command {
 		{"run", "run a scenario or preset headless and print a summary", runRun},
 		{"reproduce", "reproduce the published results (R1..R4) and compare", runReproduce},
 		{"preset", "list the presets, or print one as a scenario file", runPreset},
+		{"bench", "run the performance cases and say which targets hold", runBench},
 		{"serve", "serve the playground, live metrics, workshop rooms and /metrics", runServe},
 		{"lab", "build a lab of namespaces with real XDP, send traffic and read its counters", runLab},
 		{"tutorial", "list, run and check the walkthroughs in tutorials/", runTutorial},

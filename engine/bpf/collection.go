@@ -142,7 +142,25 @@ func NewProgram(spec *ProgramSpec, maps []*Map, opts Options) (*Program, error) 
 	p.m.maps = p.maps
 	p.m.stackLo = stackSize - frameSize
 	p.m.dirty = 0 // clear the stack before the first run
+	p.constRet, p.constR0 = constantReturn(p.code)
 	return p, nil
+}
+
+// constantReturn reports whether code is "r0 = imm; exit" (XDP_PASS,
+// XDP_DROP and their like), and the r0 it returns: such a run's result
+// depends only on its input offsets, so Run writes it without
+// interpreting.
+func constantReturn(code []insn) (bool, uint64) {
+	if len(code) != 2 || code[0].dst != 0 || code[1].op != opExit {
+		return false, 0
+	}
+	switch code[0].op {
+	case opMov64K:
+		return true, code[0].imm
+	case opMov32K:
+		return true, uint64(uint32(code[0].imm))
+	}
+	return false, 0
 }
 
 // Collection is the live form of a CollectionSpec.

@@ -23,6 +23,10 @@ type Program struct {
 	maps   []*Map
 	budget int
 
+	// constRet: the program is "r0 = constR0; exit" (constantReturn).
+	constRet bool
+	constR0  uint64
+
 	m machine
 }
 
@@ -80,6 +84,19 @@ func (p *Program) Run(in *Input, res *Result) {
 	if m.dirty < stackSize {
 		clear(m.stack[m.dirty:])
 		m.dirty = stackSize
+	}
+	if p.constRet && p.budget >= 2 {
+		// What interpreting "r0 = constR0; exit" leaves: two
+		// instructions, the input's offsets, no redirect, no fault.
+		m.in = in
+		m.data, m.end, m.meta = uint64(in.Data), uint64(in.DataEnd), uint64(in.DataMeta)
+		m.redirect = Redirect{}
+		res.Action = Action(uint32(p.constR0))
+		res.Data, res.DataEnd, res.DataMeta = in.Data, in.DataEnd, in.DataMeta
+		res.Redirect = Redirect{}
+		res.Fault = Fault{}
+		res.Insns = 2
+		return
 	}
 	// Invariants between runs, restored by the fault path: depth 0,
 	// stackLo at the main frame, no fault recorded.

@@ -571,3 +571,44 @@ func TestDirectMapValue(t *testing.T) {
 	assert.Equal(t, Action(0x1234), res.Action)
 	assert.Equal(t, uint32(5), binary.LittleEndian.Uint32(v[12:]))
 }
+
+// TestConstantReturnMatchesInterpreter guards Run's shortcut for programs
+// that are "r0 = imm; exit": the result, and the machine left behind, are
+// what interpreting them gives, for 64- and 32-bit moves, negative
+// immediates, verdicts past XDP_REDIRECT, and a budget too small to finish.
+func TestConstantReturnMatchesInterpreter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		insns  asm.Instructions
+		budget int
+		short  bool
+	}{
+		{"mov64 pass", asm.Instructions{asm.Mov.Imm(asm.R0, int32(XDPPass)), asm.Return()}, 0, true},
+		{"mov64 drop", asm.Instructions{asm.Mov.Imm(asm.R0, int32(XDPDrop)), asm.Return()}, 0, true},
+		{"mov64 negative", asm.Instructions{asm.Mov.Imm(asm.R0, -7), asm.Return()}, 0, true},
+		{"mov32 negative", asm.Instructions{asm.Mov.Imm32(asm.R0, -7), asm.Return()}, 0, true},
+		{"mov32 redirect", asm.Instructions{asm.Mov.Imm32(asm.R0, int32(XDPRedirect)), asm.Return()}, 0, true},
+		{"budget of one", asm.Instructions{asm.Mov.Imm(asm.R0, int32(XDPPass)), asm.Return()}, 1, true},
+		{"other register", asm.Instructions{asm.Mov.Imm(asm.R1, 1), asm.Mov.Imm(asm.R0, 2), asm.Return()}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{NumCPU: 2, Budget: tc.budget}
+			spec := &ProgramSpec{Name: "test", Instructions: tc.insns}
+			fast, err := NewProgram(spec, nil, opts)
+			require.NoError(t, err)
+			assert.Equal(t, tc.short, fast.constRet)
+			slow, err := NewProgram(spec, nil, opts)
+			require.NoError(t, err)
+			slow.constRet = false
+			for i := 0; i < 2; i++ { // the first run also clears the stack
+				inF, inS := newInput(make([]byte, 64)), newInput(make([]byte, 64))
+				inF.Data, inS.Data = inF.Data+4, inS.Data+4
+				assert.Equal(t, runOn(slow, inS), runOn(fast, inF))
+				assert.Equal(t, inS.Buf, inF.Buf)
+				fm, sm := fast.m, slow.m
+				fm.in, sm.in = nil, nil // point at different inputs
+				assert.Equal(t, sm, fm)
+			}
+		})
+	}
+}

@@ -55,3 +55,47 @@ func TestVirtioNetHdrRoundTrip(t *testing.T) {
 	_, ok = ParseVirtioNetHdr(b[:5])
 	assert.False(t, ok)
 }
+
+// TestFrameTemplateMatchesBuild guards the per-packet fast path: a frame
+// written from the template is byte for byte what Flow.Build writes, for
+// every protocol, buffers shorter than the headers, frames shorter than
+// the headers, and sequence numbers that wrap the 16-bit fields.
+func TestFrameTemplateMatchesBuild(t *testing.T) {
+	for _, ipv6 := range []bool{false, true} {
+		for _, proto := range []uint8{ProtoUDP, ProtoTCP} {
+			for i := 0; i < 40; i += 7 {
+				f := MakeFlow(i*977, ipv6, proto, uint16(i*131))
+				tmpl := newFrameTemplate(&f)
+				for _, bufLen := range []int{0, 10, 41, 42, 73, 74, 80, 256} {
+					for _, frameLen := range []int{0, 14, 42, 60, 64, 74, 100, 1514, 9014, 65535} {
+						for _, seq := range []uint64{0, 1, 7, 0xffff, 0x10000, 1<<32 + 5, 1<<63 + 12345} {
+							want := make([]byte, bufLen)
+							got := make([]byte, bufLen)
+							for k := range want {
+								want[k], got[k] = byte(k*13), byte(k*13) // stale bytes stay stale
+							}
+							nw := f.Build(want, seq, frameLen)
+							ng := tmpl.build(got, seq, frameLen)
+							require.Equal(t, nw, ng, "ipv6 %v proto %d buf %d frame %d seq %d", ipv6, proto, bufLen, frameLen, seq)
+							require.Equal(t, want, got, "ipv6 %v proto %d buf %d frame %d seq %d", ipv6, proto, bufLen, frameLen, seq)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestFillPayloadMatchesPayloadByte(t *testing.T) {
+	for _, seq := range []uint64{0, 1, 5, 255, 1 << 40} {
+		for _, off := range []int{0, 3, 42, 200} {
+			for _, n := range []int{0, 1, 7, 255, 256, 257, 1000} {
+				b := make([]byte, n)
+				fillPayload(b, PayloadByte(seq, off))
+				for i := range b {
+					require.Equal(t, PayloadByte(seq, off+i), b[i], "seq %d off %d byte %d of %d", seq, off, i, n)
+				}
+			}
+		}
+	}
+}

@@ -28,12 +28,14 @@ type Counters struct {
 
 // RX is the host side of one receive queue.
 type RX struct {
-	q       *virtq.Queue
-	traffic *Traffic
-	costs   *sim.Costs
-	kind    string
-	mode    string
-	backlog int
+	q         *virtq.Queue
+	traffic   *Traffic
+	costs     *sim.Costs
+	kind      string
+	mode      string
+	nic       bool // kind is a hardware NIC (decoded once: tested per frame)
+	mergeable bool // mode is mergeable
+	backlog   int
 
 	minGap  sim.Duration // 1/max_pps
 	cursor  sim.Time     // the host thread is free from here
@@ -42,6 +44,8 @@ type RX struct {
 
 	window []byte // WindowSize bytes per descriptor head
 	c      Counters
+
+	first virtq.ChainInfo // scratch: plan's first chain, for deliver
 }
 
 // NewRX returns the backend of receive queue index out of nq.
@@ -55,6 +59,8 @@ func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) *R
 		backlog: s.Device.Backlog,
 		window:  make([]byte, q.Size()*WindowSize),
 	}
+	r.nic = r.kind == scenario.DeviceNIC
+	r.mergeable = r.mode == scenario.ModeMergeable
 	if s.Device.MaxPPS > 0 {
 		r.minGap = sim.Duration(1e9 / s.Device.MaxPPS)
 	}
@@ -106,7 +112,7 @@ func (r *RX) kickLatency() sim.Duration {
 // into an iovec (vhost_get_vq_desc, translate_desc) before it copies.
 func (r *RX) cost(n, nbuf, ndesc int) sim.Duration {
 	var d sim.Duration
-	if r.kind == scenario.DeviceNIC {
+	if r.nic {
 		d = r.costs.NICPacket + sim.Duration(nbuf-1)*r.costs.NICPacket/2
 	} else {
 		d = r.costs.VhostPacket + sim.Duration((n+63)/64)*r.costs.VhostCopy64 +
@@ -140,8 +146,8 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 		if r.backlog > 0 && !r.traffic.Saturating() {
 			r.c.Drops += r.traffic.DropUntil(start, r.backlog)
 		}
-		flow, size := r.traffic.Peek()
-		nbuf, ndesc, fits, ok := r.plan(size)
+		_, size := r.traffic.Peek()
+		nbuf, ndesc, fits, ok := r.plan(size, &r.first)
 		if !ok {
 			// The ring is empty (or holds too little for this frame): the
 			// host enables notification and sleeps until a kick.
@@ -168,7 +174,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.traffic.Advance()
 			continue
 		}
-		if !r.deliver(flow, size, nbuf) {
+		if !r.deliver(size, nbuf, &r.first) {
 			return irq, irqAt
 		}
 		r.traffic.Advance()
@@ -192,7 +198,7 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 		return 0, false
 	}
 	_, size := r.traffic.Peek()
-	nbuf, ndesc, _, ok := r.plan(size)
+	nbuf, ndesc, _, ok := r.plan(size, &r.first)
 	if !ok {
 		// It will find the ring empty when the frame arrives.
 		return 0, false
@@ -208,19 +214,21 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 // many a frame of size bytes needs, and how many descriptors they hold.
 // fits is false when the frame cannot fit (small or big mode buffers too
 // short): it will be discarded using one buffer. ok is false when there
-// are not enough buffers yet.
-func (r *RX) plan(size int) (nbuf, ndesc int, fits, ok bool) {
+// are not enough buffers yet. *first gets the chain of the first buffer,
+// for a deliver that follows at once.
+func (r *RX) plan(size int, first *virtq.ChainInfo) (nbuf, ndesc int, fits, ok bool) {
 	avail := int(uint16(r.q.AvailIdx() - r.q.DeviceLastAvail()))
 	if avail == 0 {
 		return 0, 0, false, false
 	}
 	need := uint64(size + VirtioNetHdrLen)
-	if r.mode != scenario.ModeMergeable {
+	if !r.mergeable {
 		ci, err := r.q.DeviceChain(r.q.AvailEntry(r.q.DeviceLastAvail()))
 		if err != nil {
 			r.c.RingErrors++
 			return 0, 0, false, false
 		}
+		*first = ci
 		return 1, ci.Descs, ci.Writable >= need, true
 	}
 	var got uint64
@@ -229,6 +237,9 @@ func (r *RX) plan(size int) (nbuf, ndesc int, fits, ok bool) {
 		if err != nil {
 			r.c.RingErrors++
 			return 0, 0, false, false
+		}
+		if k == 0 {
+			*first = ci
 		}
 		got += ci.Writable
 		ndesc += ci.Descs
@@ -255,19 +266,23 @@ func (r *RX) discard(nbuf int) {
 // deliver writes one frame into nbuf buffers and pushes them used
 // (handle_rx in drivers/vhost/net.c: get_rx_bufs, copy_to_iter,
 // vhost_add_used_and_signal_n). num_buffers goes into the first header.
-func (r *RX) deliver(flow *Flow, size, nbuf int) bool {
+// first is the chain plan found for the first buffer: nothing has changed
+// the ring since, so it is not walked again.
+func (r *RX) deliver(size, nbuf int, first *virtq.ChainInfo) bool {
 	remaining := size + VirtioNetHdrLen
-	seq := r.traffic.Seq()
 	for i := 0; i < nbuf; i++ {
 		head, ok := r.q.DevicePop()
 		if !ok {
 			r.c.RingErrors++
 			return false
 		}
-		ci, err := r.q.DeviceChain(head)
-		if err != nil {
-			r.c.RingErrors++
-			return false
+		ci := *first
+		if i > 0 {
+			var err error
+			if ci, err = r.q.DeviceChain(head); err != nil {
+				r.c.RingErrors++
+				return false
+			}
 		}
 		n := remaining
 		if uint64(n) > ci.Writable {
@@ -276,11 +291,12 @@ func (r *RX) deliver(flow *Flow, size, nbuf int) bool {
 		if i == 0 {
 			w := r.Window(head)
 			h := VirtioNetHdr{NumBuffers: uint16(nbuf)}
-			if r.mode != scenario.ModeMergeable {
+			if !r.mergeable {
 				h.NumBuffers = 0
 			}
 			h.Put(w)
-			flow.Build(w[VirtioNetHdrLen:], seq, size)
+			// Flow.Build of the next packet, from its prepared headers.
+			r.traffic.BuildNext(w[VirtioNetHdrLen:], size)
 		}
 		r.q.DeviceAddUsed(uint32(head), uint32(n))
 		remaining -= n

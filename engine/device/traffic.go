@@ -11,6 +11,7 @@ import (
 // at its share of the rate, with the configured sizes and bursts.
 type Traffic struct {
 	flows    []Flow
+	tmpls    []frameTemplate // flows[i]'s headers, prepared once
 	spec     scenario.Traffic
 	interval float64 // ns between arrivals; 0 = saturating
 	burst    int
@@ -32,6 +33,10 @@ func NewTraffic(spec scenario.Traffic, q, nq int) *Traffic {
 	}
 	for f := q; f < spec.Flows; f += nq {
 		t.flows = append(t.flows, MakeFlow(f, spec.IPv6, proto, uint16(spec.DstPort)))
+	}
+	t.tmpls = make([]frameTemplate, len(t.flows))
+	for i := range t.flows {
+		t.tmpls[i] = newFrameTemplate(&t.flows[i])
 	}
 	if spec.RatePPS > 0 && len(t.flows) > 0 {
 		share := float64(len(t.flows)) / float64(spec.Flows)
@@ -61,6 +66,12 @@ func (t *Traffic) Seq() uint64 { return t.seq }
 // Peek returns the flow and frame size of the next packet.
 func (t *Traffic) Peek() (*Flow, int) {
 	return &t.flows[t.flowIdx], t.spec.SizeAt(t.seq)
+}
+
+// BuildNext writes the next packet, frameLen bytes long, into b as
+// Flow.Build would (cut at len(b)) and returns the bytes written.
+func (t *Traffic) BuildNext(b []byte, frameLen int) int {
+	return t.tmpls[t.flowIdx].build(b, t.seq, frameLen)
 }
 
 // Advance consumes the next packet and computes the following arrival.

@@ -126,7 +126,8 @@ func (d *DMA) MapRange(c *sim.CPU, id PageID, offset, size uint32) (uint64, erro
 	} else {
 		addr = uint64(h)<<PageShift + uint64(offset)
 	}
-	d.slots[s] = dmaSlot{addr: addr, page: h, size: size, next: d.byPage[h], live: true}
+	sl := &d.slots[s] // field by field: a literal of five fields is copied through the stack
+	sl.addr, sl.page, sl.size, sl.next, sl.live = addr, h, size, d.byPage[h], true
 	d.byPage[h] = s
 	d.stats.Maps++
 	d.stats.Live++
@@ -193,7 +194,17 @@ func (d *DMA) sync(c *sim.CPU, addr uint64, size uint32) error {
 	if err := d.m.checkCPU(c); err != nil {
 		return err
 	}
-	s := d.lookup(addr, false)
+	var s int32 = -1
+	if pfn := addr >> PageShift; !d.iommu && pfn < uint64(len(d.m.pages)) && d.m.pages[pfn].isHead {
+		// lookup's direct case for an address in a head page whose
+		// first mapping holds it (a page_pool page), without the call.
+		if f := d.byPage[pfn]; f >= 0 && d.slots[f].holds(addr, false) {
+			s = f
+		}
+	}
+	if s < 0 {
+		s = d.lookup(addr, false)
+	}
 	if s < 0 || addr+uint64(size) > d.slots[s].addr+uint64(d.slots[s].size) {
 		d.stats.BadSyncs++
 		return fmt.Errorf("mem: DMA sync of %d bytes at %#x: %w", size, addr, ErrNotMapped)
@@ -205,22 +216,12 @@ func (d *DMA) sync(c *sim.CPU, addr uint64, size uint32) error {
 // lookup finds the live mapping holding addr (starting at addr when
 // exact), -1 none.
 func (d *DMA) lookup(addr uint64, exact bool) int32 {
-	match := func(s int32) bool {
-		sl := &d.slots[s]
-		if !sl.live {
-			return false
-		}
-		if exact {
-			return addr == sl.addr
-		}
-		return addr >= sl.addr && addr < sl.addr+uint64(sl.size)
-	}
 	if d.iommu {
 		if addr >= iovaTop {
 			return -1
 		}
 		s := (iovaTop - 1 - addr) / iovaStride
-		if s >= uint64(len(d.slots)) || !match(int32(s)) {
+		if s >= uint64(len(d.slots)) || !d.slots[s].holds(addr, exact) {
 			return -1
 		}
 		return int32(s)
@@ -231,11 +232,23 @@ func (d *DMA) lookup(addr uint64, exact bool) int32 {
 	}
 	h := d.m.Head(PageID(pfn))
 	for s := d.byPage[h]; s >= 0; s = d.slots[s].next {
-		if match(s) {
+		if d.slots[s].holds(addr, exact) {
 			return s
 		}
 	}
 	return -1
+}
+
+// holds reports whether the slot is a live mapping starting at addr
+// (exact) or containing it.
+func (sl *dmaSlot) holds(addr uint64, exact bool) bool {
+	if !sl.live {
+		return false
+	}
+	if exact {
+		return addr == sl.addr
+	}
+	return addr >= sl.addr && addr < sl.addr+uint64(sl.size)
 }
 
 // Live is the number of live mappings of the block holding id.

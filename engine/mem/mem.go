@@ -191,7 +191,15 @@ func (m *Mem) Head(id PageID) PageID {
 	if !m.Valid(id) {
 		return NoPage
 	}
-	for k := 0; k <= m.maxOrder; k++ {
+	if m.pages[id].isHead { // every order covers k = 0: the common case, inlined
+		return id
+	}
+	return m.headOfTail(id)
+}
+
+// headOfTail is Head for a page that is not itself a head.
+func (m *Mem) headOfTail(id PageID) PageID {
+	for k := 1; k <= m.maxOrder; k++ {
 		c := id &^ PageID(1<<k-1)
 		if p := &m.pages[c]; p.isHead && int(p.order) >= k {
 			return c
@@ -240,6 +248,33 @@ func (m *Mem) History(id PageID, buf []Move) []Move {
 // owner (a CPU, queue or pool id; -1 none). Buddy and PCP are entered only
 // by freeing. Moving to the current location only updates the owner.
 func (m *Mem) Move(id PageID, to Loc, owner int) error {
+	// Fast path: an allocated head moved to a valid location (every move
+	// of a receive buffer). Anything else takes the checked path below,
+	// which reports what is wrong.
+	if uint(id) < uint(len(m.pages)) {
+		// Both locations are allocated ones (not Buddy, PCP or locTail):
+		// the unsigned subtraction wraps the others past NumLocs.
+		const first = PCP + 1
+		p := &m.pages[id]
+		if from := p.loc; p.isHead && from-first < NumLocs-first && to-first < NumLocs-first && uint(owner+1) <= math.MaxInt16+1 {
+			// setLoc(id, to, owner), written out.
+			if from != to {
+				n := int64(1) << p.order
+				m.counts[from] -= n
+				m.counts[to] += n
+				p.record(m.sim.Queue.Now(), from, to, int16(owner))
+				p.loc = to
+			}
+			p.owner = int16(owner)
+			return nil
+		}
+	}
+	return m.moveChecked(id, to, owner)
+}
+
+// moveChecked is Move for any page: tails resolve to their head, and a
+// free page, a bad location or owner is an error.
+func (m *Mem) moveChecked(id PageID, to Loc, owner int) error {
 	h, err := m.allocatedHead(id)
 	if err != nil {
 		return err

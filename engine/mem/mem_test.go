@@ -234,3 +234,32 @@ func TestCheckFindsCorruption(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "page_pool")
 }
+
+// TestMoveFastPathKeepsTheRules guards Move's fast path (an allocated head
+// to an allocated location): owners out of range are refused, a tail
+// moves its block, a move to the same location only changes the owner.
+func TestMoveFastPathKeepsTheRules(t *testing.T) {
+	s, m := newMem(t, 1, small())
+	c := s.CPU(0)
+	id, err := m.AllocPages(c, 2, mem.Driver, 0)
+	require.NoError(t, err)
+	assert.Error(t, m.Move(id, mem.SKB, -2), "owner below -1")
+	assert.Error(t, m.Move(id, mem.SKB, 1<<15), "owner past int16")
+	assert.Error(t, m.Move(id, mem.Loc(255), 0), "the tail marker is not a location")
+	require.NoError(t, m.Move(id, mem.SKB, -1))
+	require.NoError(t, m.Move(id+3, mem.XDPFrame, 1<<15-1), "a tail moves its block")
+	loc, owner := m.Loc(id)
+	assert.Equal(t, mem.XDPFrame, loc)
+	assert.Equal(t, 1<<15-1, owner)
+	require.NoError(t, m.Move(id, mem.XDPFrame, 2), "same location: owner only")
+	loc, owner = m.Loc(id)
+	assert.Equal(t, mem.XDPFrame, loc)
+	assert.Equal(t, 2, owner)
+	h := m.History(id, nil)
+	require.GreaterOrEqual(t, len(h), 2)
+	h = h[len(h)-2:] // after the allocation's moves
+	assert.Equal(t, mem.Move{From: mem.Driver, To: mem.SKB, Owner: -1}, h[0])
+	assert.Equal(t, mem.Move{From: mem.SKB, To: mem.XDPFrame, Owner: 1<<15 - 1}, h[1])
+	assert.Equal(t, int64(4), m.Count(mem.XDPFrame))
+	verify(t, m)
+}

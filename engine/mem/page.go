@@ -81,6 +81,15 @@ func (p *Page) NID() int { return int(p.nid) }
 // LastCPU is the CPU that touched the page's struct page last, or -1.
 func (p *Page) LastCPU() int { return p.line.Owner() }
 
+// Loc is where the block this page heads is; meaningful on a head only
+// (Mem.Loc resolves any page).
+func (p *Page) Loc() Loc { return p.loc }
+
+// Touch is Mem.Touch on a head page the caller already holds: it charges c
+// for the struct page's cache line when another CPU touched it last and
+// reports whether the line moved.
+func (p *Page) Touch(c *sim.CPU) bool { return p.line.Touch(c) }
+
 func (p *Page) record(at sim.Time, from, to Loc, owner int16) {
 	p.hist[p.hpos] = Move{At: at, From: from, To: to, Owner: owner}
 	p.hpos = (p.hpos + 1) % HistoryLen

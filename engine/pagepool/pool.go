@@ -226,6 +226,14 @@ func (p *Pool) napiLocal(c *sim.CPU, ctx Context) bool {
 // so an error is a broken invariant.
 func (p *Pool) move(id mem.PageID, to mem.Loc, owner int) {
 	if err := p.m.Move(id, to, owner); err != nil {
-		panic(fmt.Sprintf("pagepool %d: %v", p.id, err))
+		p.broken(err)
 	}
+}
+
+// broken panics on a broken internal invariant. It is kept out of line so
+// that the small functions that call it stay cheap to call or inline.
+//
+//go:noinline
+func (p *Pool) broken(what any) {
+	panic(fmt.Sprintf("pagepool %d: %v", p.id, what))
 }

@@ -20,12 +20,31 @@ import (
 // An error means the caller broke the rules: the page is not in flight
 // from this pool, or the pool has been freed.
 func (p *Pool) Put(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bool, ctx Context) error {
-	pg, err := p.own(c, id)
-	if err != nil {
-		return err
+	pg := p.m.Page(id)
+	if !p.owns(c, id, pg) { // own, without the call
+		return p.ownErr(c, id)
 	}
-	p.m.Touch(c, id)
-	if p.unref(c, pg, 1) != 0 {
+	pg.Touch(c) // own checked that id is a head: Mem.Touch without the lookup
+	// unref(pg, 1) of the only reference is a read that leaves it at 1.
+	if pg.PPRef != 1 && p.unref(c, pg, 1) != 0 {
+		return nil
+	}
+	if !allowDirect {
+		allowDirect = p.napiLocal(c, ctx)
+	}
+	// The common case of putUnrefed, written out (it is every XDP_DROP):
+	// an active pool, a page nobody else holds, direct recycling allowed
+	// and room in the alloc cache. putPageState and recycleInCache in the
+	// same order, without their calls.
+	if allowDirect && p.state == Active && pg.RefCount() == 1 && p.count < AllocCacheSize {
+		p.syncForDevice(c, id, dmaSyncSize)
+		c.Spend(c.Costs().PPCachePut)
+		p.cache[p.count] = id
+		p.count++
+		if err := p.m.Move(id, mem.PoolCache, int(p.id)); err != nil { // p.move without the call
+			p.broken(err)
+		}
+		p.recycle.Cached++
 		return nil
 	}
 	p.putUnrefed(c, id, dmaSyncSize, allowDirect, ctx)
@@ -40,6 +59,36 @@ func (p *Pool) RecycleDirect(c *sim.CPU, id mem.PageID) error {
 
 // own validates a page handed back to the pool.
 func (p *Pool) own(c *sim.CPU, id mem.PageID) (*mem.Page, error) {
+	if pg := p.m.Page(id); p.owns(c, id, pg) {
+		return pg, nil
+	}
+	return nil, p.ownErr(c, id)
+}
+
+// owns is every condition ownChecked checks, at once (ownErr says which
+// failed). It is small enough to be inlined into Put.
+func (p *Pool) owns(c *sim.CPU, id mem.PageID, pg *mem.Page) bool {
+	return p.state != Freed && c != nil && uint(c.ID) < uint(p.m.Sim().NumCPU()) &&
+		pg != nil && pg.IsHead() && pg.PP == p.id && pg.PPMagic == Signature && pg.PPRef > 0 &&
+		(id != p.fragPage || pg.PPRef > BiasMax-p.fragUsers) &&
+		pg.Loc()-mem.PoolCache > mem.PoolRing-mem.PoolCache // neither in the cache nor in the ring
+}
+
+// owns tests "in the cache or the ring" as one range: they must stay
+// neighbours in mem.Loc (this fails to compile otherwise).
+var _ = [1]struct{}{}[mem.PoolRing-mem.PoolCache-1]
+
+// ownErr is own's error: the first rule the put breaks.
+func (p *Pool) ownErr(c *sim.CPU, id mem.PageID) error {
+	_, err := p.ownChecked(c, id)
+	if err == nil {
+		panic(fmt.Sprintf("pagepool %d: put of page %d: own and ownChecked disagree", p.id, id))
+	}
+	return err
+}
+
+// ownChecked validates a page handed back to the pool, one rule at a time.
+func (p *Pool) ownChecked(c *sim.CPU, id mem.PageID) (*mem.Page, error) {
 	if p.state == Freed {
 		return nil, ErrDestroyed
 	}
@@ -54,7 +103,7 @@ func (p *Pool) own(c *sim.CPU, id mem.PageID) (*mem.Page, error) {
 		// The pool's own share of its fragment page: no fragment is out.
 		return nil, fmt.Errorf("pagepool %d: put of fragment page %d with no fragment out: %w", p.id, id, ErrNotPoolPage)
 	}
-	if loc, _ := p.m.Loc(id); loc == mem.PoolCache || loc == mem.PoolRing {
+	if loc := pg.Loc(); loc == mem.PoolCache || loc == mem.PoolRing { // a head: Mem.Loc(id)
 		return nil, fmt.Errorf("pagepool %d: put of page %d already in the %v: %w", p.id, id, loc, ErrNotPoolPage)
 	}
 	return pg, nil
@@ -71,7 +120,7 @@ func (p *Pool) unref(c *sim.CPU, pg *mem.Page, nr int64) int64 {
 	c.Spend(c.Costs().Atomic)
 	pg.PPRef -= nr
 	if pg.PPRef < 0 {
-		panic(fmt.Sprintf("pagepool %d: pp_ref_count went negative", p.id))
+		p.broken("pp_ref_count went negative")
 	}
 	if pg.PPRef == 0 {
 		pg.PPRef = 1

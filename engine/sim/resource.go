@@ -125,7 +125,9 @@ func (l *Lock) place(t Time, d Duration) Time {
 	if d == 0 {
 		return t
 	}
-	copy(l.hist[i+1:l.n+1], l.hist[i:l.n])
+	if i < l.n { // most sections go at the end: nothing to shift
+		copy(l.hist[i+1:l.n+1], l.hist[i:l.n])
+	}
 	l.hist[i] = interval{t, t.Add(d)}
 	l.n++
 	return t

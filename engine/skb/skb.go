@@ -29,6 +29,10 @@ type Frag struct {
 // SKB is struct sk_buff. Head is the page holding the linear data when the
 // skb was built around a buffer (build_skb); NoPage when the head is a
 // small kmalloc'd copy (napi_alloc_skb of GOOD_COPY_LEN).
+//
+// Invariant: Frags[NrFrags:] are zero. Frags are added with AddFrag and
+// grown with Coalesce only; Pool.Alloc relies on it to clear just the
+// frags the previous user had.
 type SKB struct {
 	Head     mem.PageID
 	Len      uint32 // bytes of packet
@@ -73,7 +77,14 @@ func (p *Pool) Alloc(cpu int, queue int, now sim.Time) ID {
 	}
 	s := &p.skbs[id]
 	p.free = s.next
-	*s = SKB{Head: mem.NoPage, AllocCPU: int16(cpu), Queue: int16(queue), Born: now, next: NoSKB}
+	// *s = SKB{Head: mem.NoPage, ...}, field by field: a composite literal
+	// is built on the stack and block-copied, which stalls on the narrow
+	// stores that built it. Frags past NrFrags are already zero (only
+	// AddFrag writes there), so only the used ones are cleared.
+	clear(s.Frags[:s.NrFrags])
+	s.Head, s.Len, s.Truesize, s.NrFrags = mem.NoPage, 0, 0, 0
+	s.PPRecycle, s.Cloned = false, false
+	s.AllocCPU, s.Queue, s.Born, s.next = int16(cpu), int16(queue), now, NoSKB
 	p.live++
 	return id
 }

@@ -1,7 +1,6 @@
 package virtionet
 
 import (
-	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 )
 
@@ -25,6 +24,9 @@ func (d *Driver) scheduleNAPI(rq *RQ, t sim.Time) {
 // while NAPI owns the queue is taken and ignored (napi_schedule_prep fails);
 // the CPU pays for it.
 func (rq *RQ) catchUp(t sim.Time) {
+	if rq.Dev.Starved() {
+		return // a starved host does nothing until a kick: CatchUp is a no-op
+	}
 	irq, _ := rq.Dev.CatchUp(t)
 	if irq && rq.napiOn {
 		rq.Stats.IRQs++
@@ -34,14 +36,14 @@ func (rq *RQ) catchUp(t sim.Time) {
 }
 
 func (rq *RQ) irqCost() sim.Duration {
-	if rq.d.s.Device.Kind == scenario.DeviceNIC {
+	if rq.d.nic {
 		return rq.CPU.Costs().IRQ
 	}
 	return rq.CPU.Costs().IRQVirt
 }
 
 func (rq *RQ) irqLatency() sim.Duration {
-	if rq.d.s.Device.Kind == scenario.DeviceNIC {
+	if rq.d.nic {
 		return rq.CPU.Costs().IRQLatency
 	}
 	return rq.CPU.Costs().IRQLatencyVirt
@@ -70,7 +72,7 @@ func (d *Driver) napiPoll(now sim.Time, arg uint64) {
 		sq := d.SQ[c.ID%len(d.SQ)]
 		if sq.VQ.KickPrepare() && sq.VQ.Notify() {
 			sq.Stats.Kicks++
-			if d.s.Device.Kind == scenario.DeviceNIC {
+			if d.nic {
 				c.Spend(c.Costs().KickMMIO)
 			} else {
 				c.Spend(c.Costs().KickVMExit)
@@ -101,13 +103,22 @@ func (d *Driver) napiPoll(now sim.Time, arg uint64) {
 func (rq *RQ) receive(budget int) int {
 	c := rq.CPU
 	received := 0
+	var b rxBuf
 	for received < budget {
-		rq.catchUp(c.Now())
-		b, length, ctx, ok := rq.getBuf()
+		if !rq.Dev.Starved() { // a starved host waits for a kick: nothing to catch up
+			rq.catchUp(c.Now())
+		}
+		length, ctx, ok := rq.getBuf(&b)
 		if !ok {
 			break
 		}
-		rq.receiveBuf(b, length, ctx)
+		if rq.d.mergeable && length >= HdrLen+EthHlen {
+			// receiveBuf's mergeable case, without the call.
+			c.Spend(c.Costs().RxPacket)
+			rq.receiveMergeable(&b, length, ctx)
+		} else {
+			rq.receiveBuf(&b, length, ctx)
+		}
 		rq.Stats.Packets++ // virtnet_receive counts every buffer received
 		received++
 		if rq.d.Err != nil {

@@ -24,6 +24,19 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	}
 	d.mergeable = d.mode == scenario.ModeMergeable
 	d.bigPackets = d.mode == scenario.ModeBig
+	switch s.Driver.BufferSource {
+	case scenario.SourcePageFrag:
+		d.source = srcPageFrag
+	case scenario.SourcePage:
+		d.source = srcPage
+	case scenario.SourcePagePool:
+		d.source = srcPagePool
+	default:
+		d.source = srcPagePoolFrag
+	}
+	d.premapped = s.Driver.DMA == scenario.DMAPremapped
+	d.nic = s.Device.Kind == scenario.DeviceNIC
+	d.wholePage = d.bigPackets || d.source == srcPage || d.source == srcPagePool
 	d.napiKind = env.Sim.Queue.Register("napi poll", d.napiPoll)
 	d.irqKind = env.Sim.Queue.Register("rx interrupt", d.interrupt)
 	for i := 0; i < s.Queues; i++ {

@@ -6,7 +6,6 @@ import (
 	"ringlab/engine/bpf"
 	"ringlab/engine/device"
 	"ringlab/engine/mem"
-	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
 )
@@ -21,50 +20,55 @@ const (
 
 // wholePage reports whether buffers own their page (so the page's location
 // follows the buffer), rather than share it with other buffers.
-func (rq *RQ) wholePage() bool {
-	src := rq.d.s.Driver.BufferSource
-	return rq.d.bigPackets || src == scenario.SourcePage || src == scenario.SourcePagePool
-}
+func (rq *RQ) wholePage() bool { return rq.d.wholePage }
 
 // move records where a whole-page buffer's page is now.
 func (rq *RQ) move(page mem.PageID, loc mem.Loc) {
-	if rq.wholePage() {
-		rq.d.fail(rq.d.env.Mem.Move(page, loc, rq.Index))
+	if rq.d.wholePage {
+		if err := rq.d.env.Mem.Move(page, loc, rq.Index); err != nil {
+			rq.d.fail(err)
+		}
 	}
 }
 
 // release gives back the reference a buffer holds on its page.
 func (rq *RQ) release(page mem.PageID, pool bool, ctx skb.Context) {
-	rq.d.fail(rq.d.env.Releaser.Release(rq.CPU, page, pool, ctx))
+	if err := rq.d.env.Releaser.Release(rq.CPU, page, pool, ctx); err != nil {
+		rq.d.fail(err)
+	}
 }
 
 // getBuf is virtqueue_get_buf_ctx plus what the driver keeps of the
 // buffer; the DMA mapping is undone (ring mode) or synced for the CPU
 // (premapped).
-func (rq *RQ) getBuf() (b rxBuf, length uint32, ctx uint64, ok bool) {
+//
+// The buffer is copied into *b (a buffer passed by value goes through
+// narrow stores and wide reloads that stall); *b is unchanged when ok is
+// false.
+func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 	c := rq.CPU
 	c.Spend(c.Costs().VirtqueueGetBuf)
 	tok, length, ctx, ok := rq.VQ.GetBuf()
 	if !ok {
-		return rxBuf{}, 0, 0, false
+		return 0, 0, false
 	}
 	slot := int32(tok) - 1
 	if slot < 0 || int(slot) >= len(rq.bufs) || rq.bufs[slot].page == mem.NoPage {
 		rq.d.fail(fmt.Errorf("virtio_net: rx queue %d: token %d names no posted buffer", rq.Index, tok))
-		return rxBuf{}, 0, 0, false
+		return 0, 0, false
 	}
-	b = rq.bufs[slot]
+	*b = rq.bufs[slot]
 	rq.putSlot(slot)
 	if b.mapped {
-		rq.unmap(&b)
-	} else if b.pool && rq.d.s.Driver.DMA == scenario.DMAPremapped {
+		rq.unmap(b)
+	} else if b.pool && rq.d.premapped {
 		rq.d.fail(rq.Pool.SyncForCPU(c, b.page, b.off, length))
 	}
-	return b, length, ctx, true
+	return length, ctx, true
 }
 
 // receiveBuf is receive_buf: drop runts, then the mode's receive path.
-func (rq *RQ) receiveBuf(b rxBuf, length uint32, ctx uint64) {
+func (rq *RQ) receiveBuf(b *rxBuf, length uint32, ctx uint64) {
 	c := rq.CPU
 	c.Spend(c.Costs().RxPacket)
 	if length < HdrLen+EthHlen {
@@ -84,7 +88,7 @@ func (rq *RQ) receiveBuf(b rxBuf, length uint32, ctx uint64) {
 }
 
 // freeUnused is virtnet_rq_free_unused_buf.
-func (rq *RQ) freeUnused(b rxBuf) {
+func (rq *RQ) freeUnused(b *rxBuf) {
 	if rq.d.bigPackets {
 		rq.givePages(b.page)
 		return
@@ -106,7 +110,7 @@ func (rq *RQ) EWMA() uint32 { return rq.ewma }
 
 // receiveSmall is receive_small: one buffer with headroom; XDP runs in
 // place; PASS builds the skb around the buffer.
-func (rq *RQ) receiveSmall(b rxBuf, length uint32, ctx uint64) {
+func (rq *RQ) receiveSmall(b *rxBuf, length uint32, ctx uint64) {
 	c := rq.CPU
 	n := length - HdrLen
 	rq.Stats.Bytes += uint64(n)
@@ -137,7 +141,7 @@ func (rq *RQ) receiveSmall(b rxBuf, length uint32, ctx uint64) {
 
 // buildAndDeliver is build_skb around the buffer (its page is the skb's
 // head) and napi_gro_receive.
-func (rq *RQ) buildAndDeliver(b rxBuf, n uint32) {
+func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 	c := rq.CPU
 	env := rq.d.env
 	c.Spend(c.Costs().BuildSKB)
@@ -153,8 +157,14 @@ func (rq *RQ) buildAndDeliver(b rxBuf, n uint32) {
 	s.Truesize = b.truesize
 	s.PPRecycle = b.pool
 	s.Cloned = rq.d.s.Driver.CloneSKBs
-	rq.move(b.page, mem.SKB)
-	rq.deliver(id)
+	if rq.d.wholePage { // rq.move(b.page, mem.SKB) without the call
+		if err := env.Mem.Move(b.page, mem.SKB, rq.Index); err != nil {
+			rq.d.fail(err)
+		}
+	}
+	if err := env.Stack.Deliver(c, id); err != nil { // rq.deliver(id)
+		rq.d.fail(err)
+	}
 }
 
 func (rq *RQ) deliver(id skb.ID) {
@@ -166,7 +176,7 @@ func memcpyCost(c *sim.CPU, n uint32) sim.Duration {
 }
 
 // receiveMergeable is receive_mergeable.
-func (rq *RQ) receiveMergeable(b rxBuf, length uint32, ctx uint64) {
+func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 	c := rq.CPU
 	truesize := uint32(ctx & (1<<MrgCtxHeaderShift - 1))
 	headroom := uint32(ctx >> MrgCtxHeaderShift)
@@ -177,14 +187,22 @@ func (rq *RQ) receiveMergeable(b rxBuf, length uint32, ctx uint64) {
 	room := uint32(skbDataAlign(int(headroom + tailroom)))
 	rq.Stats.Bytes += uint64(length - HdrLen)
 	win := rq.Dev.Window(b.head)
-	hdr, _ := device.ParseVirtioNetHdr(win)
-	numBuf := int(hdr.NumBuffers)
+	numBuf := int(device.NumBuffers(win)) // the header's num_buffers
 	if length > truesize-room || numBuf < 1 || numBuf > rq.VQ.Size() {
 		rq.Stats.LengthErrors++
 		rq.errSKB(b, numBuf)
 		return
 	}
 	if rq.d.xdpEnabled {
+		if numBuf == 1 && headroom >= rq.d.headroom() {
+			// receiveMergeableXDP of one buffer with XDP headroom (the
+			// common case), without the call.
+			rq.Stats.Bytes += uint64(length - HdrLen)
+			if act, n, ok := rq.runXDP(b, length-HdrLen); ok && act == bpf.XDPPass {
+				rq.buildAndDeliver(b, n)
+			}
+			return
+		}
 		rq.receiveMergeableXDP(b, length, headroom, numBuf)
 		return
 	}
@@ -195,7 +213,8 @@ func (rq *RQ) receiveMergeable(b rxBuf, length uint32, ctx uint64) {
 	}
 	s := rq.d.env.SKBs.Get(id)
 	for numBuf--; numBuf > 0; numBuf-- {
-		nb, n, nctx, ok := rq.getBuf()
+		var nb rxBuf
+		n, nctx, ok := rq.getBuf(&nb)
 		if !ok {
 			// "rx error: %d buffers out of %d missing"
 			rq.Stats.LengthErrors++
@@ -214,7 +233,7 @@ func (rq *RQ) receiveMergeable(b rxBuf, length uint32, ctx uint64) {
 			rq.Stats.LengthErrors++
 			rq.release(nb.page, nb.pool, softirqCtx)
 			rq.d.fail(rq.d.env.SKBs.Free(c, id, rq.d.env.Releaser, softirqCtx))
-			rq.errSKB(rxBuf{page: mem.NoPage}, numBuf-1)
+			rq.errSKB(&rxBuf{page: mem.NoPage}, numBuf-1)
 			return
 		}
 		if s.CanCoalesce(nb.page, nb.off) {
@@ -238,12 +257,13 @@ func (rq *RQ) receiveMergeable(b rxBuf, length uint32, ctx uint64) {
 
 // errSKB is receive_mergeable's err_skb path: drop this buffer and the
 // numBuf-1 that follow.
-func (rq *RQ) errSKB(b rxBuf, numBuf int) {
+func (rq *RQ) errSKB(b *rxBuf, numBuf int) {
 	if b.page != mem.NoPage {
 		rq.release(b.page, b.pool, softirqCtx)
 	}
 	for ; numBuf > 1; numBuf-- {
-		nb, n, _, ok := rq.getBuf()
+		var nb rxBuf
+		n, _, ok := rq.getBuf(&nb)
 		if !ok {
 			rq.Stats.LengthErrors++
 			break
@@ -258,7 +278,7 @@ func (rq *RQ) errSKB(b rxBuf, numBuf int) {
 // leave room for skb_shared_info, or is short, gets a small head with the
 // first bytes copied (GOOD_COPY_LEN); a short packet is copied whole and
 // its buffer freed at once; the rest stays in the page as frag 0.
-func (rq *RQ) pageToSKB(b rxBuf, length, truesize, headroom uint32) skb.ID {
+func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 	c := rq.CPU
 	env := rq.d.env
 	n := length - HdrLen
@@ -303,7 +323,7 @@ func (rq *RQ) pageToSKB(b rxBuf, length, truesize, headroom uint32) skb.ID {
 // receiveBig is receive_big and page_to_skb for a chain of pages: the
 // packet starts after the padded header in the first page and continues
 // page by page; pages it does not reach go back to rq->pages.
-func (rq *RQ) receiveBig(b rxBuf, length uint32) {
+func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 	c := rq.CPU
 	env := rq.d.env
 	m := env.Mem

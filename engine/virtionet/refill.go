@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"ringlab/engine/mem"
-	"ringlab/engine/scenario"
 	"ringlab/engine/virtq"
 )
 
@@ -57,7 +56,7 @@ func (rq *RQ) tryFillRecv() bool {
 // kick charges the notification and wakes the host.
 func (rq *RQ) kick() {
 	c := rq.CPU
-	if rq.d.s.Device.Kind == scenario.DeviceNIC {
+	if rq.d.nic {
 		c.Spend(c.Costs().KickMMIO)
 	} else {
 		c.Spend(c.Costs().KickVMExit)
@@ -76,7 +75,7 @@ func (rq *RQ) takeSlot() int32 {
 }
 
 func (rq *RQ) putSlot(i int32) {
-	rq.bufs[i] = rxBuf{next: rq.freeBuf, page: mem.NoPage}
+	rq.bufs[i].set(mem.NoPage, 0, 0, 0, false, rq.freeBuf, 0)
 	rq.freeBuf = i
 }
 
@@ -86,8 +85,8 @@ func (rq *RQ) putSlot(i int32) {
 func (rq *RQ) allocBuffer(size uint32) (mem.PageID, uint32, bool, error) {
 	c := rq.CPU
 	env := rq.d.env
-	switch rq.d.s.Driver.BufferSource {
-	case scenario.SourcePageFrag:
+	switch rq.d.source {
+	case srcPageFrag:
 		// skb_page_frag_refill + get_page: one reference per buffer.
 		page, off, ok := rq.frag.Alloc(c, size, L1CacheBytes)
 		if !ok {
@@ -95,14 +94,14 @@ func (rq *RQ) allocBuffer(size uint32) (mem.PageID, uint32, bool, error) {
 			return mem.NoPage, 0, false, errNoMem
 		}
 		return page, off, false, nil
-	case scenario.SourcePage:
+	case srcPage:
 		id, err := env.Mem.AllocPages(c, 0, mem.Driver, rq.Index)
 		if err != nil {
 			rq.Stats.AllocFails++
 			return mem.NoPage, 0, false, errNoMem
 		}
 		return id, 0, false, nil
-	case scenario.SourcePagePool:
+	case srcPagePool:
 		id, err := rq.Pool.Alloc(c)
 		if err != nil {
 			rq.Stats.AllocFails++
@@ -128,7 +127,7 @@ func (rq *RQ) freeBuffer(page mem.PageID, pool bool) {
 // (DMA by the ring), or the pool's premapped address plus the offset.
 func (rq *RQ) mapBuffer(b *rxBuf) (uint64, error) {
 	env := rq.d.env
-	if rq.d.s.Driver.DMA == scenario.DMAPremapped && b.pool {
+	if rq.d.premapped && b.pool {
 		return rq.Pool.DMAAddr(b.page) + uint64(b.off), nil
 	}
 	addr, err := env.DMA.MapRange(rq.CPU, b.page, b.off, b.len)
@@ -148,12 +147,17 @@ func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx
 		return virtq.ErrNoSpace
 	}
 	b := &rq.bufs[slot]
-	*b = rxBuf{page: page, off: off, len: length, truesize: truesize, pool: pool, next: -1, head: rq.VQ.FreeHead()}
-	addr, err := rq.mapBuffer(b)
-	if err != nil {
-		rq.putSlot(slot)
-		rq.freeBuffer(page, pool)
-		return errNoMem
+	b.set(page, off, length, truesize, pool, -1, rq.VQ.FreeHead())
+	var addr uint64
+	if rq.d.premapped && pool {
+		addr = rq.Pool.DMAAddr(page) + uint64(off) // mapBuffer's premapped case, inlined
+	} else {
+		var err error
+		if addr, err = rq.mapBuffer(b); err != nil {
+			rq.putSlot(slot)
+			rq.freeBuffer(page, pool)
+			return errNoMem
+		}
 	}
 	c.Spend(c.Costs().VirtqueueAdd)
 	if err := rq.VQ.AddInbuf(virtq.SG{Addr: addr, Len: length}, virtq.Token(slot+1), ctx); err != nil {
@@ -162,7 +166,11 @@ func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx
 		rq.freeBuffer(page, pool)
 		return err
 	}
-	rq.move(page, mem.Virtqueue)
+	if rq.d.wholePage { // rq.move(page, mem.Virtqueue) without the call
+		if err := rq.d.env.Mem.Move(page, mem.Virtqueue, rq.Index); err != nil {
+			rq.d.fail(err)
+		}
+	}
 	return nil
 }
 
@@ -216,13 +224,26 @@ func (rq *RQ) addRecvbufMergeable() error {
 	}
 	room := uint32(skbDataAlign(int(headroom + tailroom)))
 	length := rq.getMergeableBufLen(room)
-	page, off, pool, err := rq.allocBuffer(length + room)
-	if err != nil {
-		return err
+	var page mem.PageID
+	var off uint32
+	var pool bool
+	if rq.d.source == srcPagePool {
+		// allocBuffer's page_pool case, without the call.
+		id, err := rq.Pool.Alloc(rq.CPU)
+		if err != nil {
+			rq.Stats.AllocFails++
+			return errNoMem
+		}
+		page, pool = id, true
+	} else {
+		var err error
+		if page, off, pool, err = rq.allocBuffer(length + room); err != nil {
+			return err
+		}
 	}
 	truesize := length + room
-	switch rq.d.s.Driver.BufferSource {
-	case scenario.SourcePageFrag:
+	switch rq.d.source {
+	case srcPageFrag:
 		// The hole: when the rest of the page cannot hold another buffer,
 		// give it to this one (only without headroom: XDP assumes
 		// frame_sz is what it posted).
@@ -230,7 +251,7 @@ func (rq *RQ) addRecvbufMergeable() error {
 			length += hole
 			truesize += hole
 		}
-	case scenario.SourcePage, scenario.SourcePagePool:
+	case srcPage, srcPagePool:
 		// A whole page per buffer: the truesize is the page.
 		truesize = mem.PageSize
 	}

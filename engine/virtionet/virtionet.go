@@ -34,6 +34,16 @@ const (
 	ewmaWeight = 64
 )
 
+// bufferSource is scenario.Driver.BufferSource decoded.
+type bufferSource uint8
+
+const (
+	srcPageFrag bufferSource = iota
+	srcPage
+	srcPagePool
+	srcPagePoolFrag
+)
+
 func skbDataAlign(n int) int { return (n + L1CacheBytes - 1) &^ (L1CacheBytes - 1) }
 
 // Env is what the driver shares with the rest of the world.
@@ -58,9 +68,15 @@ type Driver struct {
 	s    *scenario.Scenario
 	mode string
 
-	mergeable   bool
-	bigPackets  bool
-	numSkbFrags int // big_packets_num_skbfrags
+	mergeable  bool
+	bigPackets bool
+	// Scenario choices decoded once at New, so the per-packet paths test
+	// a flag instead of comparing strings.
+	source      bufferSource
+	premapped   bool // Driver.DMA is premapped: pool pages carry their DMA address
+	nic         bool // Device.Kind is a hardware NIC (else vhost)
+	wholePage   bool // buffers own their page (see RQ.wholePage)
+	numSkbFrags int  // big_packets_num_skbfrags
 	xdpEnabled  bool
 	budget      int
 
@@ -111,6 +127,15 @@ type rxBuf struct {
 	next     int32  // free list
 }
 
+// set makes b an unmapped buffer: *b = rxBuf{page: page, off: off, ...}
+// written field by field (a composite literal goes through a stack
+// temporary whose narrow stores stall the wide copy out of it).
+func (b *rxBuf) set(page mem.PageID, off, length, truesize uint32, pool bool, next int32, head uint16) {
+	b.page, b.off, b.len, b.truesize = page, off, length, truesize
+	b.dma, b.mapped, b.pool = 0, false, pool
+	b.head, b.next = head, next
+}
+
 // RQ is struct receive_queue.
 type RQ struct {
 	d     *Driver
@@ -132,6 +157,7 @@ type RQ struct {
 	xdpXmit  uint8
 
 	xdpBuf []byte     // scratch: headroom + stored window for the program
+	xdpIn  bpf.Input  // scratch: the program's input (kept here so it does not escape)
 	xdpRes bpf.Result // scratch: the program's result
 
 	Stats RQStats

@@ -18,7 +18,7 @@ import (
 // The program sees the stored window of the frame (its first
 // device.WindowSize - 12 bytes, every header a program parses) behind 256
 // bytes of headroom; data_end is the end of what is stored.
-func (rq *RQ) runXDP(b rxBuf, n uint32) (bpf.Action, uint32, bool) {
+func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	c := rq.CPU
 	env := rq.d.env
 	win := rq.Dev.Window(b.head)[device.VirtioNetHdrLen:]
@@ -28,18 +28,19 @@ func (rq *RQ) runXDP(b rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	}
 	buf := rq.xdpBuf
 	copy(buf[XDPHeadroom:], win[:stored])
-	in := bpf.Input{
-		Buf:            buf,
-		Data:           XDPHeadroom,
-		DataEnd:        XDPHeadroom + int(stored),
-		DataMeta:       XDPHeadroom,
-		IngressIfindex: 1,
-		RxQueueIndex:   uint32(rq.Index),
-		CPU:            c.ID,
-		Clock:          env.Clock,
-	}
+	// The input lives in the queue, not on the stack: the program keeps a
+	// pointer to it during the run, so a local would escape (one heap
+	// allocation per packet). It is written field by field: a composite
+	// literal is built on the stack and copied in wide loads that stall on
+	// the narrow stores that built it.
+	in := &rq.xdpIn
+	in.Buf = buf
+	in.Data, in.DataEnd, in.DataMeta = XDPHeadroom, XDPHeadroom+int(stored), XDPHeadroom
+	in.IngressIfindex, in.RxQueueIndex, in.EgressIfindex = 1, uint32(rq.Index), 0
+	in.CPU = c.ID
+	in.Clock = env.Clock
 	res := &rq.xdpRes
-	env.Prog.Run(&in, res)
+	env.Prog.Run(in, res)
 	c.Spend(c.Costs().XDPProg + sim.Duration((res.Insns+7)/8)*c.Costs().XDPInsn8)
 	rq.Stats.XDPPackets++
 	// Length after bpf_xdp_adjust_head / adjust_tail.
@@ -78,7 +79,7 @@ func (rq *RQ) runXDP(b rxBuf, n uint32) (bpf.Action, uint32, bool) {
 // xdpDrop is the err_xdp path: count and free at once. A pool page goes
 // straight back into the alloc cache (the driver knows it runs in the
 // pool's NAPI).
-func (rq *RQ) xdpDrop(b rxBuf) {
+func (rq *RQ) xdpDrop(b *rxBuf) {
 	rq.Stats.XDPDrops++
 	rq.Stats.Drops++
 	rq.release(b.page, b.pool, directCtx)
@@ -88,15 +89,14 @@ var directCtx = skb.Context{Softirq: true, Direct: true}
 
 // toFrame is xdp_convert_buff_to_frame: the frame lives in the buffer's
 // headroom and remembers its memory model.
-func (rq *RQ) toFrame(b rxBuf, n uint32) xdp.FrameID {
+func (rq *RQ) toFrame(b *rxBuf, n uint32) xdp.FrameID {
 	env := rq.d.env
 	id := env.Frames.Alloc()
 	if id == xdp.NoFrame {
 		return xdp.NoFrame
 	}
 	f := env.Frames.Get(id)
-	*f = xdp.Frame{Page: b.page, Off: b.off, Len: n, Headroom: XDPHeadroom, FrameSz: b.truesize,
-		Mem: xdp.MemPageShared, Queue: int16(rq.Index), RxCPU: int16(rq.CPU.ID)}
+	f.Set(b.page, b.off, n, XDPHeadroom, b.truesize, xdp.MemPageShared, int16(rq.Index), int16(rq.CPU.ID))
 	if b.pool {
 		f.Mem = xdp.MemPagePool
 	}
@@ -107,7 +107,7 @@ func (rq *RQ) toFrame(b rxBuf, n uint32) xdp.FrameID {
 // doRedirect is xdp_do_redirect: the target the program chose through
 // bpf_redirect_map. It reports false when there is none (the driver then
 // drops).
-func (rq *RQ) doRedirect(b rxBuf, n uint32, r bpf.Redirect) bool {
+func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) bool {
 	env := rq.d.env
 	c := rq.CPU
 	if r.Kind != bpf.RedirectMap || r.Map == nil {
@@ -146,14 +146,15 @@ func (rq *RQ) doRedirect(b rxBuf, n uint32, r bpf.Redirect) bool {
 // without headroom, or a multi-buffer packet for a program without frags
 // support, is first copied into a fresh page (mergeable_xdp_get_buf,
 // xdp_linearize_page).
-func (rq *RQ) receiveMergeableXDP(b rxBuf, length, headroom uint32, numBuf int) {
+func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int) {
 	c := rq.CPU
 	n := length - HdrLen
 	if headroom < rq.d.headroom() || (numBuf > 1 && !rq.d.s.XDP.Frags) {
 		rq.Stats.Linearized++
 		c.Spend(c.Costs().PageAlloc + memcpyCost(c, n))
 		for ; numBuf > 1; numBuf-- {
-			nb, l, _, ok := rq.getBuf()
+			var nb rxBuf
+			l, _, ok := rq.getBuf(&nb)
 			if !ok {
 				rq.Stats.LengthErrors++
 				break
@@ -174,7 +175,8 @@ func (rq *RQ) receiveMergeableXDP(b rxBuf, length, headroom uint32, numBuf int) 
 			// Multi-buffer XDP: the frags ride along; they are freed
 			// with the packet here (a simplification: the engine keeps
 			// only the head buffer of a multi-buffer xdp_buff).
-			nb, l, _, ok := rq.getBuf()
+			var nb rxBuf
+			l, _, ok := rq.getBuf(&nb)
 			if !ok {
 				rq.Stats.LengthErrors++
 				break

@@ -26,10 +26,33 @@ func (q *Queue) Add(out, in []SG, token Token, ctx uint64) error {
 }
 
 // AddInbuf is virtqueue_add_inbuf_ctx with one entry: the virtio_net
-// receive refill hot path.
+// receive refill hot path. It is addSplit for one writable entry (never
+// indirect: that needs two), written out; anything addSplit would refuse
+// goes through addSplit, which says why.
 func (q *Queue) AddInbuf(sg SG, token Token, ctx uint64) error {
-	one := [1]SG{sg}
-	return q.addSplit(nil, one[:], token, ctx)
+	if token == 0 || (ctx != 0 && !q.hasCtx) || q.broken || q.numFree == 0 {
+		one := [1]SG{sg}
+		return q.addSplit(nil, one[:], token, ctx)
+	}
+	head := q.freeHead
+	e := &q.extra[head]
+	e.addr, e.len, e.flags = sg.Addr, sg.Len, DescFWrite
+	q.desc[head] = Desc{Addr: sg.Addr, Len: sg.Len, Flags: DescFWrite, Next: e.next}
+	q.slots[head] = SlotAvail
+	q.freeHead = e.next
+	q.numFree--
+
+	st := &q.state[head]
+	st.data, st.ctx, st.indir, st.buflen = token, ctx, false, uint64(sg.Len)
+	q.avail.ring[q.availIdxShadow&q.mask] = head
+	q.availIdxShadow++
+	q.avail.idx = q.availIdxShadow
+	q.numAdded++
+	if q.numAdded == 1<<16-1 {
+		q.counters.ForcedKicks++
+		q.Kick()
+	}
+	return nil
 }
 
 // AddOutbuf is virtqueue_add_outbuf with one entry.
@@ -210,7 +233,17 @@ func (q *Queue) GetBuf() (token Token, length uint32, ctx uint64, ok bool) {
 		return 0, 0, 0, false
 	}
 	token, ctx = st.data, st.ctx
-	q.detachBufSplit(uint16(e.ID))
+	if h := uint16(e.ID); q.extra[h].flags&DescFNext == 0 {
+		// detachBufSplit of a one-descriptor chain (every receive
+		// buffer but big mode's), without the call.
+		*st = descState{}
+		q.slots[h] = SlotFree
+		q.extra[h].next = q.freeHead
+		q.freeHead = h
+		q.numFree++
+	} else {
+		q.detachBufSplit(h)
+	}
 	q.lastUsedIdx++
 	// "If we expect an interrupt for the next entry, tell host by writing
 	// event index."

@@ -64,6 +64,14 @@ type Frame struct {
 	next     FrameID
 }
 
+// Set fills every field but the pool's free-list link: *f = Frame{...}
+// written field by field (a composite literal goes through a stack
+// temporary whose narrow stores stall the wide copy out of it).
+func (f *Frame) Set(page mem.PageID, off, n, headroom, frameSz uint32, mt MemType, queue, rxCPU int16) {
+	f.Page, f.Off, f.Len, f.Headroom, f.FrameSz = page, off, n, headroom, frameSz
+	f.Mem, f.Queue, f.RxCPU, f.next = mt, queue, rxCPU, 0
+}
+
 // FramePool preallocates frames. The kernel stores the frame in the
 // buffer's headroom, so it never runs out while buffers exist; the pool is
 // sized so that it does not either.
