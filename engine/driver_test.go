@@ -183,3 +183,17 @@ func TestPagesAreNotLost(t *testing.T) {
 	assert.Equal(t, int64(w.Mem.NumPages()), total)
 	_ = mem.NoPage
 }
+
+// rx_bytes counts each packet's bytes once (virtnet_rq_stats.bytes, without
+// the virtio header), with XDP or without: a regression test for a double
+// count in the mergeable XDP path.
+func TestRxBytesCountedOnce(t *testing.T) {
+	for _, name := range []string{"xdp-drop", "xdp-pass", "default", "cpumap"} {
+		t.Run(name, func(t *testing.T) {
+			w := preset(t, name, nil)
+			require.NoError(t, w.RunPackets(5000))
+			size := uint64(w.Scenario.Traffic.Size)
+			assert.Equal(t, counter(t, w, "rx_packets")*size, counter(t, w, "rx_bytes"))
+		})
+	}
+}

@@ -197,7 +197,6 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 		if numBuf == 1 && headroom >= rq.d.headroom() {
 			// receiveMergeableXDP of one buffer with XDP headroom (the
 			// common case), without the call.
-			rq.Stats.Bytes += uint64(length - HdrLen)
 			if act, n, ok := rq.runXDP(b, length-HdrLen); ok && act == bpf.XDPPass {
 				rq.buildAndDeliver(b, n)
 			}

@@ -186,7 +186,6 @@ func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int)
 			rq.release(nb.page, nb.pool, softirqCtx)
 		}
 	}
-	rq.Stats.Bytes += uint64(length - HdrLen)
 	act, n2, ok := rq.runXDP(b, n)
 	if !ok || act != bpf.XDPPass {
 		return
