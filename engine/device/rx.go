@@ -52,7 +52,7 @@ type RX struct {
 func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) *RX {
 	r := &RX{
 		q:       q,
-		traffic: NewTraffic(s.Traffic, index, s.Queues),
+		traffic: NewTraffic(s.Traffic, index, s.Queues, s.Seed),
 		costs:   costs,
 		kind:    s.Device.Kind,
 		mode:    s.Mode(),

@@ -2,6 +2,7 @@ package device
 
 import (
 	"math"
+	"math/rand/v2"
 
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
@@ -20,13 +21,20 @@ type Traffic struct {
 	frac     float64 // fractional ns carried between arrivals
 	seq      uint64
 	flowIdx  int
+	rng      *rand.Rand // random_sizes: the scenario's seeded generator
+	size     int        // the next frame's size when drawn at random
 }
 
 // NewTraffic returns the generator of queue q out of nq. Flow f goes to
 // queue f mod nq (a stand-in for the device's RSS); the rate is shared by
-// the queues in proportion to their flows.
-func NewTraffic(spec scenario.Traffic, q, nq int) *Traffic {
+// the queues in proportion to their flows. seed seeds random frame sizes
+// (each queue draws its own stream from it).
+func NewTraffic(spec scenario.Traffic, q, nq int, seed uint64) *Traffic {
 	t := &Traffic{spec: spec, burst: spec.Burst}
+	if spec.RandomSizes {
+		t.rng = sim.NewRand(seed + uint64(q)*0x9e3779b97f4a7c15)
+		t.size = spec.Sizes[t.rng.IntN(len(spec.Sizes))]
+	}
 	proto := uint8(ProtoUDP)
 	if spec.Proto == "tcp" {
 		proto = ProtoTCP
@@ -38,9 +46,9 @@ func NewTraffic(spec scenario.Traffic, q, nq int) *Traffic {
 	for i := range t.flows {
 		t.tmpls[i] = newFrameTemplate(&t.flows[i])
 	}
-	if spec.RatePPS > 0 && len(t.flows) > 0 {
+	if pps := spec.PPS(); pps > 0 && len(t.flows) > 0 {
 		share := float64(len(t.flows)) / float64(spec.Flows)
-		t.interval = 1e9 / (spec.RatePPS * share)
+		t.interval = 1e9 / (pps * share)
 		if t.burst > 1 {
 			t.interval *= float64(t.burst)
 		}
@@ -65,6 +73,9 @@ func (t *Traffic) Seq() uint64 { return t.seq }
 
 // Peek returns the flow and frame size of the next packet.
 func (t *Traffic) Peek() (*Flow, int) {
+	if t.rng != nil {
+		return &t.flows[t.flowIdx], t.size
+	}
 	return &t.flows[t.flowIdx], t.spec.SizeAt(t.seq)
 }
 
@@ -77,6 +88,9 @@ func (t *Traffic) BuildNext(b []byte, frameLen int) int {
 // Advance consumes the next packet and computes the following arrival.
 func (t *Traffic) Advance() {
 	t.seq++
+	if t.rng != nil {
+		t.size = t.spec.Sizes[t.rng.IntN(len(t.spec.Sizes))]
+	}
 	t.flowIdx++
 	if t.flowIdx == len(t.flows) {
 		t.flowIdx = 0

@@ -122,6 +122,39 @@ type Traffic struct {
 	// packet (host GSO with guest GSO negotiated).
 	GSOSize int `json:"gso_size,omitempty"`
 	DstPort int `json:"dst_port,omitempty"`
+	// RandomSizes draws each frame's size from Sizes with the scenario's
+	// seeded generator instead of cycling through them (repeat a size in
+	// the list to weight it).
+	RandomSizes bool `json:"random_sizes,omitempty"`
+	// LineGbps, instead of RatePPS, sends at this line rate: frames plus
+	// the 24 bytes of preamble, FCS and inter-frame gap each takes on the
+	// wire, at the mean frame size.
+	LineGbps float64 `json:"line_gbps,omitempty"`
+}
+
+// WireOverhead is what an Ethernet frame costs on the wire beyond its
+// bytes without FCS: preamble and SFD (8), FCS (4), inter-frame gap (12).
+const WireOverhead = 24
+
+// MeanSize is the mean frame size of the traffic.
+func (t *Traffic) MeanSize() float64 {
+	if len(t.Sizes) == 0 {
+		return float64(t.Size)
+	}
+	sum := 0
+	for _, n := range t.Sizes {
+		sum += n
+	}
+	return float64(sum) / float64(len(t.Sizes))
+}
+
+// PPS is the packet rate asked for: RatePPS, or the rate LineGbps gives;
+// 0 means as fast as the device goes.
+func (t *Traffic) PPS() float64 {
+	if t.LineGbps > 0 {
+		return t.LineGbps * 1e9 / (8 * (t.MeanSize() + WireOverhead))
+	}
+	return t.RatePPS
 }
 
 // Device is the host side.

@@ -38,6 +38,8 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		{"gso without guest gso", `{"traffic": {"gso_size": 65000}}`, "traffic.gso_size"},
 		{"negative cost", `{"costs": {"atomic": -1}}`, "costs.atomic"},
 		{"bad device kind", `{"device": {"kind": "e1000"}}`, "device.kind"},
+		{"rate and line rate", `{"traffic": {"rate_pps": 1000, "line_gbps": 10}}`, "traffic.line_gbps"},
+		{"random sizes without sizes", `{"traffic": {"random_sizes": true}}`, "traffic.random_sizes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

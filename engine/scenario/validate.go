@@ -259,6 +259,15 @@ func (s *Scenario) validateTraffic() error {
 	if t.RatePPS < 0 || t.RatePPS > 1e9 {
 		return bad("traffic.rate_pps", "%g: want 0 (device speed) .. 1e9", t.RatePPS)
 	}
+	if t.LineGbps < 0 || t.LineGbps > 10_000 {
+		return bad("traffic.line_gbps", "%g: want 0..10000", t.LineGbps)
+	}
+	if t.LineGbps > 0 && t.RatePPS > 0 {
+		return bad("traffic.line_gbps", "rate_pps and line_gbps are exclusive")
+	}
+	if t.RandomSizes && len(t.Sizes) < 2 {
+		return bad("traffic.random_sizes", "needs at least two sizes in traffic.sizes")
+	}
 	if t.Proto != "udp" && t.Proto != "tcp" {
 		return bad("traffic.proto", "%q: want udp or tcp", t.Proto)
 	}
