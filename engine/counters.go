@@ -56,8 +56,9 @@ func (w *World) Totals() []Counter {
 	out = append(out, rx[:]...)
 	out = append(out, tx[:]...)
 	out = append(out, w.PagePoolStats()...)
-	var irqs, polls, lenErr, devDrops, starved, tooBig, kicksDev uint64
+	var irqs, polls, lenErr, devDrops, starved, tooBig, kicksDev, aborted uint64
 	for _, rq := range w.Driver.RQ {
+		aborted += rq.Stats.XDPAborted
 		irqs += rq.Stats.IRQs
 		polls += rq.Stats.NAPIPolls
 		lenErr += rq.Stats.LengthErrors
@@ -69,6 +70,7 @@ func (w *World) Totals() []Counter {
 	}
 	out = append(out,
 		Counter{"rx_length_errors", lenErr},
+		Counter{"xdp_aborted", aborted},
 		Counter{"napi_polls", polls},
 		Counter{"interrupts", irqs},
 		Counter{"host_drops", devDrops},

@@ -3,8 +3,11 @@ package engine
 import (
 	"testing"
 
+	"github.com/cilium/ebpf/asm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/bpf"
 
 	"ringlab/engine/mem"
 	"ringlab/engine/scenario"
@@ -196,4 +199,32 @@ func TestRxBytesCountedOnce(t *testing.T) {
 			assert.Equal(t, counter(t, w, "rx_packets")*size, counter(t, w, "rx_bytes"))
 		})
 	}
+}
+
+// An XDP program that reads past the packet aborts (XDP_ABORTED): the
+// packet is dropped and counted, and the interpreter's fault (instruction
+// offset and reason) is kept for the summary.
+func TestXDPAbortedIsCountedWithItsFault(t *testing.T) {
+	spec := &bpf.CollectionSpec{Name: "oob", Programs: []*bpf.ProgramSpec{{
+		Name: "xdp_oob", License: "GPL",
+		Instructions: asm.Instructions{
+			asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),    // r2 = ctx->data
+			asm.LoadMem(asm.R0, asm.R2, 5000, asm.Byte), // past data_end: aborts
+			asm.Mov.Imm(asm.R0, 2),
+			asm.Return(),
+		},
+	}}}
+	s, err := scenario.LookupPreset("xdp-pass")
+	require.NoError(t, err)
+	s.XDP.Program = "" // the object's only program
+	w, err := NewWithXDP(s, spec)
+	require.NoError(t, err)
+	require.NoError(t, w.RunPackets(1000))
+	rx := counter(t, w, "rx_packets")
+	assert.Equal(t, rx, counter(t, w, "xdp_aborted"))
+	assert.Equal(t, rx, counter(t, w, "rx_xdp_drops"))
+	sum := w.Summarize()
+	require.Len(t, sum.XDPFaults, 1)
+	assert.Contains(t, sum.XDPFaults[0], "insn 1")
+	require.NoError(t, w.Check())
 }

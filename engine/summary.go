@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"ringlab/engine/sim"
 )
 
@@ -18,6 +20,8 @@ type Summary struct {
 	PagePool  map[string]uint64   `json:"page_pool"`
 	Pages     map[string]int64    `json:"pages"`
 	Events    uint64              `json:"events"`
+	// XDPFaults says, per queue whose program aborted, why it last did.
+	XDPFaults []string `json:"xdp_faults,omitempty"`
 
 	// Ordered views for printing.
 	CounterList  []Counter `json:"-"`
@@ -56,6 +60,11 @@ func (w *World) Summarize() Summary {
 	s.PagePoolList = w.PagePoolStats()
 	for _, c := range s.PagePoolList {
 		s.PagePool[c.Name] = c.Value
+	}
+	for _, rq := range w.Driver.RQ {
+		if rq.LastFault.Faulted() {
+			s.XDPFaults = append(s.XDPFaults, fmt.Sprintf("rx%d: %s", rq.Index, rq.LastFault))
+		}
 	}
 	for _, q := range w.Queues() {
 		m := map[string]uint64{}

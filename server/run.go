@@ -162,6 +162,9 @@ func printSummary(w io.Writer, s engine.Summary, wall time.Duration) {
 		fmt.Fprintf(w, " cpu%d %.0f%%", i, u*100)
 	}
 	fmt.Fprintln(w)
+	for _, f := range s.XDPFaults {
+		fmt.Fprintf(w, "XDP program aborted (last fault): %s\n", f)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\ncounter\tvalue")
 	for _, c := range s.CounterList {

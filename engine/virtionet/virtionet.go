@@ -161,6 +161,9 @@ type RQ struct {
 	xdpRes bpf.Result // scratch: the program's result
 
 	Stats RQStats
+	// LastFault is why the XDP program last aborted (the interpreter's
+	// fault: instruction offset and reason), zero when it never did.
+	LastFault bpf.Fault
 }
 
 // SQ is struct send_queue, used here for XDP_TX.

@@ -70,7 +70,12 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 		rq.xdpXmit |= xmitRedir
 		return bpf.XDPRedirect, 0, false
 	case bpf.XDPAborted:
+		// trace_xdp_exception: counted, and the interpreter's reason (the
+		// instruction offset and what it did) kept for the summary.
 		rq.Stats.XDPAborted++
+		if res.Fault.Faulted() {
+			rq.LastFault = res.Fault
+		}
 	}
 	rq.xdpDrop(b)
 	return bpf.XDPDrop, 0, false
