@@ -186,6 +186,9 @@ func (g *game) handle(m inMsg) error {
 		x, y, ok := g.layout.Where(t, g.snaps)
 		post(map[string]any{"type": "where", "id": m.ID, "x": x, "y": y, "ok": ok})
 	default:
+		if ok, err := g.handleTutorial(m); ok { // tutorial messages: wasm/tutorial.go
+			return err
+		}
 		return fmt.Errorf("unknown message type %q", m.Type)
 	}
 	return nil

@@ -29,6 +29,10 @@
   // ---- messages ----
 
   function send(msg) {
+    if (ui.intercept && ui.intercept(msg)) return; // workshop hook (web/workshop.js)
+    post(msg);
+  }
+  function post(msg) {
     if (game.contentWindow) game.contentWindow.postMessage(msg, location.origin);
   }
   // request sends a message with an id and resolves with the reply.
@@ -40,6 +44,7 @@
     });
   };
   ui.send = send;
+  ui.post = post; // workshop hook: to the game, past ui.intercept
 
   window.addEventListener("message", (e) => {
     if (e.origin !== location.origin || e.source !== game.contentWindow) return;
@@ -485,6 +490,7 @@
       $("live-btn").disabled = false;
       $("live-btn").title = "Show the server's live metrics";
       $("workshop-btn").title = "Workshop rooms are run by the server; their page panel is not in this page yet";
+      if (ui.onServer) ui.onServer(); // workshop hook (web/workshop.js)
     } else {
       $("server-text").innerHTML = "static files: the live backend and workshops need <code>ringlab serve</code>";
       for (const id of ["live-btn", "workshop-btn"]) {

@@ -1,0 +1,51 @@
+package browsertest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTutorialPanel: a link to a tutorial's step opens the panel there and
+// shows that step's world; } goes to the next step, whose world (two
+// events after virtnet_open) replaces it and whose checks the game reports
+// as holding; Reveal shows the question's answer.
+func TestTutorialPanel(t *testing.T) {
+	ts := server(t)
+	p := open(t, browser(t), ts.URL, "?tutorial=descriptor-journey&step=1")
+	p.waitJS(`(() => { const el = document.getElementById("tutorial-panel");
+		return el && !el.hidden && el.dataset.step === "1" && el.dataset.checks === "ok"; })()`, 30*time.Second)
+	assert.Equal(t, "Step 1: The ring at rest", eval[string](p, `document.getElementById("tut-step-title").textContent`))
+	assert.Equal(t, "descriptor-journey", eval[string](p, `document.getElementById("tut-select").value`))
+	p.settle()
+	assert.Equal(t, 0.0, p.counter("events", 0), "step 1 shows the world right after virtnet_open")
+	assert.Equal(t, "?tutorial=descriptor-journey&step=1",
+		eval[string](p, `new URL(document.getElementById("tut-link").href).search`))
+
+	p.do(chromedp.Click(chromedp.ID("tut-step-title")), chromedp.KeyEvent("}"))
+	p.waitJS(`(() => { const el = document.getElementById("tutorial-panel");
+		return el.dataset.step === "2" && el.dataset.checks === "ok"; })()`, 30*time.Second)
+	assert.Equal(t, "Step 2: The host writes, the driver has not looked", eval[string](p, `document.getElementById("tut-step-title").textContent`))
+	p.settle()
+	assert.Equal(t, 2.0, p.counter("events", 0), "step 2 runs two events")
+	assert.Equal(t, 0.0, p.counter("rx_packets", 0))
+	assert.False(t, eval[bool](p, `window.ringlab.state.playing`))
+
+	statuses := eval[[]string](p, `[...document.querySelectorAll("#tut-body .tut-check")].map(e => e.dataset.status)`)
+	require.Len(t, statuses, 5, "one answer and four checks")
+	for _, s := range statuses {
+		assert.Equal(t, "ok", s)
+	}
+	assert.Contains(t, eval[string](p, `document.getElementById("tut-summary").textContent`), "5 of 5 checks hold")
+
+	// Predict, then observe.
+	require.True(t, eval[bool](p, `document.querySelector(".tut-question .tut-block").hidden`))
+	p.do(chromedp.SendKeys(".tut-predict", "no"), chromedp.Click(".tut-reveal"))
+	p.waitJS(`!document.querySelector(".tut-question .tut-block").hidden`, 10*time.Second)
+	assert.Contains(t, eval[string](p, `document.querySelector(".tut-question .tut-block").textContent`), "✓")
+	assert.Contains(t, eval[string](p, `localStorage.getItem("ringlab.tutorials")`), `"step":2`)
+	screenshot(t, p.ctx, "tutorial")
+}

@@ -1,0 +1,119 @@
+package browsertest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/server/rooms"
+)
+
+// workshopServer serves web/ with the rooms of `ringlab serve` in-process
+// (the same rooms.Registry serve registers) and a healthz that answers
+// "ok", so the page finds the server.
+func workshopServer(t *testing.T) string {
+	t.Helper()
+	reg := rooms.New(rooms.Options{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		reg.Close(ctx)
+	})
+	ts := serverWith(t, func(mux *http.ServeMux) {
+		reg.Register(mux)
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+			w.Write([]byte("ok\n"))
+		})
+	})
+	return ts.URL
+}
+
+// waitApplied waits until the page has applied the room's log up to seq
+// and the game has done the work.
+func (p *page) waitApplied(seq int) {
+	p.t.Helper()
+	p.waitJS(fmt.Sprintf(`window.ringlab.workshop.applied >= %d && !window.ringlab.workshop.replaying`, seq), 30*time.Second)
+	p.settle()
+}
+
+// TestWorkshopRoom: an instructor creates a room in the page, a student
+// opens the join link; the instructor's preset, parameter and steps reach
+// the student's engine through the room, so both counters tables agree;
+// a late joiner replaying the welcome log agrees too; a detached student
+// snaps back to the room's state.
+func TestWorkshopRoom(t *testing.T) {
+	base := workshopServer(t)
+
+	inst := open(t, browser(t), base, "")
+	inst.waitJS(`!document.getElementById("workshop-btn").disabled`, 10*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("workshop-btn").click()`)
+	inst.waitJS(`!document.getElementById("workshop-panel").hidden`, 5*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("ws-create").click()`)
+	inst.waitJS(`window.ringlab.workshop.role === "instructor" && document.getElementById("ws-link").value !== ""`, 10*time.Second)
+	inst.waitApplied(0)
+	link := eval[string](inst, `document.getElementById("ws-link").value`)
+	require.Contains(t, link, "?room=")
+
+	stu := openURL(t, browser(t), link)
+	stu.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
+	stu.waitApplied(0)
+	inst.waitJS(`document.getElementById("ws-students").textContent === "1"`, 10*time.Second)
+
+	// The instructor acts in the page as a person would.
+	eval[chromedp.Void](inst, `(() => { const s = document.getElementById("preset"); s.value = "cpumap"; s.dispatchEvent(new Event("change")); })()`)
+	inst.send(map[string]any{"type": "set", "key": "ring_size", "value": "256", "pane": 0})
+	inst.send(map[string]any{"type": "step", "unit": "event", "n": 700})
+	inst.send(map[string]any{"type": "step", "unit": "event", "n": 1})
+
+	inst.waitApplied(4)
+	stu.waitApplied(4)
+	assert.Equal(t, "4", eval[string](stu, `document.getElementById("ws-seq").textContent`))
+
+	want := inst.counters()
+	require.Greater(t, inst.counter("rx_packets", 0), 0.0)
+	require.Greater(t, inst.counter("sim_time_ns", 0), 0.0)
+	assert.Equal(t, inst.counter("sim_time_ns", 0), stu.counter("sim_time_ns", 0), "simulated time")
+	assert.Equal(t, inst.counter("rx_packets", 0), stu.counter("rx_packets", 0), "rx_packets")
+	assert.Equal(t, want, stu.counters(), "the whole counters table")
+	assert.Equal(t, "cpumap", eval[string](stu, `window.ringlab.state.panes[0].config.slice(7).split(",")[0]`))
+
+	// A detached student explores; snapping back replays the room's log.
+	eval[chromedp.Void](stu, `window.ringlab.workshopDetach()`)
+	stu.send(map[string]any{"type": "step", "unit": "event", "n": 50})
+	stu.settle()
+	assert.NotEqual(t, want["events"], stu.counters()["events"], "a detached student runs on its own")
+	eval[chromedp.Void](stu, `window.ringlab.workshopSnap()`)
+	stu.waitApplied(4)
+	assert.Equal(t, want, stu.counters(), "snapped back")
+
+	// A late joiner (the student's tab, opened again) replays the welcome log.
+	late := openURL(t, stu.ctx, link)
+	late.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
+	late.waitApplied(4)
+	assert.Equal(t, want, late.counters(), "late joiner")
+
+	// Playing: the room follows the instructor's clock with seeks; after
+	// the pause both are at the same simulated time.
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	inst.waitJS(`window.ringlab.state.playing === true`, 10*time.Second)
+	time.Sleep(2500 * time.Millisecond)
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	inst.waitJS(`(() => { const w = window.ringlab.workshop, l = w.log[w.log.length - 1];
+		return !window.ringlab.state.playing && l.cmd.type === "seek" && w.log[w.log.length - 2].cmd.type === "pause" && w.applied === l.seq; })()`, 20*time.Second)
+	last := eval[int](inst, `window.ringlab.workshop.log[window.ringlab.workshop.log.length - 1].seq`)
+	require.Greater(t, last, 6, "play, seeks, pause, seek")
+	inst.settle()
+	late.waitApplied(last)
+	assert.Equal(t, inst.counter("sim_time_ns", 0), late.counter("sim_time_ns", 0), "simulated time after play")
+	assert.Equal(t, inst.counter("rx_packets", 0), late.counter("rx_packets", 0), "rx_packets after play")
+
+	// An instructor command with a wrong token is shown, not thrown.
+	eval[chromedp.Void](inst, `(() => { window.ringlab.workshop.token = "WRONG"; window.ringlab.send({type: "step", unit: "event", n: 1}); })()`)
+	inst.waitJS(`document.getElementById("ws-status").className === "error" && /forbidden/.test(document.getElementById("ws-status").textContent)`, 10*time.Second)
+}

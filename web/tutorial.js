@@ -1,0 +1,292 @@
+// ringlab's tutorial panel: the nine walkthroughs of tutorials/, read step
+// by step beside the views. The game holds the tutorials (the tutorials
+// package is embedded in main.wasm) and answers `tutorials`, `tutorial`
+// and `tutorial_step` (web/README.md). A step's world is shown in pane A;
+// its checks and the answer to its question come back from the game.
+// Progress is kept in localStorage; ?tutorial=NAME&step=N opens a step.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const STORE = "ringlab.tutorials";
+  const q0 = new URLSearchParams(location.search);
+
+  const tut = {
+    list: [],        // from the game: number, name, title, level, minutes, steps
+    t: null,         // the tutorial being read
+    step: 0,         // 1-based; 0: the introduction
+    result: null,    // the game's result of the current step
+    busy: false,
+  };
+  window.ringlabTutorial = tut; // for tests
+
+  // ---- progress ----
+
+  function load() {
+    try { return JSON.parse(localStorage.getItem(STORE)) || {}; } catch (e) { return {}; }
+  }
+  function save(p) {
+    try { localStorage.setItem(STORE, JSON.stringify(p)); } catch (e) { /* private mode */ }
+  }
+  function remember(name, step, passed) {
+    const p = load();
+    p.last = name;
+    const e = p[name] || (p[name] = { step: 0, done: [] });
+    e.step = step;
+    if (passed && !e.done.includes(step)) e.done.push(step);
+    save(p);
+  }
+
+  // ---- Markdown, minimally: paragraphs, fenced code, lists, `code`, **bold**, *em* ----
+
+  function esc(s) {
+    return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+  }
+  function inline(s) {
+    return esc(s).replace(/`([^`]+)`/g, "<code>$1</code>")
+      .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
+      .replace(/(^|[\s(])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>");
+  }
+  function markdown(md) {
+    const out = [];
+    const lines = (md || "").split("\n");
+    let para = [], list = null, fence = null;
+    const flushPara = () => { if (para.length) out.push("<p>" + inline(para.join(" ")) + "</p>"); para = []; };
+    const flushList = () => {
+      if (list) out.push("<" + list.tag + ">" + list.items.map((i) => "<li>" + inline(i) + "</li>").join("") + "</" + list.tag + ">");
+      list = null;
+    };
+    for (const line of lines) {
+      if (fence !== null) {
+        if (/^\s*```/.test(line)) { out.push("<pre><code>" + esc(fence.join("\n")) + "</code></pre>"); fence = null; }
+        else fence.push(line);
+        continue;
+      }
+      if (/^\s*```/.test(line)) { flushPara(); flushList(); fence = []; continue; }
+      const li = /^\s*(?:([-*])|(\d+)\.)\s+(.*)$/.exec(line);
+      if (li) {
+        flushPara();
+        const tag = li[1] ? "ul" : "ol";
+        if (!list || list.tag !== tag) { flushList(); list = { tag, items: [] }; }
+        list.items.push(li[3]);
+        continue;
+      }
+      if (line.trim() === "") { flushPara(); flushList(); continue; }
+      if (list && /^\s+\S/.test(line)) { list.items[list.items.length - 1] += " " + line.trim(); continue; }
+      flushList();
+      const h = /^#{3,6}\s+(.*)$/.exec(line);
+      if (h) { flushPara(); out.push("<h4>" + inline(h[1]) + "</h4>"); continue; }
+      para.push(line.trim());
+    }
+    if (fence !== null) out.push("<pre><code>" + esc(fence.join("\n")) + "</code></pre>");
+    flushPara(); flushList();
+    return out.join("\n");
+  }
+  tut.markdown = markdown;
+
+  // ---- the panel ----
+
+  const btn = document.createElement("button");
+  btn.id = "tutorial-btn";
+  btn.type = "button";
+  btn.textContent = "Tutorials";
+  btn.setAttribute("aria-expanded", "false");
+  btn.setAttribute("aria-controls", "tutorial-panel");
+  const help = $("help-btn");
+  help.parentNode.insertBefore(btn, help);
+
+  const panel = document.createElement("section");
+  panel.id = "tutorial-panel";
+  panel.hidden = true;
+  panel.setAttribute("aria-labelledby", "tut-h");
+  panel.innerHTML = `
+    <h2 id="tut-h">Tutorial</h2>
+    <div class="tut-pick">
+      <label for="tut-select" class="sr-only">tutorial</label>
+      <select id="tut-select"><option value="">Choose a tutorial…</option></select>
+    </div>
+    <div class="tut-nav" role="group" aria-label="Tutorial steps">
+      <button id="tut-prev" type="button" aria-keyshortcuts="{" title="Previous step ({)">◀ Prev</button>
+      <span id="tut-pos" aria-live="polite"></span>
+      <button id="tut-next" type="button" aria-keyshortcuts="}" title="Next step (})">Next ▶</button>
+      <a id="tut-link" href="#">link to this step</a>
+    </div>
+    <h3 id="tut-step-title"></h3>
+    <div id="tut-body" class="tut-body"></div>`;
+  const aside = document.querySelector("main aside");
+  aside.insertBefore(panel, aside.firstChild);
+
+  function setOpen(open) {
+    panel.hidden = !open;
+    btn.setAttribute("aria-expanded", String(open));
+    if (open && !tut.list.length) fetchList();
+  }
+  btn.addEventListener("click", () => setOpen(panel.hidden));
+
+  function request(msg) {
+    return window.ringlab.request(msg);
+  }
+
+  async function fetchList() {
+    const r = await request({ type: "tutorials" });
+    if (r.type !== "tutorials") return;
+    tut.list = r.tutorials || [];
+    const sel = $("tut-select");
+    const prog = load();
+    for (const t of tut.list) {
+      const o = document.createElement("option");
+      o.value = t.name;
+      const done = prog[t.name] ? prog[t.name].done.length : 0;
+      o.textContent = `${t.number}. ${t.title} (${t.level}, ${t.minutes} min, ${done}/${t.steps} steps)`;
+      sel.appendChild(o);
+    }
+    if (tut.t) sel.value = tut.t.name;
+  }
+
+  async function openTutorial(name, step) {
+    const r = await request({ type: "tutorial", name });
+    if (r.type !== "tutorial") { $("tut-body").textContent = r.message || "no such tutorial"; return; }
+    tut.t = r.tutorial;
+    $("tut-select").value = tut.t.name;
+    $("tut-h").textContent = "Tutorial: " + tut.t.title;
+    await go(step);
+  }
+
+  async function go(n) {
+    const t = tut.t;
+    if (!t || tut.busy) return;
+    n = Math.max(0, Math.min(n, t.steps.length));
+    tut.step = n;
+    tut.result = null;
+    panel.dataset.step = String(n);
+    delete panel.dataset.checks;
+    $("tut-prev").disabled = n === 0;
+    $("tut-next").disabled = n === t.steps.length;
+    $("tut-pos").textContent = n === 0 ? `Introduction (${t.steps.length} steps)` : `Step ${n} of ${t.steps.length}`;
+    const link = "?tutorial=" + encodeURIComponent(t.name) + "&step=" + n;
+    $("tut-link").href = location.pathname + link;
+    if (n === 0) {
+      $("tut-step-title").textContent = t.title;
+      $("tut-body").innerHTML = `<p class="tut-meta">${esc(t.level)}, ${esc(t.duration)}</p>` +
+        "<p><strong>You will learn</strong></p><ul>" + t.learn.map((l) => "<li>" + inline(l) + "</li>").join("") + "</ul>" +
+        markdown(t.intro);
+      remember(t.name, 0, false);
+      return;
+    }
+    const st = t.steps[n - 1];
+    $("tut-step-title").textContent = `Step ${n}: ${st.title}`;
+    $("tut-body").innerHTML = '<p class="tut-running">Running the step…</p>';
+    tut.busy = true;
+    let r;
+    try {
+      r = await request({ type: "tutorial_step", name: t.name, index: n });
+      await request({ type: "sync" });
+    } finally {
+      tut.busy = false;
+    }
+    if (tut.step !== n || tut.t !== t) return;
+    if (r.type !== "tutorial_step") { $("tut-body").textContent = "The game could not run this step: " + (r.message || r.type); return; }
+    tut.result = r.result;
+    renderStep(st, r.result);
+    const ok = r.result.failed === 0;
+    panel.dataset.checks = ok ? "ok" : "fail";
+    remember(t.name, n, ok);
+  }
+
+  function itemHTML(it) {
+    const mark = it.status === "ok" ? "✓" : it.status === "skip" ? "–" : "✗";
+    let h = "";
+    if (it.op === "check" || it.op === "answer") {
+      h = `<div class="tut-check ${esc(it.status || "")}" data-status="${esc(it.status || "")}"><span class="tut-mark" aria-label="${esc(it.status || "")}">${mark}</span> <code>${esc(it.text)}</code>` +
+        (it.detail ? ` <span class="tut-detail">(${esc(it.detail)})</span>` : "") +
+        (it.error ? ` <span class="tut-error">${esc(it.error)}</span>` : "") + "</div>";
+    } else if (it.op !== "question" && it.op !== "preset" && it.op !== "set") {
+      h = `<div class="tut-dir"><code>${esc(it.text)}</code>` + (it.error ? ` <span class="tut-error">${esc(it.error)}</span>` : "") + "</div>";
+      if (it.output && it.output.length) h += "<pre>" + esc(it.output.join("\n")) + "</pre>";
+    }
+    return h;
+  }
+
+  function renderStep(st, res) {
+    const body = $("tut-body");
+    const byLine = new Map(res.items.map((it) => [it.line, it]));
+    const parts = [];
+    let qn = 0;
+    for (const seg of st.segments) {
+      if (seg.prose) { parts.push(markdown(seg.prose)); continue; }
+      const dirs = (seg.directives || []).map((i) => st.directives[i]);
+      const q = dirs.find((d) => d.op === "question");
+      const inner = dirs.map((d) => byLine.get(d.line)).filter(Boolean).map(itemHTML).join("");
+      if (q) {
+        const id = "tut-q" + (qn++);
+        parts.push(`<div class="tut-question"><p><strong>Predict:</strong> ${inline(q.question)}</p>
+          <label class="sr-only" for="${id}-in">your prediction</label>
+          <input id="${id}-in" class="tut-predict" type="text" placeholder="your prediction">
+          <button type="button" class="tut-reveal" data-target="${id}">Reveal</button>
+          <div id="${id}" class="tut-block" hidden>${inner}</div></div>`);
+      } else {
+        parts.push(`<div class="tut-block">${inner}</div>`);
+      }
+    }
+    const mark = res.failed === 0 ? "✓" : "✗";
+    parts.push(`<p class="tut-summary" id="tut-summary">${mark} ${res.checks - res.failed} of ${res.checks} checks hold` +
+      (res.skipped ? `, ${res.skipped} skipped` : "") + ". Pane A shows this step's world.</p>");
+    body.innerHTML = parts.join("\n");
+  }
+
+  $("tut-body").addEventListener("click", (e) => {
+    const b = e.target.closest(".tut-reveal");
+    if (!b) return;
+    const el = $(b.dataset.target);
+    el.hidden = false;
+    const input = $(b.dataset.target + "-in");
+    const ans = el.querySelector('.tut-check[data-status]');
+    b.disabled = true;
+    if (input.value.trim()) {
+      const note = document.createElement("p");
+      note.className = "tut-yours";
+      note.textContent = "You predicted: " + input.value.trim();
+      el.insertBefore(note, el.firstChild);
+    }
+    if (ans) ans.focus && ans.setAttribute("tabindex", "-1");
+  });
+
+  $("tut-select").addEventListener("change", (e) => {
+    if (!e.target.value) return;
+    const p = load()[e.target.value];
+    openTutorial(e.target.value, p ? p.step : 0);
+  });
+  $("tut-prev").addEventListener("click", () => go(tut.step - 1));
+  $("tut-next").addEventListener("click", () => go(tut.step + 1));
+
+  // { and } step back and forward while the panel is open ([ and ] pick
+  // the receive queue).
+  function key(k) {
+    if (panel.hidden || !tut.t) return false;
+    if (k === "{") { go(tut.step - 1); return true; }
+    if (k === "}") { go(tut.step + 1); return true; }
+    return false;
+  }
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const el = e.target;
+    if (el && (el.tagName === "INPUT" || el.tagName === "SELECT" || el.tagName === "TEXTAREA")) return;
+    if (key(e.key)) e.preventDefault();
+  });
+  window.addEventListener("message", (e) => {
+    if (e.origin !== location.origin || e.source !== $("game").contentWindow) return;
+    const m = e.data;
+    if (m && m.type === "key" && !m.ctrl && !m.meta && !m.alt) key(m.key);
+  });
+  tut.go = go;
+  tut.open = openTutorial;
+
+  // ?tutorial=NAME&step=N: open the panel there once the game is up.
+  const want = q0.get("tutorial");
+  if (want) {
+    const step = parseInt(q0.get("step") || "0", 10) || 0;
+    const start = () => { setOpen(true); openTutorial(want, step); };
+    const wait = () => (document.body.dataset.ready === "1" ? start() : setTimeout(wait, 50));
+    wait();
+  }
+})();
