@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -489,4 +490,34 @@ func TestServerPresent(t *testing.T) {
 	p := open(t, browser(t), ts.URL, "")
 	p.waitJS(`document.getElementById('server-text').textContent.includes("connected")`, 20*time.Second)
 	assert.False(t, eval[bool](p, `document.getElementById('live-btn').disabled`))
+}
+
+// TestLiveTwinSideBySide: a twin source's predicted_<name> counters show
+// beside the measured ones in the live table, not as rows of their own.
+func TestLiveTwinSideBySide(t *testing.T) {
+	ts := serverWith(t, func(mux *http.ServeMux) {
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+		mux.HandleFunc("/ws/metrics", func(w http.ResponseWriter, r *http.Request) {
+			c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","schema":1,"source":"twin:fake","description":"test twin"}`))
+			for i := 0; i < 50; i++ {
+				c.WriteMessage(websocket.TextMessage, []byte(`{"type":"snapshot","seq":1,"counters":{"rx_packets":1000,"predicted_rx_packets":980,"rx_kicks":7},"rates":{"rx_packets":100,"predicted_rx_packets":98}}`))
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	})
+	p := open(t, browser(t), ts.URL, "")
+	p.waitJS(`document.getElementById('server-text').textContent.includes("connected")`, 20*time.Second)
+	eval[bool](p, `(document.getElementById("live-btn").click(), true)`)
+	p.waitJS(`document.querySelectorAll('#live-table tbody tr').length === 2`, 20*time.Second)
+	rows := eval[[][]string](p, `[...document.querySelectorAll('#live-table tbody tr')].map(r => [...r.children].map(c => c.textContent))`)
+	require.Len(t, rows, 2, "predicted_rx_packets has no row of its own")
+	assert.Equal(t, "rx_packets", rows[0][0])
+	assert.Equal(t, []string{"1,000", "100", "980", "98"}, rows[0][1:])
+	assert.Equal(t, "rx_kicks", rows[1][0])
+	assert.Equal(t, "", rows[1][3], "no prediction for rx_kicks")
 }

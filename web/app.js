@@ -515,18 +515,25 @@
       if (m.type === "error") $("live-status").textContent = "server: " + m.message;
       if (m.type !== "snapshot") return;
       const tbody = document.querySelector("#live-table tbody");
-      for (const [k, v] of Object.entries(m.counters || {})) {
+      const counters = m.counters || {}, rates = m.rates || {};
+      const perSec = (x) => x === undefined ? "" : fmt(Math.round(x * 10) / 10);
+      for (const [k, v] of Object.entries(counters)) {
+        // A twin source sends the engine's prediction as predicted_<name>:
+        // it goes beside the measured counter, not on a row of its own.
+        if (k.startsWith("predicted_") && (k.slice(10) in counters)) continue;
         let r = rows.get(k);
         if (!r) {
           r = document.createElement("tr");
-          r.innerHTML = "<td></td><td></td><td></td>";
+          r.innerHTML = "<td></td><td></td><td></td><td></td><td></td>";
           r.children[0].textContent = k;
           tbody.appendChild(r);
           rows.set(k, r);
         }
         r.children[1].textContent = fmt(v);
-        const rate = (m.rates || {})[k];
-        r.children[2].textContent = rate === undefined ? "" : fmt(Math.round(rate * 10) / 10);
+        r.children[2].textContent = perSec(rates[k]);
+        const p = counters["predicted_" + k];
+        r.children[3].textContent = p === undefined ? "" : fmt(p);
+        r.children[4].textContent = p === undefined ? "" : perSec(rates["predicted_" + k]);
       }
     };
     live.onclose = () => { $("live-status").textContent += " (closed)"; };
