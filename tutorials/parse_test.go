@@ -302,3 +302,28 @@ func TestSources(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "descriptor-journey")
 }
+
+// FuzzParse: any bytes as a tutorial file parse or give errors naming the
+// file and a line, never a panic.
+func FuzzParse(f *testing.F) {
+	srcs, err := Sources()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, src := range srcs {
+		f.Add(src.Data)
+	}
+	f.Add([]byte("---\ntitle: x\n---\n## Step 1: a\n```ringlab\npreset default\ncheck rx_packets >= 0\n```\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tut, err := Parse("fuzz.md", b)
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.md") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if tut == nil {
+			t.Fatal("nil tutorial without an error")
+		}
+	})
+}

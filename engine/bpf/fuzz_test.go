@@ -143,3 +143,29 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLoadELF: arbitrary bytes as an ELF object give a collection or an
+// error, never a panic; what loads can be prepared or is refused with an
+// error.
+func FuzzLoadELF(f *testing.F) {
+	for _, name := range []string{"xdp_filter.o", "xdp_bad_helper.o", "xdp_tailcall.o", "tc_prog.o"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("\x7fELF"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		spec, err := LoadELF(bytes.NewReader(b))
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		if _, err := NewCollection(spec, Options{NumCPU: 2}); err != nil && err.Error() == "" {
+			t.Fatal("empty error")
+		}
+	})
+}
