@@ -117,3 +117,38 @@ func TestWorkshopRoom(t *testing.T) {
 	eval[chromedp.Void](inst, `(() => { window.ringlab.workshop.token = "WRONG"; window.ringlab.send({type: "step", unit: "event", n: 1}); })()`)
 	inst.waitJS(`document.getElementById("ws-status").className === "error" && /forbidden/.test(document.getElementById("ws-status").textContent)`, 10*time.Second)
 }
+
+// TestWorkshopTutorial: an instructor steps through a tutorial in the
+// panel; every student's panel follows to the same step and their engines
+// agree, also on the commands that come after it.
+func TestWorkshopTutorial(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	inst.waitJS(`!document.getElementById("workshop-btn").disabled`, 10*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("workshop-btn").click()`)
+	inst.waitJS(`!document.getElementById("workshop-panel").hidden`, 5*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("ws-create").click()`)
+	inst.waitJS(`window.ringlab.workshop.role === "instructor" && document.getElementById("ws-link").value !== ""`, 10*time.Second)
+	inst.waitApplied(0)
+	link := eval[string](inst, `document.getElementById("ws-link").value`)
+	stu := openURL(t, browser(t), link)
+	stu.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
+	stu.waitApplied(0)
+
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
+	eval[bool](inst, `window.ringlabTutorial.go(2).then(() => true)`)
+	inst.waitApplied(2)
+	stu.waitApplied(2)
+	stu.waitJS(`document.getElementById("tut-step-title").textContent.startsWith("Step 2:")`, 30*time.Second)
+	assert.Equal(t, eval[string](inst, `document.getElementById("tut-step-title").textContent`),
+		eval[string](stu, `document.getElementById("tut-step-title").textContent`))
+	inst.settle()
+	stu.settle()
+	assert.Equal(t, inst.counters(), stu.counters(), "the tutorial step's world")
+
+	inst.send(map[string]any{"type": "step", "unit": "event", "n": 25})
+	inst.waitApplied(3)
+	stu.waitApplied(3)
+	assert.Equal(t, inst.counters(), stu.counters(), "after a step in the tutorial's world")
+	require.Greater(t, inst.counter("events", 0), 2.0)
+}

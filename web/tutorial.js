@@ -191,7 +191,22 @@
     const ok = r.result.failed === 0;
     panel.dataset.checks = ok ? "ok" : "fail";
     remember(t.name, n, ok);
+    // A workshop instructor's step goes to the room (workshop.js).
+    if (window.ringlab.onTutorialStep && !tut.fromRoom) window.ringlab.onTutorialStep(t.name, n);
   }
+
+  // openFromRoom is how workshop.js applies a room's tutorial_step: the
+  // panel opens at that step and runs it, without sending it back.
+  window.ringlab.tutorialFromRoom = async (name, step) => {
+    setOpen(true);
+    tut.fromRoom = true;
+    try {
+      if (!tut.t || tut.t.name !== name) await openTutorial(name, step);
+      else await go(step);
+    } finally {
+      tut.fromRoom = false;
+    }
+  };
 
   function itemHTML(it) {
     const mark = it.status === "ok" ? "✓" : it.status === "skip" ? "–" : "✗";

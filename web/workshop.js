@@ -339,9 +339,18 @@
         if (d > 0) ui.post({ type: "step", unit: "ns", n: d });
         break;
       }
-      // tutorial_step: the tutorial panel's business.
+      case "tutorial_step":
+        // The instructor ran the step before sending it; everyone else
+        // opens the panel there and runs the same step (tutorial.js).
+        if (ws.role !== "instructor" && ui.tutorialFromRoom) await ui.tutorialFromRoom(c.tutorial, c.step);
+        break;
     }
   }
+
+  // The instructor's tutorial panel reports each step it runs.
+  ui.onTutorialStep = (name, step) => {
+    if (ws.role === "instructor" && !ws.replaying) sendCommand({ type: "tutorial_step", tutorial: name, step });
+  };
 
   // ---- the instructor's actions ----
 
