@@ -9,7 +9,7 @@ import (
 )
 
 // TestReproductionTargets checks the targets the published results set
-// (shared/SEEDS.md): the ratios between configurations, computed from
+// (docs/published.md): the ratios between configurations, computed from
 // simulated time alone, must land where the issue says.
 func TestReproductionTargets(t *testing.T) {
 	rows, err := Reproduce(nil)

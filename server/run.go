@@ -196,7 +196,7 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab reproduce [--json]\n\nRuns every published configuration of shared/SEEDS.md (R1..R4) and prints\nthe published figure, the simulated one, and each configuration's ratio to\nits baseline next to the published ratio.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: ringlab reproduce [--json]\n\nRuns every published configuration of docs/published.md (R1..R4) and prints\nthe published figure, the simulated one, and each configuration's ratio to\nits baseline next to the published ratio.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

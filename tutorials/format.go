@@ -30,7 +30,7 @@ type Tutorial struct {
 	Duration string   `json:"duration"` // as written, "20 min"
 	Minutes  int      `json:"minutes"`
 	Learn    []string `json:"learn"`
-	// Reproduces names the published measurements (shared/SEEDS.md R1..R4)
+	// Reproduces names the published measurements (docs/published.md R1..R4)
 	// the tutorial reproduces.
 	Reproduces []string `json:"reproduces,omitempty"`
 

@@ -6,7 +6,7 @@ import (
 )
 
 // Preset is a named scenario: one per configuration of each published
-// result in shared/SEEDS.md, and a few for teaching.
+// result in docs/published.md, and a few for teaching.
 type Preset struct {
 	Name        string
 	Description string

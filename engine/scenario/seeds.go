@@ -1,6 +1,6 @@
 package scenario
 
-// The published measurements of shared/SEEDS.md and the presets that
+// The published measurements of docs/published.md and the presets that
 // reproduce each configuration. The figures below are what was published;
 // the engine never reads them while simulating: `ringlab reproduce` runs
 // each preset and prints the simulated figure next to the published one.

@@ -10,7 +10,7 @@ import (
 // nanoseconds. Every entry is listed in costEntries with its source, and
 // can be overridden by name (Set), for instance from a scenario file.
 //
-// The published figures (shared/KERNEL.md, "Published costs") are pairs or
+// The published figures (docs/kernel.md, "Published costs") are pairs or
 // round trips measured in a tight loop on one CPU; where the engine charges
 // the halves separately, the split is stated. Contention is never in these
 // figures: it comes from Lock and CacheLine.
@@ -111,7 +111,7 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.SpinLock }},
 	{"atomic", 5, "bench_page_pool_simple: atomic_inc 4.8 ns (17 cycles)",
 		func(c *Costs) *Duration { return &c.Atomic }},
-	{"cache_line_transfer", 100, "order of a cross-core cache-to-cache transfer (shared/KERNEL.md: ~100 ns)",
+	{"cache_line_transfer", 100, "order of a cross-core cache-to-cache transfer (docs/kernel.md: ~100 ns)",
 		func(c *Costs) *Duration { return &c.CacheLineTransfer }},
 	{"dma_map_direct", 5, "estimate: dma_direct_map_page without swiotlb is address arithmetic",
 		func(c *Costs) *Duration { return &c.DMAMapDirect }},
