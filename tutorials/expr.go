@@ -284,15 +284,21 @@ func (p *exprParser) comparison() (node, error) {
 	return n, nil
 }
 
-func (p *exprParser) sum() (node, error) {
-	l, err := p.term()
+func (p *exprParser) sum() (node, error) { return p.leftAssoc(p.term, "+", "-") }
+
+func (p *exprParser) term() (node, error) { return p.leftAssoc(p.unary, "*", "/") }
+
+// leftAssoc parses operand (op operand)* for the given operators, folding
+// to the left: a - b - c is (a - b) - c.
+func (p *exprParser) leftAssoc(operand func() (node, error), ops ...string) (node, error) {
+	l, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp("+") || p.isOp("-") {
+	for p.isAnyOp(ops) {
 		t := p.next()
 		op, _ := lookupOp(t.text)
-		r, err := p.term()
+		r, err := operand()
 		if err != nil {
 			return nil, err
 		}
@@ -305,25 +311,13 @@ func (p *exprParser) sum() (node, error) {
 	return l, nil
 }
 
-func (p *exprParser) term() (node, error) {
-	l, err := p.unary()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("*") || p.isOp("/") {
-		t := p.next()
-		op, _ := lookupOp(t.text)
-		r, err := p.unary()
-		if err != nil {
-			return nil, err
+func (p *exprParser) isAnyOp(ops []string) bool {
+	for _, o := range ops {
+		if p.isOp(o) {
+			return true
 		}
-		n := &binNode{op: op, l: l, r: r, pos: t.pos}
-		if err := n.check(p); err != nil {
-			return nil, err
-		}
-		l = n
 	}
-	return l, nil
+	return false
 }
 
 func (p *exprParser) unary() (node, error) {
