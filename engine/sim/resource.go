@@ -11,14 +11,8 @@ type CacheLine struct {
 // Touch charges c for pulling the line when another CPU touched it last,
 // and makes c its owner. It reports whether a transfer happened.
 func (l *CacheLine) Touch(c *CPU) bool {
-	id := int32(c.ID) + 1
-	if l.owner == id {
-		return false
-	}
-	moved := l.owner != 0
-	l.owner = id
+	moved := l.Take(c)
 	if moved {
-		c.transfers++
 		c.Spend(c.sim.Costs.CacheLineTransfer)
 	}
 	return moved
