@@ -260,6 +260,17 @@ func (rq *RQ) errSKB(b *rxBuf, numBuf int) {
 	if b.page != mem.NoPage {
 		rq.release(b.page, b.pool, softirqCtx)
 	}
+	rq.consumeRest(numBuf, false)
+	rq.Stats.Drops++
+}
+
+// consumeRest takes the numBuf-1 buffers that follow a packet's first,
+// counts their bytes, charges a copy of each when copied is set (as
+// xdp_linearize_page does), and frees them; a missing buffer is a length
+// error ("%d buffers out of %d missing"). It returns the bytes taken.
+func (rq *RQ) consumeRest(numBuf int, copied bool) uint32 {
+	c := rq.CPU
+	var total uint32
 	for ; numBuf > 1; numBuf-- {
 		var nb rxBuf
 		n, _, ok := rq.getBuf(&nb)
@@ -268,9 +279,13 @@ func (rq *RQ) errSKB(b *rxBuf, numBuf int) {
 			break
 		}
 		rq.Stats.Bytes += uint64(n)
+		if copied {
+			c.Spend(memcpyCost(c, n))
+		}
+		total += n
 		rq.release(nb.page, nb.pool, softirqCtx)
 	}
-	rq.Stats.Drops++
+	return total
 }
 
 // pageToSKB is page_to_skb for mergeable buffers: a packet that does not

@@ -157,18 +157,7 @@ func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int)
 	if headroom < rq.d.headroom() || (numBuf > 1 && !rq.d.s.XDP.Frags) {
 		rq.Stats.Linearized++
 		c.Spend(c.Costs().PageAlloc + memcpyCost(c, n))
-		for ; numBuf > 1; numBuf-- {
-			var nb rxBuf
-			l, _, ok := rq.getBuf(&nb)
-			if !ok {
-				rq.Stats.LengthErrors++
-				break
-			}
-			rq.Stats.Bytes += uint64(l)
-			c.Spend(memcpyCost(c, l))
-			n += l
-			rq.release(nb.page, nb.pool, softirqCtx)
-		}
+		n += rq.consumeRest(numBuf, true)
 		if n+XDPHeadroom+ShinfoSize > mem.PageSize {
 			rq.Stats.XDPDrops++
 			rq.Stats.Drops++
@@ -176,20 +165,10 @@ func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int)
 			return
 		}
 	} else {
-		for ; numBuf > 1; numBuf-- {
-			// Multi-buffer XDP: the frags ride along; they are freed
-			// with the packet here (a simplification: the engine keeps
-			// only the head buffer of a multi-buffer xdp_buff).
-			var nb rxBuf
-			l, _, ok := rq.getBuf(&nb)
-			if !ok {
-				rq.Stats.LengthErrors++
-				break
-			}
-			rq.Stats.Bytes += uint64(l)
-			n += l
-			rq.release(nb.page, nb.pool, softirqCtx)
-		}
+		// Multi-buffer XDP: the frags ride along; they are freed with the
+		// packet here (a simplification: the engine keeps only the head
+		// buffer of a multi-buffer xdp_buff).
+		n += rq.consumeRest(numBuf, false)
 	}
 	act, n2, ok := rq.runXDP(b, n)
 	if !ok || act != bpf.XDPPass {
