@@ -64,6 +64,11 @@ func (p *Program) Maps() []*Map { return append([]*Map(nil), p.maps...) }
 // resolved), one per internal pc.
 func (p *Program) Instructions() asm.Instructions { return append(asm.Instructions(nil), p.orig...) }
 
+// ReadsPacket reports whether a run may read the packet: false for a
+// constant program ("r0 = imm; exit"), whose result does not depend on
+// the bytes, so a caller may skip putting them in the buffer.
+func (p *Program) ReadsPacket() bool { return !p.constRet }
+
 // Budget returns the per-run instruction budget.
 func (p *Program) Budget() int { return p.budget }
 

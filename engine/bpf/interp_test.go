@@ -597,6 +597,7 @@ func TestConstantReturnMatchesInterpreter(t *testing.T) {
 			fast, err := NewProgram(spec, nil, opts)
 			require.NoError(t, err)
 			assert.Equal(t, tc.short, fast.constRet)
+			assert.Equal(t, !tc.short, fast.ReadsPacket(), "a constant program does not read the packet")
 			slow, err := NewProgram(spec, nil, opts)
 			require.NoError(t, err)
 			slow.constRet = false

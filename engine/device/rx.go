@@ -43,7 +43,11 @@ type RX struct {
 	wake    sim.Time     // a kick has woken it at this time (when !starved)
 
 	window []byte // WindowSize bytes per descriptor head
-	c      Counters
+	// pend[head] is the frame written into head's buffer whose bytes are
+	// not in the window yet: they are built from the flow's template when
+	// read (Window, CopyFrame), so a frame nobody reads costs no bytes.
+	pend []pendingFrame
+	c    Counters
 
 	first virtq.ChainInfo // scratch: plan's first chain, for deliver
 }
@@ -58,6 +62,7 @@ func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) *R
 		mode:    s.Mode(),
 		backlog: s.Device.Backlog,
 		window:  make([]byte, q.Size()*WindowSize),
+		pend:    make([]pendingFrame, q.Size()),
 	}
 	r.nic = r.kind == scenario.DeviceNIC
 	r.mergeable = r.mode == scenario.ModeMergeable
@@ -76,11 +81,48 @@ func (r *RX) Traffic() *Traffic { return r.traffic }
 // Starved reports whether the host sleeps waiting for a kick.
 func (r *RX) Starved() bool { return r.starved }
 
+// pendingFrame names a frame by what builds it: the flow's template, the
+// sequence number and the length.
+type pendingFrame struct {
+	seq     uint64
+	flow    int32
+	size    int32
+	pending bool // the window does not hold this frame's bytes yet
+}
+
 // Window returns the stored bytes of the buffer whose chain starts at head:
 // the virtio_net header followed by the start of the frame.
 func (r *RX) Window(head uint16) []byte {
 	off := int(head) * WindowSize
-	return r.window[off : off+WindowSize]
+	w := r.window[off : off+WindowSize]
+	if pf := &r.pend[head]; pf.pending {
+		r.traffic.build(int(pf.flow), w[VirtioNetHdrLen:], pf.seq, int(pf.size))
+		pf.pending = false
+	}
+	return w
+}
+
+// CopyFrame copies the first len(dst) stored frame bytes of the buffer
+// whose chain starts at head into dst: copy(dst,
+// Window(head)[VirtioNetHdrLen:]), building them straight into dst when
+// they are not in the window yet. len(dst) is at most WindowSize -
+// VirtioNetHdrLen.
+func (r *RX) CopyFrame(head uint16, dst []byte) {
+	if pf := &r.pend[head]; pf.pending {
+		// build is Flow.Build cut at len(dst): a prefix of what the
+		// window would hold.
+		r.traffic.build(int(pf.flow), dst, pf.seq, int(pf.size))
+		return
+	}
+	off := int(head)*WindowSize + VirtioNetHdrLen
+	copy(dst, r.window[off:off+len(dst)])
+}
+
+// NumBuffers is num_buffers of the header in the buffer whose chain
+// starts at head (device.NumBuffers of its window; the header is always
+// written at once).
+func (r *RX) NumBuffers(head uint16) uint16 {
+	return NumBuffers(r.window[int(head)*WindowSize:])
 }
 
 // Kick tells the host that the driver added buffers (virtqueue_notify).
@@ -289,14 +331,16 @@ func (r *RX) deliver(size, nbuf int, first *virtq.ChainInfo) bool {
 			n = int(ci.Writable)
 		}
 		if i == 0 {
-			w := r.Window(head)
+			off := int(head) * WindowSize
 			h := VirtioNetHdr{NumBuffers: uint16(nbuf)}
 			if !r.mergeable {
 				h.NumBuffers = 0
 			}
-			h.Put(w)
-			// Flow.Build of the next packet, from its prepared headers.
-			r.traffic.BuildNext(w[VirtioNetHdrLen:], size)
+			h.Put(r.window[off : off+VirtioNetHdrLen])
+			// Flow.Build of the next packet, from its prepared headers,
+			// when the window is read.
+			pf := &r.pend[head]
+			pf.seq, pf.flow, pf.size, pf.pending = r.traffic.seq, int32(r.traffic.flowIdx), int32(size), true
 		}
 		r.q.DeviceAddUsed(uint32(head), uint32(n))
 		remaining -= n

@@ -21,13 +21,13 @@ import (
 func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	c := rq.CPU
 	env := rq.d.env
-	win := rq.Dev.Window(b.head)[device.VirtioNetHdrLen:]
-	stored := n
-	if stored > uint32(len(win)) {
-		stored = uint32(len(win))
-	}
+	stored := min(n, device.WindowSize-device.VirtioNetHdrLen)
 	buf := rq.xdpBuf
-	copy(buf[XDPHeadroom:], win[:stored])
+	if env.Prog.ReadsPacket() {
+		// The window's bytes, built straight into the buffer when the
+		// window does not hold them yet.
+		rq.Dev.CopyFrame(b.head, buf[XDPHeadroom:XDPHeadroom+stored])
+	}
 	// The input lives in the queue, not on the stack: the program keeps a
 	// pointer to it during the run, so a local would escape (one heap
 	// allocation per packet). It is written field by field: a composite
