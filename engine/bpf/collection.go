@@ -143,7 +143,28 @@ func NewProgram(spec *ProgramSpec, maps []*Map, opts Options) (*Program, error) 
 	p.m.stackLo = stackSize - frameSize
 	p.m.dirty = 0 // clear the stack before the first run
 	p.constRet, p.constR0 = constantReturn(p.code)
+	p.readsPkt = !p.constRet && readsCtx(p.code)
 	return p, nil
+}
+
+// readsCtx reports whether code may read its context (struct xdp_md, and
+// through it the packet). It is false when the straight line at the start
+// overwrites R1, the only register holding the context on entry, with a
+// constant before any instruction reads a register, jumps, calls or exits:
+// nothing can reach the context after that (xdp_redirect_cpu with a fixed
+// CPU is such a program). Anything else counts as a read.
+func readsCtx(code []insn) bool {
+	for _, in := range code {
+		switch in.op {
+		case opMov64K, opMov32K, opLdImm64, opLdMapPtr, opLdMapValue:
+			if in.dst == 1 {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // constantReturn reports whether code is "r0 = imm; exit" (XDP_PASS,

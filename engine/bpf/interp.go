@@ -26,6 +26,8 @@ type Program struct {
 	// constRet: the program is "r0 = constR0; exit" (constantReturn).
 	constRet bool
 	constR0  uint64
+	// readsPkt: a run may read the packet (ReadsPacket).
+	readsPkt bool
 
 	m machine
 }
@@ -65,9 +67,10 @@ func (p *Program) Maps() []*Map { return append([]*Map(nil), p.maps...) }
 func (p *Program) Instructions() asm.Instructions { return append(asm.Instructions(nil), p.orig...) }
 
 // ReadsPacket reports whether a run may read the packet: false for a
-// constant program ("r0 = imm; exit"), whose result does not depend on
-// the bytes, so a caller may skip putting them in the buffer.
-func (p *Program) ReadsPacket() bool { return !p.constRet }
+// constant program ("r0 = imm; exit") and for one that overwrites its
+// context register before using it (readsCtx), whose results do not
+// depend on the bytes, so a caller may skip putting them in the buffer.
+func (p *Program) ReadsPacket() bool { return p.readsPkt }
 
 // Budget returns the per-run instruction budget.
 func (p *Program) Budget() int { return p.budget }

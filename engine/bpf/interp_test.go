@@ -597,7 +597,9 @@ func TestConstantReturnMatchesInterpreter(t *testing.T) {
 			fast, err := NewProgram(spec, nil, opts)
 			require.NoError(t, err)
 			assert.Equal(t, tc.short, fast.constRet)
-			assert.Equal(t, !tc.short, fast.ReadsPacket(), "a constant program does not read the packet")
+			if tc.short {
+				assert.False(t, fast.ReadsPacket(), "a constant program does not read the packet")
+			}
 			slow, err := NewProgram(spec, nil, opts)
 			require.NoError(t, err)
 			slow.constRet = false
