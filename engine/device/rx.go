@@ -189,7 +189,10 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.c.Drops += r.traffic.DropUntil(start, r.backlog)
 		}
 		_, size := r.traffic.Peek()
-		nbuf, ndesc, fits, ok := r.plan(size, &r.first)
+		head, lone, nbuf, ndesc, fits, ok := r.planLone(size)
+		if !lone {
+			nbuf, ndesc, fits, ok = r.plan(size, &r.first)
+		}
 		if !ok {
 			// The ring is empty (or holds too little for this frame): the
 			// host enables notification and sleeps until a kick.
@@ -216,7 +219,9 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.traffic.Advance()
 			continue
 		}
-		if !r.deliver(size, nbuf, &r.first) {
+		if lone {
+			r.deliverLone(head, size)
+		} else if !r.deliver(size, nbuf, &r.first) {
 			return irq, irqAt
 		}
 		r.traffic.Advance()
@@ -292,6 +297,41 @@ func (r *RX) plan(size int, first *virtq.ChainInfo) (nbuf, ndesc int, fits, ok b
 	return 0, 0, false, false
 }
 
+// writeFirst writes the virtio_net header of a frame of size bytes in
+// nbuf buffers into the window of its first buffer, head, and notes the
+// frame: its bytes (Flow.Build of the next packet, from the prepared
+// headers) are built when the window is read.
+func (r *RX) writeFirst(head uint16, nbuf, size int) {
+	off := int(head) * WindowSize
+	h := VirtioNetHdr{NumBuffers: uint16(nbuf)}
+	if !r.mergeable {
+		h.NumBuffers = 0
+	}
+	h.Put(r.window[off : off+VirtioNetHdrLen])
+	pf := &r.pend[head]
+	pf.seq, pf.flow, pf.size, pf.pending = r.traffic.seq, int32(r.traffic.flowIdx), int32(size), true
+}
+
+// planLone is plan for a frame that fits the next available buffer when
+// that is one writable descriptor (virtq.DevicePeekLone): lone is false
+// when it is not, or the frame does not fit it, and plan must decide.
+func (r *RX) planLone(size int) (head uint16, lone bool, nbuf, ndesc int, fits, ok bool) {
+	head, writable, lone := r.q.DevicePeekLone()
+	if !lone || uint64(size+VirtioNetHdrLen) > uint64(writable) {
+		return 0, false, 0, 0, false, false
+	}
+	return head, true, 1, 1, true, true
+}
+
+// deliverLone is deliver of a frame into the one buffer planLone found.
+func (r *RX) deliverLone(head uint16, size int) {
+	r.writeFirst(head, 1, size)
+	r.q.DeviceUseLone(head, uint32(size+VirtioNetHdrLen))
+	r.c.Buffers++
+	r.c.Packets++
+	r.c.Bytes += uint64(size)
+}
+
 // discard takes nbuf buffers and returns them unused (length 0), as vhost
 // does with a frame it must drop after taking descriptors.
 func (r *RX) discard(nbuf int) {
@@ -331,16 +371,7 @@ func (r *RX) deliver(size, nbuf int, first *virtq.ChainInfo) bool {
 			n = int(ci.Writable)
 		}
 		if i == 0 {
-			off := int(head) * WindowSize
-			h := VirtioNetHdr{NumBuffers: uint16(nbuf)}
-			if !r.mergeable {
-				h.NumBuffers = 0
-			}
-			h.Put(r.window[off : off+VirtioNetHdrLen])
-			// Flow.Build of the next packet, from its prepared headers,
-			// when the window is read.
-			pf := &r.pend[head]
-			pf.seq, pf.flow, pf.size, pf.pending = r.traffic.seq, int32(r.traffic.flowIdx), int32(size), true
+			r.writeFirst(head, nbuf, size)
 		}
 		r.q.DeviceAddUsed(uint32(head), uint32(n))
 		remaining -= n
