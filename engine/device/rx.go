@@ -43,9 +43,11 @@ type RX struct {
 	wake    sim.Time     // a kick has woken it at this time (when !starved)
 
 	window []byte // WindowSize bytes per descriptor head
-	// pend[head] is the frame written into head's buffer whose bytes are
-	// not in the window yet: they are built from the flow's template when
-	// read (Window, CopyFrame), so a frame nobody reads costs no bytes.
+	// pend[head] is the frame written into head's buffer whose header and
+	// bytes are not in the window yet: they are written when read (Window,
+	// CopyFrame), the bytes built from the flow's template, so a frame
+	// nobody reads costs no bytes and its window's cache line is not
+	// touched.
 	pend []pendingFrame
 	c    Counters
 
@@ -82,12 +84,13 @@ func (r *RX) Traffic() *Traffic { return r.traffic }
 func (r *RX) Starved() bool { return r.starved }
 
 // pendingFrame names a frame by what builds it: the flow's template, the
-// sequence number and the length.
+// sequence number and the length, and the header's num_buffers.
 type pendingFrame struct {
 	seq     uint64
 	flow    int32
 	size    int32
-	pending bool // the window does not hold this frame's bytes yet
+	numBuf  uint16
+	pending bool // the window does not hold this frame yet
 }
 
 // Window returns the stored bytes of the buffer whose chain starts at head:
@@ -96,6 +99,8 @@ func (r *RX) Window(head uint16) []byte {
 	off := int(head) * WindowSize
 	w := r.window[off : off+WindowSize]
 	if pf := &r.pend[head]; pf.pending {
+		h := VirtioNetHdr{NumBuffers: pf.numBuf}
+		h.Put(w)
 		r.traffic.build(int(pf.flow), w[VirtioNetHdrLen:], pf.seq, int(pf.size))
 		pf.pending = false
 	}
@@ -119,9 +124,11 @@ func (r *RX) CopyFrame(head uint16, dst []byte) {
 }
 
 // NumBuffers is num_buffers of the header in the buffer whose chain
-// starts at head (device.NumBuffers of its window; the header is always
-// written at once).
+// starts at head: NumBuffers(Window(head)), without writing the window.
 func (r *RX) NumBuffers(head uint16) uint16 {
+	if pf := &r.pend[head]; pf.pending {
+		return pf.numBuf
+	}
 	return NumBuffers(r.window[int(head)*WindowSize:])
 }
 
@@ -297,19 +304,17 @@ func (r *RX) plan(size int, first *virtq.ChainInfo) (nbuf, ndesc int, fits, ok b
 	return 0, 0, false, false
 }
 
-// writeFirst writes the virtio_net header of a frame of size bytes in
-// nbuf buffers into the window of its first buffer, head, and notes the
-// frame: its bytes (Flow.Build of the next packet, from the prepared
-// headers) are built when the window is read.
+// writeFirst writes the next frame, size bytes in nbuf buffers, into its
+// first buffer, head: the virtio_net header (num_buffers) and the bytes
+// (Flow.Build of the next packet, from the prepared headers) go into the
+// window when it is read.
 func (r *RX) writeFirst(head uint16, nbuf, size int) {
-	off := int(head) * WindowSize
-	h := VirtioNetHdr{NumBuffers: uint16(nbuf)}
-	if !r.mergeable {
-		h.NumBuffers = 0
-	}
-	h.Put(r.window[off : off+VirtioNetHdrLen])
 	pf := &r.pend[head]
 	pf.seq, pf.flow, pf.size, pf.pending = r.traffic.seq, int32(r.traffic.flowIdx), int32(size), true
+	pf.numBuf = uint16(nbuf)
+	if !r.mergeable {
+		pf.numBuf = 0
+	}
 }
 
 // planLone is plan for a frame that fits the next available buffer when

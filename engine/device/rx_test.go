@@ -11,10 +11,11 @@ import (
 	"ringlab/engine/virtq"
 )
 
-// TestWindowHoldsTheFrameBuiltWhenRead: the host writes a frame's bytes
-// into the window only when someone reads them; what Window and CopyFrame
-// return is Flow.Build of the frame delivered there, whichever is read
-// first and however much of it, also after the head is reused.
+// TestWindowHoldsTheFrameBuiltWhenRead: the host writes a frame's header
+// and bytes into the window only when someone reads them; what Window,
+// CopyFrame and NumBuffers return is the header and Flow.Build of the
+// frame delivered there, whichever is read first and however much of it,
+// also after the head is reused.
 func TestWindowHoldsTheFrameBuiltWhenRead(t *testing.T) {
 	s := scenario.Default()
 	s.Traffic.Sizes = []int{1514, 60, 300}
@@ -53,8 +54,15 @@ func TestWindowHoldsTheFrameBuiltWhenRead(t *testing.T) {
 		part := make([]byte, min(pkt*13%stored, n))
 		r.CopyFrame(head, part)
 		assert.Equal(t, want[:len(part)], part, "packet %d: CopyFrame before Window", pkt)
+		wantBufs := uint16(0)
+		if s.Mode() == scenario.ModeMergeable {
+			wantBufs = 1
+		}
+		assert.Equal(t, wantBufs, r.NumBuffers(head), "packet %d: num_buffers before Window", pkt)
 		if pkt%2 == 0 {
 			assert.Equal(t, want, r.Window(head)[VirtioNetHdrLen:][:n], "packet %d: Window", pkt)
+			assert.Equal(t, wantBufs, NumBuffers(r.Window(head)), "packet %d: the window's header", pkt)
+			assert.Equal(t, wantBufs, r.NumBuffers(head), "packet %d: num_buffers after Window", pkt)
 			r.CopyFrame(head, part)
 			assert.Equal(t, want[:len(part)], part, "packet %d: CopyFrame after Window", pkt)
 		}

@@ -63,7 +63,11 @@ type Page struct {
 	hn       uint8 // moves recorded, up to HistoryLen
 
 	line sim.CacheLine // the struct page's cache line
-	hist [HistoryLen]Move
+	// dmaFirst is the first live mapping of this head on the memory's
+	// first DMA device (DMA.first), -1 none. It fills the first 64 bytes,
+	// which hold what every packet reads; hist starts the second line.
+	dmaFirst int32
+	hist     [HistoryLen]Move
 }
 
 // RefCount is page_ref_count: the page's _refcount.
