@@ -95,9 +95,15 @@ func (p *Page) Loc() Loc { return p.loc }
 func (p *Page) Touch(c *sim.CPU) bool { return p.line.Touch(c) }
 
 func (p *Page) record(at sim.Time, from, to Loc, owner int16) {
-	p.hist[p.hpos] = Move{At: at, From: from, To: to, Owner: owner}
+	// Field by field, at an index the compiler sees in range.
+	h := &p.hist[p.hpos%HistoryLen]
+	h.At, h.From, h.To, h.Owner = at, from, to, owner
 	p.hpos = (p.hpos + 1) % HistoryLen
 	if p.hn < HistoryLen {
 		p.hn++
 	}
 }
+
+// record indexes hist with hpos % HistoryLen: a power of two keeps that a
+// mask (this fails to compile otherwise).
+var _ = [1]struct{}{}[HistoryLen&(HistoryLen-1)]
