@@ -211,6 +211,25 @@ func (d *DMA) SyncForDevice(c *sim.CPU, addr uint64, size uint32) error {
 }
 
 func (d *DMA) sync(c *sim.CPU, addr uint64, size uint32) error {
+	// Fast path: a CPU of this simulation, direct DMA, an address in a
+	// head page whose first mapping (kept in struct page) holds all size
+	// bytes: every page_pool sync. Anything else takes syncChecked, which
+	// finds the same mapping or says what is wrong.
+	if pfn := addr >> PageShift; d.inPage && !d.iommu && pfn < uint64(len(d.m.pages)) && c != nil && uint(c.ID) < uint(len(d.m.pcp)) {
+		p := &d.m.pages[pfn]
+		if f := uint32(p.dmaFirst); p.isHead && f < uint32(len(d.slots)) {
+			sl := &d.slots[f]
+			if end := sl.addr + uint64(sl.size); sl.live && addr >= sl.addr && addr < end && addr+uint64(size) <= end {
+				c.Spend(c.Costs().DMASync)
+				return nil
+			}
+		}
+	}
+	return d.syncChecked(c, addr, size)
+}
+
+// syncChecked is sync for any address.
+func (d *DMA) syncChecked(c *sim.CPU, addr uint64, size uint32) error {
 	if err := d.m.checkCPU(c); err != nil {
 		return err
 	}
