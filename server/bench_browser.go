@@ -31,9 +31,11 @@ const (
 	pageLoadTimeout = 90 * time.Second
 
 	// bench.html's options: seconds per run, runs per mode, warm-up
-	// seconds after the engine started.
+	// seconds after the engine started. The game updates its counters once
+	// a second (slower when a loaded machine slows its ticks), so a run
+	// must span a few updates.
 	drawSeconds, drawRounds, drawWarmup                = 5, 3, 2
-	drawSecondsQuick, drawRoundsQuick, drawWarmupQuick = 1, 1, 1
+	drawSecondsQuick, drawRoundsQuick, drawWarmupQuick = 3, 1, 1
 
 	// The wasm engine (game.html?bench=engine) is read after the warm-up
 	// and again after the measured time.
