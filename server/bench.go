@@ -184,10 +184,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	runs := fs.Int("runs", defaultBenchRuns, "timed `R` runs per engine preset; the median is reported (--quick: 1)")
 	quick := fs.Bool("quick", false, "short runs: 100 WebSocket clients for 3 s, one page load, a few seconds per browser and host case")
 	var only listFlag
-	fs.Var(&only, "only", "run only the cases named, or whose names start with one of these (`a,b`: e.g. server,host-source)")
+	fs.Var(&only, "only", "run only the `cases` whose names are, or start with, one of these, comma-separated (e.g. server,host-source)")
 	web := fs.String("web", defaultWebDir, "the page's `directory`, where `make wasm` left main.wasm, main.wasm.gz and wasm_exec.js")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab bench [--json] [--quick] [--only a,b] [--packets N] [--runs R] [--web DIR]\n\n"+
+		fmt.Fprintf(stderr, "Usage: ringlab bench [--json] [--quick] [--only CASE,...] [--packets N] [--runs R] [--web DIR]\n\n"+
 			"Runs the performance cases of BENCHMARKS.md, prints each value next to\n"+
 			"its target and says which targets hold: the engine natively, the\n"+
 			"server under 1000 WebSocket clients (a `ringlab serve` child on\n"+
