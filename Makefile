@@ -18,7 +18,7 @@ all: build wasm
 help:
 	@echo "make run    build the wasm and the binary, then serve the playground on $(ADDR)"
 	@echo "make test   go vet, every Go test, the wasm build"
-	@echo "make bench  the engine's Go benchmarks"
+	@echo "make bench  the engine's Go benchmarks, then ringlab bench (every target; builds the wasm first)"
 	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"
 	@echo "make build  bin/ringlab"
 	@echo "make wasm   web/main.wasm and its gzipped copy, with their sizes"
@@ -53,7 +53,7 @@ test: vet
 	$(GO) run ./server tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
 
-bench:
+bench: wasm
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/...
 	$(GO) run ./server bench
 

@@ -6,14 +6,10 @@
 package browsertest
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -24,7 +20,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/internal/chromium"
 	"ringlab/internal/testenv"
+	"ringlab/internal/wasmbuild"
 )
 
 // Window size of the browser: a laptop screen.
@@ -46,47 +44,17 @@ var (
 	buildErr  error
 )
 
-// wasmBuild builds main.wasm (GOOS=js GOARCH=wasm) and copies wasm_exec.js
-// into a directory shared by the tests of this run.
+// wasmBuild builds main.wasm, its gzipped copy and wasm_exec.js into a
+// directory shared by the tests of this run.
 func wasmBuild(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		root := repoRoot(t)
 		dir, err := os.MkdirTemp("", "ringlab-wasm-")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "main.wasm"), "./wasm")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./wasm: %v\n%s", err, out)
-			return
-		}
-		goroot, err := exec.Command("go", "env", "GOROOT").Output()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		js, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"))
-		if err != nil {
-			buildErr = err
-			return
-		}
-		if buildErr = os.WriteFile(filepath.Join(dir, "wasm_exec.js"), js, 0o644); buildErr != nil {
-			return
-		}
-		raw, err := os.ReadFile(filepath.Join(dir, "main.wasm"))
-		if err != nil {
-			buildErr = err
-			return
-		}
-		var gz bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
-		zw.Write(raw)
-		zw.Close()
-		buildErr = os.WriteFile(filepath.Join(dir, "main.wasm.gz"), gz.Bytes(), 0o644)
+		buildErr = wasmbuild.Build(repoRoot(t), dir)
 		buildDir = dir
 	})
 	require.NoError(t, buildErr)
@@ -130,16 +98,7 @@ func serverWith(t testing.TB, more func(*http.ServeMux)) *httptest.Server {
 // allocatorOptions are the Chromium flags of every test browser, with a
 // fresh profile in dir.
 func allocatorOptions(path, dir string) []chromedp.ExecAllocatorOption {
-	return append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(dir),
-		chromedp.WindowSize(windowW, windowH),
-	)
+	return chromium.Options(path, dir, windowW, windowH)
 }
 
 // freshBrowser starts a Chromium of its own with an empty profile (no
