@@ -129,6 +129,7 @@ func (d *DMA) MapRange(c *sim.CPU, id PageID, offset, size uint32) (uint64, erro
 	sl := &d.slots[s] // field by field: a literal of five fields is copied through the stack
 	sl.addr, sl.page, sl.size, sl.next, sl.live = addr, h, size, d.byPage[h], true
 	d.byPage[h] = s
+	d.m.note(h)
 	d.stats.Maps++
 	d.stats.Live++
 	return addr, nil
@@ -162,6 +163,7 @@ func (d *DMA) Unmap(c *sim.CPU, addr uint64) error {
 		}
 		d.slots[p].next = sl.next
 	}
+	d.m.note(h)
 	sl.live = false
 	sl.next = d.free
 	d.free = s
