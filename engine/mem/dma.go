@@ -149,6 +149,7 @@ func (d *DMA) MapRange(c *sim.CPU, id PageID, offset, size uint32) (uint64, erro
 	first := d.first(h)
 	sl.addr, sl.page, sl.size, sl.next, sl.live = addr, h, size, *first, true
 	*first = s
+	d.m.note(h)
 	d.stats.Maps++
 	d.stats.Live++
 	return addr, nil
@@ -182,6 +183,7 @@ func (d *DMA) Unmap(c *sim.CPU, addr uint64) error {
 		}
 		d.slots[p].next = sl.next
 	}
+	d.m.note(h)
 	sl.live = false
 	sl.next = d.free
 	d.free = s

@@ -77,6 +77,9 @@ type Mem struct {
 	stats  Stats
 	dmas   []*DMA
 	pools  int32 // page_pool ids handed out
+
+	watching bool     // record touched blocks (Watch)
+	touched  []PageID // blocks touched while watching
 }
 
 // ErrNoMemory is returned when the page allocator has no block to give
@@ -273,6 +276,7 @@ func (m *Mem) Move(id PageID, to Loc, owner int) error {
 				p.loc = to
 			}
 			p.owner = int16(owner)
+			m.note(id)
 			return nil
 		}
 	}
@@ -323,6 +327,7 @@ func (m *Mem) allocatedHead(id PageID) (PageID, error) {
 
 // setLoc moves head h, keeping the counts and history.
 func (m *Mem) setLoc(h PageID, to Loc, owner int) {
+	m.note(h)
 	p := &m.pages[h]
 	if p.loc == to {
 		p.owner = int16(owner)
