@@ -57,11 +57,7 @@ func wasmBuild(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "main.wasm"), "./wasm")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./wasm: %v\n%s", err, out)
+		if buildErr = buildWasm(root, "./wasm", dir); buildErr != nil {
 			return
 		}
 		goroot, err := exec.Command("go", "env", "GOROOT").Output()
@@ -77,20 +73,30 @@ func wasmBuild(t testing.TB) string {
 		if buildErr = os.WriteFile(filepath.Join(dir, "wasm_exec.js"), js, 0o644); buildErr != nil {
 			return
 		}
-		raw, err := os.ReadFile(filepath.Join(dir, "main.wasm"))
-		if err != nil {
-			buildErr = err
-			return
-		}
-		var gz bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
-		zw.Write(raw)
-		zw.Close()
-		buildErr = os.WriteFile(filepath.Join(dir, "main.wasm.gz"), gz.Bytes(), 0o644)
 		buildDir = dir
 	})
 	require.NoError(t, buildErr)
 	return buildDir
+}
+
+// buildWasm builds the GOOS=js main package pkg (as `make wasm` does) into
+// dir/main.wasm and its gzipped copy dir/main.wasm.gz (gzip -9, as served).
+func buildWasm(root, pkg, dir string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "main.wasm"), pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "main.wasm"))
+	if err != nil {
+		return err
+	}
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	zw.Write(raw)
+	zw.Close()
+	return os.WriteFile(filepath.Join(dir, "main.wasm.gz"), gz.Bytes(), 0o644)
 }
 
 // server serves web/ as static files, with main.wasm and wasm_exec.js from
@@ -103,7 +109,14 @@ func server(t testing.TB) *httptest.Server {
 // serverWith is server with more handlers (added before the files).
 func serverWith(t testing.TB, more func(*http.ServeMux)) *httptest.Server {
 	t.Helper()
-	build := wasmBuild(t)
+	return serveWasm(t, wasmBuild(t), more)
+}
+
+// serveWasm is serverWith with main.wasm from the build directory build
+// (and wasm_exec.js from the engine's build).
+func serveWasm(t testing.TB, build string, more func(*http.ServeMux)) *httptest.Server {
+	t.Helper()
+	base := wasmBuild(t)
 	web := http.FileServer(http.Dir(filepath.Join(repoRoot(t), "web")))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/main.wasm", func(w http.ResponseWriter, r *http.Request) {
@@ -116,7 +129,7 @@ func serverWith(t testing.TB, more func(*http.ServeMux)) *httptest.Server {
 		http.ServeFile(w, r, filepath.Join(build, "main.wasm"))
 	})
 	mux.HandleFunc("/wasm_exec.js", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, filepath.Join(build, "wasm_exec.js"))
+		http.ServeFile(w, r, filepath.Join(base, "wasm_exec.js"))
 	})
 	if more != nil {
 		more(mux)
