@@ -48,10 +48,11 @@ const loadTimesJS = `(() => {
 	const w = document.getElementById("game").contentWindow;
 	const go = w.performance.timeOrigin - o;
 	out.game = go;
-	// main.wasm is fetched by the page (index.html) or else by the frame.
+	// main.wasm is fetched by the game's frame (or, in a build being
+	// compared, by the page).
 	const wasm = (p) => p.getEntriesByType("resource").filter((e) => e.name.endsWith("/main.wasm"))[0];
-	let r = wasm(performance), base = 0;
-	if (!r) [r, base] = [wasm(w.performance), go];
+	let r = wasm(w.performance), base = go;
+	if (!r) [r, base] = [wasm(performance), 0];
 	if (r) {
 		out.fetch = base + r.fetchStart;
 		out.firstbyte = base + r.responseStart;
