@@ -17,8 +17,8 @@ all: build wasm
 
 help:
 	@echo "make run    build the wasm and the binary, then serve the playground on $(ADDR)"
-	@echo "make test   go vet, every Go test, the wasm build"
-	@echo "make bench  the engine's Go benchmarks"
+	@echo "make test   go vet, every Go test under the race detector, the million-packet soak, the wasm build"
+	@echo "make bench  the engine's Go benchmarks, then ringlab bench (every target; builds the wasm first)"
 	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"
 	@echo "make build  bin/ringlab"
 	@echo "make wasm   web/main.wasm and its gzipped copy, with their sizes"
@@ -44,16 +44,20 @@ vet:
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./engine/... ./wasm/...
 
-# The race detector runs where goroutines are: the server. The engine is
-# single-threaded by construction (engine/purity_test.go forbids go
-# statements and sync there), so racing it would only slow the suite.
+# Every test runs under the race detector. The engine is single-threaded
+# by construction (engine/purity_test.go forbids go statements and sync
+# there), but its tests run in parallel and the server's goroutines call
+# it. Under the race detector the engine's soak (TestSoakPresets: every
+# preset checked after every event) runs 100,000 packets per preset (a
+# race build tag, engine/soak_race_test.go); the second line runs it for
+# the full million without the detector.
 test: vet
-	$(GO) test $(TESTFLAGS) ./...
-	$(GO) test -race $(TESTFLAGS) ./server/...
+	$(GO) test -race $(TESTFLAGS) ./...
+	$(GO) test $(TESTFLAGS) -run '^TestSoakPresets$$' ./engine
 	$(GO) run ./server tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
 
-bench:
+bench: wasm
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/...
 	$(GO) run ./server bench
 

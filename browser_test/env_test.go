@@ -6,14 +6,10 @@
 package browsertest
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -24,7 +20,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/internal/chromium"
 	"ringlab/internal/testenv"
+	"ringlab/internal/wasmbuild"
 )
 
 // Window size of the browser: a laptop screen.
@@ -46,57 +44,21 @@ var (
 	buildErr  error
 )
 
-// wasmBuild builds main.wasm (GOOS=js GOARCH=wasm) and copies wasm_exec.js
-// into a directory shared by the tests of this run.
+// wasmBuild builds main.wasm, its gzipped copy and wasm_exec.js into a
+// directory shared by the tests of this run.
 func wasmBuild(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		root := repoRoot(t)
 		dir, err := os.MkdirTemp("", "ringlab-wasm-")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		if buildErr = buildWasm(root, "./wasm", dir); buildErr != nil {
-			return
-		}
-		goroot, err := exec.Command("go", "env", "GOROOT").Output()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		js, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"))
-		if err != nil {
-			buildErr = err
-			return
-		}
-		if buildErr = os.WriteFile(filepath.Join(dir, "wasm_exec.js"), js, 0o644); buildErr != nil {
-			return
-		}
+		buildErr = wasmbuild.Build(repoRoot(t), dir)
 		buildDir = dir
 	})
 	require.NoError(t, buildErr)
 	return buildDir
-}
-
-// buildWasm builds the GOOS=js main package pkg (as `make wasm` does) into
-// dir/main.wasm and its gzipped copy dir/main.wasm.gz (gzip -9, as served).
-func buildWasm(root, pkg, dir string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, "main.wasm"), pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "main.wasm"))
-	if err != nil {
-		return err
-	}
-	var gz bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
-	zw.Write(raw)
-	zw.Close()
-	return os.WriteFile(filepath.Join(dir, "main.wasm.gz"), gz.Bytes(), 0o644)
 }
 
 // server serves web/ as static files, with main.wasm and wasm_exec.js from
@@ -112,11 +74,10 @@ func serverWith(t testing.TB, more func(*http.ServeMux)) *httptest.Server {
 	return serveWasm(t, wasmBuild(t), more)
 }
 
-// serveWasm is serverWith with main.wasm from the build directory build
-// (and wasm_exec.js from the engine's build).
+// serveWasm is serverWith with main.wasm and wasm_exec.js from the build
+// directory build (wasmbuild's layout).
 func serveWasm(t testing.TB, build string, more func(*http.ServeMux)) *httptest.Server {
 	t.Helper()
-	base := wasmBuild(t)
 	web := http.FileServer(http.Dir(filepath.Join(repoRoot(t), "web")))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/main.wasm", func(w http.ResponseWriter, r *http.Request) {
@@ -129,7 +90,7 @@ func serveWasm(t testing.TB, build string, more func(*http.ServeMux)) *httptest.
 		http.ServeFile(w, r, filepath.Join(build, "main.wasm"))
 	})
 	mux.HandleFunc("/wasm_exec.js", func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFile(w, r, filepath.Join(base, "wasm_exec.js"))
+		http.ServeFile(w, r, filepath.Join(build, "wasm_exec.js"))
 	})
 	if more != nil {
 		more(mux)
@@ -143,16 +104,7 @@ func serveWasm(t testing.TB, build string, more func(*http.ServeMux)) *httptest.
 // allocatorOptions are the Chromium flags of every test browser, with a
 // fresh profile in dir.
 func allocatorOptions(path, dir string) []chromedp.ExecAllocatorOption {
-	return append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(dir),
-		chromedp.WindowSize(windowW, windowH),
-	)
+	return chromium.Options(path, dir, windowW, windowH)
 }
 
 // freshBrowser starts a Chromium of its own with an empty profile (no

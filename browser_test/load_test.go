@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/internal/testenv"
+	"ringlab/internal/wasmbuild"
 )
 
 // The start of the page, phase by phase. Every time is in ms after the
@@ -129,7 +130,7 @@ func TestLoadPhases(t *testing.T) {
 		}
 	} else {
 		dir := t.TempDir()
-		require.NoError(t, buildWasm(repoRoot(t), "./browser_test/testdata/emptygame", dir))
+		require.NoError(t, wasmbuild.BuildPackage(repoRoot(t), "./browser_test/testdata/emptygame", dir))
 		builds = append(builds, build{"ringlab", server(t).URL}, build{"empty", serveWasm(t, dir, nil).URL})
 	}
 	type key struct{ build, kind string }

@@ -15,23 +15,24 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/golden")
 
-// TestPresetsKeepInvariants runs every preset for a while and checks the
-// world's invariants after every event (a full check walks every page, so
-// the runs are short; the fuzz and soak targets run longer).
+// TestPresetsKeepInvariants runs every preset from its start with the
+// full pass of CheckEveryEvent after every event: the full Check, and the
+// incremental checker's accounting against every page, so a change the
+// checker does not see is caught at the event that made it. The runs are
+// short (presetCheckEvents; a full pass walks every page); TestSoakPresets
+// runs long.
 func TestPresetsKeepInvariants(t *testing.T) {
 	for _, p := range scenario.Presets() {
 		t.Run(p.Name, func(t *testing.T) {
+			t.Parallel()
 			s, err := scenario.LookupPreset(p.Name)
 			require.NoError(t, err)
 			w, err := New(s)
 			require.NoError(t, err)
-			require.NoError(t, w.Check())
-			for i := 0; i < 1500 && w.Step(); i++ {
-				if err := w.Check(); err != nil {
-					t.Fatalf("after event %d at %d ns (seed %d): %v", i, w.Now(), s.Seed, err)
-				}
+			require.NoError(t, w.CheckEveryEvent(1))
+			for i := 0; i < presetCheckEvents && w.Step(); i++ {
 			}
-			require.NoError(t, w.Err())
+			require.NoError(t, w.Err(), "seed %d", s.Seed)
 			assert.Positive(t, w.Received(), "no packet received")
 		})
 	}

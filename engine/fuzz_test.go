@@ -60,16 +60,17 @@ func FuzzWorld(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for i := 0; i < 300 && w.Step(); i++ {
-			if i%4 != 0 {
-				continue
-			}
-			if err := w.Check(); err != nil {
-				t.Fatalf("event %d: %v", i, err)
-			}
+		// Checked after every event, with the full Check every 64.
+		if err := w.CheckEveryEvent(64); err != nil {
+			t.Fatalf("new world: %v", err)
+		}
+		for i := 0; i < 2000 && w.Step(); i++ {
 		}
 		if err := w.Err(); err != nil {
 			t.Fatalf("world stopped: %v", err)
+		}
+		if err := w.CheckNow(); err != nil {
+			t.Fatalf("after %d events: %v", w.Sim.Queue.Fired(), err)
 		}
 	})
 }

@@ -8,9 +8,12 @@ import (
 
 // Check verifies the world's invariants: the page allocator's (every page
 // in exactly one place, the counts adding up), every pool's accounting,
-// and every receive ring's descriptors (num_free plus the descriptors of
-// posted buffers equals the ring size). It is cheap enough to run after
-// every event in tests.
+// every virtqueue's structure (virtq.Queue.Check) and every receive ring's
+// descriptors (num_free plus the descriptors of posted buffers equals the
+// ring size), and the conservation of frames, skbs, DMA mappings and
+// whole-page buffers (see CheckEveryEvent). It walks every page: O(pages),
+// a millisecond or so. CheckEveryEvent checks after every event what the
+// event touched, and runs Check periodically.
 func (w *World) Check() error {
 	if err := w.Mem.Check(); err != nil {
 		return fmt.Errorf("memory: %w", err)
@@ -22,11 +25,22 @@ func (w *World) Check() error {
 		if broken, why := rq.VQ.Broken(); broken {
 			return fmt.Errorf("rx queue %d broken: %s", rq.Index, why)
 		}
+		if err := rq.VQ.Check(); err != nil {
+			return fmt.Errorf("rx queue %d: %w", rq.Index, err)
+		}
 		posted := rq.PostedDescriptors()
 		if rq.VQ.NumFree()+posted != rq.VQ.Size() {
 			return fmt.Errorf("rx queue %d: num_free %d + %d posted descriptors != ring size %d",
 				rq.Index, rq.VQ.NumFree(), posted, rq.VQ.Size())
 		}
+	}
+	for _, sq := range w.Driver.SQ {
+		if err := sq.VQ.Check(); err != nil {
+			return fmt.Errorf("tx queue %d: %w", sq.Index, err)
+		}
+	}
+	if err := w.checkConservation(); err != nil {
+		return err
 	}
 	var total int64
 	for l := mem.Loc(0); l < mem.NumLocs; l++ {

@@ -38,6 +38,7 @@ type World struct {
 
 	napiLocal bool
 	err       error
+	checker   *eventChecker // CheckEveryEvent, nil when off
 }
 
 // ErrStopped is returned once a world met an internal error: it refuses to
@@ -305,6 +306,9 @@ func (w *World) Step() bool {
 	if w.Err() != nil {
 		return false
 	}
+	if w.checker != nil {
+		return w.checker.step()
+	}
 	return w.Sim.Queue.Step()
 }
 
@@ -318,7 +322,11 @@ func (w *World) RunUntil(t sim.Time) error {
 		if !ok || at > t {
 			break
 		}
-		w.Sim.Queue.Step()
+		if w.checker != nil {
+			w.checker.step()
+		} else {
+			w.Sim.Queue.Step()
+		}
 	}
 	w.Sim.Queue.RunUntil(t)
 	return w.Err()

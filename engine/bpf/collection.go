@@ -143,7 +143,62 @@ func NewProgram(spec *ProgramSpec, maps []*Map, opts Options) (*Program, error) 
 	p.m.stackLo = stackSize - frameSize
 	p.m.dirty = 0 // clear the stack before the first run
 	p.constRet, p.constR0 = constantReturn(p.code)
+	p.readsPkt = !p.constRet && readsCtx(p.code)
+	p.callRet, p.callRegs = constantCall(p.code)
 	return p, nil
+}
+
+// constantCall reports whether code is constant writes to registers, a
+// call of bpf_redirect_map and exit (xdp_redirect_cpu with a fixed CPU is
+// such a program), and the registers the call sees: such a run is the
+// helper's answer, so Run calls it without interpreting.
+func constantCall(code []insn) (bool, [16]uint64) {
+	var regs [16]uint64
+	n := len(code)
+	if n < 2 || code[n-1].op != opExit || code[n-2].op != opCall || int32(code[n-2].imm) != helperRedirectMap {
+		return false, regs
+	}
+	regs[1] = ptr(regCtx, 0)
+	regs[10] = ptr(regStack, stackSize)
+	for _, in := range code[:n-2] {
+		d := in.dst & 15
+		if d >= 10 {
+			return false, regs
+		}
+		switch in.op {
+		case opMov64K, opLdImm64:
+			regs[d] = in.imm
+		case opMov32K:
+			regs[d] = uint64(uint32(in.imm))
+		case opLdMapPtr:
+			regs[d] = ptr(regMapPtr+int(in.tgt), 0)
+		case opLdMapValue:
+			regs[d] = ptr(regMapValue+int(in.tgt), in.imm)
+		default:
+			return false, regs
+		}
+	}
+	return true, regs
+}
+
+// readsCtx reports whether code may read its context (struct xdp_md, and
+// through it the packet). It is false when the straight line at the start
+// overwrites R1, the only register holding the context on entry, with a
+// constant before any instruction reads a register, jumps, calls or exits:
+// nothing can reach the context after that (xdp_redirect_cpu with a fixed
+// CPU is such a program). Anything else counts as a read.
+func readsCtx(code []insn) bool {
+	for _, in := range code {
+		switch in.op {
+		case opMov64K, opMov32K, opLdImm64, opLdMapPtr, opLdMapValue:
+			if in.dst == 1 {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+	return true
 }
 
 // constantReturn reports whether code is "r0 = imm; exit" (XDP_PASS,

@@ -1,6 +1,8 @@
 package bpf
 
 import (
+	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -19,7 +21,9 @@ import (
 // types (ErrNotXDP), unknown helpers and tail calls
 // (ErrUnsupportedHelper), kfuncs, CO-RE relocations and other BTF-only
 // loads (ErrUnsupportedInstruction), maps of other types
-// (ErrUnsupportedMapType). Malformed objects give ErrInvalidELF.
+// (ErrUnsupportedMapType). Malformed objects give ErrInvalidELF; objects
+// past the limits below give ErrELFTooLarge as well, before cilium/ebpf
+// reads them.
 func LoadELF(r io.ReaderAt) (spec *CollectionSpec, err error) {
 	defer func() {
 		// cilium/ebpf's ELF reader is defensive, but this function promises
@@ -28,7 +32,11 @@ func LoadELF(r io.ReaderAt) (spec *CollectionSpec, err error) {
 			spec, err = nil, fmt.Errorf("%w: reader panicked: %v", ErrInvalidELF, p)
 		}
 	}()
-	ks, err := ebpf.LoadCollectionSpecFromReader(r)
+	b, err := readBounded(r)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidELF, err)
 	}
@@ -107,6 +115,63 @@ func LoadELF(r io.ReaderAt) (spec *CollectionSpec, err error) {
 		}
 	}
 	return spec, nil
+}
+
+// Limits of an object LoadELF reads. An XDP object built by clang is a
+// few kilobytes with a few dozen sections, symbols and relocations; the
+// limits leave ample room for that and bound what an uploaded object can
+// make the ELF reader do (its work and memory grow with each of them).
+const (
+	MaxELFSize        = 1 << 20 // bytes
+	MaxELFSections    = 512
+	MaxELFSymbols     = 1 << 14
+	MaxELFRelocations = 1 << 14
+)
+
+// tableEntry is the size of a 64-bit entry of the tables readBounded counts.
+var tableEntry = map[elf.SectionType]uint64{elf.SHT_SYMTAB: elf.Sym64Size, elf.SHT_DYNSYM: elf.Sym64Size, elf.SHT_REL: 16, elf.SHT_RELA: 24}
+
+// readBounded reads the object, at most MaxELFSize bytes, and checks its
+// section, symbol and relocation counts from the section headers (the
+// symbol and relocation tables' sizes over their entry sizes) before any
+// table is read.
+func readBounded(r io.ReaderAt) ([]byte, error) {
+	b, err := io.ReadAll(io.NewSectionReader(r, 0, MaxELFSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidELF, err)
+	}
+	if len(b) > MaxELFSize {
+		return nil, fmt.Errorf("%w: more than %d bytes: %w", ErrInvalidELF, MaxELFSize, ErrELFTooLarge)
+	}
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidELF, err)
+	}
+	if len(f.Sections) > MaxELFSections {
+		return nil, fmt.Errorf("%w: %d sections, at most %d: %w", ErrInvalidELF, len(f.Sections), MaxELFSections, ErrELFTooLarge)
+	}
+	var syms, relocs uint64
+	for _, s := range f.Sections {
+		entry := tableEntry[s.Type] // Elf64_Sym, Elf64_Rel, Elf64_Rela
+		if f.Class == elf.ELFCLASS32 {
+			entry /= 2 // Elf32_Sym 16, Elf32_Rel 8, Elf32_Rela 12
+		}
+		if entry == 0 {
+			continue
+		}
+		if n := s.Size / entry; s.Type == elf.SHT_REL || s.Type == elf.SHT_RELA {
+			relocs += n
+		} else {
+			syms += n
+		}
+	}
+	if syms > MaxELFSymbols {
+		return nil, fmt.Errorf("%w: %d symbols, at most %d: %w", ErrInvalidELF, syms, MaxELFSymbols, ErrELFTooLarge)
+	}
+	if relocs > MaxELFRelocations {
+		return nil, fmt.Errorf("%w: %d relocations, at most %d: %w", ErrInvalidELF, relocs, MaxELFRelocations, ErrELFTooLarge)
+	}
+	return b, nil
 }
 
 // mapFromELF converts a cilium/ebpf MapSpec. Type is copied even when the

@@ -144,3 +144,73 @@ func TestLoadELFGarbage(t *testing.T) {
 	}
 	assert.Greater(t, errs, len(good)/7)
 }
+
+// manySections is an ELF64 relocatable BPF object made of n empty
+// sections (SHT_NULL), without a section name table.
+func manySections(n int) []byte {
+	var b []byte
+	b = append(b, 0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0) // ELFCLASS64, little-endian
+	le := binary.LittleEndian
+	b = le.AppendUint16(b, 1)   // e_type ET_REL
+	b = le.AppendUint16(b, 247) // e_machine EM_BPF
+	b = le.AppendUint32(b, 1)   // e_version
+	b = le.AppendUint64(b, 0)   // e_entry
+	b = le.AppendUint64(b, 0)   // e_phoff
+	b = le.AppendUint64(b, 64)  // e_shoff: right after this header
+	b = le.AppendUint32(b, 0)   // e_flags
+	b = le.AppendUint16(b, 64)  // e_ehsize
+	b = le.AppendUint16(b, 0)   // e_phentsize
+	b = le.AppendUint16(b, 0)   // e_phnum
+	b = le.AppendUint16(b, 64)  // e_shentsize
+	b = le.AppendUint16(b, uint16(n))
+	b = le.AppendUint16(b, 0) // e_shstrndx SHN_UNDEF
+	return append(b, make([]byte, 64*n)...)
+}
+
+// withTableSize returns a copy of the object whose first section of type
+// typ claims size bytes (sh_size), past what the file holds.
+func withTableSize(t *testing.T, obj []byte, typ uint32, size uint64) []byte {
+	t.Helper()
+	b := append([]byte(nil), obj...)
+	le := binary.LittleEndian
+	shoff, shnum := le.Uint64(b[0x28:]), int(le.Uint16(b[0x3c:]))
+	for i := 0; i < shnum; i++ {
+		sh := b[shoff+uint64(i)*64:]
+		if le.Uint32(sh[4:]) == typ {
+			le.PutUint64(sh[32:], size)
+			return b
+		}
+	}
+	t.Fatalf("no section of type %d", typ)
+	return nil
+}
+
+// TestLoadELFLimits: objects past the limits are refused before
+// cilium/ebpf reads them, with ErrELFTooLarge and the count that broke
+// the limit; an object within them still loads.
+func TestLoadELFLimits(t *testing.T) {
+	good := readObject(t, "xdp_filter.o")
+	padded := append(append([]byte(nil), good...), make([]byte, MaxELFSize)...)
+	const shtSymtab, shtRel = 2, 9
+	for _, tc := range []struct {
+		name string
+		obj  []byte
+		want string
+	}{
+		{"size", padded, "more than 1048576 bytes"},
+		{"sections", manySections(MaxELFSections + 1), "513 sections"},
+		{"symbols", withTableSize(t, good, shtSymtab, (MaxELFSymbols+1)*24), "16385 symbols, at most 16384"},
+		{"relocations", withTableSize(t, good, shtRel, (MaxELFRelocations+1)*16), "relocations, at most 16384"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadELF(bytes.NewReader(tc.obj))
+			require.ErrorIs(t, err, ErrELFTooLarge)
+			require.ErrorIs(t, err, ErrInvalidELF)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := LoadELF(bytes.NewReader(manySections(MaxELFSections)))
+	assert.NotErrorIs(t, err, ErrELFTooLarge, "at the limit is within it")
+	_, err = LoadELF(bytes.NewReader(good))
+	require.NoError(t, err)
+}

@@ -23,6 +23,7 @@ var (
 	ErrUnsupportedMapType     = errors.New("unsupported map type")
 	ErrNotXDP                 = errors.New("not an XDP program")
 	ErrInvalidELF             = errors.New("invalid or unsupported ELF object")
+	ErrELFTooLarge            = errors.New("ELF object too large")
 	ErrInvalidOptions         = errors.New("invalid options")
 )
 

@@ -26,6 +26,13 @@ type Program struct {
 	// constRet: the program is "r0 = constR0; exit" (constantReturn).
 	constRet bool
 	constR0  uint64
+	// readsPkt: a run may read the packet (ReadsPacket).
+	readsPkt bool
+	// callRet: the program is constant register writes, a call of
+	// bpf_redirect_map and exit (constantCall); callRegs are the
+	// registers at the call.
+	callRet  bool
+	callRegs [16]uint64
 
 	m machine
 }
@@ -64,6 +71,12 @@ func (p *Program) Maps() []*Map { return append([]*Map(nil), p.maps...) }
 // resolved), one per internal pc.
 func (p *Program) Instructions() asm.Instructions { return append(asm.Instructions(nil), p.orig...) }
 
+// ReadsPacket reports whether a run may read the packet: false for a
+// constant program ("r0 = imm; exit") and for one that overwrites its
+// context register before using it (readsCtx), whose results do not
+// depend on the bytes, so a caller may skip putting them in the buffer.
+func (p *Program) ReadsPacket() bool { return p.readsPkt }
+
 // Budget returns the per-run instruction budget.
 func (p *Program) Budget() int { return p.budget }
 
@@ -97,6 +110,26 @@ func (p *Program) Run(in *Input, res *Result) {
 		res.Fault = Fault{}
 		res.Insns = 2
 		return
+	}
+	if p.callRet && p.budget >= len(p.code) {
+		// What interpreting "constant registers; call; exit" leaves: the
+		// helper's result and redirect, every instruction counted.
+		m.in = in
+		m.data, m.end, m.meta = uint64(in.Data), uint64(in.DataEnd), uint64(in.DataMeta)
+		m.redirect = Redirect{}
+		r := p.callRegs
+		if v, ok := m.call(helperRedirectMap, &r); ok {
+			res.Action = Action(uint32(v))
+			res.Data, res.DataEnd, res.DataMeta = in.Data, in.DataEnd, in.DataMeta
+			res.Redirect = m.redirect
+			res.Fault = Fault{}
+			res.Insns = len(p.code)
+			return
+		}
+		// The call faults: the interpreter below makes it again and
+		// reports the fault as any run does.
+		m.fault = Fault{}
+		m.redirect = Redirect{}
 	}
 	// Invariants between runs, restored by the fault path: depth 0,
 	// stackLo at the main frame, no fault recorded.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf/asm"
@@ -597,6 +598,9 @@ func TestConstantReturnMatchesInterpreter(t *testing.T) {
 			fast, err := NewProgram(spec, nil, opts)
 			require.NoError(t, err)
 			assert.Equal(t, tc.short, fast.constRet)
+			if tc.short {
+				assert.False(t, fast.ReadsPacket(), "a constant program does not read the packet")
+			}
 			slow, err := NewProgram(spec, nil, opts)
 			require.NoError(t, err)
 			slow.constRet = false
@@ -607,6 +611,71 @@ func TestConstantReturnMatchesInterpreter(t *testing.T) {
 				assert.Equal(t, inS.Buf, inF.Buf)
 				fm, sm := fast.m, slow.m
 				fm.in, sm.in = nil, nil // point at different inputs
+				assert.Equal(t, sm, fm)
+			}
+		})
+	}
+}
+
+// TestConstantCallMatchesInterpreter guards Run's shortcut for programs
+// that set registers to constants, call bpf_redirect_map and exit: the
+// result and the machine left behind are what interpreting them gives,
+// with the map entry present or not, with flags the helper refuses, with a
+// map the helper refuses (a fault), and with a budget too small to finish.
+func TestConstantCallMatchesInterpreter(t *testing.T) {
+	call := func(key int32, flags int32, m string) asm.Instructions {
+		return asm.Instructions{
+			asm.Mov.Imm(asm.R2, key),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(m),
+			asm.Mov.Imm32(asm.R3, flags),
+			asm.FnRedirectMap.Call(),
+			asm.Return(),
+		}
+	}
+	maps := []*MapSpec{
+		{Name: "cpu_map", Type: CPUMap, KeySize: 4, ValueSize: 4, MaxEntries: 4, Contents: []MapKV{
+			{Key: binary.LittleEndian.AppendUint32(nil, 1), Value: binary.LittleEndian.AppendUint32(nil, 64)}}},
+		{Name: "arr", Type: Array, KeySize: 4, ValueSize: 4, MaxEntries: 4},
+	}
+	for _, tc := range []struct {
+		name   string
+		insns  asm.Instructions
+		budget int
+		short  bool
+	}{
+		{"entry", call(1, 0, "cpu_map"), 0, true},
+		{"no entry: fallback action", call(2, int32(XDPDrop), "cpu_map"), 0, true},
+		{"bad flags", call(1, 1<<8, "cpu_map"), 0, true},
+		{"not a redirect map", call(1, 0, "arr"), 0, true},
+		{"budget too small", call(1, 0, "cpu_map"), 4, true},
+		{"reads a register", append(asm.Instructions{asm.Mov.Reg(asm.R4, asm.R1)}, call(1, 0, "cpu_map")...), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{NumCPU: 2, Budget: tc.budget}
+			m := maps[0]
+			if strings.Contains(tc.insns.String(), "arr") {
+				m = maps[1]
+			}
+			spec := &CollectionSpec{Name: "test", Maps: []*MapSpec{m}, Programs: []*ProgramSpec{{Name: "test", Instructions: tc.insns}}}
+			fc, err := NewCollection(spec, opts)
+			require.NoError(t, err)
+			sc, err := NewCollection(spec, opts)
+			require.NoError(t, err)
+			fast, slow := fc.Program("test"), sc.Program("test")
+			assert.Equal(t, tc.short, fast.callRet)
+			slow.callRet = false
+			for i := 0; i < 2; i++ {
+				inF, inS := newInput(make([]byte, 64)), newInput(make([]byte, 64))
+				want, got := runOn(slow, inS), runOn(fast, inF)
+				if want.Redirect.Map != nil { // each collection has its own map
+					assert.Equal(t, want.Redirect.Map.spec.Name, got.Redirect.Map.spec.Name)
+					want.Redirect.Map, got.Redirect.Map = nil, nil
+				}
+				assert.Equal(t, want, got)
+				fm, sm := fast.m, slow.m
+				fm.in, sm.in = nil, nil
+				fm.maps, sm.maps = nil, nil
+				fm.redirect.Map, sm.redirect.Map = nil, nil
 				assert.Equal(t, sm, fm)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/cilium/ebpf/asm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -236,4 +237,42 @@ func TestProgRedirectDev(t *testing.T) {
 	_, res = run(t, p, udp4Frame(1, 2), 0)
 	assert.Equal(t, XDPPass, res.Action)
 	assert.Equal(t, RedirectNone, res.Redirect.Kind)
+}
+
+// TestReadsPacket: a program that reports it does not read the packet
+// gets the same result whatever the bytes; one that may read them says so.
+func TestReadsPacket(t *testing.T) {
+	for _, tc := range []struct {
+		spec  *CollectionSpec
+		reads bool
+	}{
+		{ProgPass(), false},
+		{ProgDrop(), false},
+		{ProgRedirectCPU(RedirectCPUConfig{Mode: CPUFixed, CPU: 1, NumCPUs: 2}), false},
+		{ProgRedirectCPU(RedirectCPUConfig{Mode: CPURoundRobin, NumCPUs: 2}), true}, // conservative: it stores before R1 is overwritten
+		{ProgRedirectCPU(RedirectCPUConfig{Mode: CPUHash, NumCPUs: 2}), true},
+		{ProgTx(), true},
+		{ProgDropUDPPort(53), true},
+		{ProgCountProto(), true},
+		{&CollectionSpec{Name: "copies ctx", Programs: []*ProgramSpec{{Name: "copies ctx", Instructions: asm.Instructions{
+			asm.Mov.Reg(asm.R2, asm.R1), asm.Mov.Imm(asm.R1, 0), asm.Mov.Imm(asm.R0, int32(XDPPass)), asm.Return()}}}}, true},
+	} {
+		t.Run(tc.spec.Name, func(t *testing.T) {
+			_, p := newLib(t, tc.spec, 2)
+			assert.Equal(t, tc.reads, p.ReadsPacket())
+			if p.ReadsPacket() {
+				return
+			}
+			frame := udp4Frame(1, 2)
+			_, want := run(t, p, frame, 0)
+			other := [][]byte{make([]byte, len(frame)), append(arpFrame(), make([]byte, len(frame))...)[:len(frame)], make([]byte, len(frame))}
+			for i := range other[2] {
+				other[2][i] = byte(i*7 + 3)
+			}
+			for _, f := range other {
+				_, got := run(t, p, f, 0)
+				assert.Equal(t, want, got, "same length, other bytes")
+			}
+		})
+	}
 }

@@ -43,7 +43,13 @@ type RX struct {
 	wake    sim.Time     // a kick has woken it at this time (when !starved)
 
 	window []byte // WindowSize bytes per descriptor head
-	c      Counters
+	// pend[head] is the frame written into head's buffer whose header and
+	// bytes are not in the window yet: they are written when read (Window,
+	// CopyFrame), the bytes built from the flow's template, so a frame
+	// nobody reads costs no bytes and its window's cache line is not
+	// touched.
+	pend []pendingFrame
+	c    Counters
 
 	first virtq.ChainInfo // scratch: plan's first chain, for deliver
 }
@@ -58,6 +64,7 @@ func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) *R
 		mode:    s.Mode(),
 		backlog: s.Device.Backlog,
 		window:  make([]byte, q.Size()*WindowSize),
+		pend:    make([]pendingFrame, q.Size()),
 	}
 	r.nic = r.kind == scenario.DeviceNIC
 	r.mergeable = r.mode == scenario.ModeMergeable
@@ -76,11 +83,53 @@ func (r *RX) Traffic() *Traffic { return r.traffic }
 // Starved reports whether the host sleeps waiting for a kick.
 func (r *RX) Starved() bool { return r.starved }
 
+// pendingFrame names a frame by what builds it: the flow's template, the
+// sequence number and the length, and the header's num_buffers.
+type pendingFrame struct {
+	seq     uint64
+	flow    int32
+	size    int32
+	numBuf  uint16
+	pending bool // the window does not hold this frame yet
+}
+
 // Window returns the stored bytes of the buffer whose chain starts at head:
 // the virtio_net header followed by the start of the frame.
 func (r *RX) Window(head uint16) []byte {
 	off := int(head) * WindowSize
-	return r.window[off : off+WindowSize]
+	w := r.window[off : off+WindowSize]
+	if pf := &r.pend[head]; pf.pending {
+		h := VirtioNetHdr{NumBuffers: pf.numBuf}
+		h.Put(w)
+		r.traffic.build(int(pf.flow), w[VirtioNetHdrLen:], pf.seq, int(pf.size))
+		pf.pending = false
+	}
+	return w
+}
+
+// CopyFrame copies the first len(dst) stored frame bytes of the buffer
+// whose chain starts at head into dst: copy(dst,
+// Window(head)[VirtioNetHdrLen:]), building them straight into dst when
+// they are not in the window yet. len(dst) is at most WindowSize -
+// VirtioNetHdrLen.
+func (r *RX) CopyFrame(head uint16, dst []byte) {
+	if pf := &r.pend[head]; pf.pending {
+		// build is Flow.Build cut at len(dst): a prefix of what the
+		// window would hold.
+		r.traffic.build(int(pf.flow), dst, pf.seq, int(pf.size))
+		return
+	}
+	off := int(head)*WindowSize + VirtioNetHdrLen
+	copy(dst, r.window[off:off+len(dst)])
+}
+
+// NumBuffers is num_buffers of the header in the buffer whose chain
+// starts at head: NumBuffers(Window(head)), without writing the window.
+func (r *RX) NumBuffers(head uint16) uint16 {
+	if pf := &r.pend[head]; pf.pending {
+		return pf.numBuf
+	}
+	return NumBuffers(r.window[int(head)*WindowSize:])
 }
 
 // Kick tells the host that the driver added buffers (virtqueue_notify).
@@ -147,7 +196,10 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.c.Drops += r.traffic.DropUntil(start, r.backlog)
 		}
 		_, size := r.traffic.Peek()
-		nbuf, ndesc, fits, ok := r.plan(size, &r.first)
+		head, lone, nbuf, ndesc, fits, ok := r.planLone(size)
+		if !lone {
+			nbuf, ndesc, fits, ok = r.plan(size, &r.first)
+		}
 		if !ok {
 			// The ring is empty (or holds too little for this frame): the
 			// host enables notification and sleeps until a kick.
@@ -174,7 +226,9 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.traffic.Advance()
 			continue
 		}
-		if !r.deliver(size, nbuf, &r.first) {
+		if lone {
+			r.deliverLone(head, size)
+		} else if !r.deliver(size, nbuf, &r.first) {
 			return irq, irqAt
 		}
 		r.traffic.Advance()
@@ -250,6 +304,39 @@ func (r *RX) plan(size int, first *virtq.ChainInfo) (nbuf, ndesc int, fits, ok b
 	return 0, 0, false, false
 }
 
+// writeFirst writes the next frame, size bytes in nbuf buffers, into its
+// first buffer, head: the virtio_net header (num_buffers) and the bytes
+// (Flow.Build of the next packet, from the prepared headers) go into the
+// window when it is read.
+func (r *RX) writeFirst(head uint16, nbuf, size int) {
+	pf := &r.pend[head]
+	pf.seq, pf.flow, pf.size, pf.pending = r.traffic.seq, int32(r.traffic.flowIdx), int32(size), true
+	pf.numBuf = uint16(nbuf)
+	if !r.mergeable {
+		pf.numBuf = 0
+	}
+}
+
+// planLone is plan for a frame that fits the next available buffer when
+// that is one writable descriptor (virtq.DevicePeekLone): lone is false
+// when it is not, or the frame does not fit it, and plan must decide.
+func (r *RX) planLone(size int) (head uint16, lone bool, nbuf, ndesc int, fits, ok bool) {
+	head, writable, lone := r.q.DevicePeekLone()
+	if !lone || uint64(size+VirtioNetHdrLen) > uint64(writable) {
+		return 0, false, 0, 0, false, false
+	}
+	return head, true, 1, 1, true, true
+}
+
+// deliverLone is deliver of a frame into the one buffer planLone found.
+func (r *RX) deliverLone(head uint16, size int) {
+	r.writeFirst(head, 1, size)
+	r.q.DeviceUseLone(head, uint32(size+VirtioNetHdrLen))
+	r.c.Buffers++
+	r.c.Packets++
+	r.c.Bytes += uint64(size)
+}
+
 // discard takes nbuf buffers and returns them unused (length 0), as vhost
 // does with a frame it must drop after taking descriptors.
 func (r *RX) discard(nbuf int) {
@@ -289,14 +376,7 @@ func (r *RX) deliver(size, nbuf int, first *virtq.ChainInfo) bool {
 			n = int(ci.Writable)
 		}
 		if i == 0 {
-			w := r.Window(head)
-			h := VirtioNetHdr{NumBuffers: uint16(nbuf)}
-			if !r.mergeable {
-				h.NumBuffers = 0
-			}
-			h.Put(w)
-			// Flow.Build of the next packet, from its prepared headers.
-			r.traffic.BuildNext(w[VirtioNetHdrLen:], size)
+			r.writeFirst(head, nbuf, size)
 		}
 		r.q.DeviceAddUsed(uint32(head), uint32(n))
 		remaining -= n

@@ -79,10 +79,10 @@ func (t *Traffic) Peek() (*Flow, int) {
 	return &t.flows[t.flowIdx], t.spec.SizeAt(t.seq)
 }
 
-// BuildNext writes the next packet, frameLen bytes long, into b as
+// build writes packet seq of flow f, frameLen bytes long, into b as
 // Flow.Build would (cut at len(b)) and returns the bytes written.
-func (t *Traffic) BuildNext(b []byte, frameLen int) int {
-	return t.tmpls[t.flowIdx].build(b, t.seq, frameLen)
+func (t *Traffic) build(f int, b []byte, seq uint64, frameLen int) int {
+	return t.tmpls[f].build(b, seq, frameLen)
 }
 
 // Advance consumes the next packet and computes the following arrival.

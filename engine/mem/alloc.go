@@ -110,6 +110,7 @@ func (m *Mem) GetPage(c *sim.CPU, id PageID) error {
 	p.line.Touch(c)
 	c.Spend(c.Costs().Atomic)
 	p.refcount++
+	m.note(h)
 	return nil
 }
 
@@ -141,6 +142,7 @@ func (m *Mem) PutPage(c *sim.CPU, id PageID) (bool, error) {
 	c.Spend(c.Costs().Atomic)
 	p.refcount--
 	if p.refcount > 0 {
+		m.note(h)
 		return false, nil
 	}
 	m.freePages(c, h, remote)
@@ -197,6 +199,7 @@ func (m *Mem) pageRefSubAndTest(c *sim.CPU, h PageID, n int32) bool {
 	p.line.Touch(c)
 	c.Spend(c.Costs().Atomic)
 	p.refcount -= n
+	m.note(h)
 	if p.refcount < 0 {
 		panic(fmt.Sprintf("mem: page %d refcount went negative (%d)", h, p.refcount))
 	}

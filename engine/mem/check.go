@@ -200,8 +200,8 @@ func (m *Mem) checkDMA() error {
 			}
 		}
 		chained := 0
-		for h := range d.byPage {
-			for s := d.byPage[h]; s >= 0; s = d.slots[s].next {
+		for h := range m.pages {
+			for s := *d.first(PageID(h)); s >= 0; s = d.slots[s].next {
 				if !d.slots[s].live || d.slots[s].page != PageID(h) {
 					return fmt.Errorf("mem: DMA device %d: mapping %d is on page %d's chain", i, s, h)
 				}

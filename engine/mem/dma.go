@@ -32,11 +32,16 @@ var ErrNotMapped = errors.New("mem: DMA address not mapped")
 // DMAUnmapDirect, or DMAMapIOMMU / DMAUnmapIOMMU with an IOMMU (the IOTLB
 // flush is in the unmap cost); a sync costs DMASync.
 type DMA struct {
-	iommu  bool
-	m      *Mem
-	slots  []dmaSlot
-	free   int32   // first free slot, -1 none (LIFO)
-	byPage []int32 // first live mapping of each block head, -1 none
+	iommu bool
+	m     *Mem
+	slots []dmaSlot
+	free  int32 // first free slot, -1 none (LIFO)
+	// The first live mapping of each block head, -1 none: in struct page
+	// (Page.dmaFirst) for the memory's first device, so that its lookups
+	// read the cache line the caller holds rather than another; in byPage
+	// for the others.
+	inPage bool
+	byPage []int32
 	stats  DMAStats
 }
 
@@ -63,14 +68,28 @@ type DMAStats struct {
 // NewDMA returns the DMA state of a new device, through an IOMMU or not.
 // The memory checks its mappings (no free page may stay mapped).
 func (m *Mem) NewDMA(iommu bool) *DMA {
-	d := &DMA{iommu: iommu, m: m, free: -1}
+	d := &DMA{iommu: iommu, m: m, free: -1, inPage: len(m.dmas) == 0}
 	d.slots = make([]dmaSlot, 0, min(m.maxDMA, 4096))
-	d.byPage = make([]int32, len(m.pages))
-	for i := range d.byPage {
-		d.byPage[i] = -1
+	if d.inPage {
+		for i := range m.pages {
+			m.pages[i].dmaFirst = -1
+		}
+	} else {
+		d.byPage = make([]int32, len(m.pages))
+		for i := range d.byPage {
+			d.byPage[i] = -1
+		}
 	}
 	m.dmas = append(m.dmas, d)
 	return d
+}
+
+// first is where the first live mapping of head h is kept.
+func (d *DMA) first(h PageID) *int32 {
+	if d.inPage {
+		return &d.m.pages[h].dmaFirst
+	}
+	return &d.byPage[h]
 }
 
 // IOMMU reports whether the device maps through an IOMMU.
@@ -127,8 +146,10 @@ func (d *DMA) MapRange(c *sim.CPU, id PageID, offset, size uint32) (uint64, erro
 		addr = uint64(h)<<PageShift + uint64(offset)
 	}
 	sl := &d.slots[s] // field by field: a literal of five fields is copied through the stack
-	sl.addr, sl.page, sl.size, sl.next, sl.live = addr, h, size, d.byPage[h], true
-	d.byPage[h] = s
+	first := d.first(h)
+	sl.addr, sl.page, sl.size, sl.next, sl.live = addr, h, size, *first, true
+	*first = s
+	d.m.note(h)
 	d.stats.Maps++
 	d.stats.Live++
 	return addr, nil
@@ -153,15 +174,16 @@ func (d *DMA) Unmap(c *sim.CPU, addr uint64) error {
 	sl := &d.slots[s]
 	h := sl.page
 	// Unlink from the page's chain.
-	if d.byPage[h] == s {
-		d.byPage[h] = sl.next
+	if first := d.first(h); *first == s {
+		*first = sl.next
 	} else {
-		p := d.byPage[h]
+		p := *first
 		for d.slots[p].next != s {
 			p = d.slots[p].next
 		}
 		d.slots[p].next = sl.next
 	}
+	d.m.note(h)
 	sl.live = false
 	sl.next = d.free
 	d.free = s
@@ -191,6 +213,25 @@ func (d *DMA) SyncForDevice(c *sim.CPU, addr uint64, size uint32) error {
 }
 
 func (d *DMA) sync(c *sim.CPU, addr uint64, size uint32) error {
+	// Fast path: a CPU of this simulation, direct DMA, an address in a
+	// head page whose first mapping (kept in struct page) holds all size
+	// bytes: every page_pool sync. Anything else takes syncChecked, which
+	// finds the same mapping or says what is wrong.
+	if pfn := addr >> PageShift; d.inPage && !d.iommu && pfn < uint64(len(d.m.pages)) && c != nil && uint(c.ID) < uint(len(d.m.pcp)) {
+		p := &d.m.pages[pfn]
+		if f := uint32(p.dmaFirst); p.isHead && f < uint32(len(d.slots)) {
+			sl := &d.slots[f]
+			if end := sl.addr + uint64(sl.size); sl.live && addr >= sl.addr && addr < end && addr+uint64(size) <= end {
+				c.Spend(c.Costs().DMASync)
+				return nil
+			}
+		}
+	}
+	return d.syncChecked(c, addr, size)
+}
+
+// syncChecked is sync for any address.
+func (d *DMA) syncChecked(c *sim.CPU, addr uint64, size uint32) error {
 	if err := d.m.checkCPU(c); err != nil {
 		return err
 	}
@@ -198,7 +239,7 @@ func (d *DMA) sync(c *sim.CPU, addr uint64, size uint32) error {
 	if pfn := addr >> PageShift; !d.iommu && pfn < uint64(len(d.m.pages)) && d.m.pages[pfn].isHead {
 		// lookup's direct case for an address in a head page whose
 		// first mapping holds it (a page_pool page), without the call.
-		if f := d.byPage[pfn]; f >= 0 && d.slots[f].holds(addr, false) {
+		if f := *d.first(PageID(pfn)); f >= 0 && d.slots[f].holds(addr, false) {
 			s = f
 		}
 	}
@@ -231,7 +272,7 @@ func (d *DMA) lookup(addr uint64, exact bool) int32 {
 		return -1
 	}
 	h := d.m.Head(PageID(pfn))
-	for s := d.byPage[h]; s >= 0; s = d.slots[s].next {
+	for s := *d.first(h); s >= 0; s = d.slots[s].next {
 		if d.slots[s].holds(addr, exact) {
 			return s
 		}
@@ -258,7 +299,7 @@ func (d *DMA) Live(id PageID) int {
 		return 0
 	}
 	n := 0
-	for s := d.byPage[h]; s >= 0; s = d.slots[s].next {
+	for s := *d.first(h); s >= 0; s = d.slots[s].next {
 		n++
 	}
 	return n
@@ -271,7 +312,7 @@ func (d *DMA) Stats() DMAStats { return d.stats }
 func (m *Mem) dmaLive(h PageID) int {
 	n := 0
 	for _, d := range m.dmas {
-		if d.byPage[h] >= 0 {
+		if *d.first(h) >= 0 {
 			n += d.Live(h)
 		}
 	}

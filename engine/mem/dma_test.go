@@ -106,3 +106,75 @@ func TestDMAMappingLimit(t *testing.T) {
 	assert.ErrorIs(t, err, mem.ErrBadPage, "a free page")
 	verify(t, m)
 }
+
+// TestDMASyncSameOnEveryDevice: the first device keeps a page's first
+// mapping in struct page and syncs through a fast path; a second device
+// keeps it apart and always walks. Both accept and refuse the same syncs,
+// count them alike and charge the same.
+func TestDMASyncSameOnEveryDevice(t *testing.T) {
+	s, m := newMem(t, 2, small())
+	c := s.CPU(0)
+	first, second := m.NewDMA(false), m.NewDMA(false)
+	whole, err := m.AllocPages(c, 0, mem.Driver, -1)
+	require.NoError(t, err)
+	part, err := m.AllocPages(c, 0, mem.Driver, -1)
+	require.NoError(t, err)
+	big, err := m.AllocPages(c, 2, mem.Driver, -1)
+	require.NoError(t, err)
+	type addrs struct{ whole, part, lo, hi uint64 }
+	var got [2]addrs
+	for i, d := range []*mem.DMA{first, second} {
+		a := &got[i]
+		a.whole, err = d.Map(c, whole)
+		require.NoError(t, err)
+		a.part, err = d.MapRange(c, part, 0, 2048)
+		require.NoError(t, err)
+		a.lo, err = d.MapRange(c, big, 0, 2048)
+		require.NoError(t, err)
+		a.hi, err = d.MapRange(c, big, 4096, 1024) // the page's first mapping: mapped last
+		require.NoError(t, err)
+	}
+	require.Equal(t, got[0], got[1], "direct DMA: physical addresses")
+	a := got[0]
+	for _, tc := range []struct {
+		name string
+		addr uint64
+		size uint32
+		ok   bool
+	}{
+		{"whole page", a.whole, mem.PageSize, true},
+		{"inside", a.whole + 256, 1500, true},
+		{"past the end", a.whole + 256, mem.PageSize, false},
+		{"part of a page", a.part + 2000, 48, true},
+		{"empty at the end of a mapping", a.part + 2048, 0, false},
+		{"past a mapping inside its page", a.part + 2000, 49, false},
+		{"first mapping of the block", a.hi + 10, 100, true},
+		{"older mapping of the block", a.lo + 10, 100, true},
+		{"between mappings", a.lo + 3000, 10, false},
+		{"a tail page", a.hi + 2*mem.PageSize, 1, false},
+		{"beyond memory", 1 << 40, 1, false},
+	} {
+		for _, dev := range []struct {
+			name string
+			d    *mem.DMA
+		}{{"first", first}, {"second", second}} {
+			t.Run(tc.name+"/"+dev.name, func(t *testing.T) {
+				before, stats := c.Busy(), dev.d.Stats()
+				err := dev.d.SyncForCPU(c, tc.addr, tc.size)
+				after := dev.d.Stats()
+				if tc.ok {
+					require.NoError(t, err)
+					assert.Equal(t, sim.Duration(s.Costs.DMASync), c.Busy()-before)
+					assert.Equal(t, stats.SyncsForCPU+1, after.SyncsForCPU)
+				} else {
+					assert.ErrorIs(t, err, mem.ErrNotMapped)
+					assert.Equal(t, before, c.Busy())
+					assert.Equal(t, stats.BadSyncs+1, after.BadSyncs)
+				}
+			})
+		}
+	}
+	assert.Equal(t, first.Stats(), second.Stats())
+	require.Error(t, first.SyncForCPU(nil, a.whole, 1), "no CPU")
+	verify(t, m)
+}

@@ -96,6 +96,7 @@ func (f *FragCache) Alloc(c *sim.CPU, size, align uint32) (page PageID, offset u
 		} else {
 			// Every buffer came back: reuse the page (set_page_count).
 			f.m.pages[f.page].refcount = fragBias
+			f.m.note(f.page)
 			f.bias = fragBias
 			f.stats.Reuses++
 		}

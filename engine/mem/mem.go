@@ -61,18 +61,25 @@ func DefaultConfig() Config {
 // live in arrays indexed by id.
 type Mem struct {
 	sim      *sim.Sim
+	queue    *sim.Queue // sim.Queue, one load nearer for Move
 	pages    []Page
 	maxOrder int
 	nodes    int
 	cpuNode  []uint8
 	maxDMA   int
 
-	zone   zone
-	pcp    []pcp
-	counts [NumLocs]int64
+	zone zone
+	pcp  []pcp
+	// counts has a slot for every value a Loc can hold, so that indexing
+	// it needs no bounds check on the hot path; only the first NumLocs
+	// are ever non-zero.
+	counts [1 << 8]int64
 	stats  Stats
 	dmas   []*DMA
 	pools  int32 // page_pool ids handed out
+
+	watching bool     // record touched blocks (Watch)
+	touched  []PageID // blocks touched while watching
 }
 
 // ErrNoMemory is returned when the page allocator has no block to give
@@ -127,7 +134,7 @@ func New(s *sim.Sim, cfg Config) (*Mem, error) {
 	if cfg.MaxDMAMappings < 1 || cfg.MaxDMAMappings > 1<<24 {
 		return nil, fmt.Errorf("mem: Config.MaxDMAMappings %d: want 1..%d", cfg.MaxDMAMappings, 1<<24)
 	}
-	m := &Mem{sim: s, maxOrder: cfg.MaxOrder, nodes: cfg.Nodes, maxDMA: cfg.MaxDMAMappings}
+	m := &Mem{sim: s, queue: s.Queue, maxOrder: cfg.MaxOrder, nodes: cfg.Nodes, maxDMA: cfg.MaxDMAMappings}
 	m.cpuNode = make([]uint8, s.NumCPU())
 	for i, n := range cfg.CPUNode {
 		if n < 0 || n >= cfg.Nodes {
@@ -227,7 +234,10 @@ func (m *Mem) Count(loc Loc) int64 {
 }
 
 // Counts returns the base pages in every location, indexed by Loc.
-func (m *Mem) Counts() [NumLocs]int64 { return m.counts }
+func (m *Mem) Counts() (c [NumLocs]int64) {
+	copy(c[:], m.counts[:NumLocs])
+	return c
+}
 
 // History appends the last moves of the block holding id to buf, oldest
 // first, and returns it.
@@ -259,13 +269,14 @@ func (m *Mem) Move(id PageID, to Loc, owner int) error {
 		if from := p.loc; p.isHead && from-first < NumLocs-first && to-first < NumLocs-first && uint(owner+1) <= math.MaxInt16+1 {
 			// setLoc(id, to, owner), written out.
 			if from != to {
-				n := int64(1) << p.order
+				n := int64(1) << (p.order & 63) // order <= MaxPageOrder
 				m.counts[from] -= n
 				m.counts[to] += n
-				p.record(m.sim.Queue.Now(), from, to, int16(owner))
+				p.record(m.queue.Now(), from, to, int16(owner))
 				p.loc = to
 			}
 			p.owner = int16(owner)
+			m.note(id)
 			return nil
 		}
 	}
@@ -316,6 +327,7 @@ func (m *Mem) allocatedHead(id PageID) (PageID, error) {
 
 // setLoc moves head h, keeping the counts and history.
 func (m *Mem) setLoc(h PageID, to Loc, owner int) {
+	m.note(h)
 	p := &m.pages[h]
 	if p.loc == to {
 		p.owner = int16(owner)

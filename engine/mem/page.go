@@ -63,7 +63,11 @@ type Page struct {
 	hn       uint8 // moves recorded, up to HistoryLen
 
 	line sim.CacheLine // the struct page's cache line
-	hist [HistoryLen]Move
+	// dmaFirst is the first live mapping of this head on the memory's
+	// first DMA device (DMA.first), -1 none. It fills the first 64 bytes,
+	// which hold what every packet reads; hist starts the second line.
+	dmaFirst int32
+	hist     [HistoryLen]Move
 }
 
 // RefCount is page_ref_count: the page's _refcount.
@@ -91,9 +95,15 @@ func (p *Page) Loc() Loc { return p.loc }
 func (p *Page) Touch(c *sim.CPU) bool { return p.line.Touch(c) }
 
 func (p *Page) record(at sim.Time, from, to Loc, owner int16) {
-	p.hist[p.hpos] = Move{At: at, From: from, To: to, Owner: owner}
+	// Field by field, at an index the compiler sees in range.
+	h := &p.hist[p.hpos%HistoryLen]
+	h.At, h.From, h.To, h.Owner = at, from, to, owner
 	p.hpos = (p.hpos + 1) % HistoryLen
 	if p.hn < HistoryLen {
 		p.hn++
 	}
 }
+
+// record indexes hist with hpos % HistoryLen: a power of two keeps that a
+// mask (this fails to compile otherwise).
+var _ = [1]struct{}{}[HistoryLen&(HistoryLen-1)]

@@ -154,15 +154,8 @@ func (r *PtrRing) Stale() int { return r.consumerHead - r.consumerTail }
 // head up to the producer, consumed-but-uncleared slots from the tail to
 // the head, and NULL everywhere else.
 func (r *PtrRing) Check() error {
-	if r.consumerTail > r.consumerHead || r.consumerHead >= r.size || r.producer >= r.size || r.consumerTail < 0 {
-		return fmt.Errorf("ptr_ring: indices out of order: producer %d, consumer head %d tail %d, size %d",
-			r.producer, r.consumerHead, r.consumerTail, r.size)
-	}
-	if r.n < 0 || r.n > r.size || (r.consumerHead+r.n)%r.size != r.producer {
-		return fmt.Errorf("ptr_ring: %d entries from head %d do not end at producer %d", r.n, r.consumerHead, r.producer)
-	}
-	if r.consumerHead-r.consumerTail >= r.batch {
-		return fmt.Errorf("ptr_ring: %d uncleared slots, batch is %d", r.consumerHead-r.consumerTail, r.batch)
+	if err := r.CheckIndices(); err != nil {
+		return err
 	}
 	state := make([]byte, r.size) // 1 valid, 2 stale
 	for i := 0; i < r.n; i++ {
@@ -178,6 +171,31 @@ func (r *PtrRing) Check() error {
 		if (v != 0) != (state[i] != 0) {
 			return fmt.Errorf("ptr_ring: slot %d holds %d but is %s", i, v, [...]string{"free", "valid", "stale"}[state[i]])
 		}
+	}
+	return nil
+}
+
+// CheckIndices is the O(1) part of Check: the indices are in range and in
+// order, Len entries from the consumer head end at the producer, fewer
+// than Batch slots wait to be cleared (__ptr_ring_discard_one clears them
+// once a batch is reached), and the slots at the producer's last entry and
+// at the consumer head agree with Len.
+func (r *PtrRing) CheckIndices() error {
+	if r.consumerTail > r.consumerHead || r.consumerHead >= r.size || r.producer >= r.size || r.consumerTail < 0 {
+		return fmt.Errorf("ptr_ring: indices out of order: producer %d, consumer head %d tail %d, size %d",
+			r.producer, r.consumerHead, r.consumerTail, r.size)
+	}
+	if r.n < 0 || r.n > r.size || (r.consumerHead+r.n)%r.size != r.producer {
+		return fmt.Errorf("ptr_ring: %d entries from head %d do not end at producer %d", r.n, r.consumerHead, r.producer)
+	}
+	if r.consumerHead-r.consumerTail >= r.batch {
+		return fmt.Errorf("ptr_ring: %d uncleared slots, batch is %d", r.consumerHead-r.consumerTail, r.batch)
+	}
+	if r.n > 0 && r.queue[(r.producer+r.size-1)%r.size] == 0 {
+		return fmt.Errorf("ptr_ring: %d entries but the last produced slot %d is NULL", r.n, (r.producer+r.size-1)%r.size)
+	}
+	if (r.n == 0) != (r.queue[r.consumerHead] == 0) {
+		return fmt.Errorf("ptr_ring: %d entries but the slot at the consumer head holds %d", r.n, r.queue[r.consumerHead])
 	}
 	return nil
 }

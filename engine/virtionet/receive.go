@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"ringlab/engine/bpf"
-	"ringlab/engine/device"
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
@@ -186,8 +185,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 	}
 	room := uint32(skbDataAlign(int(headroom + tailroom)))
 	rq.Stats.Bytes += uint64(length - HdrLen)
-	win := rq.Dev.Window(b.head)
-	numBuf := int(device.NumBuffers(win)) // the header's num_buffers
+	numBuf := int(rq.Dev.NumBuffers(b.head)) // the header's num_buffers
 	if length > truesize-room || numBuf < 1 || numBuf > rq.VQ.Size() {
 		rq.Stats.LengthErrors++
 		rq.errSKB(b, numBuf)

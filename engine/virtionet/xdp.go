@@ -4,6 +4,7 @@ import (
 	"ringlab/engine/bpf"
 	"ringlab/engine/device"
 	"ringlab/engine/mem"
+	"ringlab/engine/pagepool"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
 	"ringlab/engine/virtq"
@@ -21,13 +22,13 @@ import (
 func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	c := rq.CPU
 	env := rq.d.env
-	win := rq.Dev.Window(b.head)[device.VirtioNetHdrLen:]
-	stored := n
-	if stored > uint32(len(win)) {
-		stored = uint32(len(win))
-	}
+	stored := min(n, device.WindowSize-device.VirtioNetHdrLen)
 	buf := rq.xdpBuf
-	copy(buf[XDPHeadroom:], win[:stored])
+	if env.Prog.ReadsPacket() {
+		// The window's bytes, built straight into the buffer when the
+		// window does not hold them yet.
+		rq.Dev.CopyFrame(b.head, buf[XDPHeadroom:XDPHeadroom+stored])
+	}
 	// The input lives in the queue, not on the stack: the program keeps a
 	// pointer to it during the run, so a local would escape (one heap
 	// allocation per packet). It is written field by field: a composite
@@ -87,6 +88,16 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 func (rq *RQ) xdpDrop(b *rxBuf) {
 	rq.Stats.XDPDrops++
 	rq.Stats.Drops++
+	if b.pool {
+		// What Releaser.Release does with a head page of this queue's
+		// pool and a direct put (page_pool_put_full_page with
+		// allow_direct; with it set, the put's context does not matter),
+		// without the interface call and the pool lookup.
+		if pg := rq.d.env.Mem.Page(b.page); pg != nil && pg.IsHead() && pg.PP == rq.Pool.ID() && pg.PPMagic == pagepool.Signature {
+			rq.d.fail(rq.Pool.Put(rq.CPU, b.page, pagepool.SyncFull, true, pagepool.Softirq))
+			return
+		}
+	}
 	rq.release(b.page, b.pool, directCtx)
 }
 

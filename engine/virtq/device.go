@@ -221,6 +221,45 @@ func (q *Queue) DeviceAddUsed(id, length uint32) {
 	}
 }
 
+// DevicePeekLone looks at the next available chain without taking it:
+// when it is one writable descriptor (no NEXT, no INDIRECT: every buffer a
+// receive queue posts but big mode's) it returns the head and the
+// descriptor's length, as DeviceChain would find them; ok is false for
+// anything else (nothing available, an avail index DevicePop would
+// refuse, a chain to walk), which the caller handles the general way.
+func (q *Queue) DevicePeekLone() (head uint16, writable uint32, ok bool) {
+	d := &q.dev
+	if n := uint32(q.avail.idx - d.lastAvail); n == 0 || n > q.num {
+		return 0, 0, false
+	}
+	head = q.avail.ring[d.lastAvail&q.mask]
+	if uint32(head) >= q.num {
+		return 0, 0, false
+	}
+	if desc := &q.desc[head]; desc.Flags&(DescFIndirect|DescFNext|DescFWrite) == DescFWrite {
+		return head, desc.Len, true
+	}
+	return 0, 0, false
+}
+
+// DeviceUseLone is DevicePop, DeviceAddUsed(head, length) and
+// DevicePublishUsed for the head DevicePeekLone just returned: the chain
+// goes straight to used (its slots pass through SlotDevice on the way in
+// the general calls; nothing can look in between).
+func (q *Queue) DeviceUseLone(head uint16, length uint32) {
+	d := &q.dev
+	d.lastAvail++
+	if q.event {
+		q.used.availEvent = d.lastAvail
+	}
+	q.used.ring[d.usedIdx&q.mask] = UsedElem{ID: uint32(head), Len: length}
+	d.usedIdx++
+	if q.state[head].data != 0 {
+		q.markChain(head, SlotUsed)
+	}
+	q.used.idx = d.usedIdx
+}
+
 // DevicePublishUsed stores the device's used index into used.idx.
 func (q *Queue) DevicePublishUsed() { q.used.idx = q.dev.usedIdx }
 

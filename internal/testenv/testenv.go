@@ -6,8 +6,9 @@ package testenv
 
 import (
 	"os"
-	"os/exec"
 	"testing"
+
+	"ringlab/internal/chromium"
 )
 
 // CIEnv is the environment variable that turns skips into failures.
@@ -35,18 +36,8 @@ func RequireRoot(t testing.TB) {
 }
 
 // ChromiumPath returns the path of a Chromium binary, or "" when none is
-// installed. RINGLAB_CHROMIUM overrides the search.
-func ChromiumPath() string {
-	if p := os.Getenv("RINGLAB_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
+// installed (chromium.Path: RINGLAB_CHROMIUM overrides the search).
+func ChromiumPath() string { return chromium.Path() }
 
 // RequireChromium returns the Chromium path, or skips (fails in CI) when
 // none is installed.
@@ -54,7 +45,7 @@ func RequireChromium(t testing.TB) string {
 	t.Helper()
 	p := ChromiumPath()
 	if p == "" {
-		Missing(t, "needs Chromium (apt-get install -y chromium)")
+		Missing(t, chromium.Missing)
 	}
 	return p
 }

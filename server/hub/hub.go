@@ -1,7 +1,7 @@
 // Package hub streams a metric source's snapshots to WebSocket clients at
 // /ws/metrics: one sampler goroutine per (source, rate) shared by its
-// clients, and per client a one-slot mailbox, so a slow client skips
-// snapshots instead of holding anyone up.
+// clients, and per client a mailbox of the newest few snapshots, so a slow
+// client skips snapshots instead of holding anyone up.
 package hub
 
 import (
@@ -36,6 +36,14 @@ const (
 
 	// maxCounters bounds a subscribe's counter allowlist.
 	maxCounters = 256
+
+	// snapshotMailbox is how many snapshots wait for a client's writer: a
+	// writer held up for less than that many sampling periods (a loaded
+	// machine, two samples close together after a late tick) loses none; a
+	// client that stays behind gets the newest and skips the older ones.
+	// The snapshots are shared by the clients, so the mailbox holds only
+	// references.
+	snapshotMailbox = 4
 
 	// replyQueueLen is a client's ordered queue for hello, pong and error
 	// replies. The reader waits while it is full, so a client that sends
@@ -154,7 +162,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Info("metrics websocket refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
 		return
 	}
-	c := &client{peer: wspeer.New(ws, replyQueueLen), bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
+	c := &client{peer: wspeer.NewWithMailbox(ws, replyQueueLen, snapshotMailbox), bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
 	if !h.register(c) {
 		c.peer.Abort(websocket.CloseGoingAway, closeGoingAway)
 	} else {

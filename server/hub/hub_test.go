@@ -343,7 +343,7 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 		return
 	}
 	// Keep reading on good until the stalled client's writer is blocked
-	// on a full TCP buffer: from then on its mailbox replaces snapshots.
+	// on a full TCP buffer: from then on its mailbox drops snapshots.
 	// Ten skips in a row (200 ms) tell a full buffer from a slow write.
 	deadline := time.Now().Add(2 * readWait)
 	var streak, lastSkipped uint64
@@ -412,11 +412,12 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	assert.LessOrEqual(t, goodStats.Skipped, seqGaps+1, "the good client's skips show as gaps")
 	assert.LessOrEqual(t, goodStats.Skipped, uint64(n/10), "the good client keeps up")
 	// Every snapshot offered to the stalled client was written or replaced:
-	// none waits in a queue (at most one in the mailbox, one in the write).
+	// none waits in a queue (at most snapshotMailbox in the mailbox, one in
+	// the write).
 	assert.InDelta(t, n, skippedDuring+sentDuring, 5, "snapshots offered to the stalled client = skipped + written")
 	assert.Greater(t, skippedDuring, sentDuring, "the stalled client mostly skips")
 	// Had they been queued, the heap would have grown by skippedDuring*32 KiB
-	// (more than 1.5 MiB); the mailbox holds one.
+	// (more than 1.5 MiB); the mailbox holds snapshotMailbox.
 	assert.Less(t, growth, int64(512<<10), "heap growth while stalled")
 }
 

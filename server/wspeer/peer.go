@@ -1,7 +1,7 @@
 // Package wspeer runs one WebSocket connection the way gorilla's chat
 // example does: one reader and one writer goroutine, write deadlines,
 // ping/pong and a read limit, with outbound messages going through a bounded
-// ordered queue or a one-slot mailbox whose newest message wins.
+// ordered queue or a small mailbox that keeps the newest messages.
 package wspeer
 
 import (
@@ -54,14 +54,14 @@ type outbound struct {
 // method may be called from any goroutine.
 //
 // Memory per peer is bounded: the queue holds at most its capacity of
-// messages and the mailbox one.
+// messages and the mailbox its own (one unless NewWithMailbox says more).
 type Peer struct {
 	ws    *websocket.Conn
 	queue chan outbound
 
 	mu      sync.Mutex
-	slot    []byte        // the mailbox: newest superseding message, nil when empty
-	wake    chan struct{} // capacity 1: the mailbox was filled
+	mailbox [][]byte      // oldest first, at most cap(mailbox) messages
+	wake    chan struct{} // capacity 1: the mailbox has a message
 	skipped atomic.Uint64 // mailbox messages replaced before they were written
 	sent    atomic.Uint64 // text messages written
 
@@ -74,11 +74,21 @@ type Peer struct {
 	done       chan struct{} // closed when Run has returned
 }
 
-// New returns a Peer for ws whose ordered queue holds queueLen messages.
+// New returns a Peer for ws whose ordered queue holds queueLen messages and
+// whose mailbox holds one: the newest message wins.
 func New(ws *websocket.Conn, queueLen int) *Peer {
+	return NewWithMailbox(ws, queueLen, 1)
+}
+
+// NewWithMailbox returns a Peer whose mailbox keeps the newest mailboxLen
+// messages, written oldest first: a writer that falls behind for less than
+// mailboxLen offers (a scheduling hiccup) loses none, one that stays behind
+// gets the newest and skips the rest.
+func NewWithMailbox(ws *websocket.Conn, queueLen, mailboxLen int) *Peer {
 	return &Peer{
 		ws:         ws,
 		queue:      make(chan outbound, max(queueLen, 1)),
+		mailbox:    make([][]byte, 0, max(mailboxLen, 1)),
 		wake:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -216,12 +226,30 @@ func (p *Peer) writeClose(code int, text string, readerDone <-chan struct{}) {
 	}
 }
 
+// take removes the mailbox's oldest message, nil when it is empty; when
+// more remain the writer is woken again for them.
 func (p *Peer) take() []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m := p.slot
-	p.slot = nil
+	if len(p.mailbox) == 0 {
+		return nil
+	}
+	m := p.mailbox[0]
+	n := copy(p.mailbox, p.mailbox[1:])
+	p.mailbox[n] = nil
+	p.mailbox = p.mailbox[:n]
+	if n > 0 {
+		p.signal()
+	}
 	return m
+}
+
+// signal wakes the writer for the mailbox.
+func (p *Peer) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Send queues a message to be written after those queued before it,
@@ -257,27 +285,27 @@ func (p *Peer) TrySend(data []byte) bool {
 	}
 }
 
-// Offer puts a message in the one-slot mailbox, replacing (and counting as
-// skipped) one that was not written yet. It never waits. The writer sends
-// the mailbox only when the ordered queue is empty.
+// Offer puts a message in the mailbox; when it is full, the oldest message
+// not written yet is dropped (and counted as skipped). It never waits. The
+// writer sends the mailbox only when the ordered queue is empty.
 func (p *Peer) Offer(data []byte) {
 	p.mu.Lock()
-	if p.slot != nil {
+	if len(p.mailbox) == cap(p.mailbox) {
 		p.skipped.Add(1)
+		n := copy(p.mailbox, p.mailbox[1:])
+		p.mailbox = p.mailbox[:n]
 	}
-	p.slot = data
+	p.mailbox = append(p.mailbox, data)
+	p.signal()
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
 }
 
-// ClearMailbox drops the mailbox's message without counting it as skipped
-// (it belongs to a subscription that has ended).
+// ClearMailbox drops the mailbox's messages without counting them as
+// skipped (they belong to a subscription that has ended).
 func (p *Peer) ClearMailbox() {
 	p.mu.Lock()
-	p.slot = nil
+	clear(p.mailbox)
+	p.mailbox = p.mailbox[:0]
 	p.mu.Unlock()
 }
 
@@ -301,7 +329,7 @@ func (p *Peer) Abort(code int, reason string) {
 	})
 }
 
-// Skipped returns how many mailbox messages were replaced unwritten.
+// Skipped returns how many mailbox messages were dropped unwritten.
 func (p *Peer) Skipped() uint64 { return p.skipped.Load() }
 
 // Sent returns how many text messages were written.

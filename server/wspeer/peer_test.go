@@ -144,13 +144,7 @@ func TestQueueGoesBeforeTheMailboxAndTheNewestWins(t *testing.T) {
 		p.Offer([]byte("y"))
 		assert.Equal(t, uint64(1), p.Skipped())
 		res := runPeer(p)
-		var got []string
-		for range 3 {
-			_, m, err := cli.ReadMessage()
-			require.NoError(t, err)
-			got = append(got, string(m))
-		}
-		assert.Equal(t, []string{"a", "b", "y"}, got)
+		assert.Equal(t, []string{"a", "b", "y"}, readN(t, cli, 3))
 
 		p.Offer([]byte("z"))
 		p.ClearMailbox()
@@ -161,6 +155,41 @@ func TestQueueGoesBeforeTheMailboxAndTheNewestWins(t *testing.T) {
 		assert.Equal(t, "w", string(m))
 		synctest.Wait() // the writer counts after its write returns
 		assert.Equal(t, uint64(4), p.Sent())
+
+		cli.Close()
+		<-res
+	})
+}
+
+// readN reads n text messages.
+func readN(t *testing.T, c *websocket.Conn, n int) []string {
+	t.Helper()
+	var got []string
+	for range n {
+		_, m, err := c.ReadMessage()
+		require.NoError(t, err)
+		got = append(got, string(m))
+	}
+	return got
+}
+
+func TestMailboxKeepsTheNewestInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, cli := pipePair(t)
+		p := NewWithMailbox(srv, 4, 3)
+		for _, m := range []string{"a", "b", "c", "d", "e"} {
+			p.Offer([]byte(m))
+		}
+		assert.Equal(t, uint64(2), p.Skipped(), "the two oldest were dropped")
+		res := runPeer(p)
+		assert.Equal(t, []string{"c", "d", "e"}, readN(t, cli, 3), "the newest three, oldest first")
+
+		p.Offer([]byte("f"))
+		p.Offer([]byte("g"))
+		p.ClearMailbox()
+		p.Offer([]byte("h"))
+		assert.Equal(t, uint64(2), p.Skipped(), "cleared messages are not skips")
+		assert.Equal(t, []string{"h"}, readN(t, cli, 1), "all of the mailbox was cleared")
 
 		cli.Close()
 		<-res

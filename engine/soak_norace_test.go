@@ -1,0 +1,10 @@
+//go:build !race
+
+package engine
+
+// soakPackets is the soak's length per preset: the million.
+const soakPackets = 1_000_000
+
+// presetCheckEvents is how many events TestPresetsKeepInvariants runs per
+// preset, each followed by a full pass.
+const presetCheckEvents = 500

@@ -1,0 +1,12 @@
+//go:build race
+
+package engine
+
+// soakPackets is the soak's length per preset under the race detector,
+// which slows the engine about tenfold; the million runs without it.
+const soakPackets = 100_000
+
+// presetCheckEvents is TestPresetsKeepInvariants' events per preset under
+// the race detector, which makes a full pass (a walk of every page) some
+// thirty times slower.
+const presetCheckEvents = 50

@@ -1,0 +1,80 @@
+package virtionet
+
+import (
+	"fmt"
+
+	"ringlab/engine/mem"
+	"ringlab/engine/virtq"
+)
+
+// What an invariant checker needs to know of the driver's buffers.
+
+// DescPerBuf is the number of descriptors each posted receive buffer
+// takes: big_packets_num_skbfrags + 2 in big mode (add_recvbuf_big), one
+// otherwise (add_recvbuf_small and add_recvbuf_mergeable post one entry,
+// and a receive queue has a ctx, so never an indirect one).
+func (rq *RQ) DescPerBuf() int {
+	if rq.d.bigPackets {
+		return rq.d.numSkbFrags + 2
+	}
+	return 1
+}
+
+// PagesPerBuf is the number of pages each posted buffer keeps located in
+// mem.Virtqueue: big_packets_num_skbfrags + 1 in big mode, one for the
+// other whole-page sources, none when buffers share pages (page_frag and
+// page_pool fragments leave their pages where the allocator put them).
+func (rq *RQ) PagesPerBuf() int {
+	switch {
+	case rq.d.bigPackets:
+		return rq.d.numSkbFrags + 1
+	case rq.d.wholePage:
+		return 1
+	}
+	return 0
+}
+
+// RingMapped reports whether each posted buffer holds a DMA mapping of its
+// own (vring_map_one_sg at add, unmapped at get), rather than a page_pool
+// page premapped once. Big mode charges the mapping without tracking it.
+func (rq *RQ) RingMapped() bool {
+	return !rq.d.bigPackets && !(rq.d.premapped && (rq.d.source == srcPagePool || rq.d.source == srcPagePoolFrag))
+}
+
+// CheckPosted checks the buffer behind a posted head: tok names a buffer
+// slot in use that remembers head; a whole-page buffer's pages are in
+// mem.Virtqueue for this queue (big mode: the chain through page->private
+// has PagesPerBuf pages, as add_recvbuf_big builds it); a ring-mapped
+// buffer is mapped.
+func (rq *RQ) CheckPosted(head uint16, tok virtq.Token) error {
+	slot := int64(tok) - 1
+	if slot < 0 || slot >= int64(len(rq.bufs)) || rq.bufs[slot].page == mem.NoPage {
+		return fmt.Errorf("rx queue %d: head %d carries token %d, which names no buffer in use", rq.Index, head, tok)
+	}
+	b := &rq.bufs[slot]
+	if b.head != head {
+		return fmt.Errorf("rx queue %d: head %d names buffer %d, which was posted at head %d", rq.Index, head, slot, b.head)
+	}
+	m := rq.d.env.Mem
+	if want := rq.PagesPerBuf(); want > 0 {
+		n := 0
+		for p := b.page; p != mem.NoPage; p = m.Page(p).Private {
+			if n++; n > want || !m.Valid(p) {
+				return fmt.Errorf("rx queue %d: buffer %d's page chain is longer than %d pages", rq.Index, slot, want)
+			}
+			if loc, owner := m.Loc(p); loc != mem.Virtqueue || owner != rq.Index {
+				return fmt.Errorf("rx queue %d: page %d of posted buffer %d is in %v (owner %d)", rq.Index, p, slot, loc, owner)
+			}
+			if !rq.d.bigPackets {
+				break
+			}
+		}
+		if n != want {
+			return fmt.Errorf("rx queue %d: posted buffer %d has %d pages, want %d", rq.Index, slot, n, want)
+		}
+	}
+	if rq.RingMapped() && (!b.mapped || rq.d.env.DMA.Live(b.page) == 0) {
+		return fmt.Errorf("rx queue %d: posted buffer %d (page %d) is not mapped", rq.Index, slot, b.page)
+	}
+	return nil
+}
