@@ -71,7 +71,13 @@ func server(t testing.TB) *httptest.Server {
 // serverWith is server with more handlers (added before the files).
 func serverWith(t testing.TB, more func(*http.ServeMux)) *httptest.Server {
 	t.Helper()
-	build := wasmBuild(t)
+	return serveWasm(t, wasmBuild(t), more)
+}
+
+// serveWasm is serverWith with main.wasm and wasm_exec.js from the build
+// directory build (wasmbuild's layout).
+func serveWasm(t testing.TB, build string, more func(*http.ServeMux)) *httptest.Server {
+	t.Helper()
 	web := http.FileServer(http.Dir(filepath.Join(repoRoot(t), "web")))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/main.wasm", func(w http.ResponseWriter, r *http.Request) {

@@ -198,12 +198,11 @@ func (c *consoleErrors) get() []string {
 	return append([]string(nil), c.msgs...)
 }
 
-// loadBound bounds the time to the engine's first state in ms.
-const loadBound = 15000.0
-
 // TestPageLoadsCleanAndDraws: a fresh browser opens the page; the engine
-// starts playing the default preset by itself within 2 seconds, nothing is
-// written to the console as an error, and the canvas shows a picture.
+// starts playing the default preset by itself, nothing is written to the
+// console as an error, and the canvas shows a picture. It logs the phases
+// of the start (TestLoadPhases measures them over many loads); the target,
+// the first frame within 2 s of navigation, is not asserted.
 func TestPageLoadsCleanAndDraws(t *testing.T) {
 	ts := server(t)
 	ctx := freshBrowser(t)
@@ -216,10 +215,12 @@ func TestPageLoadsCleanAndDraws(t *testing.T) {
 	frameMs := eval[float64](p, `window.ringlab.frameAt`)
 	t.Logf("after navigation started: first state from the engine at %.0f ms, first frame at %.0f ms (%s with the test's round trips)",
 		readyMs, frameMs, wall.Round(time.Millisecond))
-	// The target is 2 s on an ordinary machine; this bound only catches a
-	// start that went wrong (software WebGL on a loaded 2-core VM takes
-	// about 2.5 s for an empty Ebitengine program to run its first tick).
-	assert.Less(t, readyMs, loadBound, "the engine starts")
+	t.Logf("the start, ms after navigation: %s", formatLoad(eval[map[string]float64](p, loadTimesJS)))
+	assert.Positive(t, readyMs, "the engine sent its first message")
+	assert.Equal(t, 1.0, eval[float64](p, `document.getElementById("game").contentWindow.performance.getEntriesByType("resource").filter(
+		(e) => e.name.endsWith("/main.wasm")).length`), "main.wasm is fetched once (compiled while it streams)")
+	assert.True(t, eval[bool](p, `!document.getElementById("game").contentDocument.getElementById("loading")`),
+		"the game's loading note is gone once the first frame is drawn")
 	assert.True(t, p.playing(), "the default preset plays without a click")
 	assert.Equal(t, "default", eval[string](p, `document.getElementById('preset').value`))
 	p.waitJS(`Number(document.querySelector('#counters tr[data-name="events"] td:nth-child(2)').dataset.value) > 2`, 30*time.Second)

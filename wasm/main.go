@@ -24,6 +24,7 @@ import (
 	"github.com/hajimehoshi/ebiten/v2"
 
 	"ringlab/engine/view"
+	"ringlab/internal/loadmark"
 )
 
 // Time budgets of one tick (ebiten runs 60 ticks a second).
@@ -73,7 +74,7 @@ type game struct {
 }
 
 func main() {
-	mark("main")
+	loadmark.Mark("main")
 	g := &game{b: newBatch(), lastState: time.Now()}
 	q := js.Global().Get("location").Get("search").String()
 	vals, _ := url.ParseQuery(strings.TrimPrefix(q, "?"))
@@ -96,7 +97,7 @@ func main() {
 		g.err = "cannot start this run: " + err.Error()
 		g.sess, _ = view.NewSession(view.State{A: view.DefaultConfig(), Speed: -1})
 	}
-	mark("session")
+	loadmark.Mark("session")
 	// A bare link starts playing; a link with a log shows exactly where
 	// the sender stopped.
 	g.playing = len(st.Log) == 0
@@ -114,18 +115,16 @@ func main() {
 
 	ebiten.SetWindowTitle("ringlab")
 	ebiten.SetRunnableOnUnfocused(true)
+	loadmark.Mark("rungame")
 	if err := ebiten.RunGame(g); err != nil {
 		post(map[string]any{"type": "error", "source": "game", "message": err.Error()})
 	}
 }
 
-// mark records when a stage of the start was reached in
-// window.ringlabLoad (ms since the epoch, as game.html's marks).
-
 func (g *game) Update() error {
 	g.ticks++
 	if g.ticks == 1 {
-		mark("update")
+		loadmark.Mark("update")
 	}
 	g.handleMessages()
 	now0 := time.Now()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"syscall/js"
 	"time"
 
 	"ringlab/engine/scenario"
@@ -15,15 +14,6 @@ import (
 )
 
 // The page's messages and the game's replies (web/README.md).
-
-func mark(stage string) {
-	l := js.Global().Get("ringlabLoad")
-	if l.Type() != js.TypeObject {
-		return
-	}
-	perf := js.Global().Get("performance")
-	l.Set(stage, perf.Get("timeOrigin").Float()+perf.Call("now").Float())
-}
 
 func (g *game) postReady() {
 	type preset struct {

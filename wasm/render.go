@@ -5,18 +5,25 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
+	"syscall/js"
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
 
 	"ringlab/engine/view"
+	"ringlab/internal/loadmark"
 )
 
 func (g *game) Draw(screen *ebiten.Image) {
 	g.frames++
 	if g.frames == 2 { // the first frame was presented
-		mark("frame")
+		loadmark.Mark("frame")
 		post(map[string]any{"type": "frame"})
+		debug.SetGCPercent(100) // game.html started the runtime with GOGC=1000
+		if el := js.Global().Get("document").Call("getElementById", "loading"); el.Truthy() {
+			el.Call("remove") // game.html's note, under the canvas
+		}
 	}
 	if g.bench == "empty" {
 		return

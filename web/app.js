@@ -225,10 +225,15 @@
 
   // ---- counters ----
 
+  // Number formats, made once: toLocaleString builds one per call, which
+  // costs the whole table several ms per state while the engine starts.
+  const intFmt = new Intl.NumberFormat("en-US");
+  const fracFmt = new Intl.NumberFormat("en-US", { maximumFractionDigits: 3 });
+  const ratioFmt = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
+
   function fmt(v) {
     if (typeof v !== "number") return String(v);
-    if (Number.isInteger(v)) return v.toLocaleString("en-US");
-    return v.toLocaleString("en-US", { maximumFractionDigits: 3 });
+    return (Number.isInteger(v) ? intFmt : fracFmt).format(v);
   }
 
   function fillCounters(st) {
@@ -275,7 +280,7 @@
   function ratio(a, b) {
     if (!a && !b) return "";
     if (!a) return "—";
-    return (b / a).toLocaleString("en-US", { maximumFractionDigits: 2 }) + "×";
+    return ratioFmt.format(b / a) + "×";
   }
 
   // ---- compare panes ----

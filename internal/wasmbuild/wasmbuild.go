@@ -16,13 +16,17 @@ import (
 // Build writes main.wasm (GOOS=js GOARCH=wasm ./wasm of the module at
 // root), main.wasm.gz and Go's wasm_exec.js into dir. The gzip level is the
 // fastest: the served bytes decompress the same.
-func Build(root, dir string) error {
+func Build(root, dir string) error { return BuildPackage(root, "./wasm", dir) }
+
+// BuildPackage is Build for another GOOS=js main package pkg of the module
+// (the browser tests' empty Ebitengine program).
+func BuildPackage(root, pkg, dir string) error {
 	wasm := filepath.Join(dir, "main.wasm")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", wasm, "./wasm")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", wasm, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./wasm: %v\n%s", err, out)
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
