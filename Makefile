@@ -50,10 +50,13 @@ vet:
 # it. Under the race detector the engine's soak (TestSoakPresets: every
 # preset checked after every event) runs 100,000 packets per preset (a
 # race build tag, engine/soak_race_test.go); the second line runs it for
-# the full million without the detector.
+# the full million without the detector, and the third the browser cases
+# of `ringlab bench` (skipped under the detector: a minute of Chromium
+# time checking a file server).
 test: vet
 	$(GO) test -race $(TESTFLAGS) ./...
 	$(GO) test $(TESTFLAGS) -run '^TestSoakPresets$$' ./engine
+	$(GO) test $(TESTFLAGS) -run '^TestBenchBrowserQuick$$' ./server
 	$(GO) run ./server tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
 

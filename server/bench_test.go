@@ -159,9 +159,9 @@ func TestBenchBrowserQuick(t *testing.T) {
 		t.Skip("runs Chromium")
 	}
 	if raceEnabled {
-		// make test runs ./server again with -race; here that would only
-		// repeat a minute of browser time for a file server and DevTools calls.
-		t.Skip("the browser cases run in the test run without -race")
+		// make test runs this test again without -race (see the Makefile);
+		// under the detector it would only slow a minute of browser time.
+		t.Skip("the browser cases run in make test's run without -race")
 	}
 	testenv.RequireChromium(t)
 	web := pageDir(t)
