@@ -532,6 +532,33 @@ func TestSourceErrorsAreReportedOnceAndSnapshotsResume(t *testing.T) {
 	assert.Equal(t, last.Seq+1, m.Seq, "failed samples use no seq")
 }
 
+// A failing source is tried again after 1, 2, 4 ... periods, not every
+// period, and sampled every period again as soon as it works.
+func TestFailingSourceIsRetriedWithBackoff(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	require.Equal(t, typeHello, read(t, c).Type)
+	readUntil(t, c, typeSnapshot)
+
+	before := f.def.Tries()
+	f.def.Fail(errors.New("netlink: no such device"))
+	e := readUntil(t, c, "error")
+	assert.Contains(t, e.Message, "no such device")
+	assert.Contains(t, e.Message, "retrying")
+	time.Sleep(2 * time.Second) // 20 periods at the default 10 Hz
+	tries := f.def.Tries() - before
+	assert.GreaterOrEqual(t, tries, uint64(2))
+	assert.LessOrEqual(t, tries, uint64(8), "tries at periods 0, 1, 3, 7, 15: not one a period")
+
+	f.def.Fail(nil)
+	m := readUntil(t, c, typeSnapshot) // the next try, at most MaxRetryInterval away
+	recovered := f.def.Tries()
+	for i := uint64(1); i <= 3; i++ {
+		assert.Equal(t, m.Seq+i, read(t, c).Seq, "a snapshot every period again")
+	}
+	assert.LessOrEqual(t, f.def.Tries()-recovered, uint64(4), "one try a period once it works")
+}
+
 func TestCloseSendsGoingAwayAndClosesOpenedSources(t *testing.T) {
 	f := newFixture(t, nil)
 	a, b := f.dial(t), f.dial(t)

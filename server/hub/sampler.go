@@ -34,7 +34,14 @@ type sampler struct {
 	seq     uint64
 	prev    *metrics.Sample
 	lastErr string
+	fails   int // samples failed in a row
+	wait    int // ticks to let pass before the next try
 }
+
+// MaxRetryInterval bounds the backoff of a failing source: after a failed
+// sample the sampler waits one period, then two, four ... up to this, and
+// goes back to every period at the first sample that works.
+const MaxRetryInterval = 5 * time.Second
 
 func newSampler(key samplerKey, ref *sourceRef, log *slog.Logger) *sampler {
 	return &sampler{key: key, ref: ref, log: log, quit: make(chan struct{}), clients: map[*client]*filter{}}
@@ -73,12 +80,18 @@ func (s *sampler) remove(c *client) int {
 // distinct filter. Offering never waits, so one slow client costs the
 // others nothing.
 func (s *sampler) tick() {
+	if s.wait > 0 {
+		s.wait--
+		return
+	}
 	sample, err := s.ref.src.Sample()
 	if err != nil {
+		s.fails++
+		s.wait = s.backoff()
 		s.reportError(err)
 		return
 	}
-	s.lastErr = ""
+	s.lastErr, s.fails = "", 0
 	s.seq++
 	r := rates(s.prev, sample)
 	s.prev = &sample
@@ -103,6 +116,14 @@ func (s *sampler) tick() {
 	}
 }
 
+// backoff is how many ticks to skip after the fails-th failure in a row:
+// 0, 1, 3, 7 ... (a try after 1, 2, 4, 8 periods), at most
+// MaxRetryInterval.
+func (s *sampler) backoff() int {
+	limit := int(MaxRetryInterval * time.Duration(s.key.rateHz) / time.Second)
+	return min(1<<min(s.fails-1, 20), limit) - 1
+}
+
 // reportError tells the clients that sampling fails, once per distinct
 // error; no snapshot is sent (and no seq used) until it works again.
 func (s *sampler) reportError(err error) {
@@ -111,7 +132,7 @@ func (s *sampler) reportError(err error) {
 	}
 	s.lastErr = err.Error()
 	s.log.Warn("sampling failed", "source", s.key.spec, "err", err)
-	msg := wsmsg.Errorf(wsmsg.CodeUnavailable, "", "source %s: %v", s.key.spec, err).Encode()
+	msg := wsmsg.Errorf(wsmsg.CodeUnavailable, "", "source %s: %v (retrying, at most %v apart)", s.key.spec, err, MaxRetryInterval).Encode()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.clients {

@@ -30,6 +30,7 @@ type Fake struct {
 	n       uint64
 	closed  bool
 	failing error
+	tries   uint64 // Sample calls, failed ones included
 }
 
 // NewFake returns a Fake named name with the given number of queues (at
@@ -62,6 +63,7 @@ func (f *Fake) Info() SourceInfo {
 func (f *Fake) Sample() (Sample, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.tries++
 	if f.closed {
 		return Sample{}, ErrClosed
 	}
@@ -106,6 +108,13 @@ func (f *Fake) Samples() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.n
+}
+
+// Tries returns how many times Sample was called, failures included.
+func (f *Fake) Tries() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tries
 }
 
 // Fail makes every later Sample return err (nil: succeed again).
