@@ -11,7 +11,7 @@ TESTFLAGS ?= -count=1 -timeout 12m
 
 FUZZTIME ?= 30s
 
-.PHONY: all run build wasm test vet bench fuzz clean help
+.PHONY: all run build wasm test vet bench fuzz pgo clean help
 
 all: build wasm
 
@@ -20,6 +20,7 @@ help:
 	@echo "make test   go vet, every Go test under the race detector, the million-packet soak, the wasm build"
 	@echo "make bench  the engine's Go benchmarks, then ringlab bench (every target; builds the wasm first)"
 	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"
+	@echo "make pgo    remake the CPU profiles the binary and the wasm are optimised with"
 	@echo "make build  bin/ringlab"
 	@echo "make wasm   web/main.wasm and its gzipped copy, with their sizes"
 	@echo "make clean  remove what the build made"
@@ -73,6 +74,15 @@ fuzz:
 		echo "fuzz ./$$dir $$fn for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) ./$$dir || exit 1; \
 	done
+
+# Profile-guided optimisation: Go builds a main package with the
+# default.pgo beside it. Both come from the engine's preset benchmarks;
+# remake them when the engine's hot paths change (the build works with a
+# stale profile, just with less gain).
+pgo:
+	$(GO) test ./engine -run '^$$' -bench Preset -benchtime 5000000x -o engine.test -cpuprofile server/default.pgo
+	cp server/default.pgo wasm/default.pgo
+	rm -f engine.test
 
 clean:
 	rm -rf bin $(WASM) $(WASM).gz web/wasm_exec.js test-artifacts
