@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -60,6 +61,13 @@ const (
 	// with 1008 (policy violation).
 	maxViolations = 50
 
+	// DefaultMaxClients and DefaultMaxClientsPerAddr bound the connections
+	// served at once, in all and from one remote address (a flood from one
+	// address leaves room for the others). ringlab bench's 1000 clients
+	// come from one address.
+	DefaultMaxClients        = 4096
+	DefaultMaxClientsPerAddr = 1024
+
 	// closeGoingAway is the reason sent with 1001 at shutdown.
 	closeGoingAway = "server shutting down"
 )
@@ -82,6 +90,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of the message rate limit; nil means time.Now.
 	Now func() time.Time
+	// MaxClients and MaxClientsPerAddr bound the connections served at
+	// once (0: DefaultMaxClients, DefaultMaxClientsPerAddr). A connection
+	// over either is refused before the upgrade: 503 over the total, 429
+	// over its address's share.
+	MaxClients, MaxClientsPerAddr int
 }
 
 // Hub serves /ws/metrics. Its zero value is not usable; use New.
@@ -97,6 +110,8 @@ type Hub struct {
 	clients  map[*client]struct{}
 	samplers map[samplerKey]*sampler
 	sources  map[string]*sourceRef
+	served   int            // connections being served
+	perAddr  map[string]int // of which from each remote address
 
 	conns sync.WaitGroup // one per connection being served
 	loops sync.WaitGroup // one per sampler goroutine
@@ -126,6 +141,7 @@ func New(opts Options) (*Hub, error) {
 		now:      opts.Now,
 		clients:  map[*client]struct{}{},
 		samplers: map[samplerKey]*sampler{},
+		perAddr:  map[string]int{},
 		sources:  map[string]*sourceRef{info.Name: {spec: info.Name, src: def, info: info, pinned: true}},
 	}
 	for _, s := range opts.Sources {
@@ -142,20 +158,48 @@ func New(opts Options) (*Hub, error) {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	if h.opts.MaxClients <= 0 {
+		h.opts.MaxClients = DefaultMaxClients
+	}
+	if h.opts.MaxClientsPerAddr <= 0 {
+		h.opts.MaxClientsPerAddr = DefaultMaxClientsPerAddr
+	}
 	return h, nil
 }
 
 // ServeHTTP upgrades the request and serves the client until it leaves.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	addr := remoteHost(r)
 	h.mu.Lock()
-	if h.closed {
+	switch {
+	case h.closed:
 		h.mu.Unlock()
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
+	case h.served >= h.opts.MaxClients:
+		h.mu.Unlock()
+		h.log.Info("metrics websocket refused: too many clients", "remote", r.RemoteAddr, "limit", h.opts.MaxClients)
+		http.Error(w, fmt.Sprintf("too many clients (%d)", h.opts.MaxClients), http.StatusServiceUnavailable)
+		return
+	case h.perAddr[addr] >= h.opts.MaxClientsPerAddr:
+		h.mu.Unlock()
+		h.log.Info("metrics websocket refused: too many connections from one address", "remote", r.RemoteAddr, "limit", h.opts.MaxClientsPerAddr)
+		http.Error(w, fmt.Sprintf("too many connections from %s (%d)", addr, h.opts.MaxClientsPerAddr), http.StatusTooManyRequests)
+		return
 	}
+	h.served++
+	h.perAddr[addr]++
 	h.conns.Add(1)
 	h.mu.Unlock()
-	defer h.conns.Done()
+	defer func() {
+		h.mu.Lock()
+		h.served--
+		if h.perAddr[addr]--; h.perAddr[addr] == 0 {
+			delete(h.perAddr, addr)
+		}
+		h.mu.Unlock()
+		h.conns.Done()
+	}()
 
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
@@ -176,6 +220,16 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.detach(c)
 	h.unregister(c)
 	h.log.Debug("metrics client left", "remote", r.RemoteAddr, "err", err, "sent", c.peer.Sent(), "skipped", c.peer.Skipped())
+}
+
+// remoteHost is the address part of the request's remote address (the
+// connection's, not a header's: headers are the client's to choose).
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 func (h *Hub) register(c *client) bool {

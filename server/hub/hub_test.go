@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -557,6 +558,49 @@ func TestFailingSourceIsRetriedWithBackoff(t *testing.T) {
 		assert.Equal(t, m.Seq+i, read(t, c).Seq, "a snapshot every period again")
 	}
 	assert.LessOrEqual(t, f.def.Tries()-recovered, uint64(4), "one try a period once it works")
+}
+
+// dialFrom dials the hub from a loopback address of its own (127.0.0.0/8
+// is all loopback on Linux) and returns the connection or the refusal.
+func (f *fixture) dialFrom(t *testing.T, ip string) (*websocket.Conn, *http.Response, error) {
+	d := websocket.Dialer{NetDialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext}
+	c, resp, err := d.Dial(f.url(), nil)
+	if err == nil {
+		t.Cleanup(func() { c.Close() })
+	}
+	return c, resp, err
+}
+
+// A flood of connections gets 429 past its address's share and 503 past
+// the total; the clients already served keep their snapshots, and a slot
+// is free again when its client leaves.
+func TestConnectionLimits(t *testing.T) {
+	f := newFixture(t, nil, func(o *Options) { o.MaxClients, o.MaxClientsPerAddr = 3, 2 })
+	a, _, err := f.dialFrom(t, "127.0.0.1")
+	require.NoError(t, err)
+	_, _, err = f.dialFrom(t, "127.0.0.1")
+	require.NoError(t, err)
+	_, resp, err := f.dialFrom(t, "127.0.0.1")
+	require.ErrorIs(t, err, websocket.ErrBadHandshake)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "over one address's share")
+	_, _, err = f.dialFrom(t, "127.0.0.2")
+	require.NoError(t, err, "another address still gets in")
+	_, resp, err = f.dialFrom(t, "127.0.0.3")
+	require.ErrorIs(t, err, websocket.ErrBadHandshake)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "over the total")
+
+	require.Equal(t, typeHello, read(t, a).Type)
+	first := readUntil(t, a, typeSnapshot)
+	assert.Equal(t, first.Seq+1, read(t, a).Seq, "the refused connections cost the served ones nothing")
+
+	require.NoError(t, a.Close())
+	assert.Eventually(t, func() bool {
+		c, _, err := f.dialFrom(t, "127.0.0.3")
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 5*time.Second, 50*time.Millisecond, "a slot is free again when its client leaves")
 }
 
 func TestCloseSendsGoingAwayAndClosesOpenedSources(t *testing.T) {
