@@ -198,15 +198,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			"about three minutes; progress goes to stderr.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "ringlab bench: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab bench"); !ok {
+		return code
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -328,20 +321,27 @@ func formatValue(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
+// warmWorld builds a preset's world and runs it to steady state
+// (benchWarmup packets), so that what is timed next is the steady state.
+func warmWorld(name string) (*engine.World, error) {
+	s, err := scenario.LookupPreset(name)
+	if err != nil {
+		return nil, err
+	}
+	w, err := engine.New(s)
+	if err != nil {
+		return nil, err
+	}
+	return w, w.RunPackets(benchWarmup)
+}
+
 // benchPresetRate builds a preset, runs it to steady state, then times
 // o.runs runs of o.packets packets and returns the median rate in
 // simulated Mpps per second of wall time. The garbage collector is kept
 // out of the timed runs' way by collecting before each.
 func benchPresetRate(name string, o benchOptions) (float64, string, error) {
-	s, err := scenario.LookupPreset(name)
+	w, err := warmWorld(name)
 	if err != nil {
-		return 0, "", err
-	}
-	w, err := engine.New(s)
-	if err != nil {
-		return 0, "", err
-	}
-	if err := w.RunPackets(benchWarmup); err != nil {
 		return 0, "", err
 	}
 	rates := make([]float64, 0, o.runs)
@@ -364,15 +364,8 @@ func benchPresetRate(name string, o benchOptions) (float64, string, error) {
 func benchAllocs(r *benchRun) (float64, string, error) {
 	var allocs, packets uint64
 	for _, name := range []string{"xdp-drop", "xdp-pass", "cpumap"} {
-		s, err := scenario.LookupPreset(name)
+		w, err := warmWorld(name)
 		if err != nil {
-			return 0, "", err
-		}
-		w, err := engine.New(s)
-		if err != nil {
-			return 0, "", err
-		}
-		if err := w.RunPackets(benchWarmup); err != nil {
 			return 0, "", err
 		}
 		var a, b runtime.MemStats
