@@ -3,6 +3,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -89,4 +91,22 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ringlab help: unknown command %q\n", args[0])
 	return exitUsage
+}
+
+// parseFlagsOnly parses the flags of a subcommand that takes no
+// arguments. ok is false when the caller should return code: exitOK after
+// -h (the usage was printed), exitUsage after a bad flag or an argument,
+// which it names as cmd's.
+func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer, cmd string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", cmd, fs.Arg(0))
+		return exitUsage, false
+	}
+	return exitOK, true
 }

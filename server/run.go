@@ -199,15 +199,8 @@ func runReproduce(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: ringlab reproduce [--json]\n\nRuns every published configuration of docs/published.md (R1..R4) and prints\nthe published figure, the simulated one, and each configuration's ratio to\nits baseline next to the published ratio.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "ringlab reproduce: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab reproduce"); !ok {
+		return code
 	}
 	rows, err := engine.Reproduce(func(i, n int, r scenario.Reproduction) {
 		fmt.Fprintf(stderr, "ringlab reproduce: [%d/%d] %s %s %s\n", i+1, n, r.ID, r.Config, r.Metric)

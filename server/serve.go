@@ -96,15 +96,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ringlab serve: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab serve"); !ok {
+		return code
 	}
 	for _, spec := range append([]string{cfg.source}, cfg.sources...) {
 		if !reg.Has(spec) {

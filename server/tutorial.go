@@ -181,15 +181,8 @@ func countChecks(t *tutorials.Tutorial) int {
 func tutorialList(args []string, stdout, stderr io.Writer) int {
 	fs := tutorialFlags("list", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "ringlab tutorial list: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab tutorial list"); !ok {
+		return code
 	}
 	all, err := tutorials.All()
 	if err != nil {

@@ -17,15 +17,8 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: ringlab version\n\nPrints the version, the Go version and the source revision.")
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "ringlab version: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab version"); !ok {
+		return code
 	}
 	rev, dirty := "unknown", false
 	if bi, ok := debug.ReadBuildInfo(); ok {
