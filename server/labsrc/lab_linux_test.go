@@ -50,7 +50,7 @@ func assertGone(t *testing.T, names ...string) {
 	}
 }
 
-// waitSent waits for the sender to finish and for every counter in want to
+// waitCounts waits for the sender to finish and for every counter in want to
 // reach its value, then returns the last sample.
 func waitCounts(t *testing.T, l *Lab, want map[string]uint64) metrics.Sample {
 	t.Helper()
@@ -79,7 +79,13 @@ func waitCounts(t *testing.T, l *Lab, want map[string]uint64) metrics.Sample {
 func TestLabCountsExactlyItsOwnFlow(t *testing.T) {
 	const n = 5000
 	l := openLab(t, fmt.Sprintf("xdp_count_proto,rate=20000,size=64,count=%d", n))
-	s := waitCounts(t, l, map[string]uint64{"xdp_packets_counted": n, "lab_received_packets": n})
+	// Every counter that must reach n is waited for: one sample reads them
+	// one after another (the UDP MIB before the receiver's count), so the
+	// receiver can finish between two reads of the same sample.
+	s := waitCounts(t, l, map[string]uint64{
+		"lab_a_tx_packets": n, "xdp_packets_counted": n, "xdp_pass": n, "xdp_bytes_counted": n * 64,
+		"proto_count_udp": n, "rx_xdp_packets": n, "UdpInDatagrams": n, "lab_received_packets": n,
+	})
 	t.Logf("sent %d packets at %.0f pps; counted %d, received %d, other frames %d",
 		s.Totals["lab_sent_packets"], l.SenderRate(), s.Totals["xdp_packets_counted"], s.Totals["lab_received_packets"], s.Totals["xdp_other_packets"])
 	assert.Equal(t, uint64(n), s.Totals["lab_sent_packets"])
