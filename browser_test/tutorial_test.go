@@ -41,10 +41,22 @@ func TestTutorialPanel(t *testing.T) {
 	}
 	assert.Contains(t, eval[string](p, `document.getElementById("tut-summary").textContent`), "5 of 5 checks hold")
 
-	// Predict, then observe.
+	// Predict, then observe: until Reveal, the views that hold the answer
+	// are blurred and inert (out of reach of a screen reader too).
 	require.True(t, eval[bool](p, `document.querySelector(".tut-question .tut-block").hidden`))
+	hidden := `(() => { const b = document.body.dataset.predicting === "1";
+		const inert = ["game-stage", "counters-panel", "inspect"].every((id) => document.getElementById(id).inert);
+		const blur = getComputedStyle(document.getElementById("counters")).filter.includes("blur");
+		return [b, inert, blur]; })()`
+	assert.Equal(t, []bool{true, true, true}, eval[[]bool](p, hidden), "predicting: flag, inert, blurred")
+	screenshot(t, p.ctx, "tutorial-predict")
+	assert.True(t, eval[bool](p, `[...document.querySelectorAll("#tut-body .tut-after")].every((e) => e.hidden)`),
+		"the prose after the question explains it: hidden too")
+	assert.NotContains(t, eval[string](p, `document.getElementById("tut-body").innerText`), "last_used_idx is still 0")
 	p.do(chromedp.SendKeys(".tut-predict", "no"), chromedp.Click(".tut-reveal"))
 	p.waitJS(`!document.querySelector(".tut-question .tut-block").hidden`, 10*time.Second)
+	assert.Equal(t, []bool{false, false, false}, eval[[]bool](p, hidden), "revealed: the views are back")
+	assert.Contains(t, eval[string](p, `document.getElementById("tut-body").innerText`), "last_used_idx is still 0")
 	assert.Contains(t, eval[string](p, `document.querySelector(".tut-question .tut-block").textContent`), "✓")
 	assert.Contains(t, eval[string](p, `localStorage.getItem("ringlab.tutorials")`), `"step":2`)
 	screenshot(t, p.ctx, "tutorial")

@@ -17,6 +17,7 @@
     step: 0,         // 1-based; 0: the introduction
     result: null,    // the game's result of the current step
     busy: false,
+    unrevealed: 0,   // questions of this step not yet revealed
   };
   window.ringlabTutorial = tut; // for tests
 
@@ -116,8 +117,25 @@
   const aside = document.querySelector("main aside");
   aside.insertBefore(panel, aside.firstChild);
 
+  // Predict, then observe: while a step's question is unrevealed, the
+  // views that would answer it (canvas, counters, compare panes, inspect)
+  // are blurred and inert, so neither eyes nor a screen reader get the
+  // answer first. Reveal, another step or closing the panel brings them back.
+  const answering = ["game-stage", "counters-panel", "compare-panel", "inspect"];
+  function predicting(on) {
+    tut.unrevealed = on ? tut.unrevealed : 0;
+    if (on) document.body.dataset.predicting = "1";
+    else delete document.body.dataset.predicting;
+    for (const id of answering) {
+      const el = $(id);
+      if (el) el.inert = on;
+    }
+  }
+  const questions = (st) => st.directives.filter((d) => d.op === "question").length;
+
   function setOpen(open) {
     panel.hidden = !open;
+    if (!open) predicting(false);
     btn.setAttribute("aria-expanded", String(open));
     if (open && !tut.list.length) fetchList();
   }
@@ -157,6 +175,7 @@
     if (!t || tut.busy) return;
     n = Math.max(0, Math.min(n, t.steps.length));
     tut.step = n;
+    predicting(false);
     tut.result = null;
     panel.dataset.step = String(n);
     delete panel.dataset.checks;
@@ -174,6 +193,9 @@
       return;
     }
     const st = t.steps[n - 1];
+    // Hidden before the step runs, so its result never flashes by.
+    tut.unrevealed = questions(st);
+    predicting(tut.unrevealed > 0);
     $("tut-step-title").textContent = `Step ${n}: ${st.title}`;
     $("tut-body").innerHTML = '<p class="tut-running">Running the step…</p>';
     tut.busy = true;
@@ -227,8 +249,12 @@
     const byLine = new Map(res.items.map((it) => [it.line, it]));
     const parts = [];
     let qn = 0;
+    // What follows a question (the prose explaining it, later blocks) is
+    // the answer too: it stays hidden until that question is revealed.
+    let after = null;
+    const push = (h) => parts.push(after ? `<div class="tut-after" data-for="${after}" hidden>${h}</div>` : h);
     for (const seg of st.segments) {
-      if (seg.prose) { parts.push(markdown(seg.prose)); continue; }
+      if (seg.prose) { push(markdown(seg.prose)); continue; }
       const dirs = (seg.directives || []).map((i) => st.directives[i]);
       const q = dirs.find((d) => d.op === "question");
       const inner = dirs.map((d) => byLine.get(d.line)).filter(Boolean).map(itemHTML).join("");
@@ -239,8 +265,9 @@
           <input id="${id}-in" class="tut-predict" type="text" placeholder="your prediction">
           <button type="button" class="tut-reveal" data-target="${id}">Reveal</button>
           <div id="${id}" class="tut-block" hidden>${inner}</div></div>`);
+        after = id;
       } else {
-        parts.push(`<div class="tut-block">${inner}</div>`);
+        push(`<div class="tut-block">${inner}</div>`);
       }
     }
     const mark = res.failed === 0 ? "✓" : "✗";
@@ -254,9 +281,15 @@
     if (!b) return;
     const el = $(b.dataset.target);
     el.hidden = false;
+    for (const a of document.querySelectorAll(`.tut-after[data-for="${b.dataset.target}"]`)) a.hidden = false;
     const input = $(b.dataset.target + "-in");
     const ans = el.querySelector('.tut-check[data-status]');
     b.disabled = true;
+    if (!b.dataset.revealed) {
+      b.dataset.revealed = "1";
+      tut.unrevealed--;
+      if (tut.unrevealed <= 0) predicting(false);
+    }
     if (input.value.trim()) {
       const note = document.createElement("p");
       note.className = "tut-yours";
