@@ -100,6 +100,10 @@ func seedPresets() []Preset {
 			s.Consumer = Consumer{CPU: 1, Context: FreeProcess, CostNs: 300}
 		})
 	}
+	// R4 was measured in 2018, before a pool could recycle direct from
+	// its own NAPI CPU (page_pool_napi_local, R3, 2023): xdp_return_frame
+	// called page_pool_put_page with allow_direct false, so even a frame
+	// completed on the receive CPU went back through the ptr_ring.
 	r4 := func(src, dma string, flows, comp int) func() Scenario {
 		return with(func(s *Scenario) {
 			s.CPUs = 3
@@ -110,6 +114,7 @@ func seedPresets() []Preset {
 			s.Driver.DMA = dma
 			s.XDP = &XDP{Program: "xdp_redirect_dev"}
 			s.Next = &Next{MaxPPS: 13e6, RingSize: 512, CompletionCPU: comp}
+			s.Driver.NAPILocalRecycle = false
 			s.Traffic.Flows = flows
 		})
 	}
@@ -136,9 +141,9 @@ func seedPresets() []Preset {
 			Build: r4(SourcePage, DMARing, 1, -1)},
 		{Name: "r4-page-alloc-2flows", Seed: "R4", Description: "R4: two RX CPUs on the page allocator; the next device completes every frame on CPU 0, so CPU 1's pages are freed on CPU 0 and CPU 1 refills from the zone: the zone lock and the struct page lines moving under it serialise them.",
 			Build: r4(SourcePage, DMARing, 2, 0)},
-		{Name: "r4-page-pool-same-cpu", Seed: "R4", Description: "R4: page_pool, frames returned on the RX CPU.",
+		{Name: "r4-page-pool-same-cpu", Seed: "R4", Description: "R4: page_pool, frames returned on the RX CPU; in 2018 that was through the ptr_ring too, so the RX CPU both produces and consumes it.",
 			Build: r4(SourcePagePool, DMAPremapped, 1, -1)},
-		{Name: "r4-page-pool-other-cpu", Seed: "R4", Description: "R4: page_pool, frames returned on another CPU through the ptr_ring.",
+		{Name: "r4-page-pool-other-cpu", Seed: "R4", Description: "R4: page_pool, frames returned on another CPU through the ptr_ring: the RX CPU only consumes it.",
 			Build: r4(SourcePagePool, DMAPremapped, 1, 2)},
 	}
 }
