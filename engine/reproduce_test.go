@@ -50,6 +50,7 @@ func TestReproductionTargets(t *testing.T) {
 	same := get("r4-page-pool-same-cpu", "tx_mpps").Simulated
 	other := get("r4-page-pool-other-cpu", "tx_mpps").Simulated
 	assert.Less(t, two, one, "R4: two flows on the page allocator must deliver less than one")
+	assert.InDelta(t, 4.0/6, two/one, 0.07, "R4: two flows forward about two thirds of one, as published")
 	assert.GreaterOrEqual(t, same, 1.4*one, "R4: page_pool same CPU vs page allocator")
 	assert.GreaterOrEqual(t, other, 1.4*one, "R4: page_pool other CPU vs page allocator")
 	assert.Greater(t, other, same, "R4 (2018, no NAPI-local recycling): returning on another CPU takes the completions and the ptr_ring's producer side off the RX CPU")
