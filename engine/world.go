@@ -187,15 +187,8 @@ func LibraryProgram(s *scenario.Scenario) (*bpf.CollectionSpec, error) {
 			return nil, &scenario.FieldError{Field: "xdp.args." + k, Reason: "unknown argument (known: port, cpu, mode, ifindex)"}
 		}
 	}
+	var cfg bpf.LibraryConfig
 	switch x.Program {
-	case bpf.NamePass:
-		return bpf.ProgPass(), nil
-	case bpf.NameDrop:
-		return bpf.ProgDrop(), nil
-	case bpf.NameTx:
-		return bpf.ProgTx(), nil
-	case bpf.NameCountProto:
-		return bpf.ProgCountProto(), nil
 	case bpf.NameDropUDPPort:
 		port, err := arg("port", 9)
 		if err != nil {
@@ -204,38 +197,41 @@ func LibraryProgram(s *scenario.Scenario) (*bpf.CollectionSpec, error) {
 		if port < 0 || port > 65535 {
 			return nil, &scenario.FieldError{Field: "xdp.args.port", Reason: fmt.Sprintf("%d: want 0..65535", port)}
 		}
-		return bpf.ProgDropUDPPort(uint16(port)), nil
+		cfg.DropPort = uint16(port)
 	case bpf.NameRedirectCPU:
-		cfg := bpf.RedirectCPUConfig{NumCPUs: uint32(s.CPUs), QSize: uint32(x.CpumapQsize)}
+		c := &cfg.RedirectCPU
+		c.NumCPUs, c.QSize = uint32(s.CPUs), uint32(x.CpumapQsize)
 		switch x.Args["mode"] {
 		case "", "fixed":
-			cfg.Mode = bpf.CPUFixed
+			c.Mode = bpf.CPUFixed
 			cpu := 0
 			if len(x.CpumapCPUs) > 0 {
 				cpu = x.CpumapCPUs[0]
 			}
-			c, err := arg("cpu", cpu)
+			n, err := arg("cpu", cpu)
 			if err != nil {
 				return nil, err
 			}
-			if c < 0 || c >= s.CPUs {
-				return nil, &scenario.FieldError{Field: "xdp.args.cpu", Reason: fmt.Sprintf("%d: want 0..%d", c, s.CPUs-1)}
+			if n < 0 || n >= s.CPUs {
+				return nil, &scenario.FieldError{Field: "xdp.args.cpu", Reason: fmt.Sprintf("%d: want 0..%d", n, s.CPUs-1)}
 			}
-			cfg.CPU = uint32(c)
+			c.CPU = uint32(n)
 		case "round_robin":
-			cfg.Mode = bpf.CPURoundRobin
+			c.Mode = bpf.CPURoundRobin
 		case "hash":
-			cfg.Mode = bpf.CPUHash
+			c.Mode = bpf.CPUHash
 		default:
 			return nil, &scenario.FieldError{Field: "xdp.args.mode", Reason: fmt.Sprintf("%q: want fixed, round_robin or hash", x.Args["mode"])}
 		}
-		return bpf.ProgRedirectCPU(cfg), nil
 	case bpf.NameRedirectDev:
 		ifx, err := arg("ifindex", 2)
 		if err != nil {
 			return nil, err
 		}
-		return bpf.ProgRedirectDev(bpf.RedirectDevConfig{Ifindex: uint32(ifx)}), nil
+		cfg.RedirectDev.Ifindex = uint32(ifx)
+	}
+	if p := bpf.LibraryProgram(x.Program, cfg); p != nil {
+		return p, nil
 	}
 	var names []string
 	for _, p := range bpf.Library() {

@@ -46,18 +46,53 @@ const (
 	offIPv6End      = EthHlen + 40
 )
 
+// LibraryConfig configures the library programs that take parameters;
+// each program reads only its own field.
+type LibraryConfig struct {
+	DropPort    uint16            // xdp_drop_udp_port
+	RedirectCPU RedirectCPUConfig // xdp_redirect_cpu
+	RedirectDev RedirectDevConfig // xdp_redirect_dev
+}
+
+// DefaultLibraryConfig is the configuration Library lists the programs with.
+func DefaultLibraryConfig() LibraryConfig {
+	return LibraryConfig{DropPort: defaultDropPort, RedirectCPU: RedirectCPUConfig{Mode: CPUHash, NumCPUs: 2}}
+}
+
+// libraryNames is the library in the order Library lists it.
+var libraryNames = [...]string{NamePass, NameDrop, NameTx, NameRedirectCPU, NameRedirectDev, NameDropUDPPort, NameCountProto}
+
+// LibraryProgram returns the library program called name, configured by
+// cfg, or nil when the library has no program of that name.
+func LibraryProgram(name string, cfg LibraryConfig) *CollectionSpec {
+	switch name {
+	case NamePass:
+		return ProgPass()
+	case NameDrop:
+		return ProgDrop()
+	case NameTx:
+		return ProgTx()
+	case NameRedirectCPU:
+		return ProgRedirectCPU(cfg.RedirectCPU)
+	case NameRedirectDev:
+		return ProgRedirectDev(cfg.RedirectDev)
+	case NameDropUDPPort:
+		return ProgDropUDPPort(cfg.DropPort)
+	case NameCountProto:
+		return ProgCountProto()
+	}
+	return nil
+}
+
 // Library returns every library program with its default configuration,
 // in a fixed order, for listings.
 func Library() []*CollectionSpec {
-	return []*CollectionSpec{
-		ProgPass(),
-		ProgDrop(),
-		ProgTx(),
-		ProgRedirectCPU(RedirectCPUConfig{Mode: CPUHash, NumCPUs: 2}),
-		ProgRedirectDev(RedirectDevConfig{}),
-		ProgDropUDPPort(defaultDropPort),
-		ProgCountProto(),
+	cfg := DefaultLibraryConfig()
+	out := make([]*CollectionSpec, 0, len(libraryNames))
+	for _, n := range libraryNames {
+		out = append(out, LibraryProgram(n, cfg))
 	}
+	return out
 }
 
 func single(name, desc string, maps []*MapSpec, insns ...asm.Instruction) *CollectionSpec {

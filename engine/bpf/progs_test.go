@@ -38,11 +38,14 @@ func TestLibraryPrepares(t *testing.T) {
 			require.Equal(t, spec.Name, spec.Programs[0].Name)
 			require.False(t, seen[spec.Name], "duplicate name")
 			seen[spec.Name] = true
+			assert.Equal(t, spec, LibraryProgram(spec.Name, DefaultLibraryConfig()), "Library lists LibraryProgram's programs")
 			_, err := NewCollection(spec, Options{NumCPU: 2})
 			require.NoError(t, err)
 		})
 	}
 	assert.Len(t, seen, 7)
+	assert.Nil(t, LibraryProgram("xdp_nope", DefaultLibraryConfig()))
+	assert.Contains(t, LibraryProgram(NameDropUDPPort, LibraryConfig{DropPort: 53}).Description, "53", "the configuration reaches the program")
 }
 
 func TestProgPassDrop(t *testing.T) {

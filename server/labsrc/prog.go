@@ -62,20 +62,16 @@ func htonsLE(port uint16) int32 { return int32(port>>8 | port<<8&0xff00) }
 // libraryProgram returns the library program c names, configured for the
 // lab.
 func libraryProgram(c Config, numCPUs int) (*bpf.CollectionSpec, error) {
-	switch c.Program {
-	case bpf.NamePass:
-		return bpf.ProgPass(), nil
-	case bpf.NameDrop:
-		return bpf.ProgDrop(), nil
-	case bpf.NameTx:
-		return bpf.ProgTx(), nil
-	case bpf.NameCountProto:
-		return bpf.ProgCountProto(), nil
-	case bpf.NameDropUDPPort:
-		return bpf.ProgDropUDPPort(uint16(c.Port)), nil
-	case bpf.NameRedirectCPU:
-		// Keys of a cpumap must be possible CPUs; hash the flow over them.
-		return bpf.ProgRedirectCPU(bpf.RedirectCPUConfig{Mode: bpf.CPUHash, NumCPUs: uint32(max(1, numCPUs))}), nil
+	// The lab has no second device for xdp_redirect_dev to send to.
+	if c.Program != bpf.NameRedirectDev {
+		cfg := bpf.LibraryConfig{
+			DropPort: uint16(c.Port),
+			// Keys of a cpumap must be possible CPUs; hash the flow over them.
+			RedirectCPU: bpf.RedirectCPUConfig{Mode: bpf.CPUHash, NumCPUs: uint32(max(1, numCPUs))},
+		}
+		if p := bpf.LibraryProgram(c.Program, cfg); p != nil {
+			return p, nil
+		}
 	}
 	return nil, fmt.Errorf("%w: program %q is not one the lab runs", ErrBadSpec, c.Program)
 }
