@@ -146,9 +146,20 @@ func TestWorkshopTutorial(t *testing.T) {
 	stu.settle()
 	assert.Equal(t, inst.counters(), stu.counters(), "the tutorial step's world")
 
-	inst.send(map[string]any{"type": "step", "unit": "event", "n": 25})
+	// Step 2 asks a question: both predict with the views hidden, and the
+	// instructor's Reveal reveals it in the student's panel too.
+	predicting := `document.body.dataset.predicting === "1" && document.querySelector(".tut-question .tut-block").hidden`
+	require.True(t, eval[bool](inst, predicting))
+	require.True(t, eval[bool](stu, predicting))
+	eval[chromedp.Void](inst, `document.querySelector(".tut-reveal").click()`)
 	inst.waitApplied(3)
 	stu.waitApplied(3)
+	stu.waitJS(`!document.querySelector(".tut-question .tut-block").hidden && !document.body.dataset.predicting`, 10*time.Second)
+	assert.True(t, eval[bool](stu, `document.querySelector(".tut-reveal").disabled`), "revealed for the student too")
+
+	inst.send(map[string]any{"type": "step", "unit": "event", "n": 25})
+	inst.waitApplied(4)
+	stu.waitApplied(4)
 	assert.Equal(t, inst.counters(), stu.counters(), "after a step in the tutorial's world")
 	require.Greater(t, inst.counter("events", 0), 2.0)
 }

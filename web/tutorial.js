@@ -276,28 +276,49 @@
     body.innerHTML = parts.join("\n");
   }
 
-  $("tut-body").addEventListener("click", (e) => {
-    const b = e.target.closest(".tut-reveal");
-    if (!b) return;
+  // reveal shows the answer of the current step's question q (0-based):
+  // its checks, the prose after it, and the views once no question of the
+  // step is left unrevealed. It reports whether there was such a question
+  // still hidden.
+  function reveal(q) {
+    const b = document.querySelector(`#tut-body .tut-reveal[data-target="tut-q${q}"]`);
+    if (!b || b.dataset.revealed) return false;
+    b.dataset.revealed = "1";
+    b.disabled = true;
     const el = $(b.dataset.target);
     el.hidden = false;
     for (const a of document.querySelectorAll(`.tut-after[data-for="${b.dataset.target}"]`)) a.hidden = false;
+    tut.unrevealed--;
+    if (tut.unrevealed <= 0) predicting(false);
     const input = $(b.dataset.target + "-in");
-    const ans = el.querySelector('.tut-check[data-status]');
-    b.disabled = true;
-    if (!b.dataset.revealed) {
-      b.dataset.revealed = "1";
-      tut.unrevealed--;
-      if (tut.unrevealed <= 0) predicting(false);
-    }
     if (input.value.trim()) {
       const note = document.createElement("p");
       note.className = "tut-yours";
       note.textContent = "You predicted: " + input.value.trim();
       el.insertBefore(note, el.firstChild);
     }
-    if (ans) ans.focus && ans.setAttribute("tabindex", "-1");
+    input.disabled = true;
+    return true;
+  }
+
+  $("tut-body").addEventListener("click", (e) => {
+    const b = e.target.closest(".tut-reveal");
+    if (!b) return;
+    const q = Number(b.dataset.target.slice("tut-q".length));
+    // A workshop instructor's reveal goes to the room (workshop.js): every
+    // student's panel reveals the same question.
+    if (!reveal(q)) return;
+    const el = $(b.dataset.target);
+    el.tabIndex = -1;
+    el.focus(); // a screen reader reads the answer next
+    if (window.ringlab.onTutorialReveal) window.ringlab.onTutorialReveal(tut.t.name, tut.step, q);
   });
+
+  // tutorialRevealFromRoom is how workshop.js applies a room's
+  // tutorial_reveal: the question is revealed if the panel is at that step.
+  window.ringlab.tutorialRevealFromRoom = (name, step, q) => {
+    if (tut.t && tut.t.name === name && tut.step === step) reveal(q);
+  };
 
   $("tut-select").addEventListener("change", (e) => {
     if (!e.target.value) return;

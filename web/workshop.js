@@ -344,12 +344,19 @@
         // opens the panel there and runs the same step (tutorial.js).
         if (ws.role !== "instructor" && ui.tutorialFromRoom) await ui.tutorialFromRoom(c.tutorial, c.step);
         break;
+      case "tutorial_reveal":
+        // The instructor revealed a question: every student sees the answer.
+        if (ws.role !== "instructor" && ui.tutorialRevealFromRoom) ui.tutorialRevealFromRoom(c.tutorial, c.step, c.question);
+        break;
     }
   }
 
   // The instructor's tutorial panel reports each step it runs.
   ui.onTutorialStep = (name, step) => {
     if (ws.role === "instructor" && !ws.replaying) sendCommand({ type: "tutorial_step", tutorial: name, step });
+  };
+  ui.onTutorialReveal = (name, step, question) => {
+    if (ws.role === "instructor" && !ws.replaying) sendCommand({ type: "tutorial_reveal", tutorial: name, step, question });
   };
 
   // ---- the instructor's actions ----

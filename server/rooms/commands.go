@@ -22,6 +22,7 @@ const (
 	maxStepN     = 1_000_000      // events per step command
 	maxSeekNs    = int64(1) << 62 // virtual time, ns
 	maxTutorStep = 999            // tutorial steps are numbered from 0
+	maxTutorQ    = 99             // a step's questions are numbered from 0
 	maxSetString = 256            // bytes of a string parameter value
 )
 
@@ -59,10 +60,17 @@ type (
 		Tutorial string `json:"tutorial"`
 		Step     *int   `json:"step"`
 	}
+	tutorialRevealCmd struct {
+		Type     string `json:"type"`
+		Tutorial string `json:"tutorial"`
+		Step     *int   `json:"step"`
+		Question *int   `json:"question"`
+	}
 )
 
-// DefaultValidator accepts preset, set, play, pause, step, seek and
-// tutorial_step with their fields checked, and rejects anything else.
+// DefaultValidator accepts preset, set, play, pause, step, seek,
+// tutorial_step and tutorial_reveal with their fields checked, and rejects
+// anything else.
 func DefaultValidator(raw json.RawMessage) (json.RawMessage, error) {
 	typ, err := wsmsg.Type(raw)
 	if err != nil {
@@ -145,8 +153,29 @@ func DefaultValidator(raw json.RawMessage) (json.RawMessage, error) {
 			return nil, wsmsg.Errorf(wsmsg.CodeOutOfRange, "step", "step must be between 0 and %d, got %d", maxTutorStep, *c.Step)
 		}
 		v = c
+	case "tutorial_reveal":
+		c := tutorialRevealCmd{}
+		if err := wsmsg.Strict(raw, &c); err != nil {
+			return nil, err
+		}
+		if !namePattern.MatchString(c.Tutorial) {
+			return nil, badName("tutorial", c.Tutorial)
+		}
+		if c.Step == nil {
+			return nil, wsmsg.Errorf(wsmsg.CodeBadField, "step", "tutorial_reveal needs step")
+		}
+		if *c.Step < 1 || *c.Step > maxTutorStep {
+			return nil, wsmsg.Errorf(wsmsg.CodeOutOfRange, "step", "step must be between 1 and %d (the introduction asks nothing), got %d", maxTutorStep, *c.Step)
+		}
+		if c.Question == nil {
+			return nil, wsmsg.Errorf(wsmsg.CodeBadField, "question", "tutorial_reveal needs question")
+		}
+		if *c.Question < 0 || *c.Question > maxTutorQ {
+			return nil, wsmsg.Errorf(wsmsg.CodeOutOfRange, "question", "question must be between 0 and %d, got %d", maxTutorQ, *c.Question)
+		}
+		v = c
 	default:
-		return nil, wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek and tutorial_step", typ)
+		return nil, wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, tutorial_step and tutorial_reveal", typ)
 	}
 	return json.Marshal(v)
 }

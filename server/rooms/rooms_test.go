@@ -371,6 +371,12 @@ func TestDefaultValidator(t *testing.T) {
 		{`{"type":"tutorial_step","tutorial":"xdp","step":0}`, `{"type":"tutorial_step","tutorial":"xdp","step":0}`, "", ""},
 		{`{"type":"tutorial_step","tutorial":"xdp"}`, "", wsmsg.CodeBadField, "step"},
 		{`{"type":"tutorial_step","tutorial":"xdp","step":1000}`, "", wsmsg.CodeOutOfRange, "step"},
+		{`{"question":0,"type":"tutorial_reveal","step":2,"tutorial":"xdp"}`, `{"type":"tutorial_reveal","tutorial":"xdp","step":2,"question":0}`, "", ""},
+		{`{"type":"tutorial_reveal","tutorial":"xdp","step":2}`, "", wsmsg.CodeBadField, "question"},
+		{`{"type":"tutorial_reveal","tutorial":"xdp","question":0}`, "", wsmsg.CodeBadField, "step"},
+		{`{"type":"tutorial_reveal","tutorial":"xdp","step":0,"question":0}`, "", wsmsg.CodeOutOfRange, "step"},
+		{`{"type":"tutorial_reveal","tutorial":"xdp","step":2,"question":100}`, "", wsmsg.CodeOutOfRange, "question"},
+		{`{"type":"tutorial_reveal","tutorial":"../x","step":2,"question":1}`, "", wsmsg.CodeOutOfRange, "tutorial"},
 		{`{"type":"inject"}`, "", wsmsg.CodeUnknownType, "type"},
 		{`{"cmd":"pause"}`, "", wsmsg.CodeMissingType, "type"},
 	}
