@@ -143,14 +143,8 @@ func DefaultValidator(raw json.RawMessage) (json.RawMessage, error) {
 		if err := wsmsg.Strict(raw, &c); err != nil {
 			return nil, err
 		}
-		if !namePattern.MatchString(c.Tutorial) {
-			return nil, badName("tutorial", c.Tutorial)
-		}
-		if c.Step == nil {
-			return nil, wsmsg.Errorf(wsmsg.CodeBadField, "step", "tutorial_step needs step")
-		}
-		if *c.Step < 0 || *c.Step > maxTutorStep {
-			return nil, wsmsg.Errorf(wsmsg.CodeOutOfRange, "step", "step must be between 0 and %d, got %d", maxTutorStep, *c.Step)
+		if err := checkTutorialStep(typ, c.Tutorial, c.Step, 0); err != nil {
+			return nil, err
 		}
 		v = c
 	case "tutorial_reveal":
@@ -158,14 +152,9 @@ func DefaultValidator(raw json.RawMessage) (json.RawMessage, error) {
 		if err := wsmsg.Strict(raw, &c); err != nil {
 			return nil, err
 		}
-		if !namePattern.MatchString(c.Tutorial) {
-			return nil, badName("tutorial", c.Tutorial)
-		}
-		if c.Step == nil {
-			return nil, wsmsg.Errorf(wsmsg.CodeBadField, "step", "tutorial_reveal needs step")
-		}
-		if *c.Step < 1 || *c.Step > maxTutorStep {
-			return nil, wsmsg.Errorf(wsmsg.CodeOutOfRange, "step", "step must be between 1 and %d (the introduction asks nothing), got %d", maxTutorStep, *c.Step)
+		// Step 0 is the introduction: it asks nothing.
+		if err := checkTutorialStep(typ, c.Tutorial, c.Step, 1); err != nil {
+			return nil, err
 		}
 		if c.Question == nil {
 			return nil, wsmsg.Errorf(wsmsg.CodeBadField, "question", "tutorial_reveal needs question")
@@ -178,6 +167,21 @@ func DefaultValidator(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, tutorial_step and tutorial_reveal", typ)
 	}
 	return json.Marshal(v)
+}
+
+// checkTutorialStep checks the tutorial and step fields of the command typ:
+// a tutorial name and a step from first to maxTutorStep.
+func checkTutorialStep(typ, tutorial string, step *int, first int) error {
+	if !namePattern.MatchString(tutorial) {
+		return badName("tutorial", tutorial)
+	}
+	if step == nil {
+		return wsmsg.Errorf(wsmsg.CodeBadField, "step", "%s needs step", typ)
+	}
+	if *step < first || *step > maxTutorStep {
+		return wsmsg.Errorf(wsmsg.CodeOutOfRange, "step", "step must be between %d and %d, got %d", first, maxTutorStep, *step)
+	}
+	return nil
 }
 
 func badName(field, got string) *wsmsg.Error {
