@@ -3,8 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,30 +58,51 @@ func runGolden(t *testing.T, s scenario.Scenario) golden {
 	return golden{sum.SimTimeNS, sum.Packets, sum.Events, sum.Counters, sum.Pages}
 }
 
+// goldenTraceEvents is how many of a preset's first events its golden
+// trace lists, one a line.
+const goldenTraceEvents = 60
+
+// runGoldenTrace is the first goldenTraceEvents events of s as text.
+func runGoldenTrace(t *testing.T, s scenario.Scenario) string {
+	w, err := New(s)
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, w.Trace(goldenTraceEvents, func(e TraceEvent) { fmt.Fprintln(&b, e) }))
+	return b.String()
+}
+
 // TestGoldenTranscripts pins each preset's behaviour: a change to the
-// model shows up as a readable diff of counters. Run with -update to
-// rewrite them after a deliberate change.
+// model shows up as a readable diff, of the counters after 20 000 packets
+// (NAME.json) and of the first events, each with what it changed
+// (NAME.trace), where a change shows at the event it starts. Run with
+// -update to rewrite them after a deliberate change.
 func TestGoldenTranscripts(t *testing.T) {
 	for _, p := range scenario.Presets() {
 		t.Run(p.Name, func(t *testing.T) {
 			s, err := scenario.LookupPreset(p.Name)
 			require.NoError(t, err)
 			got := runGolden(t, s)
-			path := filepath.Join("testdata", "golden", p.Name+".json")
-			if *update {
-				b, err := json.MarshalIndent(got, "", "  ")
-				require.NoError(t, err)
-				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-				require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
-				return
-			}
-			b, err := os.ReadFile(path)
-			require.NoError(t, err, "no golden transcript: run go test ./engine -run TestGoldenTranscripts -update")
-			var want golden
-			require.NoError(t, json.Unmarshal(b, &want))
-			assert.Equal(t, want, got)
+			b, err := json.MarshalIndent(got, "", "  ")
+			require.NoError(t, err)
+			checkGolden(t, p.Name+".json", append(b, '\n'))
+			checkGolden(t, p.Name+".trace", []byte(runGoldenTrace(t, s)))
 		})
 	}
+}
+
+// checkGolden compares got with testdata/golden/name, or writes it there
+// with -update.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "no golden transcript: run go test ./engine -run TestGoldenTranscripts -update")
+	assert.Equal(t, string(want), string(got), "%s differs: run go test ./engine -run TestGoldenTranscripts -update after a deliberate change, and read the diff", path)
 }
 
 // TestDeterministic runs the same scenario twice: same seed, same result.

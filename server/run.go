@@ -23,6 +23,7 @@ import (
 const (
 	defaultRunPackets = 1_000_000
 	maxRunPackets     = 1 << 40
+	maxTraceEvents    = 100_000 // --trace: a transcript to read, not a log to store
 	maxScenarioBytes  = 1 << 20
 )
 
@@ -56,9 +57,10 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
 	object := fs.String("xdp-object", "", "run the XDP program of a compiled ELF `FILE` in the interpreter")
 	progName := fs.String("xdp-program", "", "with --xdp-object: the program `NAME` in the object (default: the first)")
+	trace := fs.Int("trace", 0, "first print the first `N` events, each with the counters and page locations it changed")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab run [--packets N | --duration D] [--json] [--xdp-object FILE [--xdp-program NAME]] FILE|PRESET\n\n")
-		fmt.Fprintf(stderr, "Runs a scenario headless and prints a summary: simulated time, packets,\nrates, CPU utilisation, the driver's counters, the page_pool stats and\nwhere the pages are.\n\nPresets: %s\n\nFlags:\n", strings.Join(scenario.PresetNames(), ", "))
+		fmt.Fprintf(stderr, "Usage: ringlab run [--packets N | --duration D] [--trace N] [--json] [--xdp-object FILE [--xdp-program NAME]] FILE|PRESET\n\n")
+		fmt.Fprintf(stderr, "Runs a scenario headless and prints a summary: simulated time, packets,\nrates, CPU utilisation, the driver's counters, the page_pool stats and\nwhere the pages are. With --trace, the first events come first, one a\nline (in the JSON, as \"trace\").\n\nPresets: %s\n\nFlags:\n", strings.Join(scenario.PresetNames(), ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +84,10 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if *duration < 0 {
 		fmt.Fprintln(stderr, "ringlab run: --duration must be positive")
+		return exitUsage
+	}
+	if *trace < 0 || *trace > maxTraceEvents {
+		fmt.Fprintf(stderr, "ringlab run: --trace %d: want 0..%d events\n", *trace, maxTraceEvents)
 		return exitUsage
 	}
 	s, err := loadScenario(fs.Arg(0))
@@ -111,14 +117,29 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	start := time.Now()
-	if *duration > 0 {
-		err = w.RunFor(sim.Duration(duration.Nanoseconds()))
-	} else {
+	var events []engine.TraceEvent
+	err = w.Trace(*trace, func(e engine.TraceEvent) {
+		if *asJSON {
+			events = append(events, e)
+		} else {
+			fmt.Fprintln(stdout, e)
+		}
+	})
+	if *trace > 0 && !*asJSON {
+		fmt.Fprintln(stdout)
+	}
+	// The trace's events count towards the run: --packets and --duration
+	// are from the start.
+	if err == nil && *duration > 0 {
+		err = w.RunUntil(sim.Time(duration.Nanoseconds()))
+	} else if err == nil {
 		n := *packets
 		if n == 0 {
 			n = defaultRunPackets
 		}
-		err = w.RunPackets(n)
+		if got := w.Received(); got < n {
+			err = w.RunPackets(n - got)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
@@ -129,7 +150,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(sum); err != nil {
+		out := struct {
+			engine.Summary
+			Trace []engine.TraceEvent `json:"trace,omitempty"`
+		}{sum, events}
+		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 			return exitFail
 		}

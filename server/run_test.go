@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,6 +51,41 @@ func TestRunTextAndDuration(t *testing.T) {
 	assert.Contains(t, out, "simulated 1ms")
 }
 
+// TestRunTrace: --trace prints the first events, one a line, before the
+// summary (in the JSON, as "trace"), and the run still ends where asked.
+func TestRunTrace(t *testing.T) {
+	code, out, errs := runCLI("run", "--trace", "5", "--packets", "100", "default")
+	require.Equal(t, exitOK, code, errs)
+	lines := strings.Split(out, "\n")
+	require.Greater(t, len(lines), 6)
+	for i := range 5 {
+		assert.True(t, strings.HasPrefix(lines[i], fmt.Sprintf("#%d ", i+1)), "line %d: %q", i, lines[i])
+	}
+	assert.Contains(t, lines[1], "host lands frames [0]: rx0.last_avail 0->1, rx0.used_idx 0->1")
+	assert.Equal(t, "", lines[5])
+	assert.Contains(t, lines[6], "scenario default")
+	assert.Contains(t, out, "simulated ")
+	assert.Contains(t, out, ", 100 packets,")
+
+	code, out, errs = runCLI("run", "--trace", "40", "--packets", "100", "--json", "xdp-drop")
+	require.Equal(t, exitOK, code, errs)
+	var s struct {
+		Packets uint64 `json:"packets"`
+		Trace   []struct {
+			Seq     uint64 `json:"seq"`
+			Handler string `json:"handler"`
+			Changes []struct {
+				Name     string `json:"name"`
+				From, To int64
+			} `json:"changes"`
+		} `json:"trace"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.Len(t, s.Trace, 40)
+	assert.Equal(t, uint64(40), s.Trace[39].Seq)
+	assert.GreaterOrEqual(t, s.Packets, uint64(100), "--packets counts from the start, the trace included")
+}
+
 func TestRunBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
@@ -68,6 +105,8 @@ func TestRunBadInput(t *testing.T) {
 		{"both limits", []string{"run", "--packets", "5", "--duration", "1ms", "default"}, "exclusive"},
 		{"object refused", []string{"run", "--xdp-object", "../engine/bpf/testdata/xdp_tailcall.o", "xdp-pass"}, "FnTailCall"},
 		{"program without object", []string{"run", "--xdp-program", "x", "xdp-pass"}, "needs --xdp-object"},
+		{"negative trace", []string{"run", "--trace", "-1", "default"}, "--trace -1: want 0..100000"},
+		{"huge trace", []string{"run", "--trace", "100001", "default"}, "--trace 100001"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,12 +4,6 @@ import (
 	"ringlab/engine/sim"
 )
 
-// Interrupt event phases (the high half of the event argument).
-const (
-	irqLanding = 0 // the host lands the packet the armed interrupt waits for
-	irqDeliver = 1 // the interrupt reaches the guest CPU
-)
-
 // scheduleNAPI is napi_schedule: the poll runs at t on the queue's CPU
 // unless it is already scheduled.
 func (d *Driver) scheduleNAPI(rq *RQ, t sim.Time) {
@@ -152,27 +146,29 @@ func (rq *RQ) armIRQ(now sim.Time) {
 		at = now
 	}
 	rq.irqArmed = true
-	rq.d.env.Sim.Queue.Schedule(at, rq.d.irqKind, uint64(rq.Index)|irqLanding<<32)
+	rq.d.env.Sim.Queue.Schedule(at, rq.d.landKind, uint64(rq.Index))
 }
 
-// interrupt handles both phases of an interrupt: the host landing the
-// packet (it decides to signal by the ring's rules), and the signal
-// reaching the guest CPU (vring_interrupt, skb_recv_done,
-// virtqueue_napi_schedule).
-func (d *Driver) interrupt(now sim.Time, arg uint64) {
-	rq := d.RQ[uint32(arg)]
-	if arg>>32 == irqLanding {
-		rq.irqArmed = false
-		irq, at := rq.Dev.CatchUp(now)
-		if irq {
-			d.env.Sim.Queue.Schedule(at.Add(rq.irqLatency()), d.irqKind, uint64(rq.Index)|irqDeliver<<32)
-			return
-		}
-		if !rq.napiOn {
-			rq.armIRQ(now)
-		}
+// landing is the first phase of an interrupt on queue arg: the host lands
+// the frames due by now and decides to signal by the ring's rules
+// (vring_need_event); the signal reaches the guest later, in interrupt.
+func (d *Driver) landing(now sim.Time, arg uint64) {
+	rq := d.RQ[arg]
+	rq.irqArmed = false
+	irq, at := rq.Dev.CatchUp(now)
+	if irq {
+		d.env.Sim.Queue.Schedule(at.Add(rq.irqLatency()), d.irqKind, arg)
 		return
 	}
+	if !rq.napiOn {
+		rq.armIRQ(now)
+	}
+}
+
+// interrupt is the signal reaching the guest CPU of queue arg
+// (vring_interrupt, skb_recv_done, virtqueue_napi_schedule).
+func (d *Driver) interrupt(now sim.Time, arg uint64) {
+	rq := d.RQ[arg]
 	c := rq.CPU
 	c.BeginActivity(now, "interrupt")
 	c.Spend(rq.irqCost())

@@ -84,6 +84,7 @@ type Driver struct {
 	SQ []*SQ
 
 	napiKind sim.Kind
+	landKind sim.Kind
 	irqKind  sim.Kind
 
 	// Err is the first internal error (a broken engine invariant); the

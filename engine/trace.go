@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"ringlab/engine/mem"
+	"ringlab/engine/sim"
+)
+
+// TraceEvent describes one event of the world: its number, when it fired,
+// its handler and argument (a queue, a CPU, ...), and what it changed.
+type TraceEvent struct {
+	Seq     uint64   `json:"seq"`
+	At      sim.Time `json:"at_ns"`
+	Handler string   `json:"handler"`
+	Arg     uint64   `json:"arg"`
+	Changes []Change `json:"changes"` // counters in Totals order, ring indices per receive queue, pages per location
+}
+
+// Change is a figure an event moved: a counter, a receive ring's index
+// (rx0.avail_idx, rx0.last_avail, rx0.used_idx, rx0.last_used,
+// rx0.num_free) or the pages in a location (pages.skb).
+type Change struct {
+	Name string `json:"name"`
+	From int64  `json:"from"`
+	To   int64  `json:"to"`
+}
+
+// String is the event on one line, for a transcript:
+// "#12 16.352us napi poll [0]: rx_packets 0->1, pages.skb 0->1".
+func (e TraceEvent) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d %.3fus %s [%d]:", e.Seq, float64(e.At)/1e3, e.Handler, e.Arg)
+	if len(e.Changes) == 0 {
+		b.WriteString(" nothing counted")
+	}
+	for i, c := range e.Changes {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s %d->%d", c.Name, c.From, c.To)
+	}
+	return b.String()
+}
+
+// Trace runs up to n events, one at a time, and calls fn with each one's
+// description. It stops early when the world runs out of events or stops
+// (the error says why). It reads every counter around each event, so it is
+// for transcripts and teaching, not for speed.
+func (w *World) Trace(n int, fn func(TraceEvent)) error {
+	before := w.traceFigures(nil)
+	after := make([]Change, 0, len(before))
+	for range n {
+		k, arg, ok := w.Sim.Queue.PeekKind()
+		if !ok || !w.Step() {
+			break
+		}
+		after = w.traceFigures(after[:0])
+		ev := TraceEvent{Seq: w.Sim.Queue.Fired(), At: w.Now(), Handler: w.Sim.Queue.KindName(k), Arg: arg}
+		if len(after) == len(before) { // the same figures, in the same order
+			for i, f := range after {
+				if f.To != before[i].To {
+					ev.Changes = append(ev.Changes, Change{f.Name, before[i].To, f.To})
+				}
+			}
+		} else { // a figure appeared: match by name
+			was := make(map[string]int64, len(before))
+			for _, f := range before {
+				was[f.Name] = f.To
+			}
+			for _, f := range after {
+				if from := was[f.Name]; from != f.To {
+					ev.Changes = append(ev.Changes, Change{f.Name, from, f.To})
+				}
+			}
+		}
+		fn(ev)
+		before, after = after, before
+	}
+	return w.Err()
+}
+
+// traceFigures appends every total, each receive ring's indices and the
+// page count of every location to out, each as a Change with only To set.
+func (w *World) traceFigures(out []Change) []Change {
+	for _, c := range w.Totals() {
+		out = append(out, Change{Name: c.Name, To: int64(c.Value)})
+	}
+	for i, rq := range w.Driver.RQ {
+		q := rq.VQ
+		for _, f := range [...]struct {
+			name string
+			v    int64
+		}{
+			{"avail_idx", int64(q.AvailIdx())}, {"last_avail", int64(q.DeviceLastAvail())},
+			{"used_idx", int64(q.UsedIdx())}, {"last_used", int64(q.LastUsed())},
+			{"num_free", int64(q.NumFree())},
+		} {
+			out = append(out, Change{Name: fmt.Sprintf("rx%d.%s", i, f.name), To: f.v})
+		}
+	}
+	counts := w.Mem.Counts()
+	for l := mem.Loc(0); l < mem.NumLocs; l++ {
+		out = append(out, Change{Name: "pages." + l.String(), To: counts[l]})
+	}
+	return out
+}
