@@ -255,6 +255,11 @@ func TestPlayPauseStep(t *testing.T) {
 	p.waitJS(fmt.Sprintf(`Number(document.querySelector('#counters tr[data-name="events"] td:nth-child(2)').dataset.value) === %v`, e1+1), 20*time.Second)
 	p.settle()
 	assert.Equal(t, e1+1, p.counter("events", 0), "a step is exactly one event")
+	// The event log lists it, numbered as the counter counts it.
+	p.waitJS(fmt.Sprintf(`(() => { const li = document.querySelector("#events li:last-child");
+		return li && li.dataset.seq === "%d"; })()`, int(e1+1)), 10*time.Second)
+	last := eval[string](p, `document.querySelector("#events li:last-child").textContent`)
+	assert.Regexp(t, fmt.Sprintf(`^#%d [0-9.]+us (napi poll|host lands frames|rx interrupt) \[0\]: `, int(e1+1)), last)
 	p.do(chromedp.Click(chromedp.ID("step-event")))
 	p.settle()
 	assert.Equal(t, e1+2, p.counter("events", 0))
@@ -263,6 +268,9 @@ func TestPlayPauseStep(t *testing.T) {
 	p.do(chromedp.Click(chromedp.ID("step-packet")))
 	p.settle()
 	assert.Greater(t, p.counter("rx_packets", 0), rx, "a packet step receives a packet")
+	log := eval[string](p, `document.getElementById("events").textContent`)
+	assert.Contains(t, log, "rx_packets", "the packet step's events are listed with what they changed")
+	screenshot(t, p.ctx, "events")
 	assert.False(t, p.playing(), "stepping leaves the run paused")
 
 	p.do(chromedp.Click(chromedp.ID("play")))

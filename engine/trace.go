@@ -29,17 +29,25 @@ type Change struct {
 
 // String is the event on one line, for a transcript:
 // "#12 16.352us napi poll [0]: rx_packets 0->1, pages.skb 0->1".
-func (e TraceEvent) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "#%d %.3fus %s [%d]:", e.Seq, float64(e.At)/1e3, e.Handler, e.Arg)
+func (e TraceEvent) String() string { return e.Head() + ": " + e.ChangeList() }
+
+// Head is the event without its changes: "#12 16.352us napi poll [0]".
+func (e TraceEvent) Head() string {
+	return fmt.Sprintf("#%d %.3fus %s [%d]", e.Seq, float64(e.At)/1e3, e.Handler, e.Arg)
+}
+
+// ChangeList is what the event changed, "rx_packets 0->1, pages.skb 0->1",
+// or "nothing counted".
+func (e TraceEvent) ChangeList() string {
 	if len(e.Changes) == 0 {
-		b.WriteString(" nothing counted")
+		return "nothing counted"
 	}
+	var b strings.Builder
 	for i, c := range e.Changes {
 		if i > 0 {
-			b.WriteByte(',')
+			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, " %s %d->%d", c.Name, c.From, c.To)
+		fmt.Fprintf(&b, "%s %d->%d", c.Name, c.From, c.To)
 	}
 	return b.String()
 }
@@ -50,35 +58,54 @@ func (e TraceEvent) String() string {
 // for transcripts and teaching, not for speed.
 func (w *World) Trace(n int, fn func(TraceEvent)) error {
 	before := w.traceFigures(nil)
-	after := make([]Change, 0, len(before))
+	var after []Change
 	for range n {
-		k, arg, ok := w.Sim.Queue.PeekKind()
-		if !ok || !w.Step() {
+		var ev TraceEvent
+		var ok bool
+		ev, after, ok = w.stepTraced(before, after[:0])
+		if !ok {
 			break
-		}
-		after = w.traceFigures(after[:0])
-		ev := TraceEvent{Seq: w.Sim.Queue.Fired(), At: w.Now(), Handler: w.Sim.Queue.KindName(k), Arg: arg}
-		if len(after) == len(before) { // the same figures, in the same order
-			for i, f := range after {
-				if f.To != before[i].To {
-					ev.Changes = append(ev.Changes, Change{f.Name, before[i].To, f.To})
-				}
-			}
-		} else { // a figure appeared: match by name
-			was := make(map[string]int64, len(before))
-			for _, f := range before {
-				was[f.Name] = f.To
-			}
-			for _, f := range after {
-				if from := was[f.Name]; from != f.To {
-					ev.Changes = append(ev.Changes, Change{f.Name, from, f.To})
-				}
-			}
 		}
 		fn(ev)
 		before, after = after, before
 	}
 	return w.Err()
+}
+
+// StepTraced runs one event like Step and describes it; ok is false when
+// there was none or the world stopped.
+func (w *World) StepTraced() (ev TraceEvent, ok bool) {
+	ev, _, ok = w.stepTraced(w.traceFigures(nil), nil)
+	return ev, ok
+}
+
+// stepTraced runs one event, given the figures before it, and returns its
+// description and the figures after it (appended to after).
+func (w *World) stepTraced(before, after []Change) (TraceEvent, []Change, bool) {
+	k, arg, ok := w.Sim.Queue.PeekKind()
+	if !ok || !w.Step() {
+		return TraceEvent{}, after, false
+	}
+	after = w.traceFigures(after)
+	ev := TraceEvent{Seq: w.Sim.Queue.Fired(), At: w.Now(), Handler: w.Sim.Queue.KindName(k), Arg: arg}
+	if len(after) == len(before) { // the same figures, in the same order
+		for i, f := range after {
+			if f.To != before[i].To {
+				ev.Changes = append(ev.Changes, Change{f.Name, before[i].To, f.To})
+			}
+		}
+	} else { // a figure appeared: match by name
+		was := make(map[string]int64, len(before))
+		for _, f := range before {
+			was[f.Name] = f.To
+		}
+		for _, f := range after {
+			if from := was[f.Name]; from != f.To {
+				ev.Changes = append(ev.Changes, Change{f.Name, from, f.To})
+			}
+		}
+	}
+	return ev, after, true
 }
 
 // traceFigures appends every total, each receive ring's indices and the

@@ -60,6 +60,14 @@ func TestTraceDescribesEveryEvent(t *testing.T) {
 	assert.Equal(t, plain.Totals(), traced.Totals(), "tracing changed the run")
 	assert.Equal(t, plain.Now(), traced.Now())
 
+	one, err := New(s)
+	require.NoError(t, err)
+	for i := range 4 {
+		ev, ok := one.StepTraced()
+		require.True(t, ok)
+		assert.Equal(t, events[i], ev, "StepTraced describes event %d as Trace does", i+1)
+	}
+
 	line := events[3].String()
 	assert.True(t, strings.HasPrefix(line, "#4 "), line)
 	assert.Contains(t, line, "rx_packets 0->")

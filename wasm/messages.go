@@ -207,6 +207,15 @@ type paneState struct {
 	Params      map[string]string `json:"params"`
 	Metrics     [][2]any          `json:"metrics"`
 	Error       string            `json:"error,omitempty"`
+	Events      []eventState      `json:"events,omitempty"` // the pane's event log (view.Pane.Events)
+}
+
+// eventState is one logged event: its number, when and what ran, and what
+// it changed.
+type eventState struct {
+	Seq     uint64 `json:"seq"`
+	Head    string `json:"head"`
+	Changes string `json:"changes"`
 }
 
 func (g *game) postState() {
@@ -222,6 +231,9 @@ func (g *game) postState() {
 		}
 		for _, m := range p.Metrics {
 			ps.Metrics = append(ps.Metrics, [2]any{m.Name, m.Value})
+		}
+		for _, e := range p.Events {
+			ps.Events = append(ps.Events, eventState{e.Seq, e.Head(), e.ChangeList()})
 		}
 		panes = append(panes, ps)
 	}

@@ -188,6 +188,7 @@
     fillQueues(st);
     fillParams(st);
     fillCounters(st);
+    fillEvents(st);
     if (st.compare) fillCompare(st);
     // The address follows the run (at most twice a second while playing:
     // browsers throttle frequent history changes).
@@ -236,6 +237,36 @@
   function fmt(v) {
     if (typeof v !== "number") return String(v);
     return (Number.isInteger(v) || Math.abs(v) >= 1000 ? intFmt : fracFmt).format(v);
+  }
+
+  // fillEvents lists pane A's event log (oldest first, newest at the
+  // bottom), with a line for events that ran unlisted in between.
+  function fillEvents(st) {
+    const ev = st.panes[0].events || [];
+    const key = ev.length ? ev.length + ":" + ev[ev.length - 1].seq : "";
+    if (key === ui.eventsKey) return;
+    ui.eventsKey = key;
+    const ol = $("events");
+    ol.textContent = "";
+    let prev = null;
+    for (const e of ev) {
+      if (prev !== null && e.seq > prev + 1) {
+        const gap = document.createElement("li");
+        gap.className = "gap";
+        gap.textContent = `… ${intFmt.format(e.seq - prev - 1)} events not listed`;
+        ol.appendChild(gap);
+      }
+      const li = document.createElement("li");
+      const head = document.createElement("strong");
+      head.textContent = e.head + ":";
+      const what = document.createElement("span");
+      what.textContent = " " + e.changes;
+      li.append(head, what);
+      li.dataset.seq = String(e.seq);
+      ol.appendChild(li);
+      prev = e.seq;
+    }
+    ol.scrollTop = ol.scrollHeight;
   }
 
   function fillCounters(st) {

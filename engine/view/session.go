@@ -17,9 +17,25 @@ type Pane struct {
 	Snap     Snapshot
 	Rates    Rates
 	Metrics  []Metric
+	// Events are the newest events of the world that ran while the
+	// session logged them (one at a time or a few a frame: see logging),
+	// each with what it changed, oldest first; at most EventLogSize.
+	Events []engine.TraceEvent
 
 	dirty bool
 }
+
+// EventLogSize is how many events a pane's log keeps.
+const EventLogSize = 12
+
+// Events are logged when they run one at a time or a few per call: a Play
+// of at most EventLogBatch events, a step of at most EventLogBatch events,
+// or the events of a one-packet step (at most EventLogPacket of them).
+// Faster runs are not logged: describing an event reads every counter.
+const (
+	EventLogBatch  = 16
+	EventLogPacket = 64
+)
 
 // Session runs a State: one world, or two in compare mode. The second
 // world follows the first in lockstep on simulated time: whenever the
@@ -31,11 +47,12 @@ type Session struct {
 	Speed float64 // events per second; 0 as fast as it goes
 	Queue int     // receive queue shown
 
-	log   Log       // every command given since the run started
-	queue []Command // commands not finished yet; queue[0] is running
-	cur   target    // queue[0]'s absolute goal, valid when started
-	bAt   sim.Time  // B has run every event up to here (valid when bRun)
-	bRun  bool
+	logging int       // events of pane A still to log (Pane.Events) in this call or command
+	log     Log       // every command given since the run started
+	queue   []Command // commands not finished yet; queue[0] is running
+	cur     target    // queue[0]'s absolute goal, valid when started
+	bAt     sim.Time  // B has run every event up to here (valid when bRun)
+	bRun    bool
 }
 
 // target is a command's goal in absolute terms, fixed when it starts.
@@ -161,11 +178,18 @@ func (s *Session) advance(budget int) (int, bool) {
 	c := s.queue[0]
 	if !s.cur.started {
 		s.cur = target{started: true}
+		s.logging = 0
 		switch c.Op {
 		case OpEvents:
 			s.cur.events = w.Sim.Queue.Fired() + c.N
+			if c.N <= EventLogBatch {
+				s.logging = int(c.N)
+			}
 		case OpPackets:
 			s.cur.packets = w.Received() + c.N
+			if c.N == 1 {
+				s.logging = EventLogPacket
+			}
 		case OpTime:
 			s.cur.at = w.Now().Add(sim.Duration(c.N))
 		}
@@ -197,12 +221,30 @@ func (s *Session) advance(budget int) (int, bool) {
 				return n, true
 			}
 		}
-		if !w.Step() {
+		if !s.stepA() {
 			return n, true // idle or stopped: the command ends here
 		}
 		n++
 	}
 	return n, false
+}
+
+// stepA runs one event of pane A's world, and logs it while logging lasts.
+func (s *Session) stepA() bool {
+	a := s.Panes[0]
+	if s.logging <= 0 {
+		return a.World.Step()
+	}
+	s.logging--
+	ev, ok := a.World.StepTraced()
+	if ok {
+		if len(a.Events) == EventLogSize {
+			copy(a.Events, a.Events[1:])
+			a.Events = a.Events[:EventLogSize-1]
+		}
+		a.Events = append(a.Events, ev)
+	}
+	return ok
 }
 
 // followB runs the second world towards the first's time, at most budget
@@ -242,10 +284,15 @@ func (s *Session) Play(n uint64, budget int) int {
 		return 0
 	}
 	a := s.Panes[0]
+	s.logging = 0
+	if n <= EventLogBatch {
+		s.logging = int(n)
+	}
 	k := 0
-	for uint64(k) < n && k < budget && a.World.Step() {
+	for uint64(k) < n && k < budget && s.stepA() {
 		k++
 	}
+	s.logging = 0
 	if k > 0 {
 		a.dirty = true
 		s.log = s.log.Append(Command{OpEvents, uint64(k)})

@@ -556,3 +556,47 @@ func TestReportNamesEveryCounter(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionEventLog: pane A logs the events it runs one at a time or a
+// few per call, each with what it changed; fast runs are not logged, and
+// the log keeps the newest EventLogSize.
+func TestSessionEventLog(t *testing.T) {
+	s, err := NewSession(State{A: DefaultConfig(), Speed: -1})
+	require.NoError(t, err)
+	a := s.Panes[0]
+	s.Do(Command{OpEvents, 1})
+	runAll(t, s, 1000)
+	require.Len(t, a.Events, 1)
+	assert.Equal(t, uint64(1), a.Events[0].Seq)
+	assert.Equal(t, "napi poll", a.Events[0].Handler)
+
+	s.Do(Command{OpPackets, 1})
+	runAll(t, s, 1000)
+	require.Greater(t, len(a.Events), 1)
+	last := a.Events[len(a.Events)-1]
+	assert.Equal(t, a.World.Sim.Queue.Fired(), last.Seq, "every event of a one-packet step is logged")
+	var got uint64
+	for _, e := range a.Events {
+		for _, c := range e.Changes {
+			if c.Name == "rx_packets" {
+				got += uint64(c.To - c.From)
+			}
+		}
+	}
+	assert.Equal(t, a.World.Received(), got, "the logged changes account for every packet so far")
+
+	n := len(a.Events)
+	fired := a.World.Sim.Queue.Fired()
+	assert.Equal(t, EventLogBatch+1, s.Play(EventLogBatch+1, 1000))
+	assert.Len(t, a.Events, n, "a fast run is not logged")
+	assert.Equal(t, fired+EventLogBatch+1, a.World.Sim.Queue.Fired())
+
+	for range 3 {
+		s.Play(EventLogBatch, 1000)
+	}
+	require.Len(t, a.Events, EventLogSize, "the log keeps the newest")
+	assert.Equal(t, a.World.Sim.Queue.Fired(), a.Events[EventLogSize-1].Seq)
+	for i := 1; i < EventLogSize; i++ {
+		assert.Equal(t, a.Events[i-1].Seq+1, a.Events[i].Seq)
+	}
+}
