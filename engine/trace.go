@@ -19,8 +19,8 @@ type TraceEvent struct {
 }
 
 // Change is a figure an event moved: a counter, a receive ring's index
-// (rx0.avail_idx, rx0.last_avail, rx0.used_idx, rx0.last_used,
-// rx0.num_free) or the pages in a location (pages.skb).
+// (rq0.avail_idx, rq0.last_avail, rq0.used_idx, rq0.last_used,
+// rq0.num_free) or the pages in a location (pages.skb).
 type Change struct {
 	Name string `json:"name"`
 	From int64  `json:"from"`
@@ -124,7 +124,7 @@ func (w *World) traceFigures(out []Change) []Change {
 			{"used_idx", int64(q.UsedIdx())}, {"last_used", int64(q.LastUsed())},
 			{"num_free", int64(q.NumFree())},
 		} {
-			out = append(out, Change{Name: fmt.Sprintf("rx%d.%s", i, f.name), To: f.v})
+			out = append(out, Change{Name: fmt.Sprintf("rq%d.%s", i, f.name), To: f.v})
 		}
 	}
 	counts := w.Mem.Counts()

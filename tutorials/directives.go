@@ -245,7 +245,11 @@ func parseCount(key, v string, max uint64) (uint64, error) {
 }
 
 func parseRun(d Directive, rest string) (Directive, error) {
-	kv, err := keyValues(strings.Fields(rest))
+	fields := strings.Fields(rest)
+	if n := len(fields); n > 0 && fields[n-1] == "trace" {
+		d.Trace, fields = true, fields[:n-1]
+	}
+	kv, err := keyValues(fields)
 	if err != nil {
 		return d, fmt.Errorf("run: %v", err)
 	}
@@ -266,6 +270,9 @@ func parseRun(d Directive, rest string) (Directive, error) {
 	}
 	if err != nil {
 		return d, fmt.Errorf("run: %v", err)
+	}
+	if d.Trace && (d.Events == 0 || d.Events > MaxTraceEvents) {
+		return d, fmt.Errorf("run: trace lists each event: only with events=N, N at most %d", MaxTraceEvents)
 	}
 	return d, nil
 }

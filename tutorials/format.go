@@ -69,7 +69,7 @@ type Segment struct {
 const (
 	OpPreset   = "preset"   // preset NAME: start from a named scenario
 	OpSet      = "set"      // set PATH=VALUE: change a scenario field (JSON path)
-	OpRun      = "run"      // run packets=N | duration=D | events=N
+	OpRun      = "run"      // run packets=N | duration=D | events=N [trace]
 	OpShow     = "show"     // show EXPR, EXPR ... | show GROUP
 	OpCheck    = "check"    // check CONDITION
 	OpQuestion = "question" // question "TEXT": asked before the step runs
@@ -94,6 +94,7 @@ type Directive struct {
 	Packets    uint64 `json:"packets,omitempty"`     // run
 	DurationNS int64  `json:"duration_ns,omitempty"` // run
 	Events     uint64 `json:"events,omitempty"`      // run
+	Trace      bool   `json:"trace,omitempty"`       // run events=N trace: list each event
 
 	Exprs    []string `json:"exprs,omitempty"`    // show (expressions or group names), check, answer
 	Question string   `json:"question,omitempty"` // question
@@ -164,6 +165,7 @@ const (
 	MaxRunPackets  = 2_000_000
 	MaxRunDuration = 200_000_000 // 200 ms of simulated time, in ns
 	MaxRunEvents   = 1_000_000
+	MaxTraceEvents = 64 // run events=N trace: one output line per event
 	MaxMeasureNS   = 100_000_000 // warmup + window of a measure, in ns
 )
 

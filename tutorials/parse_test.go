@@ -184,6 +184,8 @@ func TestParseErrors(t *testing.T) {
 		{"run bad duration", tut(block("preset default", "run duration=5", "check rx_packets >= 0")), 12, "want a positive duration"},
 		{"run too long", tut(block("preset default", "run duration=2s", "check rx_packets >= 0")), 12, "at most 200ms"},
 		{"run zero packets", tut(block("preset default", "run packets=0", "check rx_packets >= 0")), 12, "want a positive whole number"},
+		{"trace without events", tut(block("preset default", "run packets=3 trace", "check rx_packets >= 0")), 12, "trace lists each event: only with events=N"},
+		{"trace too long", tut(block("preset default", "run events=65 trace", "check rx_packets >= 0")), 12, "N at most 64"},
 		{"check not a condition", tut(block("preset default", "check rx_packets + 1")), 12, "want a comparison"},
 		{"check syntax", tut(block("preset default", "check rx_packets >")), 12, "at column 13"},
 		{"check empty", tut(block("preset default", "check")), 12, "want a condition"},

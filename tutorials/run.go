@@ -344,6 +344,8 @@ func (s *Session) run(d *Directive, it *Item) {
 		err = w.RunPackets(d.Packets)
 	case d.DurationNS > 0:
 		err = w.RunFor(sim.Duration(d.DurationNS))
+	case d.Trace:
+		err = w.Trace(int(d.Events), func(e engine.TraceEvent) { it.Output = append(it.Output, e.String()) })
 	default:
 		for n := uint64(0); n < d.Events && w.Step(); n++ {
 		}
