@@ -397,7 +397,8 @@ func TestDefaultValidator(t *testing.T) {
 }
 
 func FuzzDefaultValidator(f *testing.F) {
-	for _, s := range []string{`{"type":"set","param":"mtu","value":1}`, `{"type":"seek","t_ns":5}`, `{"type":"play","speed":1e308}`, `{"type":"set","param":"a","value":[]}`} {
+	for _, s := range []string{`{"type":"set","param":"mtu","value":1}`, `{"type":"seek","t_ns":5}`, `{"type":"play","speed":1e308}`, `{"type":"set","param":"a","value":[]}`,
+		`{"type":"tutorial_step","tutorial":"xdp","step":2}`, `{"type":"tutorial_reveal","tutorial":"xdp","step":2,"question":0}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
