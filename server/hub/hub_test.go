@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/internal/wstest"
 	"ringlab/server/metrics"
 	"ringlab/server/wsmsg"
 	"ringlab/server/wspeer"
@@ -105,25 +106,11 @@ func newFixture(t *testing.T, def metrics.Source, mutate ...func(*Options)) *fix
 	return f
 }
 
-func (f *fixture) url() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") }
+func (f *fixture) url() string { return wstest.URL(f.srv.URL, "") }
 
-func (f *fixture) dial(t *testing.T) *websocket.Conn {
-	c, _, err := websocket.DefaultDialer.Dial(f.url(), nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+func (f *fixture) dial(t *testing.T) *websocket.Conn { return wstest.Dial(t, f.url()) }
 
-func read(t *testing.T, c *websocket.Conn) msg {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(readWait))
-	kind, data, err := c.ReadMessage()
-	require.NoError(t, err)
-	require.Equal(t, websocket.TextMessage, kind)
-	var m msg
-	require.NoError(t, json.Unmarshal(data, &m), "%s", data)
-	return m
-}
+func read(t *testing.T, c *websocket.Conn) msg { t.Helper(); return wstest.Read[msg](t, c, readWait) }
 
 // readUntil reads, skipping snapshots, until a message of type typ.
 func readUntil(t *testing.T, c *websocket.Conn, typ string) msg {
@@ -137,10 +124,7 @@ func readUntil(t *testing.T, c *websocket.Conn, typ string) msg {
 	}
 }
 
-func send(t *testing.T, c *websocket.Conn, s string) {
-	t.Helper()
-	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(s)))
-}
+func send(t *testing.T, c *websocket.Conn, s string) { t.Helper(); wstest.Send(t, c, s) }
 
 func TestHelloThenSnapshotsAtTheRequestedRate(t *testing.T) {
 	f := newFixture(t, nil)

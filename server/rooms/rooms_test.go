@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/internal/wstest"
 	"ringlab/server/wsmsg"
 )
 
@@ -100,25 +101,12 @@ func (f *fixture) create(t *testing.T, body string) createResponse {
 	return cr
 }
 
-func (f *fixture) dialer() *websocket.Dialer { return websocket.DefaultDialer }
-
 func (f *fixture) dial(t *testing.T, room string) *websocket.Conn {
 	t.Helper()
-	c, _, err := f.dialer().Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+"/ws/room/"+room, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
+	return wstest.Dial(t, wstest.URL(f.srv.URL, "/ws/room/"+room))
 }
 
-func read(t *testing.T, c *websocket.Conn) rmsg {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(readWait))
-	_, data, err := c.ReadMessage()
-	require.NoError(t, err)
-	var m rmsg
-	require.NoError(t, json.Unmarshal(data, &m), "%s", data)
-	return m
-}
+func read(t *testing.T, c *websocket.Conn) rmsg { t.Helper(); return wstest.Read[rmsg](t, c, readWait) }
 
 // readUntil reads, skipping presence messages, until a message of type typ.
 func readUntil(t *testing.T, c *websocket.Conn, typ string) rmsg {
@@ -132,10 +120,7 @@ func readUntil(t *testing.T, c *websocket.Conn, typ string) rmsg {
 	}
 }
 
-func send(t *testing.T, c *websocket.Conn, v string) {
-	t.Helper()
-	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(v)))
-}
+func send(t *testing.T, c *websocket.Conn, v string) { t.Helper(); wstest.Send(t, c, v) }
 
 func join(t *testing.T, c *websocket.Conn, role, token string) rmsg {
 	t.Helper()
