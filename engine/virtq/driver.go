@@ -44,14 +44,7 @@ func (q *Queue) AddInbuf(sg SG, token Token, ctx uint64) error {
 
 	st := &q.state[head]
 	st.data, st.ctx, st.indir, st.buflen = token, ctx, false, uint64(sg.Len)
-	q.avail.ring[q.availIdxShadow&q.mask] = head
-	q.availIdxShadow++
-	q.avail.idx = q.availIdxShadow
-	q.numAdded++
-	if q.numAdded == 1<<16-1 {
-		q.counters.ForcedKicks++
-		q.Kick()
-	}
+	q.publish(head)
 	return nil
 }
 
@@ -126,17 +119,23 @@ func (q *Queue) addSplit(out, in []SG, token Token, ctx uint64) error {
 	q.numFree -= descsUsed
 
 	q.state[head] = descState{data: token, ctx: ctx, indir: indirect, buflen: buflen}
+	q.publish(head)
+	return nil
+}
+
+// publish is virtqueue_add_split's tail: head goes into the next avail
+// slot, avail->idx makes it visible, and num_added counts it; when
+// num_added would wrap, it kicks ("This is very unlikely, but
+// theoretically possible. Kick just in case.").
+func (q *Queue) publish(head uint16) {
 	q.avail.ring[q.availIdxShadow&q.mask] = head
 	q.availIdxShadow++
 	q.avail.idx = q.availIdxShadow
 	q.numAdded++
-
-	// "This is very unlikely, but theoretically possible. Kick just in case."
 	if q.numAdded == 1<<16-1 {
 		q.counters.ForcedKicks++
 		q.Kick()
 	}
-	return nil
 }
 
 // addDesc is virtqueue_add_desc_split for the main table: it fills desc[i]
