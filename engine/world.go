@@ -8,6 +8,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 
 	"ringlab/engine/bpf"
@@ -297,15 +298,42 @@ func devmapErr(m *xdp.Devmap) error {
 func (w *World) Now() sim.Time { return w.Sim.Now() }
 
 // Step runs one event. It reports false when there was none or the world
-// stopped.
-func (w *World) Step() bool {
+// stopped. A panic in the event's handler is an engine bug (bad input is
+// refused with an error before it gets that far); it stops this world with
+// an *InternalError naming the event instead of taking the program, and
+// every other world in it, down.
+func (w *World) Step() (ok bool) {
 	if w.Err() != nil {
 		return false
 	}
+	defer w.recoverEvent(&ok)
 	if w.checker != nil {
 		return w.checker.step()
 	}
 	return w.Sim.Queue.Step()
+}
+
+// recoverEvent is Step's deferred guard.
+func (w *World) recoverEvent(ok *bool) {
+	if r := recover(); r != nil {
+		q := w.Sim.Queue
+		w.err = &InternalError{Event: q.Fired(), At: q.Now(), Kind: q.KindName(q.Running()), Value: r, Stack: string(debug.Stack())}
+		*ok = false
+	}
+}
+
+// InternalError is a panic in an event handler, turned into the error that
+// stops the world. Value is what was panicked with; Stack is where.
+type InternalError struct {
+	Event uint64
+	At    sim.Time
+	Kind  string
+	Value any
+	Stack string
+}
+
+func (e *InternalError) Error() string {
+	return fmt.Sprintf("engine: internal error in event %d (%s) at %d ns: %v (a bug: please report it with the scenario)", e.Event, e.Kind, e.At, e.Value)
 }
 
 // RunUntil runs every event up to t.
@@ -318,13 +346,9 @@ func (w *World) RunUntil(t sim.Time) error {
 		if !ok || at > t {
 			break
 		}
-		if w.checker != nil {
-			w.checker.step()
-		} else {
-			w.Sim.Queue.Step()
-		}
+		w.Step() // a stop shows in Err at the top of the loop
 	}
-	w.Sim.Queue.RunUntil(t)
+	w.Sim.Queue.RunUntil(t) // no event is left before t: only the clock moves
 	return w.Err()
 }
 

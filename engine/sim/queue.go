@@ -37,6 +37,7 @@ type Queue struct {
 	handlers []Handler
 	names    []string
 	fired    uint64
+	running  Kind // the kind of the event Step runs (or ran last)
 }
 
 // NewQueue returns an empty queue at time 0 with room for capacity events.
@@ -114,9 +115,13 @@ func (q *Queue) Step() bool {
 	}
 	q.now = e.at
 	q.fired++
+	q.running = e.kind
 	q.handlers[e.kind](e.at, e.arg)
 	return true
 }
+
+// Running is the kind of the event Step is running, or ran last.
+func (q *Queue) Running() Kind { return q.running }
 
 // RunUntil runs every event at or before t, then sets Now to t. It returns
 // the number of events run.
