@@ -9,12 +9,13 @@ import (
 )
 
 // TraceEvent describes one event of the world: its number, when it fired,
-// its handler and argument (a queue, a CPU, ...), and what it changed.
+// its handler and argument (a receive queue, a CPU), and what it changed.
 type TraceEvent struct {
 	Seq     uint64   `json:"seq"`
 	At      sim.Time `json:"at_ns"`
 	Handler string   `json:"handler"`
 	Arg     uint64   `json:"arg"`
+	Target  string   `json:"target"` // what Arg names: "rx0" (a receive queue), "cpu1", or "[Arg]"
 	Changes []Change `json:"changes"` // counters in Totals order, ring indices per receive queue, pages per location
 }
 
@@ -28,12 +29,12 @@ type Change struct {
 }
 
 // String is the event on one line, for a transcript:
-// "#12 16.352us napi poll [0]: rx_packets 0->1, pages.skb 0->1".
+// "#12 16.352us napi poll rx0: rx_packets 0->1, pages.skb 0->1".
 func (e TraceEvent) String() string { return e.Head() + ": " + e.ChangeList() }
 
-// Head is the event without its changes: "#12 16.352us napi poll [0]".
+// Head is the event without its changes: "#12 16.352us napi poll rx0".
 func (e TraceEvent) Head() string {
-	return fmt.Sprintf("#%d %.3fus %s [%d]", e.Seq, float64(e.At)/1e3, e.Handler, e.Arg)
+	return fmt.Sprintf("#%d %.3fus %s %s", e.Seq, float64(e.At)/1e3, e.Handler, e.Target)
 }
 
 // ChangeList is what the event changed, "rx_packets 0->1, pages.skb 0->1",
@@ -87,7 +88,8 @@ func (w *World) stepTraced(before, after []Change) (TraceEvent, []Change, bool) 
 		return TraceEvent{}, after, false
 	}
 	after = w.traceFigures(after)
-	ev := TraceEvent{Seq: w.Sim.Queue.Fired(), At: w.Now(), Handler: w.Sim.Queue.KindName(k), Arg: arg}
+	q := w.Sim.Queue
+	ev := TraceEvent{Seq: q.Fired(), At: w.Now(), Handler: q.KindName(k), Arg: arg, Target: q.ArgName(k, arg)}
 	if len(after) == len(before) { // the same figures, in the same order
 		for i, f := range after {
 			if f.To != before[i].To {

@@ -61,7 +61,7 @@ func TestRunTrace(t *testing.T) {
 	for i := range 5 {
 		assert.True(t, strings.HasPrefix(lines[i], fmt.Sprintf("#%d ", i+1)), "line %d: %q", i, lines[i])
 	}
-	assert.Contains(t, lines[1], "host lands frames [0]: rq0.last_avail 0->1, rq0.used_idx 0->1")
+	assert.Contains(t, lines[1], "host lands frames rx0: rq0.last_avail 0->1, rq0.used_idx 0->1")
 	assert.Equal(t, "", lines[5])
 	assert.Contains(t, lines[6], "scenario default")
 	assert.Contains(t, out, "simulated ")

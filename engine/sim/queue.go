@@ -1,6 +1,9 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Kind names a handler registered with Queue.Register. Events carry a Kind
 // and a uint64 argument instead of a closure, so scheduling allocates
@@ -31,13 +34,14 @@ func (e *event) before(o *event) bool {
 // Schedule is O(log n) and allocates only when the heap outgrows its
 // backing array; Step is O(log n).
 type Queue struct {
-	now      Time
-	seq      uint64
-	heap     []event
-	handlers []Handler
-	names    []string
-	fired    uint64
-	running  Kind // the kind of the event Step runs (or ran last)
+	now       Time
+	seq       uint64
+	heap      []event
+	handlers  []Handler
+	names     []string
+	argPrefix []string
+	fired     uint64
+	running   Kind // the kind of the event Step runs (or ran last)
 }
 
 // NewQueue returns an empty queue at time 0 with room for capacity events.
@@ -47,10 +51,25 @@ func NewQueue(capacity int) *Queue {
 
 // Register adds a handler and returns the Kind that schedules it. name is
 // used in traces and errors.
-func (q *Queue) Register(name string, h Handler) Kind {
+func (q *Queue) Register(name string, h Handler) Kind { return q.RegisterArg(name, "", h) }
+
+// RegisterArg is Register for a handler whose argument names a thing: a
+// trace shows the argument as argPrefix followed by its value ("rx0",
+// "cpu1").
+func (q *Queue) RegisterArg(name, argPrefix string, h Handler) Kind {
 	q.handlers = append(q.handlers, h)
 	q.names = append(q.names, name)
+	q.argPrefix = append(q.argPrefix, argPrefix)
 	return Kind(len(q.handlers) - 1)
+}
+
+// ArgName is arg as the thing it names for events of kind k ("rx0"), or
+// in brackets when k's argument names nothing ("[5]").
+func (q *Queue) ArgName(k Kind, arg uint64) string {
+	if k < 0 || int(k) >= len(q.argPrefix) || q.argPrefix[k] == "" {
+		return fmt.Sprintf("[%d]", arg)
+	}
+	return q.argPrefix[k] + strconv.FormatUint(arg, 10)
 }
 
 // KindName returns the name k was registered with.

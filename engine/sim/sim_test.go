@@ -289,3 +289,18 @@ func BenchmarkLockHold(b *testing.B) {
 		c.End()
 	}
 }
+
+func TestQueueNamesKindsAndTheirArguments(t *testing.T) {
+	q := NewQueue(4)
+	plain := q.Register("tick", func(Time, uint64) {})
+	poll := q.RegisterArg("napi poll", "rx", func(Time, uint64) {})
+	assert.Equal(t, "tick", q.KindName(plain))
+	assert.Equal(t, "napi poll", q.KindName(poll))
+	assert.Equal(t, "[7]", q.ArgName(plain, 7), "an argument that names nothing")
+	assert.Equal(t, "rx3", q.ArgName(poll, 3))
+	assert.Equal(t, "kind(9)", q.KindName(9))
+	assert.Equal(t, "[1]", q.ArgName(9, 1))
+	q.Schedule(5, poll, 3)
+	require.True(t, q.Step())
+	assert.Equal(t, poll, q.Running())
+}

@@ -63,7 +63,7 @@ func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cpu int, process bool, cost 
 		st.sockq[i] = make([]ID, 0, 256)
 		st.deferred[i] = make([]ID, 0, 256)
 	}
-	st.wake = s.Queue.Register("app", st.runApp)
+	st.wake = s.Queue.RegisterArg("app", "cpu", st.runApp)
 	return st
 }
 

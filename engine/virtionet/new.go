@@ -37,9 +37,9 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	d.premapped = s.Driver.DMA == scenario.DMAPremapped
 	d.nic = s.Device.Kind == scenario.DeviceNIC
 	d.wholePage = d.bigPackets || d.source == srcPage || d.source == srcPagePool
-	d.napiKind = env.Sim.Queue.Register("napi poll", d.napiPoll)
-	d.landKind = env.Sim.Queue.Register("host lands frames", d.landing)
-	d.irqKind = env.Sim.Queue.Register("rx interrupt", d.interrupt)
+	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", d.napiPoll)
+	d.landKind = env.Sim.Queue.RegisterArg("host lands frames", "rx", d.landing)
+	d.irqKind = env.Sim.Queue.RegisterArg("rx interrupt", "rx", d.interrupt)
 	for i := 0; i < s.Queues; i++ {
 		rq, err := d.newRQ(i)
 		if err != nil {

@@ -75,7 +75,7 @@ func NewCpumap(s *sim.Sim, frames *FramePool, skbs *skb.Pool, stack *skb.Stack, 
 		m.entries[t] = &cpumapEntry{cpu: t, ring: make([]FrameID, qsize),
 			prod: sim.NewLock("cpumap producer"), cons: sim.NewLock("cpumap consumer")}
 	}
-	m.run = s.Queue.Register("cpumap kthread", m.kthread)
+	m.run = s.Queue.RegisterArg("cpumap kthread", "cpu", m.kthread)
 	return m
 }
 

@@ -62,7 +62,7 @@ type txSlot struct {
 func NewDevmap(s *sim.Sim, frames *FramePool, rel skb.Releaser, maxPPS float64, ringSize, compCPU int) *Devmap {
 	m := &Devmap{sim: s, frames: frames, rel: rel, bq: make([]devBulk, s.NumCPU())}
 	m.next = &NextDevice{gap: sim.Duration(1e9 / maxPPS), ring: make([]txSlot, ringSize), compCPU: compCPU}
-	m.next.complete = s.Queue.Register("next device tx completion", m.completion)
+	m.next.complete = s.Queue.RegisterArg("next device tx completion", "cpu", m.completion)
 	return m
 }
 
