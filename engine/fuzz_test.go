@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"testing"
 
 	"ringlab/engine/scenario"
@@ -67,6 +68,10 @@ func FuzzWorld(f *testing.F) {
 		for i := 0; i < 2000 && w.Step(); i++ {
 		}
 		if err := w.Err(); err != nil {
+			var ie *InternalError
+			if errors.As(err, &ie) { // a panic, caught by Step: show where
+				t.Fatalf("world stopped: %v\n%s", err, ie.Stack)
+			}
 			t.Fatalf("world stopped: %v", err)
 		}
 		if err := w.CheckNow(); err != nil {

@@ -15,7 +15,7 @@ type TraceEvent struct {
 	At      sim.Time `json:"at_ns"`
 	Handler string   `json:"handler"`
 	Arg     uint64   `json:"arg"`
-	Target  string   `json:"target"` // what Arg names: "rx0" (a receive queue), "cpu1", or "[Arg]"
+	Target  string   `json:"target"`  // what Arg names: "rx0" (a receive queue), "cpu1", or "[Arg]"
 	Changes []Change `json:"changes"` // counters in Totals order, ring indices per receive queue, pages per location
 }
 
