@@ -165,7 +165,7 @@ const (
 	MaxRunPackets  = 2_000_000
 	MaxRunDuration = 200_000_000 // 200 ms of simulated time, in ns
 	MaxRunEvents   = 1_000_000
-	MaxTraceEvents = 64 // run events=N trace: one output line per event
+	MaxTraceEvents = 64          // run events=N trace: one output line per event
 	MaxMeasureNS   = 100_000_000 // warmup + window of a measure, in ns
 )
 
