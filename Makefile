@@ -39,13 +39,10 @@ wasm:
 	@printf 'main.wasm: %s bytes raw, %s bytes gzipped\n' "$$(wc -c < $(WASM))" "$$(wc -c < $(WASM).gz)"
 
 run: wasm build
-	@if $(BIN) help 2>/dev/null | grep -q '^  serve'; then \
-		$(BIN) serve --addr $(ADDR); \
-	else \
-		echo "ringlab serve is not built yet (see the server issue); built: $(BIN) and $(WASM)"; \
-	fi
+	$(BIN) serve --addr $(ADDR)
 
 vet:
+	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./engine/... ./wasm/...
 
