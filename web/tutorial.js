@@ -203,11 +203,17 @@
     try {
       r = await request({ type: "tutorial_step", name: t.name, index: n });
       await request({ type: "sync" });
+    } catch (e) {
+      r = { type: "error", message: String(e) };
     } finally {
       tut.busy = false;
     }
     if (tut.step !== n || tut.t !== t) return;
-    if (r.type !== "tutorial_step") { $("tut-body").textContent = "The game could not run this step: " + (r.message || r.type); return; }
+    if (r.type !== "tutorial_step") {
+      predicting(false); // no question to reveal: give the views back
+      $("tut-body").textContent = "The game could not run this step: " + (r.message || r.type);
+      return;
+    }
     tut.result = r.result;
     renderStep(st, r.result);
     const ok = r.result.failed === 0;
