@@ -69,12 +69,7 @@ bench: wasm
 # Every Fuzz function in the tree, FUZZTIME each; the seed corpora live in
 # each package's testdata/fuzz and also run as plain tests in make test.
 fuzz:
-	@set -e; grep -rn --include='*_test.go' '^func Fuzz' . \
-	| sed -E 's#^\./(.*)/[^/]+_test\.go:[0-9]+:func (Fuzz[A-Za-z0-9_]*)\(.*#\1 \2#' | sort -u \
-	| while read dir fn; do \
-		echo "fuzz ./$$dir $$fn for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) ./$$dir || exit 1; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZMINIMIZE=$(FUZZMINIMIZE) scripts/fuzz
 
 # Profile-guided optimisation: Go builds a main package with the
 # default.pgo beside it. Both come from the engine's preset benchmarks;
