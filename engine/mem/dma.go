@@ -235,17 +235,7 @@ func (d *DMA) syncChecked(c *sim.CPU, addr uint64, size uint32) error {
 	if err := d.m.checkCPU(c); err != nil {
 		return err
 	}
-	var s int32 = -1
-	if pfn := addr >> PageShift; !d.iommu && pfn < uint64(len(d.m.pages)) && d.m.pages[pfn].isHead {
-		// lookup's direct case for an address in a head page whose
-		// first mapping holds it (a page_pool page), without the call.
-		if f := *d.first(PageID(pfn)); f >= 0 && d.slots[f].holds(addr, false) {
-			s = f
-		}
-	}
-	if s < 0 {
-		s = d.lookup(addr, false)
-	}
+	s := d.lookup(addr, false)
 	if s < 0 || addr+uint64(size) > d.slots[s].addr+uint64(d.slots[s].size) {
 		d.stats.BadSyncs++
 		return fmt.Errorf("mem: DMA sync of %d bytes at %#x: %w", size, addr, ErrNotMapped)
