@@ -90,21 +90,11 @@ func (w *World) stepTraced(before, after []Change) (TraceEvent, []Change, bool) 
 	after = w.traceFigures(after)
 	q := w.Sim.Queue
 	ev := TraceEvent{Seq: q.Fired(), At: w.Now(), Handler: q.KindName(k), Arg: arg, Target: q.ArgName(k, arg)}
-	if len(after) == len(before) { // the same figures, in the same order
-		for i, f := range after {
-			if f.To != before[i].To {
-				ev.Changes = append(ev.Changes, Change{f.Name, before[i].To, f.To})
-			}
-		}
-	} else { // a figure appeared: match by name
-		was := make(map[string]int64, len(before))
-		for _, f := range before {
-			was[f.Name] = f.To
-		}
-		for _, f := range after {
-			if from := was[f.Name]; from != f.To {
-				ev.Changes = append(ev.Changes, Change{f.Name, from, f.To})
-			}
+	// The figures line up: which there are depends only on how the world
+	// was built (its queues, pools, cpumap, devmap), never on an event.
+	for i, f := range after {
+		if f.To != before[i].To {
+			ev.Changes = append(ev.Changes, Change{f.Name, before[i].To, f.To})
 		}
 	}
 	return ev, after, true
