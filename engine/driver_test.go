@@ -40,15 +40,15 @@ func counter(t *testing.T, w *World, name string) uint64 {
 func TestBigModeDescriptorsPerBuffer(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		legacy bool
+		kernel string
 		frags  int
 		bufs   int
 	}{
-		{"after the fix: DIV_ROUND_UP(9000, 4096) pages", false, 3, 1024 / 5},
-		{"before the fix: MAX_SKB_FRAGS pages", true, 17, 1024 / 19},
+		{"6.1, after the fix: DIV_ROUND_UP(9000, 4096) pages", "6.1", 3, 1024 / 5},
+		{"6.0, before the fix: MAX_SKB_FRAGS pages", "6.0", 17, 1024 / 19},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := preset(t, "r2-mtu9000-after", func(s *scenario.Scenario) { s.Driver.LegacyBigPackets = tc.legacy })
+			w := preset(t, "r2-mtu9000-after", func(s *scenario.Scenario) { s.Kernel = tc.kernel })
 			rq := w.Driver.RQ[0]
 			assert.Equal(t, "big", w.Driver.Mode())
 			assert.Equal(t, tc.frags, w.Driver.NumSkbFrags())

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"ringlab/engine/kernel"
 	"ringlab/engine/scenario"
 )
 
@@ -44,7 +45,8 @@ func FuzzWorld(f *testing.F) {
 			s.Next = &scenario.Next{MaxPPS: 5e6, RingSize: 64, CompletionCPU: -1}
 		}
 		s.Device.Kind = []string{scenario.DeviceVhost, scenario.DeviceNIC}[k(4)%2]
-		s.Driver.NAPILocalRecycle = k(5)%2 == 0
+		releases := kernel.Releases()
+		s.Kernel = releases[k(5)%len(releases)].String()
 		if s.MemoryPages > 1<<14 {
 			s.MemoryPages = 1 << 14
 		}

@@ -78,7 +78,8 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 			return nil, &scenario.FieldError{Field: "costs." + name, Reason: err.Error()}
 		}
 	}
-	w := &World{Scenario: s, napiLocal: s.Driver.NAPILocalRecycle}
+	// NAPI-local recycling of skb frees is 6.5+ (napi_pp_put_page).
+	w := &World{Scenario: s, napiLocal: s.Behaviours().NAPILocalSKB}
 	var err error
 	if w.Sim, err = sim.New(s.CPUs, costs); err != nil {
 		return nil, err

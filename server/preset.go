@@ -15,7 +15,7 @@ func runPreset(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("preset", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab preset [NAME]\n\nWithout a name, lists the presets. With one, prints its scenario as JSON:\na starting point for a scenario file of your own (docs/scenario.md).\n")
+		fmt.Fprintf(stderr, "Usage: ringlab preset [NAME]\n\nWithout a name, lists the presets with the published result each\nreproduces and the kernel it runs on. With one, prints its scenario as JSON:\na starting point for a scenario file of your own (docs/scenario.md).\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -26,12 +26,14 @@ func runPreset(args []string, stdout, stderr io.Writer) int {
 	switch fs.NArg() {
 	case 0:
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "NAME\tRESULT\tKERNEL\tDESCRIPTION\n")
 		for _, p := range scenario.Presets() {
 			seed := p.Seed
 			if seed == "" {
 				seed = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, seed, p.Description)
+			sc := p.Build()
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, seed, sc.KernelVersion(), p.Description)
 		}
 		tw.Flush()
 		return exitOK

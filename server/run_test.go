@@ -151,3 +151,25 @@ func TestReproduceJSON(t *testing.T) {
 	}
 	assert.Contains(t, errs, "[1/", "progress goes to stderr")
 }
+
+// TestPresetListNamesKernels: each preset is listed with the kernel it
+// runs on, the published results on the kernel of their date.
+func TestPresetListNamesKernels(t *testing.T) {
+	code, out, errs := runCLI("preset")
+	require.Equal(t, exitOK, code, errs)
+	kernelOf := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(line)
+		require.GreaterOrEqual(t, len(f), 3, line)
+		kernelOf[f[0]] = f[2]
+	}
+	for name, want := range map[string]string{
+		"default": "7.0", "r1-upstream": "6.4", "r2-mtu9000-before": "6.0", "r2-mtu9000-after": "6.1",
+		"r3-napi-local-off": "6.4", "r3-napi-local-on": "6.5", "r4-page-pool-same-cpu": "4.17",
+	} {
+		assert.Equal(t, want, kernelOf[name], name)
+	}
+	code, out, errs = runCLI("preset", "r1-upstream")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, `"kernel": "6.4"`)
+}

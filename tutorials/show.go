@@ -81,12 +81,12 @@ func (s *Session) group(name string) ([]string, error) {
 // scenarioLines prints the fields of a scenario a reader cares about.
 func scenarioLines(sc *scenario.Scenario) []string {
 	out := []string{
-		fmt.Sprintf("scenario %s: %s receive buffers, %d CPU(s), %d queue pair(s), ring %d, MTU %d",
-			sc.Name, sc.Mode(), sc.CPUs, sc.Queues, sc.RingSize, sc.MTU),
+		fmt.Sprintf("scenario %s on kernel %s: %s receive buffers, %d CPU(s), %d queue pair(s), ring %d, MTU %d",
+			sc.Name, sc.KernelVersion(), sc.Mode(), sc.CPUs, sc.Queues, sc.RingSize, sc.MTU),
 		fmt.Sprintf("features: mrg_rxbuf=%t guest_gso=%t ctrl_guest_offloads=%t event_idx=%t indirect_desc=%t",
 			sc.Features.MrgRxbuf, sc.Features.GuestGSO, sc.Features.CtrlGuestOffloads, sc.Features.EventIdx, sc.Features.IndirectDesc),
-		fmt.Sprintf("driver: buffer_source=%s dma=%s iommu=%t napi_local_recycle=%t pool_size=%d legacy_big_packets=%t",
-			sc.Driver.BufferSource, sc.Driver.DMA, sc.Driver.IOMMU, sc.Driver.NAPILocalRecycle, sc.Driver.PoolSize, sc.Driver.LegacyBigPackets),
+		fmt.Sprintf("driver: buffer_source=%s dma=%s iommu=%t pool_size=%d",
+			sc.Driver.BufferSource, sc.Driver.DMA, sc.Driver.IOMMU, sc.Driver.PoolSize),
 		fmt.Sprintf("traffic: %d-byte %s frames, %d flow(s), rate %s pps (0 = as fast as the device goes); device %s",
 			sc.Traffic.Size, sc.Traffic.Proto, sc.Traffic.Flows, FormatNumber(sc.Traffic.RatePPS), sc.Device.Kind),
 	}

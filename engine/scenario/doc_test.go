@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"ringlab/engine/kernel"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,4 +45,37 @@ func TestPresetsDocIsCurrent(t *testing.T) {
 	got, err := os.ReadFile(path)
 	require.NoError(t, err, "run with -update to write docs/presets.md")
 	assert.Equal(t, b.String(), string(got), "docs/presets.md is stale: run go test ./engine/scenario -run TestPresetsDocIsCurrent -update")
+}
+
+// TestVersionsDocIsCurrent keeps the table of dated behaviours in
+// docs/scenario.md in step with engine/kernel. Rewrite it with -update.
+func TestVersionsDocIsCurrent(t *testing.T) {
+	const path = "../../docs/scenario.md"
+	const begin, end = "<!-- versions: generated from engine/kernel by go test ./engine/scenario -run TestVersionsDocIsCurrent -update -->\n", "<!-- end versions -->"
+	var b strings.Builder
+	b.WriteString("| from | behaviour | where |\n| --- | --- | --- |\n")
+	for _, c := range kernel.Changes() {
+		from := c.From.String()
+		if c.Off != (kernel.Version{}) {
+			from += fmt.Sprintf(" (off by default in %s", c.Off)
+			if c.On.Minor == c.Off.Minor+1 && c.On.Major == c.Off.Major {
+				from += ", on again in " + c.On.String()
+			} else {
+				from += " to " + c.On.String()
+			}
+			from += ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s | `%s` |\n", from, c.What, c.Function)
+	}
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc := string(got)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	require.True(t, i >= 0 && j > i, "docs/scenario.md has the versions markers")
+	want := doc[:i+len(begin)] + b.String() + doc[j:]
+	if *updateDocs {
+		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
+		return
+	}
+	assert.Equal(t, want, doc, "docs/scenario.md's versions table is stale: run go test ./engine/scenario -run TestVersionsDocIsCurrent -update")
 }

@@ -5,6 +5,8 @@
 // builds a world from it.
 package scenario
 
+import "ringlab/engine/kernel"
+
 // Receive buffer sources, as virtio_net has had them.
 const (
 	SourcePageFrag     = "page_frag"      // order-3 page_frag carved into buffers (the pre-2026 default)
@@ -43,6 +45,10 @@ type Scenario struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Seed        uint64 `json:"seed"`
+	// Kernel is the Linux release the guest runs ("6.4"): every dated
+	// behaviour (engine/kernel) takes its branch from it. Empty is the
+	// newest the engine models.
+	Kernel string `json:"kernel,omitempty"`
 
 	CPUs   int `json:"cpus"`   // guest CPUs
 	Queues int `json:"queues"` // queue pairs; queue i runs its NAPI on CPU i mod cpus
@@ -79,16 +85,12 @@ type Features struct {
 
 // Driver holds the driver's choices.
 type Driver struct {
-	BufferSource     string `json:"buffer_source"`      // page_frag, page, page_pool, page_pool_frag
-	DMA              string `json:"dma"`                // ring or premapped
-	IOMMU            bool   `json:"iommu"`              // DMA through an IOMMU
-	NAPILocalRecycle bool   `json:"napi_local_recycle"` // page_pool direct recycling from the NAPI CPU (2023)
-	PoolSize         int    `json:"pool_size"`          // ptr_ring size; 0 = ring size
-	CloneSKBs        bool   `json:"clone_skbs"`         // a packet socket also listens: skbs are cloned, coalescing fails
-	Budget           int    `json:"napi_budget"`        // NAPI weight, 64
-	// LegacyBigPackets posts MAX_SKB_FRAGS pages per big-mode buffer
-	// whatever the MTU: the driver before the 2022 9k MTU fix.
-	LegacyBigPackets bool `json:"legacy_big_packets,omitempty"`
+	BufferSource string `json:"buffer_source"` // page_frag, page, page_pool, page_pool_frag
+	DMA          string `json:"dma"`           // ring or premapped
+	IOMMU        bool   `json:"iommu"`         // DMA through an IOMMU
+	PoolSize     int    `json:"pool_size"`     // ptr_ring size; 0 = ring size
+	CloneSKBs    bool   `json:"clone_skbs"`    // a packet socket also listens: skbs are cloned, coalescing fails
+	Budget       int    `json:"napi_budget"`   // NAPI weight, 64
 }
 
 // XDP is the program attached to every receive queue.
@@ -188,12 +190,28 @@ func (s *Scenario) Mode() string {
 	}
 }
 
-// BigPacketsNumSkbFrags is virtnet_set_big_packets: MAX_SKB_FRAGS when the
-// device may send GSO packets (or can be told to later), else enough pages
-// for one MTU-sized packet (the 2022 9k MTU fix).
+// KernelVersion is the kernel the scenario runs: Kernel parsed, the newest
+// when empty (Validate refuses one that does not parse).
+func (s *Scenario) KernelVersion() kernel.Version {
+	if v, err := kernel.Parse(s.Kernel); err == nil {
+		return v
+	}
+	return kernel.Default
+}
+
+// Behaviours are the dated behaviours of the scenario's kernel.
+func (s *Scenario) Behaviours() kernel.Behaviours { return s.KernelVersion().Behaviours() }
+
+// BigPacketsNumSkbFrags is virtnet_set_big_packets: MAX_SKB_FRAGS when
+// guest GSO is negotiated (virtnet_check_guest_gso: TSO4, TSO6, ECN, UFO,
+// USO as negotiated; VIRTIO_NET_F_CTRL_GUEST_OFFLOADS plays no part, "if
+// GSO has been negotiated then it has been enabled, even if disabled at
+// runtime"), else, since 6.1 (the 9k MTU fix), enough pages for one
+// MTU-sized packet, DIV_ROUND_UP(mtu, PAGE_SIZE); before 6.1 always
+// MAX_SKB_FRAGS.
 func (s *Scenario) BigPacketsNumSkbFrags() int {
 	const maxSkbFrags = 17
-	if s.Features.GuestGSO || s.Features.CtrlGuestOffloads || s.Driver.LegacyBigPackets {
+	if s.Features.GuestGSO || !s.Behaviours().BigPacketsSizedToMTU {
 		return maxSkbFrags
 	}
 	return (s.MTU + 4096 - 1) / 4096

@@ -79,8 +79,10 @@ func TestModeFollowsFeatures(t *testing.T) {
 	}
 }
 
-// The 9k MTU fix: DIV_ROUND_UP(mtu, PAGE_SIZE) pages unless the device may
-// send GSO packets or offloads can be switched on later.
+// virtnet_set_big_packets: DIV_ROUND_UP(mtu, PAGE_SIZE) pages since 6.1
+// unless guest GSO is negotiated; MAX_SKB_FRAGS before 6.1. Negotiating
+// VIRTIO_NET_F_CTRL_GUEST_OFFLOADS changes nothing (FIDELITY.md row 5:
+// the engine used to post 17 pages for it).
 func TestBigPacketsNumSkbFrags(t *testing.T) {
 	s := Default()
 	s.Features = Features{}
@@ -90,10 +92,33 @@ func TestBigPacketsNumSkbFrags(t *testing.T) {
 	assert.Equal(t, 1, s.BigPacketsNumSkbFrags())
 	s.MTU = 9000
 	s.Features.CtrlGuestOffloads = true
-	assert.Equal(t, 17, s.BigPacketsNumSkbFrags())
-	s.Features.CtrlGuestOffloads = false
-	s.Driver.LegacyBigPackets = true
-	assert.Equal(t, 17, s.BigPacketsNumSkbFrags())
+	assert.Equal(t, 3, s.BigPacketsNumSkbFrags(), "virtnet_check_guest_gso does not look at CTRL_GUEST_OFFLOADS")
+	s.Features.GuestGSO = true
+	assert.Equal(t, 17, s.BigPacketsNumSkbFrags(), "guest GSO negotiated: MAX_SKB_FRAGS")
+	s.Features = Features{}
+	s.Kernel = "6.0"
+	assert.Equal(t, 17, s.BigPacketsNumSkbFrags(), "before 6.1: MAX_SKB_FRAGS whatever the MTU")
+	s.Kernel = "6.1"
+	assert.Equal(t, 3, s.BigPacketsNumSkbFrags())
+}
+
+func TestKernelField(t *testing.T) {
+	s, err := DecodeBytes([]byte(`{"kernel": "6.4"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "6.4", s.KernelVersion().String())
+	s, err = DecodeBytes([]byte(`{}`))
+	require.NoError(t, err)
+	assert.Equal(t, "7.0", s.Kernel, "the default is the newest kernel modelled")
+	_, err = DecodeBytes([]byte(`{"kernel": "2.6.27"}`))
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "kernel: kernel version 2.6.27: the engine models 4.10 to 7.0")
+	_, err = DecodeBytes([]byte(`{"kernel": "six"}`))
+	assert.ErrorContains(t, err, "kernel: ")
+	_, err = DecodeBytes([]byte(`{"driver": {"napi_local_recycle": true}}`))
+	assert.ErrorContains(t, err, `napi_local_recycle: no longer a field: NAPI-local recycling is dated: set "kernel"`)
+	_, err = DecodeBytes([]byte(`{"driver": {"legacy_big_packets": true}}`))
+	assert.ErrorContains(t, err, `legacy_big_packets: no longer a field`)
 }
 
 func FuzzDecode(f *testing.F) {

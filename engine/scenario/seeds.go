@@ -58,8 +58,10 @@ const (
 )
 
 func seedPresets() []Preset {
+	// R1 ran a 6.4-era net-next with the 2023 series applied.
 	r1 := func(src, dma string) func() Scenario {
 		return with(func(s *Scenario) {
+			s.Kernel = "6.4"
 			s.CPUs = 2
 			s.RingSize = 256
 			s.TxRingSize = 256
@@ -73,14 +75,17 @@ func seedPresets() []Preset {
 			s.CostNotes = r1Notes
 		})
 	}
-	r2 := func(mtu int, legacy bool) func() Scenario {
+	// R2's "before" is 6.0, the last release that posted MAX_SKB_FRAGS
+	// pages per big buffer whatever the MTU; "after" is 6.1, which has the
+	// fix (virtnet_set_big_packets).
+	r2 := func(mtu int, kernel string) func() Scenario {
 		return with(func(s *Scenario) {
+			s.Kernel = kernel
 			s.CPUs = 2
 			s.RingSize = 1024
 			s.TxRingSize = 256
 			s.MTU = mtu
 			s.Features.MrgRxbuf = false
-			s.Driver.LegacyBigPackets = legacy
 			s.Driver.BufferSource = SourcePage
 			s.Driver.DMA = DMARing
 			s.Traffic.Size = mtu + 14
@@ -89,23 +94,27 @@ func seedPresets() []Preset {
 			s.CostNotes = vmNotes
 		})
 	}
-	r3 := func(local bool) func() Scenario {
+	// R3's "before" is 6.4 and "after" 6.5, the release that merged it
+	// (napi_pp_put_page's list_owner test).
+	r3 := func(kernel string) func() Scenario {
 		return with(func(s *Scenario) {
+			s.Kernel = kernel
 			s.CPUs = 2
 			s.RingSize = 1024
 			s.Device.Kind = DeviceNIC
-			s.Driver.NAPILocalRecycle = local
 			s.Traffic.Size = 1514
 			s.Traffic.Proto = "tcp"
 			s.Consumer = Consumer{CPU: 1, Context: FreeProcess, CostNs: 300}
 		})
 	}
-	// R4 was measured in 2018, before a pool could recycle direct from
-	// its own NAPI CPU (page_pool_napi_local, R3, 2023): xdp_return_frame
-	// called page_pool_put_page with allow_direct false, so even a frame
-	// completed on the receive CPU went back through the ptr_ring.
+	// R4 was measured in 2018 on a 4.17-era net-next, before a pool could
+	// recycle direct from its own NAPI CPU (R3, 6.5 for skbs, 6.10 for
+	// xdp_return_frame): xdp_return_frame called page_pool_put_page with
+	// allow_direct false, so even a frame completed on the receive CPU
+	// went back through the ptr_ring, whose consumer took its lock.
 	r4 := func(src, dma string, flows, comp int) func() Scenario {
 		return with(func(s *Scenario) {
+			s.Kernel = "4.17"
 			s.CPUs = 3
 			s.Queues = flows
 			s.RingSize = 1024
@@ -114,7 +123,6 @@ func seedPresets() []Preset {
 			s.Driver.DMA = dma
 			s.XDP = &XDP{Program: "xdp_redirect_dev"}
 			s.Next = &Next{MaxPPS: 13e6, RingSize: 512, CompletionCPU: comp}
-			s.Driver.NAPILocalRecycle = false
 			s.Traffic.Flows = flows
 		})
 	}
@@ -126,17 +134,17 @@ func seedPresets() []Preset {
 		{Name: "r1-page-pool-frag", Seed: "R1", Description: "R1 with page_pool fragments.",
 			Build: r1(SourcePagePoolFrag, DMAPremapped)},
 		{Name: "r2-mtu1500-before", Seed: "R2", Description: "R2, MTU 1500, before the fix: without guest GSO the driver uses small buffers; the fix does not apply.",
-			Build: r2(1500, true)},
+			Build: r2(1500, "6.0")},
 		{Name: "r2-mtu1500-after", Seed: "R2", Description: "R2, MTU 1500, after the fix.",
-			Build: r2(1500, false)},
+			Build: r2(1500, "6.1")},
 		{Name: "r2-mtu9000-before", Seed: "R2", Description: "R2, MTU 9000, before the fix: 17 pages (19 descriptors) per big buffer, 53 buffers in a 1024-entry ring.",
-			Build: r2(9000, true)},
+			Build: r2(9000, "6.0")},
 		{Name: "r2-mtu9000-after", Seed: "R2", Description: "R2, MTU 9000, after the fix: 3 pages (5 descriptors) per buffer, 204 buffers in the same ring.",
-			Build: r2(9000, false)},
+			Build: r2(9000, "6.1")},
 		{Name: "r3-napi-local-off", Seed: "R3", Description: "R3 before: skbs freed in softirq on the NAPI CPU still recycle through the locked ptr_ring.",
-			Build: r3(false)},
+			Build: r3("6.4")},
 		{Name: "r3-napi-local-on", Seed: "R3", Description: "R3 after: the same frees go straight into the lockless alloc cache.",
-			Build: r3(true)},
+			Build: r3("6.5")},
 		{Name: "r4-page-alloc-1flow", Seed: "R4", Description: "R4: one RX CPU redirects through a devmap; pages come from and return to the page allocator.",
 			Build: r4(SourcePage, DMARing, 1, -1)},
 		{Name: "r4-page-alloc-2flows", Seed: "R4", Description: "R4: two RX CPUs on the page allocator; the next device completes every frame on CPU 0, so CPU 1's pages are freed on CPU 0 and CPU 1 refills from the zone: the zone lock and the struct page lines moving under it serialise them.",

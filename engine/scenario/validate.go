@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"ringlab/engine/kernel"
 	"sort"
 	"strings"
 )
@@ -55,6 +56,7 @@ func Default() Scenario {
 	return Scenario{
 		Name:       "custom",
 		Seed:       1,
+		Kernel:     kernel.Default.String(),
 		CPUs:       1,
 		Queues:     1,
 		RingSize:   256,
@@ -62,16 +64,22 @@ func Default() Scenario {
 		MTU:        1500,
 		Features:   Features{MrgRxbuf: true, EventIdx: true},
 		Driver: Driver{
-			BufferSource:     SourcePagePool,
-			DMA:              DMAPremapped,
-			NAPILocalRecycle: true,
-			Budget:           64,
+			BufferSource: SourcePagePool,
+			DMA:          DMAPremapped,
+			Budget:       64,
 		},
 		Consumer:    Consumer{CPU: -1, Context: FreeSoftirq, CostNs: 200},
 		Traffic:     Traffic{Size: 64, Flows: 1, Proto: "udp", DstPort: 9},
 		Device:      Device{Kind: DeviceVhost, Backlog: 1000},
 		MemoryPages: 1 << 16,
 	}
+}
+
+// removedFields are fields older scenario files had, with what replaced
+// them (encoding/json names a nested unknown field by its own name).
+var removedFields = map[string]string{
+	"napi_local_recycle": `NAPI-local recycling is dated: set "kernel" (6.5+ recycles skb frees from the NAPI CPU, 6.10+ every put)`,
+	"legacy_big_packets": `the 9k MTU fix is dated: set "kernel" ("6.0" posts MAX_SKB_FRAGS pages per big buffer, 6.1+ sizes them to the MTU)`,
 }
 
 // Decode reads a scenario from JSON on top of Default, refusing unknown
@@ -108,8 +116,11 @@ func jsonError(err error) error {
 	case errors.As(err, &se):
 		return fmt.Errorf("%w: JSON syntax error at offset %d: %v", ErrInvalid, se.Offset, se)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		return bad(strings.Trim(name, `"`), "unknown field")
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		if why, ok := removedFields[name]; ok {
+			return bad(name, "no longer a field: %s", why)
+		}
+		return bad(name, "unknown field")
 	case errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: empty input, want a JSON object", ErrInvalid)
 	}
@@ -119,6 +130,11 @@ func jsonError(err error) error {
 // Validate checks every field and returns the first problem found, naming
 // the field.
 func (s *Scenario) Validate() error {
+	if s.Kernel != "" {
+		if _, err := kernel.Parse(s.Kernel); err != nil {
+			return bad("kernel", "%v", err)
+		}
+	}
 	if s.CPUs < 1 || s.CPUs > MaxCPUs {
 		return bad("cpus", "%d: want 1..%d", s.CPUs, MaxCPUs)
 	}

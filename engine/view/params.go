@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"ringlab/engine/bpf"
+	"ringlab/engine/kernel"
 	"ringlab/engine/scenario"
 )
 
@@ -49,12 +50,22 @@ func Params() []Param {
 		{Key: "frags", Label: "page_pool fragments", Options: onOff},
 		{Key: "dma_premap", Label: "DMA premapped", Options: onOff},
 		{Key: "iommu", Label: "IOMMU", Options: onOff},
-		{Key: "napi_local", Label: "NAPI-local recycling", Options: onOff},
+		{Key: "kernel", Label: "kernel", Options: kernelOptions(), Hint: "the Linux release the guest runs: every dated behaviour follows it (docs/kernel.md, Versions)"},
 		{Key: "pool_size", Label: "pool size", Hint: "ptr_ring entries; 0 = ring size"},
 		{Key: "xdp", Label: "XDP program", Options: xdp},
 		{Key: "rate_pps", Label: "traffic rate (pps)", Hint: "0 = as fast as the device goes"},
 		{Key: "size", Label: "frame size (bytes)", Hint: "Ethernet frame without FCS"},
 	}
+}
+
+// kernelOptions lists every release the engine models, newest first.
+func kernelOptions() []string {
+	rs := kernel.Releases()
+	out := make([]string, len(rs))
+	for i, v := range rs {
+		out[len(rs)-1-i] = v.String()
+	}
+	return out
 }
 
 // ParamKeys lists the keys of Params in order.
@@ -99,8 +110,8 @@ func GetParam(s *scenario.Scenario, key string) (string, error) {
 		return onOffOf(s.Driver.DMA == scenario.DMAPremapped), nil
 	case "iommu":
 		return onOffOf(s.Driver.IOMMU), nil
-	case "napi_local":
-		return onOffOf(s.Driver.NAPILocalRecycle), nil
+	case "kernel":
+		return s.KernelVersion().String(), nil
 	case "pool_size":
 		return strconv.Itoa(s.Driver.PoolSize), nil
 	case "xdp":
@@ -252,12 +263,12 @@ func SetParam(s *scenario.Scenario, key, value string) error {
 			return err
 		}
 		s.Driver.IOMMU = on
-	case "napi_local":
-		on, err := sw()
+	case "kernel":
+		v, err := kernel.Parse(value)
 		if err != nil {
-			return err
+			return bad("%v", err)
 		}
-		s.Driver.NAPILocalRecycle = on
+		s.Kernel = v.String()
 	case "pool_size":
 		n, err := num(0, scenario.MaxPoolSize)
 		if err != nil {

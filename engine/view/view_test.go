@@ -300,7 +300,7 @@ func TestDecodeStateErrors(t *testing.T) {
 
 func FuzzDecodeState(f *testing.F) {
 	f.Add("preset=default&set=ring_size:64&log=e12.p1&speed=10")
-	f.Add("cmp=1&b.set=napi_local:off&log=t5000")
+	f.Add("cmp=1&b.set=kernel:6.4&log=t5000")
 	f.Add("scenario=e30&log=p3")
 	f.Fuzz(func(t *testing.T, q string) {
 		st, err := DecodeState(q)
@@ -378,7 +378,7 @@ func cloneSnap(s *Snapshot) Snapshot {
 // play (in whatever chunks the frames allowed) and steps gives the same
 // world as the replay of its log.
 func TestPlayedRunReplays(t *testing.T) {
-	s, err := NewSession(State{A: Config{Preset: "cpumap"}, B: &Config{Preset: "cpumap", Set: []KV{{"napi_local", "off"}}}, Speed: -1})
+	s, err := NewSession(State{A: Config{Preset: "cpumap"}, B: &Config{Preset: "cpumap", Set: []KV{{"kernel", "6.4"}}}, Speed: -1})
 	require.NoError(t, err)
 	for _, n := range []uint64{3, 1, 17, 250, 2} {
 		s.Play(n, 100) // budget-limited, as a slow frame would be
@@ -408,7 +408,7 @@ func TestSessionReconfigure(t *testing.T) {
 	assert.Equal(t, s.Panes[0].World.Now(), s.Panes[1].World.Now(), "B catches up with A")
 	assert.Equal(t, metrics(s, 0), metrics(s, 1), "same configuration, same counters")
 
-	require.NoError(t, s.Set(1, "napi_local", Off))
+	require.NoError(t, s.Set(1, "kernel", "6.4"))
 	runAll(t, s, 1000)
 	assert.Equal(t, s.Panes[0].World.Now(), s.Panes[1].World.Now())
 	assert.Len(t, s.Log(), 1, "changing B keeps the log")
@@ -420,7 +420,7 @@ func TestSessionReconfigure(t *testing.T) {
 	assert.Zero(t, int64(s.Panes[0].World.Now()))
 	st := s.State()
 	assert.Equal(t, []KV{{"ring_size", "64"}}, st.A.Set)
-	assert.Equal(t, []KV{{"napi_local", "off"}}, st.B.Set)
+	assert.Equal(t, []KV{{"kernel", "6.4"}}, st.B.Set)
 
 	require.NoError(t, s.SetCompare(false))
 	assert.Len(t, s.Panes, 1)

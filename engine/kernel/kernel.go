@@ -1,0 +1,232 @@
+// Package kernel names the Linux versions the engine models and the dated
+// behaviours that differ between them. A scenario runs on one version; each
+// part of the engine takes its branch from the Behaviours of that version,
+// decided once when the world is built, so no hot path compares versions.
+//
+// The table is the "Versions" table of docs/kernel.md: every behaviour names
+// the release it first shipped in and the kernel function that carries it.
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Version is a mainline release, major.minor ("6.4"); the 2.6 series
+// numbered its releases in the third place ("2.6.27"), kept in Sub.
+type Version struct {
+	Major, Minor, Sub int
+}
+
+// The range the engine models. Oldest is the first release whose
+// virtio_net ran XDP programs (virtnet_xdp_set, 4.10); Newest is the
+// newest the engine knows: net-next of early 2026, with virtio_net's
+// page_pool support (the v5 series), named 7.0 here.
+var (
+	Oldest = Version{Major: 4, Minor: 10}
+	Newest = Version{Major: 7}
+)
+
+// Default is the kernel of a scenario that names none: the newest.
+var Default = Newest
+
+// ErrVersion is wrapped by every error of Parse.
+var ErrVersion = errors.New("kernel version")
+
+// Parse reads "major.minor" (from 3.0 on a third component, "6.4.12", is a
+// stable release: accepted and ignored, stable releases do not change the
+// behaviours modelled here; before 3.0 it is the release, "2.6.27") and
+// refuses a version outside [Oldest, Newest].
+func Parse(s string) (Version, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return Version{}, fmt.Errorf("%w %q: want major.minor, e.g. %q", ErrVersion, s, Newest.String())
+	}
+	var n [3]int
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil || v < 0 || v > 255 || (len(p) > 1 && p[0] == '0') {
+			return Version{}, fmt.Errorf("%w %q: %q is not a version number", ErrVersion, s, p)
+		}
+		n[i] = v
+	}
+	v := Version{Major: n[0], Minor: n[1]}
+	if v.Major < 3 {
+		v.Sub = n[2]
+	}
+	if v.Less(Oldest) || Newest.Less(v) {
+		return Version{}, fmt.Errorf("%w %s: the engine models %s to %s", ErrVersion, v, Oldest, Newest)
+	}
+	if last, ok := lastMinor[v.Major]; ok && v.Minor > last {
+		return Version{}, fmt.Errorf("%w %s: the %d series ended with %d.%d", ErrVersion, v, v.Major, v.Major, last)
+	}
+	return v, nil
+}
+
+// lastMinor is the last release of each finished series in range.
+var lastMinor = map[int]int{4: 20, 5: 19, 6: 19}
+
+// Releases lists every release from Oldest to Newest, oldest first.
+func Releases() []Version {
+	var out []Version
+	for v := Oldest; !Newest.Less(v); {
+		out = append(out, v)
+		if last, ok := lastMinor[v.Major]; ok && v.Minor == last {
+			v = Version{Major: v.Major + 1}
+		} else {
+			v.Minor++
+		}
+	}
+	return out
+}
+
+func (v Version) String() string {
+	s := strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor)
+	if v.Major < 3 {
+		s += "." + strconv.Itoa(v.Sub)
+	}
+	return s
+}
+
+// Less orders versions.
+func (v Version) Less(o Version) bool {
+	if v.Major != o.Major {
+		return v.Major < o.Major
+	}
+	if v.Minor != o.Minor {
+		return v.Minor < o.Minor
+	}
+	return v.Sub < o.Sub
+}
+
+// AtLeast reports whether v is o or newer.
+func (v Version) AtLeast(o Version) bool { return !v.Less(o) }
+
+// Behaviours are the dated behaviours of one version, each true when the
+// version has it.
+type Behaviours struct {
+	// BigPacketsSizedToMTU: without guest GSO, big-mode buffers hold
+	// DIV_ROUND_UP(mtu, PAGE_SIZE) pages, not MAX_SKB_FRAGS
+	// (virtnet_set_big_packets, 6.1).
+	BigPacketsSizedToMTU bool
+	// PtrRingLocklessConsume: page_pool's refill consumes its ptr_ring
+	// without the consumer lock (__ptr_ring_consume in
+	// page_pool_refill_alloc_cache, 5.17).
+	PtrRingLocklessConsume bool
+	// TCPDeferFree: TCP hands an skb freed on another CPU back to the CPU
+	// that allocated it (skb_attempt_defer_free, 5.17).
+	TCPDeferFree bool
+	// PCPFreeHigh: a CPU that only frees sends high-order pages to the
+	// buddy under zone->lock (free_unref_page_commit's free_high, 5.19).
+	PCPFreeHigh bool
+	// CpumapSKBRecycle: skbs the cpumap kthread builds from page_pool
+	// frames are marked for recycling (skb_mark_for_recycle in
+	// cpu_map_bpf_prog_run_xdp / __xdp_build_skb_from_frame, 6.4); before,
+	// xdp_release_frame took the page out of its pool.
+	CpumapSKBRecycle bool
+	// NAPILocalSKB: an skb freed in softirq on the CPU that runs the pool's
+	// NAPI recycles into the alloc cache (napi_pp_put_page with
+	// napi->list_owner == smp_processor_id(), 6.5).
+	NAPILocalSKB bool
+	// PageFragPremap: virtio_net premaps each page_frag block once for DMA
+	// (virtnet_rq_alloc with struct virtnet_rq_dma at the block's head,
+	// 6.6; off by default in 6.11, on again in 6.12).
+	PageFragPremap bool
+	// NAPILocalAll: every put checks NAPI locality, xdp_return_frame
+	// included (page_pool_napi_local in page_pool_put_unrefed_netmem, 6.10).
+	NAPILocalAll bool
+	// UDPDeferFree: UDP defers remote skb frees as TCP does (6.18).
+	UDPDeferFree bool
+	// VirtioNetPagePool: virtio_net allocates receive buffers from a
+	// page_pool per queue in small and mergeable modes
+	// (page_pool_alloc_frag(len + room), the 2026 v5 series). Before it,
+	// a scenario with a page_pool runs the 2023 series as posted
+	// (mergeable only, one page per buffer, no PP_FLAG_DMA_MAP).
+	VirtioNetPagePool bool
+}
+
+// Change is one row of the table: a behaviour, the release it shipped in,
+// and, when it was switched off again, the release that did.
+type Change struct {
+	Name     string // Behaviours field
+	From     Version
+	Off, On  Version // a window where it was off by default (zero: none)
+	What     string  // one line, in the kernel's words
+	Function string  // where it lives
+}
+
+// Changes is the table, oldest first.
+func Changes() []Change {
+	return []Change{
+		{Name: "PtrRingLocklessConsume", From: Version{Major: 5, Minor: 17}, What: "page_pool's refill consumes its ptr_ring without the consumer lock", Function: "page_pool_refill_alloc_cache (net/core/page_pool.c)"},
+		{Name: "TCPDeferFree", From: Version{Major: 5, Minor: 17}, What: "TCP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
+		{Name: "PCPFreeHigh", From: Version{Major: 5, Minor: 19}, What: "a free-only CPU sends high-order pages to the buddy under zone->lock", Function: "free_unref_page_commit (mm/page_alloc.c)"},
+		{Name: "BigPacketsSizedToMTU", From: Version{Major: 6, Minor: 1}, What: "big-mode buffers without guest GSO hold DIV_ROUND_UP(mtu, PAGE_SIZE) pages", Function: "virtnet_set_big_packets (drivers/net/virtio_net.c)"},
+		{Name: "CpumapSKBRecycle", From: Version{Major: 6, Minor: 4}, What: "skbs built from page_pool xdp_frames are marked for recycling", Function: "__xdp_build_skb_from_frame (net/core/xdp.c)"},
+		{Name: "NAPILocalSKB", From: Version{Major: 6, Minor: 5}, What: "skb frees in softirq on the pool's NAPI CPU recycle into the alloc cache", Function: "napi_pp_put_page (net/core/skbuff.c)"},
+		{Name: "PageFragPremap", From: Version{Major: 6, Minor: 6}, Off: Version{Major: 6, Minor: 11}, On: Version{Major: 6, Minor: 12}, What: "virtio_net premaps each page_frag block once for DMA", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
+		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame included", Function: "page_pool_put_unrefed_netmem (net/core/page_pool.c)"},
+		{Name: "UDPDeferFree", From: Version{Major: 6, Minor: 18}, What: "UDP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
+		{Name: "VirtioNetPagePool", From: Version{Major: 7, Minor: 0}, What: "virtio_net takes receive buffers from a page_pool per queue (page_pool_alloc_frag)", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
+	}
+}
+
+// Has reports whether the behaviour of c is on in v by default.
+func (c Change) Has(v Version) bool {
+	if v.Less(c.From) {
+		return false
+	}
+	if c.Off != (Version{}) && v.AtLeast(c.Off) && v.Less(c.On) {
+		return false
+	}
+	return true
+}
+
+// Behaviours returns what v does.
+func (v Version) Behaviours() Behaviours {
+	var b Behaviours
+	for _, c := range Changes() {
+		if !c.Has(v) {
+			continue
+		}
+		switch c.Name {
+		case "BigPacketsSizedToMTU":
+			b.BigPacketsSizedToMTU = true
+		case "PtrRingLocklessConsume":
+			b.PtrRingLocklessConsume = true
+		case "TCPDeferFree":
+			b.TCPDeferFree = true
+		case "PCPFreeHigh":
+			b.PCPFreeHigh = true
+		case "CpumapSKBRecycle":
+			b.CpumapSKBRecycle = true
+		case "NAPILocalSKB":
+			b.NAPILocalSKB = true
+		case "PageFragPremap":
+			b.PageFragPremap = true
+		case "NAPILocalAll":
+			b.NAPILocalAll = true
+		case "UDPDeferFree":
+			b.UDPDeferFree = true
+		case "VirtioNetPagePool":
+			b.VirtioNetPagePool = true
+		default:
+			panic("kernel: Changes names an unknown behaviour " + c.Name)
+		}
+	}
+	return b
+}
+
+// Between lists the changes whose default differs between a and b, in
+// table order: what moving from a to b changes.
+func Between(a, b Version) []Change {
+	var out []Change
+	for _, c := range Changes() {
+		if c.Has(a) != c.Has(b) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
