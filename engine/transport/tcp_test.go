@@ -1,0 +1,217 @@
+package transport
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/sim"
+)
+
+// bottleneck is a receiver for the tests: frames queue in a buffer of
+// capacity frames and are served one at a time in serve each, then
+// delivered to a socket the application empties at once. A frame that
+// finds the buffer full is lost, as one that finds no posted receive
+// buffer is.
+type bottleneck struct {
+	t        *TCP
+	capacity int
+	serve    sim.Duration
+	wnd      int
+
+	queue     []uint64 // seqs waiting
+	queueSegs []int
+	busyUntil sim.Time
+	delivered uint64 // segments
+	lost      uint64 // segments
+}
+
+// run drives sender and receiver until time end and returns the
+// segments delivered in [from, end).
+func (b *bottleneck) run(tb testing.TB, from, end sim.Time) uint64 {
+	var inWindow uint64
+	var headDone sim.Time
+	for {
+		at, segs, ok := b.t.Next()
+		// The head of the queue finishes at headDone.
+		if len(b.queue) > 0 && (!ok || headDone <= at) {
+			if headDone >= end {
+				return inWindow
+			}
+			b.t.Delivered(headDone, b.queue[0], b.queueSegs[0], b.wnd)
+			b.delivered += uint64(b.queueSegs[0])
+			if headDone >= from {
+				inWindow += uint64(b.queueSegs[0])
+			}
+			b.queue, b.queueSegs = b.queue[1:], b.queueSegs[1:]
+			b.busyUntil = headDone
+			if len(b.queue) > 0 {
+				headDone = headDone.Add(b.serve)
+			}
+			continue
+		}
+		require.True(tb, ok, "the sender stalled with nothing queued")
+		if at >= end {
+			return inWindow
+		}
+		seq := b.t.Take()
+		if len(b.queue) >= b.capacity {
+			b.t.Lost(at, seq, segs)
+			b.lost += uint64(segs)
+			continue
+		}
+		if len(b.queue) == 0 {
+			start := at
+			if b.busyUntil > start {
+				start = b.busyUntil
+			}
+			headDone = start.Add(b.serve)
+		}
+		b.queue = append(b.queue, seq)
+		b.queueSegs = append(b.queueSegs, segs)
+	}
+}
+
+func newTCP(t *testing.T, cfg TCPConfig) *TCP {
+	s, err := NewTCP(cfg)
+	require.NoError(t, err)
+	return s
+}
+
+var base = TCPConfig{MSS: 1448, HdrBytes: 66, MaxSegs: 1, RTT: 100 * sim.Microsecond, WireOverhead: 24, RcvWnd: 1 << 30}
+
+// Slow start doubles the window every round trip: ten segments in the
+// first RTT, then 20, 40, 80.
+func TestSlowStartDoublesPerRTT(t *testing.T) {
+	s := newTCP(t, base)
+	b := &bottleneck{t: s, capacity: 1 << 20, serve: 0, wnd: 1 << 30}
+	var per []uint64
+	var prev uint64
+	for k := 1; k <= 4; k++ {
+		b.run(t, 0, sim.Time(k)*sim.Time(base.RTT)+sim.Time(base.RTT)/2)
+		per = append(per, b.delivered-prev)
+		prev = b.delivered
+	}
+	assert.Equal(t, []uint64{10, 20, 40, 80}, per)
+	assert.Equal(t, float64(InitCwnd+150), s.Cwnd())
+}
+
+// With a small receive window the throughput is the window per round
+// trip; with the line slower than that, the line.
+func TestThroughputIsTheSmallerOfWindowAndLine(t *testing.T) {
+	const window = 64 * 1448
+	cfg := base
+	cfg.RcvWnd = window
+	s := newTCP(t, cfg)
+	b := &bottleneck{t: s, capacity: 1 << 20, wnd: window}
+	got := b.run(t, sim.Time(10*sim.Millisecond), sim.Time(20*sim.Millisecond))
+	perRTT := float64(got) / 100 // 10 ms is 100 RTTs
+	assert.InDelta(t, 64, perRTT, 1, "window-limited: 64 segments per RTT")
+	assert.Positive(t, s.Counters().RcvWndLimit)
+
+	cfg = base
+	cfg.LineBps = 1e9
+	s = newTCP(t, cfg)
+	b = &bottleneck{t: s, capacity: 1 << 20, wnd: 1 << 30}
+	got = b.run(t, sim.Time(10*sim.Millisecond), sim.Time(20*sim.Millisecond))
+	gbps := float64(got) * float64(1448+66+24) * 8 / 10e-3 / 1e9
+	assert.InDelta(t, 1.0, gbps, 0.01, "line-limited at 1 Gbit/s of wire")
+}
+
+// One drop halves the window once (fast retransmit), revealed by the
+// frames behind it; every segment still arrives.
+func TestOneLossHalvesTheWindow(t *testing.T) {
+	cfg := base
+	cfg.LineBps = 10e9
+	s := newTCP(t, cfg)
+	b := &bottleneck{t: s, capacity: 1 << 20, wnd: 1 << 30}
+	b.run(t, 0, sim.Time(2*sim.Millisecond))
+	before := s.Cwnd()
+	at, segs, ok := s.Next()
+	require.True(t, ok)
+	s.Lost(at, s.Take(), segs)
+	b.run(t, 0, sim.Time(2*sim.Millisecond)+sim.Time(3*base.RTT))
+	assert.Equal(t, uint64(1), s.Counters().FastRecovery)
+	assert.Equal(t, uint64(0), s.Counters().Timeouts)
+	assert.Less(t, s.Cwnd(), before*0.6, "cwnd halved (then grows one segment per RTT)")
+	assert.Equal(t, uint64(1), s.Counters().Retransmits)
+}
+
+// A loss nothing reveals (no frame behind it arrives) waits for the
+// retransmission timeout, at least TCP_RTO_MIN, and restarts from one
+// segment.
+func TestLossOfEverythingWaitsForTheTimeout(t *testing.T) {
+	s := newTCP(t, base)
+	for i := 0; i < InitCwnd; i++ {
+		at, segs, ok := s.Next()
+		require.True(t, ok)
+		assert.Equal(t, sim.Time(base.RTT/2), at, "the initial window leaves at once")
+		s.Lost(at, s.Take(), segs)
+	}
+	assert.Equal(t, 10, s.InFlight(), "the initial window went out and was lost")
+	at, segs, ok := s.Next()
+	require.True(t, ok, "the timeout sends again")
+	assert.GreaterOrEqual(t, at, sim.Time(RTOMin))
+	assert.Equal(t, 1, segs)
+	assert.Equal(t, uint64(1), s.Counters().Timeouts)
+	assert.Equal(t, 1.0, s.Cwnd())
+}
+
+// The receiver's buffer decides how much of a bottleneck Reno uses: with
+// less buffer than the bandwidth-delay product the window's halvings
+// leave the link idle; with more, it stays busy. This is what a ring too
+// short for its rate does to a TCP stream.
+func TestBufferBelowBDPLosesThroughput(t *testing.T) {
+	const serve = 1 * sim.Microsecond // the receiver takes a frame a microsecond
+	bdp := int(base.RTT / serve)      // 100 frames
+	util := func(capacity int) (float64, uint64) {
+		s := newTCP(t, base)
+		b := &bottleneck{t: s, capacity: capacity, serve: serve, wnd: 1 << 30}
+		got := b.run(t, sim.Time(50*sim.Millisecond), sim.Time(150*sim.Millisecond))
+		return float64(got) / float64(100*sim.Millisecond/serve), b.lost
+	}
+	small, lostSmall := util(bdp / 8)
+	big, lostBig := util(2 * bdp)
+	t.Logf("utilisation with %d buffers %.3f (%d segments lost), with %d buffers %.3f (%d lost)", bdp/8, small, lostSmall, 2*bdp, big, lostBig)
+	assert.Positive(t, lostSmall)
+	assert.Positive(t, lostBig, "Reno probes until it loses, whatever the buffer")
+	assert.Less(t, small, 0.85)
+	assert.Greater(t, big, 0.97)
+}
+
+func TestNewTCPRefusesBadConfigs(t *testing.T) {
+	for _, cfg := range []TCPConfig{
+		{MSS: 0, MaxSegs: 1},
+		{MSS: 1448, MaxSegs: 0},
+		{MSS: 1448, MaxSegs: 46},
+		{MSS: 1448, MaxSegs: 1, RTT: -1},
+	} {
+		_, err := NewTCP(cfg)
+		assert.ErrorIs(t, err, ErrConfig, "%+v", cfg)
+	}
+	_, err := NewTCP(TCPConfig{MSS: 1448, MaxSegs: 45})
+	assert.NoError(t, err, "45 segments of 1448 bytes fit 64 KiB")
+}
+
+// The event ring never allocates and never loses a count: past its size
+// events merge into the newest.
+func TestEventsMergeWhenFull(t *testing.T) {
+	s := newTCP(t, base)
+	for i := 0; i < maxEvents+100; i++ {
+		s.Delivered(sim.Time(i), uint64(i), 1, 1<<20)
+	}
+	total := 0
+	for i := 0; i < s.size; i++ {
+		total += int(s.ev[(s.head+i)%len(s.ev)].segs)
+	}
+	assert.Equal(t, maxEvents+100, total)
+	assert.Equal(t, maxEvents, s.size)
+	allocs := testing.AllocsPerRun(100, func() {
+		at, segs, ok := s.Next()
+		if ok {
+			s.Delivered(at, s.Take(), segs, 1<<20)
+		}
+	})
+	assert.Zero(t, allocs)
+}
