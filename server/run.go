@@ -349,61 +349,6 @@ func printSummary(w io.Writer, s engine.Summary, wall time.Duration) {
 	tw.Flush()
 }
 
-func runReproduce(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("reproduce", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab reproduce [--json]\n\nRuns every published configuration of docs/published.md (R1..R4) and prints\nthe published figure, the simulated one, and each configuration's ratio to\nits baseline next to the published ratio.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab reproduce"); !ok {
-		return code
-	}
-	rows, err := engine.Reproduce(func(i, n int, r scenario.Reproduction) {
-		fmt.Fprintf(stderr, "ringlab reproduce: [%d/%d] %s %s %s\n", i+1, n, r.ID, r.Config, r.Metric)
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "ringlab reproduce: %v\n", err)
-		return exitFail
-	}
-	if *asJSON {
-		type row struct {
-			ID             string   `json:"id"`
-			Config         string   `json:"config"`
-			Baseline       string   `json:"baseline"`
-			Unit           string   `json:"unit"`
-			Metric         string   `json:"metric"`
-			Published      float64  `json:"published"`
-			Simulated      float64  `json:"simulated"`
-			Ratio          *float64 `json:"ratio"`
-			PublishedRatio *float64 `json:"published_ratio"`
-		}
-		out := make([]row, 0, len(rows))
-		for _, r := range rows {
-			out = append(out, row{r.ID, r.Config, r.Baseline, r.Unit, r.Metric, r.Published, r.Simulated, finite(r.Ratio), finite(r.PublishedRatio)})
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(stderr, "ringlab reproduce: %v\n", err)
-			return exitFail
-		}
-		return exitOK
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "id\tconfig\tmetric\tunit\tpublished\tsimulated\tratio\tpublished ratio\t")
-	for _, r := range rows {
-		ratio, pr := "", ""
-		if r.Baseline != "" {
-			ratio, pr = fmtRatio(r.Ratio), fmtRatio(r.PublishedRatio)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.ID, r.Config, r.Metric, r.Unit, fmtFig(r.Published), fmtFig(r.Simulated), ratio, pr)
-	}
-	tw.Flush()
-	return exitOK
-}
-
 // finite returns &v, or nil (JSON null) for NaN.
 func finite(v float64) *float64 {
 	if math.IsNaN(v) {

@@ -216,32 +216,6 @@ func TestRunELFObject(t *testing.T) {
 	assert.Equal(t, s.Counters["rx_packets"], s.Counters["rx_xdp_packets"])
 }
 
-func TestReproduceJSON(t *testing.T) {
-	code, out, errs := runCLI("reproduce", "--json")
-	require.Equal(t, exitOK, code, errs)
-	var rows []struct {
-		ID        string   `json:"id"`
-		Config    string   `json:"config"`
-		Baseline  string   `json:"baseline"`
-		Unit      string   `json:"unit"`
-		Published float64  `json:"published"`
-		Simulated float64  `json:"simulated"`
-		Ratio     *float64 `json:"ratio"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &rows))
-	ids := map[string]int{}
-	for _, r := range rows {
-		ids[r.ID]++
-		if r.Baseline == "" {
-			assert.Nil(t, r.Ratio, "%s is a baseline", r.Config)
-		}
-	}
-	for _, id := range []string{"R1", "R2", "R3", "R4"} {
-		assert.Positive(t, ids[id], id)
-	}
-	assert.Contains(t, errs, "[1/", "progress goes to stderr")
-}
-
 // TestPresetListNamesKernels: each preset is listed with the kernel it
 // runs on, the published results on the kernel of their date.
 func TestPresetListNamesKernels(t *testing.T) {

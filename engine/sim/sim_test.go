@@ -161,6 +161,7 @@ func TestLockSerialisesHolders(t *testing.T) {
 			assert.Equal(t, uint64(2), l.Stats().Acquisitions)
 			assert.Equal(t, wait, c1.Spin())
 			assert.Equal(t, tc.wantWait, l.Stats().Wait)
+			assert.Equal(t, Duration(550), l.Stats().Held, "held is the critical sections, spinning and the lock's own cost excluded")
 		})
 	}
 }
