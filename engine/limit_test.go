@@ -3,7 +3,10 @@ package engine
 import (
 	"testing"
 
+	"ringlab/engine/scenario"
+
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestLimitOf holds the rule that names what limits a run to its cases,
@@ -67,5 +70,22 @@ func TestMechanismHolds(t *testing.T) {
 		holds, applies := MechanismHolds(tc.mech, tc.limit)
 		assert.Equal(t, tc.holds, holds, "%s against %s", tc.mech, tc.limit.Name)
 		assert.Equal(t, tc.applies, applies, tc.mech)
+	}
+}
+
+// TestLimitOfPresets: the rule on real runs of teaching presets names what
+// each is built to show.
+func TestLimitOfPresets(t *testing.T) {
+	for preset, want := range map[string]string{
+		"default":    ResWire, // 50,000 frames per second, all delivered
+		"small-ring": ResRing, // a 16-entry ring: the host waits for kicks
+		"xdp-drop":   ResCPU,  // the NAPI CPU at line rate
+		"big-9000":   ResHost, // the model's vhost worker (FIDELITY, the host side)
+	} {
+		s, err := scenario.LookupPreset(preset)
+		require.NoError(t, err)
+		m, err := MeasureUsage(s, "delivered_gbps", ReproWarmup, ReproWindow)
+		require.NoError(t, err)
+		assert.Equal(t, want, m.Limit.Kind, "%s: %s", preset, m.Limit.Why)
 	}
 }
