@@ -24,6 +24,22 @@ type Row struct {
 	// baseline row, or when the baseline's figure is 0.
 	Ratio          float64
 	PublishedRatio float64
+
+	// Usage is what the configuration's resources did over the window,
+	// and Limit what limits it (LimitOf).
+	Usage Usage
+	Limit Limit
+	// Fitted lists what was fitted on this row's result: the cost
+	// table's constants fitted on it and the preset's fitted fields.
+	Fitted []FittedValue
+	// Match says whether the simulated figure matches the published one
+	// (Matches), Check whether Limit is the published mechanism for this
+	// row and its baseline (MechanismHolds), and Verdict what the two and
+	// Fitted make of the row, with Why.
+	Match   bool
+	Check   MechanismCheck
+	Verdict Verdict
+	Why     string
 }
 
 // snapshot is what a metric is computed from.
@@ -54,18 +70,43 @@ func (w *World) snap() snapshot {
 // Measure runs a scenario through warmup and window and returns the
 // metric.
 func Measure(s scenario.Scenario, metric string, warmup, window sim.Duration) (float64, error) {
+	m, err := MeasureUsage(s, metric, warmup, window)
+	return m.Value, err
+}
+
+// Measurement is a metric over a window and what the run's resources did
+// in it.
+type Measurement struct {
+	Value float64
+	Usage Usage
+	Limit Limit // LimitOf(Usage)
+}
+
+// MeasureUsage is Measure that also says what the resources did over the
+// window and which one limits the run (LimitOf).
+func MeasureUsage(s scenario.Scenario, metric string, warmup, window sim.Duration) (Measurement, error) {
 	w, err := New(s)
 	if err != nil {
-		return 0, err
+		return Measurement{}, err
 	}
 	if err := w.RunUntil(sim.Time(warmup)); err != nil {
-		return 0, err
+		return Measurement{}, err
 	}
-	a := w.snap()
+	a, ua := w.snap(), w.usageSnap()
 	if err := w.RunUntil(sim.Time(warmup + window)); err != nil {
-		return 0, err
+		return Measurement{}, err
 	}
-	b := w.snap()
+	b, ub := w.snap(), w.usageSnap()
+	v, err := metricValue(metric, a, b)
+	if err != nil {
+		return Measurement{}, err
+	}
+	u := w.usage(ua, ub)
+	return Measurement{Value: v, Usage: u, Limit: LimitOf(u)}, nil
+}
+
+// metricValue computes a metric from the snapshots at the window's ends.
+func metricValue(metric string, a, b snapshot) (float64, error) {
 	secs := b.t.Sub(a.t).Seconds()
 	switch metric {
 	case "delivered_gbps":
@@ -91,30 +132,30 @@ func Measure(s scenario.Scenario, metric string, warmup, window sim.Duration) (f
 	return 0, fmt.Errorf("engine: unknown metric %q", metric)
 }
 
-// Reproduce runs every row of scenario.Reproductions. progress, when not
-// nil, is called before each row.
+// Reproduce runs every row of scenario.Reproductions and gives each its
+// verdict (Judge). progress, when not nil, is called before each row.
 func Reproduce(progress func(i, n int, r scenario.Reproduction)) ([]Row, error) {
 	table := scenario.Reproductions()
 	rows := make([]Row, 0, len(table))
-	got := map[string]float64{}
+	got := map[string]Measurement{}
 	for i, r := range table {
 		if progress != nil {
 			progress(i, len(table), r)
 		}
 		key := r.Config + "/" + r.Metric
-		v, ok := got[key]
+		m, ok := got[key]
+		s, err := scenario.LookupPreset(r.Config)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
-			s, err := scenario.LookupPreset(r.Config)
-			if err != nil {
-				return nil, err
-			}
-			v, err = Measure(s, r.Metric, ReproWarmup, ReproWindow)
+			m, err = MeasureUsage(s, r.Metric, ReproWarmup, ReproWindow)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s: %w", r.ID, r.Config, err)
 			}
-			got[key] = v
+			got[key] = m
 		}
-		rows = append(rows, Row{Reproduction: r, Simulated: v})
+		rows = append(rows, Row{Reproduction: r, Simulated: m.Value, Usage: m.Usage, Limit: m.Limit, Fitted: FittedOn(&s, r.ID)})
 	}
 	for i := range rows {
 		r := &rows[i]
@@ -132,6 +173,15 @@ func Reproduce(progress func(i, n int, r scenario.Reproduction)) ([]Row, error) 
 				}
 			}
 		}
+	}
+	for i := range rows {
+		var base *Row
+		for j := range rows {
+			if rows[j].Config == rows[i].Baseline && rows[j].Metric == rows[i].Metric {
+				base = &rows[j]
+			}
+		}
+		Judge(&rows[i], base)
 	}
 	return rows, nil
 }

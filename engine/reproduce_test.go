@@ -1,16 +1,25 @@
 package engine
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestReproductionTargets checks the targets the published results set
-// (docs/published.md): the ratios between configurations, computed from
-// simulated time alone, must land where the issue says.
+// TestReproductionTargets holds the published results to what the model
+// must get whatever its fitted constants: the direction of each change
+// between configurations, and which resource limits each configuration
+// today (LimitOf). Ratio targets that hold only through constants fitted
+// on that very ratio are not asserted: R1's 7x (the virtual IOMMU's two
+// costs and consumer.cost_ns, fitted), R2's 2x at MTU 9000 (vhost_desc
+// and vhost_copy_64b, fitted) and R4's two-flows-over-one 2/3
+// (buddy_per_page, fitted); nor the 1.4x margin of R4's page_pool rows.
+// `ringlab reproduce` prints those ratios with their verdicts.
 func TestReproductionTargets(t *testing.T) {
 	rows, err := Reproduce(nil)
 	require.NoError(t, err)
@@ -24,20 +33,37 @@ func TestReproductionTargets(t *testing.T) {
 		return Row{}
 	}
 	for _, r := range rows {
-		t.Logf("%s %-24s %-22s pub %10.3f sim %10.3f ratio %6.3f (published %6.3f)", r.ID, r.Config, r.Metric, r.Published, r.Simulated, r.Ratio, r.PublishedRatio)
+		t.Logf("%s %-24s %-22s pub %10.3f sim %10.3f ratio %6.3f (published %6.3f) %-14s limited by %s", r.ID, r.Config, r.Metric, r.Published, r.Simulated, r.Ratio, r.PublishedRatio, r.Verdict, r.Limit.Why)
 		assert.False(t, math.IsInf(r.Simulated, 0) || math.IsNaN(r.Simulated), r.Config)
+		assert.NotEmpty(t, r.Verdict, r.Config)
 	}
-	within := func(name string, got, want, tol float64) {
-		assert.InDelta(t, want, got, want*tol, "%s: simulated ratio %.3f, published %.3f ±%.0f%%", name, got, want, tol*100)
+	limit := func(config, metric, want string) {
+		t.Helper()
+		assert.Equal(t, want, get(config, metric).Limit.Name, "%s: %s", config, get(config, metric).Limit.Why)
 	}
-	r1 := get("r1-page-pool", "delivered_gbps")
-	within("R1 page_pool / upstream", r1.Ratio, 7.06, 0.25)
 
-	r2a := get("r2-mtu9000-after", "delivered_gbps")
-	within("R2 MTU 9000 after / before", r2a.Ratio, 2.02, 0.25)
-	r2b := get("r2-mtu1500-after", "delivered_gbps")
-	within("R2 MTU 1500 after / before", r2b.Ratio, 1.0, 0.05)
+	// R1: page_pool delivers more than page_frag. Today upstream is held
+	// by CPU 0's ring mapping through the virtual IOMMU (fitted), the
+	// pool by the cpumap CPU's stack work (consumer.cost_ns, fitted).
+	up := get("r1-upstream", "delivered_gbps").Simulated
+	assert.Greater(t, get("r1-page-pool", "delivered_gbps").Simulated, up, "R1: page_pool over upstream")
+	assert.Greater(t, get("r1-page-pool-frag", "delivered_gbps").Simulated, up, "R1: page_pool fragments over upstream")
+	limit("r1-upstream", "delivered_gbps", "cpu0")
+	limit("r1-page-pool", "delivered_gbps", "cpu1")
+	limit("r1-page-pool-frag", "delivered_gbps", "cpu1")
 
+	// R2: at MTU 9000 sizing big buffers to the MTU helps; at 1500 the
+	// fix does not apply (small buffers) and nothing moves. Today the
+	// vhost worker holds every configuration: the model's host side
+	// (FIDELITY), not the ring the commit names.
+	assert.Greater(t, get("r2-mtu9000-after", "delivered_gbps").Ratio, 1.0, "R2 MTU 9000: after over before")
+	assert.InDelta(t, 1.0, get("r2-mtu1500-after", "delivered_gbps").Ratio, 0.05, "R2 MTU 1500: the fix does not apply")
+	for _, c := range []string{"r2-mtu1500-before", "r2-mtu1500-after", "r2-mtu9000-before", "r2-mtu9000-after"} {
+		limit(c, "delivered_gbps", "host rx0")
+	}
+
+	// R3: NAPI-local recycling moves the frees from the ptr_ring to the
+	// alloc cache, and the refills all but vanish.
 	assert.GreaterOrEqual(t, get("r3-napi-local-off", "recycle_ring_share").Simulated, 0.95, "R3 off: ring share")
 	assert.GreaterOrEqual(t, get("r3-napi-local-on", "recycle_cached_share").Simulated, 0.85, "R3 on: cached share")
 	off := get("r3-napi-local-off", "alloc_refill_per_mpkt").Simulated
@@ -45,16 +71,73 @@ func TestReproductionTargets(t *testing.T) {
 	assert.Positive(t, off)
 	assert.LessOrEqual(t, on*10, off, "R3: refills must fall at least 10x (off %.1f, on %.1f per Mpkt)", off, on)
 
+	// R4: the page allocator scales negatively with a second RX CPU
+	// (zone->lock), page_pool beats it, and returning on another CPU
+	// beats returning on the RX CPU in 2018; the RX CPU holds the rest.
 	one := get("r4-page-alloc-1flow", "tx_mpps").Simulated
 	two := get("r4-page-alloc-2flows", "tx_mpps").Simulated
 	same := get("r4-page-pool-same-cpu", "tx_mpps").Simulated
 	other := get("r4-page-pool-other-cpu", "tx_mpps").Simulated
 	assert.Less(t, two, one, "R4: two flows on the page allocator must deliver less than one")
-	assert.InDelta(t, 4.0/6, two/one, 0.07, "R4: two flows forward about two thirds of one, as published")
-	assert.GreaterOrEqual(t, same, 1.4*one, "R4: page_pool same CPU vs page allocator")
-	assert.GreaterOrEqual(t, other, 1.4*one, "R4: page_pool other CPU vs page allocator")
+	assert.Greater(t, same, one, "R4: page_pool same CPU over the page allocator")
+	assert.Greater(t, other, one, "R4: page_pool other CPU over the page allocator")
 	assert.Greater(t, other, same, "R4 (2018, no NAPI-local recycling): returning on another CPU takes the completions and the ptr_ring's producer side off the RX CPU")
 	for _, v := range []float64{one, two, same, other} {
 		assert.LessOrEqual(t, v, 13.0, "R4: nothing exceeds the next device's 13 Mpps")
 	}
+	limit("r4-page-alloc-1flow", "tx_mpps", "cpu0")
+	limit("r4-page-alloc-2flows", "tx_mpps", "zone->lock")
+	limit("r4-page-pool-same-cpu", "tx_mpps", "cpu0")
+	limit("r4-page-pool-other-cpu", "tx_mpps", "cpu0")
+}
+
+// TestReproductionVerdicts pins today's verdicts and says why: R1 and R2
+// match only through values fitted on them (R1's virtual IOMMU, which the
+// measured VM is not known to have had, and its consumer cost; R2's host
+// per-descriptor and copy costs, while the commit names ring capacity on
+// vDPA), so they are calibrated; R3's counters come from the mechanism
+// with nothing fitted; R4 is limited by the published resources with one
+// constant (buddy_per_page) fitted on it. A model change that moves a
+// verdict must say so here.
+func TestReproductionVerdicts(t *testing.T) {
+	rows, err := Reproduce(nil)
+	require.NoError(t, err)
+	want := map[string]Verdict{"R1": Calibrated, "R2": Calibrated, "R3": Explained, "R4": Explained}
+	for _, r := range rows {
+		assert.Equal(t, want[r.ID], r.Verdict, "%s %s %s: %s", r.ID, r.Config, r.Metric, r.Why)
+	}
+}
+
+// TestPublishedDocIsCurrent keeps the table of verdicts in
+// docs/published.md in step with `ringlab reproduce`: per row, what
+// limits it, the published mechanism, what was fitted on its result and
+// the verdict. Rewrite it with -update.
+func TestPublishedDocIsCurrent(t *testing.T) {
+	const path = "../docs/published.md"
+	const begin, end = "<!-- verdicts: generated by go test ./engine -run TestPublishedDocIsCurrent -update -->\n", "<!-- end verdicts -->"
+	rows, err := Reproduce(nil)
+	require.NoError(t, err)
+	var b strings.Builder
+	b.WriteString("| result | configuration | metric | limited by | published mechanism | fitted on the result | verdict |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		var fitted []string
+		for _, f := range r.Fitted {
+			fitted = append(fitted, "`"+f.Name+"`")
+		}
+		if len(fitted) == 0 {
+			fitted = []string{"nothing"}
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s |\n", r.ID, r.Config, r.Metric, r.Limit.Name, r.Mechanism, strings.Join(fitted, ", "), r.Verdict)
+	}
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc := string(got)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	require.True(t, i >= 0 && j > i, "docs/published.md has the verdicts markers")
+	want := doc[:i+len(begin)] + b.String() + doc[j:]
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
+		return
+	}
+	assert.Equal(t, want, doc, "docs/published.md's verdicts are stale: run go test ./engine -run TestPublishedDocIsCurrent -update")
 }

@@ -58,9 +58,14 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	object := fs.String("xdp-object", "", "run the XDP program of a compiled ELF `FILE` in the interpreter")
 	progName := fs.String("xdp-program", "", "with --xdp-object: the program `NAME` in the object (default: the first)")
 	trace := fs.Int("trace", 0, "first print the first `N` events, each with the counters and page locations it changed")
+	showCosts := fs.Bool("costs", false, "also print the cost table the run used: each constant's value, default, kind (sourced, estimate, fitted) and source")
+	var sets setFlags
+	fs.Var(&sets, "set", "set the scenario field at a JSON `PATH=VALUE` before running (repeatable; see above)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab run [--packets N | --duration D] [--trace N] [--json] [--xdp-object FILE [--xdp-program NAME]] FILE|PRESET\n\n")
-		fmt.Fprintf(stderr, "Runs a scenario headless and prints a summary: simulated time, packets,\nrates, CPU utilisation, the driver's counters, the page_pool stats and\nwhere the pages are. With --trace, the first events come first, one a\nline (in the JSON, as \"trace\").\n\nPresets: %s\n\nFlags:\n", strings.Join(scenario.PresetNames(), ", "))
+		fmt.Fprintf(stderr, "Usage: ringlab run [--packets N | --duration D] [--set PATH=VALUE ...] [--trace N] [--json] [--xdp-object FILE [--xdp-program NAME]] FILE|PRESET\n\n")
+		fmt.Fprintf(stderr, "Runs a scenario headless and prints a summary: simulated time, packets,\nrates, CPU utilisation, the driver's counters, the page_pool stats and\nwhere the pages are. With --trace, the first events come first, one a\nline (in the JSON, as \"trace\"). With --costs, the cost table follows:\neach constant sourced (a benchmark, a commit text), an estimate, or fitted\non one published result; the fields a preset fitted are always listed.\n\n")
+		fmt.Fprint(stderr, setHelp)
+		fmt.Fprintf(stderr, "\nPresets: %s\n\nFlags:\n", strings.Join(scenario.PresetNames(), ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -92,6 +97,10 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	s, err := loadScenario(fs.Arg(0))
 	if err != nil {
+		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
+		return exitUsage
+	}
+	if s, err = sets.apply(s); err != nil {
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 		return exitUsage
 	}
@@ -152,8 +161,13 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		out := struct {
 			engine.Summary
-			Trace []engine.TraceEvent `json:"trace,omitempty"`
-		}{sum, events}
+			Fitted []scenario.Fit      `json:"fitted,omitempty"`
+			Costs  []costRow           `json:"costs,omitempty"`
+			Trace  []engine.TraceEvent `json:"trace,omitempty"`
+		}{Summary: sum, Fitted: s.Fitted, Trace: events}
+		if *showCosts {
+			out.Costs = costRows(w)
+		}
 		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 			return exitFail
@@ -161,7 +175,126 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	printSummary(stdout, sum, wall)
+	printFitted(stdout, &w.Scenario)
+	if *showCosts {
+		printCosts(stdout, costRows(w))
+	}
 	return exitOK
+}
+
+// costRow is one cost constant as a run used it.
+type costRow struct {
+	Name      string `json:"name"`
+	NS        int64  `json:"ns"`
+	DefaultNS int64  `json:"default_ns"`
+	// Kind is the default's: sourced, estimate or fitted (on Fit).
+	Kind   string `json:"kind"`
+	Fit    string `json:"fit,omitempty"`
+	Source string `json:"source"`
+	// Override is set when the scenario overrides the constant: "fitted
+	// on R1 (r1-upstream)" when it declares the override fitted, else
+	// its cost_notes.
+	Override string `json:"override,omitempty"`
+}
+
+// costRows lists the world's cost table, overrides marked.
+func costRows(w *engine.World) []costRow {
+	s := &w.Scenario
+	var out []costRow
+	for _, c := range w.Sim.Costs.Table() {
+		r := costRow{Name: c.Name, NS: int64(c.Value), DefaultNS: int64(c.Default), Kind: c.Kind.String(), Fit: c.Fit, Source: c.Source}
+		if _, ok := s.Costs[c.Name]; ok {
+			r.Override = "override: " + s.CostNotes
+			for _, f := range s.Fitted {
+				if f.Field == "costs."+c.Name {
+					r.Override = fmt.Sprintf("fitted on %s (%s): %s", f.Result, f.Row, f.Why)
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// printFitted says which of the scenario's fields are fitted, not
+// sourced.
+func printFitted(w io.Writer, s *scenario.Scenario) {
+	if len(s.Fitted) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfitted, not sourced (the scenario's \"fitted\"):")
+	for _, f := range s.Fitted {
+		fmt.Fprintf(w, "  %s on %s (%s): %s\n", f.Field, f.Result, f.Row, f.Why)
+	}
+}
+
+// printCosts prints the cost table: value, kind, and where it comes from.
+func printCosts(w io.Writer, rows []costRow) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\ncost\tns\tkind\tsource")
+	for _, r := range rows {
+		kind := r.Kind
+		if r.Fit != "" {
+			kind += " on " + r.Fit
+		}
+		if r.Override != "" {
+			kind = fmt.Sprintf("override (default %d ns, %s)", r.DefaultNS, kind)
+		}
+		src := r.Source
+		if r.Override != "" {
+			src = r.Override
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", r.Name, r.NS, kind, src)
+	}
+	tw.Flush()
+}
+
+// setHelp is what `ringlab help run` says about --set.
+const setHelp = `--set PATH=VALUE changes one field of the scenario, named by its JSON path
+as in docs/scenario.md (mtu, traffic.size, driver.buffer_source,
+xdp.args.cpu, costs.dma_map_iommu, traffic.sizes.0), so one change needs no
+file. VALUE is JSON (9000, true, [64,1500], {"size":128}: an object merges
+into the one it replaces); for a field that holds a string a bare word is
+the string, so kernel=6.10 is "6.10" and not the number 6.1. The sets
+apply in order and the result is validated once, so changes that only
+make sense together can be made together; an error names the path. Setting a field the preset
+declares fitted drops that declaration (see "fitted" in ringlab preset NAME).
+Example: ringlab run --set kernel=6.0 --set mtu=4000 --set traffic.size=4014 r2-mtu9000-after
+`
+
+// setFlags collects --set PATH=VALUE, in order.
+type setFlags []scenario.Change
+
+func (f *setFlags) String() string {
+	var b strings.Builder
+	for i, c := range *f {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%s", c.Path, c.Value)
+	}
+	return b.String()
+}
+
+func (f *setFlags) Set(v string) error {
+	c, err := scenario.ParseChange(v)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, c)
+	return nil
+}
+
+// apply makes every change on s, then validates once (scenario.Apply).
+func (f setFlags) apply(s scenario.Scenario) (scenario.Scenario, error) {
+	if len(f) == 0 {
+		return s, nil
+	}
+	s, err := scenario.Apply(s, f...)
+	if err != nil {
+		return s, fmt.Errorf("--set %w", err)
+	}
+	return s, nil
 }
 
 // loadObject reads an XDP ELF object.
@@ -214,61 +347,6 @@ func printSummary(w io.Writer, s engine.Summary, wall time.Duration) {
 		}
 	}
 	tw.Flush()
-}
-
-func runReproduce(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("reproduce", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab reproduce [--json]\n\nRuns every published configuration of docs/published.md (R1..R4) and prints\nthe published figure, the simulated one, and each configuration's ratio to\nits baseline next to the published ratio.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab reproduce"); !ok {
-		return code
-	}
-	rows, err := engine.Reproduce(func(i, n int, r scenario.Reproduction) {
-		fmt.Fprintf(stderr, "ringlab reproduce: [%d/%d] %s %s %s\n", i+1, n, r.ID, r.Config, r.Metric)
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "ringlab reproduce: %v\n", err)
-		return exitFail
-	}
-	if *asJSON {
-		type row struct {
-			ID             string   `json:"id"`
-			Config         string   `json:"config"`
-			Baseline       string   `json:"baseline"`
-			Unit           string   `json:"unit"`
-			Metric         string   `json:"metric"`
-			Published      float64  `json:"published"`
-			Simulated      float64  `json:"simulated"`
-			Ratio          *float64 `json:"ratio"`
-			PublishedRatio *float64 `json:"published_ratio"`
-		}
-		out := make([]row, 0, len(rows))
-		for _, r := range rows {
-			out = append(out, row{r.ID, r.Config, r.Baseline, r.Unit, r.Metric, r.Published, r.Simulated, finite(r.Ratio), finite(r.PublishedRatio)})
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(stderr, "ringlab reproduce: %v\n", err)
-			return exitFail
-		}
-		return exitOK
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "id\tconfig\tmetric\tunit\tpublished\tsimulated\tratio\tpublished ratio\t")
-	for _, r := range rows {
-		ratio, pr := "", ""
-		if r.Baseline != "" {
-			ratio, pr = fmtRatio(r.Ratio), fmtRatio(r.PublishedRatio)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.ID, r.Config, r.Metric, r.Unit, fmtFig(r.Published), fmtFig(r.Simulated), ratio, pr)
-	}
-	tw.Flush()
-	return exitOK
 }
 
 // finite returns &v, or nil (JSON null) for NaN.

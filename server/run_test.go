@@ -118,38 +118,102 @@ func TestRunBadInput(t *testing.T) {
 	}
 }
 
+// TestRunSet: --set changes the scenario through its JSON paths, in
+// order; a bare word is a string for a string field (kernel=6.10 is not
+// the number 6.1), a number stays a number.
+func TestRunSet(t *testing.T) {
+	code, out, errs := runCLI("run", "--packets", "200", "--json",
+		"--set", "kernel=6.10", "--set", "driver.buffer_source=page_frag", "--set", "driver.dma=ring",
+		"--set", "mtu=9000", "--set", "traffic.size=4014", "--set", `traffic={"flows": 2}`, "default")
+	require.Equal(t, exitOK, code, errs)
+	var s struct {
+		Packets  uint64            `json:"packets"`
+		Counters map[string]uint64 `json:"counters"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.GreaterOrEqual(t, s.Packets, uint64(200))
+	assert.Zero(t, s.Counters["rx_pp_alloc_fast"], "page_frag, not page_pool")
+
+	var applied setFlags
+	for _, kv := range []string{"kernel=6.10", "mtu=9000", "traffic.size=9014", "driver.buffer_source=page_frag", "driver.dma=ring"} {
+		require.NoError(t, applied.Set(kv))
+	}
+	sc, err := loadScenario("default")
+	require.NoError(t, err)
+	sc, err = applied.apply(sc)
+	require.NoError(t, err)
+	assert.Equal(t, "6.10", sc.Kernel)
+	assert.Equal(t, 9000, sc.MTU)
+	assert.Equal(t, "page_frag", sc.Driver.BufferSource)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "traffic.sise=1"}, `--set traffic.sise: the scenario has no field "sise"`},
+		{[]string{"--set", "ring_size=100"}, "--set ring_size: 100: want a power of two"},
+		{[]string{"--set", "mtu=big"}, "--set mtu: the value big is not JSON"},
+		{[]string{"--set", "kernel=6.99"}, "--set kernel: "},
+		{[]string{"--set", "mtu"}, `"mtu": want PATH=VALUE`},
+		{[]string{"--set", "=1"}, `"=1": want PATH=VALUE`},
+	} {
+		code, out, errs := runCLI(append(append([]string{"run", "--packets", "10"}, tc.args...), "default")...)
+		assert.Equal(t, exitUsage, code, tc.args)
+		assert.Empty(t, out)
+		assert.Contains(t, errs, tc.want)
+	}
+}
+
+// TestRunCostsShowKinds: --costs prints each constant's kind, and an
+// override the preset declares fitted says on what; the fitted fields are
+// listed without --costs too.
+func TestRunCostsShowKinds(t *testing.T) {
+	code, out, errs := runCLI("run", "--packets", "200", "r1-upstream")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, "fitted, not sourced")
+	assert.Contains(t, out, "consumer.cost_ns on R1 (r1-page-pool)")
+	assert.NotContains(t, out, "vhost_desc", "the table needs --costs")
+
+	code, out, errs = runCLI("run", "--packets", "200", "--costs", "r1-upstream")
+	require.Equal(t, exitOK, code, errs)
+	assert.Regexp(t, `vhost_desc +150 +fitted on R2 +fitted on R2 \(r2-mtu9000-after`, out)
+	assert.Regexp(t, `atomic +5 +sourced +bench_page_pool_simple`, out)
+	assert.Regexp(t, `dma_map_iommu +4000 +override \(default 100 ns, sourced\) +fitted on R1 \(r1-upstream\)`, out)
+
+	code, out, errs = runCLI("run", "--packets", "200", "--costs", "--json", "r1-upstream")
+	require.Equal(t, exitOK, code, errs)
+	var s struct {
+		Fitted []struct{ Field, Result, Row string }
+		Costs  []struct {
+			Name      string `json:"name"`
+			NS        int64  `json:"ns"`
+			DefaultNS int64  `json:"default_ns"`
+			Kind      string `json:"kind"`
+			Fit       string `json:"fit"`
+			Override  string `json:"override"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Len(t, s.Fitted, 4)
+	kinds := map[string]string{}
+	for _, c := range s.Costs {
+		kinds[c.Name] = c.Kind + c.Fit
+		if c.Name == "dma_map_iommu" {
+			assert.Equal(t, int64(4000), c.NS)
+			assert.Equal(t, int64(100), c.DefaultNS)
+			assert.Contains(t, c.Override, "fitted on R1")
+		}
+	}
+	assert.Equal(t, "fittedR4", kinds["buddy_per_page"])
+	assert.Equal(t, "estimate", kinds["kick_vmexit"])
+}
+
 func TestRunELFObject(t *testing.T) {
 	code, out, errs := runCLI("run", "--packets", "500", "--json", "--xdp-object", "../engine/bpf/testdata/xdp_filter.o", "xdp-pass")
 	require.Equal(t, exitOK, code, errs)
 	var s struct{ Counters map[string]uint64 }
 	require.NoError(t, json.Unmarshal([]byte(out), &s))
 	assert.Equal(t, s.Counters["rx_packets"], s.Counters["rx_xdp_packets"])
-}
-
-func TestReproduceJSON(t *testing.T) {
-	code, out, errs := runCLI("reproduce", "--json")
-	require.Equal(t, exitOK, code, errs)
-	var rows []struct {
-		ID        string   `json:"id"`
-		Config    string   `json:"config"`
-		Baseline  string   `json:"baseline"`
-		Unit      string   `json:"unit"`
-		Published float64  `json:"published"`
-		Simulated float64  `json:"simulated"`
-		Ratio     *float64 `json:"ratio"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(out), &rows))
-	ids := map[string]int{}
-	for _, r := range rows {
-		ids[r.ID]++
-		if r.Baseline == "" {
-			assert.Nil(t, r.Ratio, "%s is a baseline", r.Config)
-		}
-	}
-	for _, id := range []string{"R1", "R2", "R3", "R4"} {
-		assert.Positive(t, ids[id], id)
-	}
-	assert.Contains(t, errs, "[1/", "progress goes to stderr")
 }
 
 // TestPresetListNamesKernels: each preset is listed with the kernel it

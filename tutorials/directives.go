@@ -424,7 +424,7 @@ func (p *parser) finishStep(step *Step) {
 				s := *p.scen
 				scen = &s
 			}
-			s, err := applySet(*scen, d.Path, d.Value)
+			s, err := scenario.Set(*scen, d.Path, d.Value)
 			if err != nil {
 				p.errf(d.Line, "set: %v", err)
 				continue

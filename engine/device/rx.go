@@ -24,6 +24,13 @@ type Counters struct {
 	Wakeups    uint64 // kicks that woke a starved host
 	Interrupts uint64 // interrupts raised
 	RingErrors uint64 // chains the host refused (BAD_RING)
+	// Busy is the host time spent on frames: cost of each frame written or
+	// discarded (a vhost worker's handle_rx, a NIC's pipeline).
+	Busy sim.Duration
+	// StarvedTime is how long the host waited for buffers with a frame
+	// waiting, from finding the ring empty to running again after the
+	// kick; a wait still open is in StarvedFor.
+	StarvedTime sim.Duration
 }
 
 // RX is the host side of one receive queue.
@@ -41,6 +48,7 @@ type RX struct {
 	cursor  sim.Time     // the host thread is free from here
 	starved bool         // a frame waits and the ring is empty: sleeping until a kick
 	wake    sim.Time     // a kick has woken it at this time (when !starved)
+	since   sim.Time     // when starved: since when
 
 	window []byte // WindowSize bytes per descriptor head
 	// pend[head] is the frame written into head's buffer whose header and
@@ -82,6 +90,15 @@ func (r *RX) Traffic() *Traffic { return r.traffic }
 
 // Starved reports whether the host sleeps waiting for a kick.
 func (r *RX) Starved() bool { return r.starved }
+
+// StarvedFor is Counters().StarvedTime plus the wait still open at now.
+func (r *RX) StarvedFor(now sim.Time) sim.Duration {
+	d := r.c.StarvedTime
+	if r.starved && now > r.since {
+		d += now.Sub(r.since)
+	}
+	return d
+}
 
 // pendingFrame names a frame by what builds it: the flow's template, the
 // sequence number and the length, and the header's num_buffers.
@@ -141,6 +158,9 @@ func (r *RX) Kick(at sim.Time) {
 	r.starved = false
 	r.c.Wakeups++
 	r.wake = at.Add(r.kickLatency())
+	if r.wake > r.since {
+		r.c.StarvedTime += r.wake.Sub(r.since)
+	}
 	if r.cursor < r.wake {
 		r.cursor = r.wake
 	}
@@ -205,6 +225,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			// host enables notification and sleeps until a kick.
 			r.starved = true
 			r.c.Starved++
+			r.since = start
 			if r.q.EventIdx() {
 				r.q.DeviceSetAvailEvent(r.q.DeviceLastAvail())
 			} else {
@@ -220,6 +241,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			return irq, irqAt
 		}
 		r.cursor = end
+		r.c.Busy += end.Sub(start)
 		if !fits {
 			r.discard(nbuf)
 			r.c.TooBig++

@@ -69,3 +69,42 @@ func TestWindowHoldsTheFrameBuiltWhenRead(t *testing.T) {
 		post()
 	}
 }
+
+// TestHostBusyAndStarvedTime: the host counts its time on frames and the
+// time it waited for buffers with a frame waiting, from finding the ring
+// empty to running again after the kick's latency; a wait still open is
+// in StarvedFor.
+func TestHostBusyAndStarvedTime(t *testing.T) {
+	s := scenario.Default()
+	s.Traffic.Size = 64
+	const ring = 4
+	q, err := virtq.New(ring, virtq.Config{Name: "rx", Ctx: true})
+	require.NoError(t, err)
+	costs := sim.DefaultCosts()
+	r := NewRX(q, &s, 0, &costs)
+	per := r.cost(64, 1, 1)
+	var tok virtq.Token
+	post := func(at sim.Time) {
+		tok++
+		require.NoError(t, q.AddInbuf(virtq.SG{Addr: uint64(tok) << 12, Len: 2048}, tok, 0))
+		r.Kick(at)
+	}
+	for i := 0; i < ring; i++ {
+		post(0)
+	}
+	r.CatchUp(sim.Time(1_000_000))
+	c := r.Counters()
+	assert.Equal(t, uint64(ring), c.Packets)
+	assert.Equal(t, sim.Duration(ring)*per, c.Busy, "four frames, each its cost")
+	require.True(t, r.Starved(), "the fifth frame finds the ring empty")
+	emptyAt := sim.Time(ring) * sim.Time(per)
+	assert.Equal(t, sim.Duration(0), c.StarvedTime, "the wait is still open")
+	assert.Equal(t, sim.Time(1_000_000).Sub(emptyAt), r.StarvedFor(1_000_000))
+	for q.NumFree() < ring {
+		q.GetBuf()
+	}
+	post(2_000_000)
+	woke := sim.Time(2_000_000).Add(costs.VhostWakeLatency)
+	assert.Equal(t, woke.Sub(emptyAt), r.Counters().StarvedTime, "closed at the wake-up")
+	assert.Equal(t, woke.Sub(emptyAt), r.StarvedFor(3_000_000), "nothing open")
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"ringlab/engine/kernel"
+	"ringlab/engine/sim"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,7 +32,15 @@ func TestPresetsDocIsCurrent(t *testing.T) {
 		if p.Seed != "" {
 			seed = fmt.Sprintf(" (reproduces %s)", p.Seed)
 		}
-		fmt.Fprintf(&b, "## %s%s\n\n%s\n\n```json\n%s\n```\n\n", p.Name, seed, p.Description, js)
+		fmt.Fprintf(&b, "## %s%s\n\n%s\n\n", p.Name, seed, p.Description)
+		if len(s.Fitted) > 0 {
+			b.WriteString("Fitted, not sourced (`fitted`):\n\n")
+			for _, f := range s.Fitted {
+				fmt.Fprintf(&b, "- `%s`, on %s (`%s`): %s.\n", f.Field, f.Result, f.Row, f.Why)
+			}
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "```json\n%s\n```\n\n", js)
 		// The example decodes back to the same scenario.
 		back, err := DecodeBytes(js)
 		require.NoError(t, err, p.Name)
@@ -78,4 +87,52 @@ func TestVersionsDocIsCurrent(t *testing.T) {
 		return
 	}
 	assert.Equal(t, want, doc, "docs/scenario.md's versions table is stale: run go test ./engine/scenario -run TestVersionsDocIsCurrent -update")
+}
+
+// TestCostsDocIsCurrent keeps docs/costs.md, the cost table with each
+// constant's kind and source and the presets' fitted overrides, in step
+// with engine/sim/costs.go and the presets. Rewrite it with -update.
+func TestCostsDocIsCurrent(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# Costs\n\nGenerated from engine/sim/costs.go and the presets by `go test ./engine/scenario -run TestCostsDocIsCurrent -update`.\n\n")
+	b.WriteString("What each operation costs a simulated CPU or device, in nanoseconds. Every constant is of one kind:\n\n")
+	b.WriteString("- **sourced**: a published measurement of the operation (a microbenchmark, a commit text, a paper), cited;\n")
+	b.WriteString("- **estimate**: no published figure; the source says what the estimate rests on;\n")
+	b.WriteString("- **fitted**: chosen so that one published result (R1..R4, docs/published.md) comes out; it names the result and the row. A result that matches only through constants fitted on it is *calibrated*, not explained (`ringlab reproduce`).\n\n")
+	b.WriteString("A scenario overrides constants by name (`costs`) and declares the ones it fitted (`fitted`, docs/scenario.md); `ringlab run --costs` prints the table a run used.\n\n")
+	b.WriteString("| cost | ns | kind | source |\n| --- | --- | --- | --- |\n")
+	c := sim.DefaultCosts()
+	for _, e := range c.Table() {
+		kind := e.Kind.String()
+		if e.Fit != "" {
+			kind += " on " + e.Fit
+		}
+		fmt.Fprintf(&b, "| `%s` | %d | %s | %s |\n", e.Name, e.Value, kind, strings.ReplaceAll(e.Source, "|", "\\|"))
+	}
+	b.WriteString("\n## What the presets override\n\n| preset | cost | ns | default | fitted on | why |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, p := range Presets() {
+		s, err := LookupPreset(p.Name)
+		require.NoError(t, err)
+		for _, e := range c.Table() {
+			v, ok := s.Costs[e.Name]
+			if !ok {
+				continue
+			}
+			on, why := "not declared", s.CostNotes
+			for _, f := range s.Fitted {
+				if f.Field == "costs."+e.Name {
+					on, why = fmt.Sprintf("%s (`%s`)", f.Result, f.Row), f.Why
+				}
+			}
+			fmt.Fprintf(&b, "| %s | `%s` | %d | %d | %s | %s |\n", p.Name, e.Name, v, e.Value, on, why)
+		}
+	}
+	const path = "../../docs/costs.md"
+	if *updateDocs {
+		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+		return
+	}
+	got, err := os.ReadFile(path)
+	require.NoError(t, err, "run with -update to write docs/costs.md")
+	assert.Equal(t, b.String(), string(got), "docs/costs.md is stale: run go test ./engine/scenario -run TestCostsDocIsCurrent -update")
 }

@@ -71,6 +71,20 @@ type Scenario struct {
 	Costs map[string]int64 `json:"costs,omitempty"`
 	// CostNotes says why this scenario overrides costs.
 	CostNotes string `json:"cost_notes,omitempty"`
+	// Fitted lists the fields whose values were chosen so that one
+	// published result comes out (a cost override, a consumer cost, a
+	// piece of setup the measured machine is not known to have had): they
+	// are fitted, not sourced. `ringlab reproduce` counts them against
+	// that result; a set of the field drops its entry.
+	Fitted []Fit `json:"fitted,omitempty"`
+}
+
+// Fit declares one field of a scenario fitted on a published result.
+type Fit struct {
+	Field  string `json:"field"`  // the field's JSON path: costs.dma_map_iommu, consumer.cost_ns
+	Result string `json:"result"` // the published result it was fitted on: R1..R4
+	Row    string `json:"row"`    // the row of that result (its preset) whose figure it was fitted to
+	Why    string `json:"why"`    // what the value makes come out, and what it rests on
 }
 
 // Features are the negotiated virtio feature bits that decide how the driver

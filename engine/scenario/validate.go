@@ -203,7 +203,40 @@ func (s *Scenario) Validate() error {
 			return bad("costs."+k, "%d ns is negative", s.Costs[k])
 		}
 	}
+	return s.validateFitted()
+}
+
+// validateFitted checks that each fitted field exists (a cost the scenario
+// overrides, for costs) and names a row of a published result.
+func (s *Scenario) validateFitted() error {
+	for i, f := range s.Fitted {
+		field := fmt.Sprintf("fitted[%d]", i)
+		if _, ok := FieldKind(f.Field); !ok || f.Field == "fitted" || strings.HasPrefix(f.Field, "fitted.") {
+			return bad(field+".field", "%q: want the JSON path of a scenario field", f.Field)
+		}
+		if name, ok := strings.CutPrefix(f.Field, "costs."); ok {
+			if _, set := s.Costs[name]; !set {
+				return bad(field+".field", "%q: the scenario does not override that cost", f.Field)
+			}
+		}
+		if !isResultRow(f.Result, f.Row) {
+			return bad(field, "result %q row %q: want a row of the published results (R1..R4, ringlab reproduce)", f.Result, f.Row)
+		}
+		if f.Why == "" {
+			return bad(field+".why", "empty: say what the value makes come out")
+		}
+	}
 	return nil
+}
+
+// isResultRow reports whether config is a row of published result id.
+func isResultRow(id, config string) bool {
+	for _, r := range Reproductions() {
+		if r.ID == id && r.Config == config {
+			return true
+		}
+	}
+	return false
 }
 
 func ringSize(field string, n int) error {

@@ -64,6 +64,7 @@ type Lock struct {
 	acq     uint64
 	waits   uint64
 	waitSum Duration
+	held    Duration // total length of the critical sections
 }
 
 // NewLock returns a free lock.
@@ -88,6 +89,7 @@ func (l *Lock) Hold(c *CPU, d Duration) Duration {
 		c.spin += wait
 		c.Spend(wait)
 	}
+	l.held += d
 	c.Spend(d)
 	return wait
 }
@@ -158,9 +160,13 @@ type LockStats struct {
 	Acquisitions uint64   // times taken
 	Contended    uint64   // times a holder had to wait
 	Wait         Duration // total time spent waiting
+	// Held is the total length of the critical sections: over a window,
+	// the share of it the lock was taken (a lock held all the time
+	// serialises its users).
+	Held Duration
 }
 
 // Stats returns the lock's counters.
 func (l *Lock) Stats() LockStats {
-	return LockStats{Acquisitions: l.acq, Contended: l.waits, Wait: l.waitSum}
+	return LockStats{Acquisitions: l.acq, Contended: l.waits, Wait: l.waitSum, Held: l.held}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -160,6 +161,7 @@ func TestLockSerialisesHolders(t *testing.T) {
 			assert.Equal(t, uint64(2), l.Stats().Acquisitions)
 			assert.Equal(t, wait, c1.Spin())
 			assert.Equal(t, tc.wantWait, l.Stats().Wait)
+			assert.Equal(t, Duration(550), l.Stats().Held, "held is the critical sections, spinning and the lock's own cost excluded")
 		})
 	}
 }
@@ -235,6 +237,14 @@ func TestCostsSetGet(t *testing.T) {
 		assert.NotEmpty(t, e.Source, e.Name)
 		assert.Positive(t, int64(e.Value), e.Name)
 	}
+	atomic := c.Table()[0]
+	for _, e := range c.Table() {
+		if e.Name == "atomic" {
+			atomic = e
+		}
+	}
+	assert.Equal(t, Duration(7), atomic.Value, "the table shows the value in use")
+	assert.Equal(t, Duration(5), atomic.Default, "and the default its source is for")
 	assert.Len(t, CostNames(), len(costEntries))
 }
 
@@ -303,4 +313,48 @@ func TestQueueNamesKindsAndTheirArguments(t *testing.T) {
 	q.Schedule(5, poll, 3)
 	require.True(t, q.Step())
 	assert.Equal(t, poll, q.Running())
+}
+
+// TestEveryCostSaysWhereItComesFrom: each constant is sourced, an
+// estimate, or fitted on one published result, and its text says so
+// (FIDELITY row 23, the issue "setups as measured").
+func TestEveryCostSaysWhereItComesFrom(t *testing.T) {
+	for _, e := range costEntries {
+		switch e.kind {
+		case Sourced:
+			assert.NotContains(t, e.source, "estimate", e.name)
+			assert.NotContains(t, e.source, "calibrated", e.name)
+			assert.Empty(t, e.fit, e.name)
+		case Estimate:
+			assert.True(t, strings.HasPrefix(e.source, "estimate: "), "%s: an estimate's source starts with \"estimate: \" and says what it rests on", e.name)
+			assert.Empty(t, e.fit, e.name)
+		case Fitted:
+			assert.Regexp(t, `^R[1-9]$`, e.fit, "%s: a fitted constant names the one result it was fitted on", e.name)
+			assert.True(t, strings.HasPrefix(e.source, "fitted on "+e.fit+" ("), "%s: the source starts with \"fitted on %s (ROW\"", e.name, e.fit)
+		default:
+			t.Errorf("%s has no kind", e.name)
+		}
+	}
+	fitted := map[string]string{}
+	for _, e := range costEntries {
+		if e.kind == Fitted {
+			fitted[e.name] = e.fit
+		}
+	}
+	assert.Equal(t, map[string]string{"buddy_per_page": "R4", "vhost_copy_64b": "R2", "vhost_desc": "R2"}, fitted)
+}
+
+// TestIOMMUCostIsOnePage: the IOMMU costs are for one page mapped by one
+// thread, not the 8-thread, 8-page run (-t 8 -g 8) that gave 1.0 and 1.3
+// us (FIDELITY row 23).
+func TestIOMMUCostIsOnePage(t *testing.T) {
+	c := DefaultCosts()
+	assert.Equal(t, Duration(100), c.DMAMapIOMMU)
+	assert.Equal(t, Duration(600), c.DMAUnmapIOMMU)
+	for _, e := range c.Table() {
+		if strings.HasPrefix(e.Name, "dma_map_iommu") {
+			assert.Contains(t, e.Source, "4K - 1 thread")
+			assert.Contains(t, e.Source, "-t 8 -g 8")
+		}
+	}
 }

@@ -82,6 +82,17 @@ func NewCpumap(s *sim.Sim, frames *FramePool, skbs *skb.Pool, stack *skb.Stack, 
 // Has reports whether cpu has an entry.
 func (m *Cpumap) Has(cpu int) bool { return cpu >= 0 && cpu < len(m.entries) && m.entries[cpu] != nil }
 
+// Locks appends each entry's ptr_ring producer and consumer locks to buf,
+// by target CPU (for measurements).
+func (m *Cpumap) Locks(buf []*sim.Lock) []*sim.Lock {
+	for _, e := range m.entries {
+		if e != nil {
+			buf = append(buf, e.prod, e.cons)
+		}
+	}
+	return buf
+}
+
 // Queued is the number of frames in ring and bulk queues.
 func (m *Cpumap) Queued() int {
 	n := 0

@@ -1,0 +1,103 @@
+package engine
+
+import "fmt"
+
+// Thresholds of LimitOf.
+const (
+	// Saturated is the busy share at which a resource is taken to hold
+	// the run: it has no time left to do more.
+	Saturated = 0.90
+	// RingBound is the share of the window the host waited for buffers
+	// (the ring empty with a frame waiting) at which, no CPU being
+	// saturated, the ring's capacity holds the run: the buffers are all
+	// in flight between the host and the guest.
+	RingBound = 0.10
+	// WireBound is the share of the offered rate delivered at which the
+	// traffic itself (the wire, the generator) is the limit.
+	WireBound = 0.95
+)
+
+// Limit is the resource LimitOf names, and why.
+type Limit struct {
+	Kind string  `json:"kind"`           // a Res* kind
+	Name string  `json:"name"`           // the resource: cpu1, zone->lock, host rx0, the ring, the wire
+	Busy float64 `json:"busy,omitempty"` // its utilisation (for the ring: the host's wait share)
+	Why  string  `json:"why"`
+}
+
+func (l Limit) String() string { return l.Why }
+
+// LimitOf names what limits a run, from what its resources did over the
+// window, by these rules in order:
+//
+//  1. the wire: the traffic asked for a rate and at least WireBound of
+//     it was delivered; nothing in the machine held it back.
+//  2. the most loaded resource at or above Saturated: the next device, the
+//     host of a queue or a CPU by its busy share, or a lock by its load,
+//     the share of the window it was held plus the time its users spent
+//     waiting for it (a lock its users queue for is held up to its
+//     capacity and beyond: the CPUs it serialises are busy, partly
+//     spinning, because of it). Ties go to the first listed: the next
+//     device, hosts, CPUs, locks.
+//  3. the ring: nothing is saturated but a host waited at least RingBound
+//     of the window for buffers: the ring's capacity (the buffers in
+//     flight) holds the run.
+//  4. none: nothing is saturated and the ring rarely ran dry; the run
+//     waits on latencies (interrupts, wake-ups).
+func LimitOf(u Usage) Limit {
+	if u.OfferedPPS > 0 && u.DeliveredPPS >= WireBound*u.OfferedPPS {
+		return Limit{Kind: ResWire, Name: "the wire", Busy: u.DeliveredPPS / u.OfferedPPS,
+			Why: fmt.Sprintf("the wire: %.0f%% of the offered %.3g Mpps delivered", 100*u.DeliveredPPS/u.OfferedPPS, u.OfferedPPS/1e6)}
+	}
+	var cands []Resource
+	if u.Next != nil {
+		cands = append(cands, *u.Next)
+	}
+	cands = append(cands, u.Hosts...)
+	cands = append(cands, u.CPUs...)
+	cands = append(cands, u.Locks...)
+	load := func(r Resource) float64 {
+		if r.Kind == ResLock {
+			return r.Busy + r.Wait
+		}
+		return r.Busy
+	}
+	best := -1
+	for i, r := range cands {
+		if load(r) >= Saturated && (best < 0 || load(r) > load(cands[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		r := cands[best]
+		if r.Kind == ResLock {
+			return Limit{Kind: ResLock, Name: r.Name, Busy: load(r),
+				Why: fmt.Sprintf("%s held %.0f%% of the window, its users waited %.0f%% more", r.Name, 100*r.Busy, 100*r.Wait)}
+		}
+		why := fmt.Sprintf("%s busy %.0f%%", r.Name, 100*r.Busy)
+		if r.Role != "" {
+			why += " (" + r.Role + ")"
+		}
+		return Limit{Kind: r.Kind, Name: r.Name, Busy: r.Busy, Why: why}
+	}
+	if u.RingWait >= RingBound {
+		return Limit{Kind: ResRing, Name: "the ring", Busy: u.RingWait,
+			Why: fmt.Sprintf("the ring's capacity: no CPU saturated, the host waited %.0f%% of the window for buffers (%d entries)", 100*u.RingWait, u.RingSize)}
+	}
+	why := "nothing saturated; the run waits on latencies"
+	if top := busiest(cands); top >= 0 {
+		why = fmt.Sprintf("nothing saturated (the busiest: %s); the run waits on latencies", cands[top])
+	}
+	return Limit{Kind: ResNone, Name: "nothing", Why: why}
+}
+
+// busiest is the index of the resource with the highest Busy, -1 for none.
+func busiest(rs []Resource) int {
+	best := -1
+	for i, r := range rs {
+		if best < 0 || r.Busy > rs[best].Busy {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"testing"
+
+	"ringlab/engine/scenario"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLimitOf holds the rule that names what limits a run to its cases,
+// one per rule and the edges between them.
+func TestLimitOf(t *testing.T) {
+	cpu := func(name string, busy, spin float64) Resource {
+		return Resource{Kind: ResCPU, Name: name, Busy: busy, Wait: spin}
+	}
+	host := func(busy, wait float64) Resource {
+		return Resource{Kind: ResHost, Name: "host rx0", Busy: busy, Wait: wait}
+	}
+	lock := func(held, wait float64) Resource {
+		return Resource{Kind: ResLock, Name: "zone->lock", Busy: held, Wait: wait}
+	}
+	tests := []struct {
+		name     string
+		u        Usage
+		kind     string
+		resource string
+	}{
+		{"offered rate delivered: the wire", Usage{OfferedPPS: 1e6, DeliveredPPS: 0.99e6, CPUs: []Resource{cpu("cpu0", 0.95, 0)}}, ResWire, "the wire"},
+		{"offered rate not delivered: the busy CPU", Usage{OfferedPPS: 1e6, DeliveredPPS: 0.5e6, CPUs: []Resource{cpu("cpu0", 0.99, 0)}}, ResCPU, "cpu0"},
+		{"as fast as the device goes: never the wire", Usage{DeliveredPPS: 1e6, Hosts: []Resource{host(0.99, 0)}}, ResHost, "host rx0"},
+		{"the busiest saturated CPU", Usage{CPUs: []Resource{cpu("cpu0", 0.92, 0), cpu("cpu1", 0.99, 0)}}, ResCPU, "cpu1"},
+		{"host saturated, guest not", Usage{CPUs: []Resource{cpu("cpu0", 0.4, 0)}, Hosts: []Resource{host(1, 0)}}, ResHost, "host rx0"},
+		{"guest saturated, host starved", Usage{CPUs: []Resource{cpu("cpu0", 1, 0)}, Hosts: []Resource{host(0.05, 0.95)}, RingWait: 0.95}, ResCPU, "cpu0"},
+		{"a tie goes to the host", Usage{CPUs: []Resource{cpu("cpu0", 1, 0)}, Hosts: []Resource{host(1, 0)}}, ResHost, "host rx0"},
+		{"next device at its rate", Usage{Next: &Resource{Kind: ResNext, Name: "next device", Busy: 0.97}, CPUs: []Resource{cpu("cpu0", 0.8, 0)}}, ResNext, "next device"},
+		{"a lock its users queue for", Usage{CPUs: []Resource{cpu("cpu0", 1, 0.05), cpu("cpu1", 1, 0.22)}, Locks: []Resource{lock(0.88, 0.27)}}, ResLock, "zone->lock"},
+		{"a lock held a little: the CPU", Usage{CPUs: []Resource{cpu("cpu0", 1, 0.01)}, Locks: []Resource{lock(0.3, 0.02)}}, ResCPU, "cpu0"},
+		{"just below saturation: nothing", Usage{CPUs: []Resource{cpu("cpu0", 0.89, 0)}}, ResNone, "nothing"},
+		{"nothing saturated, the host waits for buffers: the ring", Usage{CPUs: []Resource{cpu("cpu0", 0.5, 0)}, Hosts: []Resource{host(0.4, 0.5)}, RingWait: 0.5, RingSize: 256}, ResRing, "the ring"},
+		{"nothing saturated, the ring rarely dry: nothing", Usage{CPUs: []Resource{cpu("cpu0", 0.5, 0)}, Hosts: []Resource{host(0.5, 0.05)}, RingWait: 0.05}, ResNone, "nothing"},
+		{"empty", Usage{}, ResNone, "nothing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := LimitOf(tc.u)
+			assert.Equal(t, tc.kind, l.Kind, l.Why)
+			assert.Equal(t, tc.resource, l.Name, l.Why)
+			assert.NotEmpty(t, l.Why)
+		})
+	}
+}
+
+func TestMechanismHolds(t *testing.T) {
+	tests := []struct {
+		mech           string
+		limit          Limit
+		holds, applies bool
+	}{
+		{"cpu", Limit{Kind: ResCPU, Name: "cpu3"}, true, true},
+		{"cpu:cpu1", Limit{Kind: ResCPU, Name: "cpu1"}, true, true},
+		{"cpu:cpu1", Limit{Kind: ResCPU, Name: "cpu0"}, false, true},
+		{"lock:zone->lock", Limit{Kind: ResLock, Name: "zone->lock"}, true, true},
+		{"ring", Limit{Kind: ResHost, Name: "host rx0"}, false, true},
+		{"counters", Limit{Kind: ResCPU, Name: "cpu0"}, false, false},
+		{"unknown", Limit{Kind: ResCPU, Name: "cpu0"}, false, false},
+	}
+	for _, tc := range tests {
+		holds, applies := MechanismHolds(tc.mech, tc.limit)
+		assert.Equal(t, tc.holds, holds, "%s against %s", tc.mech, tc.limit.Name)
+		assert.Equal(t, tc.applies, applies, tc.mech)
+	}
+}
+
+// TestLimitOfPresets: the rule on real runs of teaching presets names what
+// each is built to show.
+func TestLimitOfPresets(t *testing.T) {
+	for preset, want := range map[string]string{
+		"default":    ResWire, // 50,000 frames per second, all delivered
+		"small-ring": ResRing, // a 16-entry ring: the host waits for kicks
+		"xdp-drop":   ResCPU,  // the NAPI CPU at line rate
+		"big-9000":   ResHost, // the model's vhost worker (FIDELITY, the host side)
+	} {
+		s, err := scenario.LookupPreset(preset)
+		require.NoError(t, err)
+		m, err := MeasureUsage(s, "delivered_gbps", ReproWarmup, ReproWindow)
+		require.NoError(t, err)
+		assert.Equal(t, want, m.Limit.Kind, "%s: %s", preset, m.Limit.Why)
+	}
+}

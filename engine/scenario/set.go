@@ -1,0 +1,283 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// Set returns s with the field at path set to value, a JSON text. path is
+// the field's JSON path ("mtu", "traffic.size", "xdp.args.cpu",
+// "traffic.sizes.0", "costs.dma_map_iommu"). The change goes through the
+// scenario's JSON form and is decoded back with Decode, so unknown fields,
+// wrong types and invalid values are refused, each error naming the path.
+// An object merges key by key into the object it replaces (traffic={"size":
+// 128} keeps the other traffic fields); anything else replaces.
+//
+// A field declared fitted (Fitted) that the change touches is no longer
+// the fitted value: its entry is dropped.
+func Set(s Scenario, path string, value json.RawMessage) (Scenario, error) {
+	return Apply(s, Change{Path: path, Value: value})
+}
+
+// SetText is Set for a value typed on a command line: see TextChange.
+func SetText(s Scenario, path, text string) (Scenario, error) {
+	return Apply(s, TextChange(path, text))
+}
+
+// Change is one set: a field's JSON path and its new value (JSON).
+type Change struct {
+	Path  string
+	Value json.RawMessage
+}
+
+// TextChange is the change PATH=TEXT typed on a command line (ringlab run
+// --set). TEXT is JSON, except that for a field holding a string a text
+// that is not a JSON string is the string itself: kernel=6.10 is "6.10"
+// (as JSON it would be the number 6.1), driver.buffer_source=page_frag is
+// "page_frag". mtu=9000 stays the number 9000.
+func TextChange(path, text string) Change {
+	if k, ok := FieldKind(path); ok && k == reflect.String {
+		var str string
+		if err := json.Unmarshal([]byte(text), &str); err != nil {
+			quoted, _ := json.Marshal(text)
+			return Change{Path: path, Value: quoted}
+		}
+	}
+	return Change{Path: path, Value: json.RawMessage(text)}
+}
+
+// ParseChange reads PATH=TEXT (TextChange).
+func ParseChange(kv string) (Change, error) {
+	path, text, ok := strings.Cut(kv, "=")
+	if !ok || path == "" {
+		return Change{}, fmt.Errorf("%q: want PATH=VALUE (traffic.size=128)", kv)
+	}
+	return TextChange(path, text), nil
+}
+
+// Apply makes the changes on s's JSON form in order, as Set does, then
+// decodes and validates the result once: changes that only make sense
+// together (driver.buffer_source=page_frag with driver.dma=ring) can be
+// made together. An error names the path it comes from.
+func Apply(s Scenario, changes ...Change) (Scenario, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return s, err
+	}
+	var root any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&root); err != nil {
+		return s, err
+	}
+	paths := make([]string, 0, len(changes))
+	for _, c := range changes {
+		if err := setPath(root, c.Path, c.Value); err != nil {
+			return s, err
+		}
+		paths = append(paths, c.Path)
+	}
+	out, err := json.Marshal(root)
+	if err != nil {
+		return s, err
+	}
+	ns, err := DecodeBytes(out)
+	var fe *FieldError
+	switch {
+	case err == nil:
+	case errors.As(err, &fe) && fe.Reason == "unknown field":
+		for _, p := range paths {
+			if segs := strings.Split(p, "."); len(segs) > 0 && containsSeg(segs, fe.Field) {
+				return s, fmt.Errorf("%s: the scenario has no field %q", p, fe.Field)
+			}
+		}
+		return s, fmt.Errorf("%s: the scenario has no field %q", strings.Join(paths, ", "), fe.Field)
+	default:
+		for _, p := range paths {
+			if strings.HasPrefix(err.Error(), p) {
+				return s, err
+			}
+		}
+		// Validation names another field (fewer cpus put consumer.cpu
+		// out of range): say which change caused it.
+		return s, fmt.Errorf("%s: %w", strings.Join(paths, ", "), err)
+	}
+	for _, p := range paths {
+		ns.Fitted = dropFitted(ns.Fitted, p)
+	}
+	return ns, nil
+}
+
+func containsSeg(segs []string, name string) bool {
+	for _, s := range segs {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// setPath writes value at path into root, the JSON form of a scenario.
+func setPath(root any, path string, value json.RawMessage) error {
+	segs, err := splitPath(path)
+	if err != nil {
+		return err
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(value))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return fmt.Errorf("%s: the value %s is not JSON: %v", path, value, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%s: the value %s is not JSON: more than one value", path, value)
+	}
+	cur := root
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			if last {
+				c[seg] = merge(c[seg], v)
+				break
+			}
+			next, ok := c[seg]
+			if !ok || next == nil {
+				// An absent section (omitted when empty): an empty list
+				// or object of the field's kind.
+				if k, _ := FieldKind(strings.Join(segs[:i+1], ".")); k == reflect.Slice {
+					next = []any{}
+				} else {
+					next = map[string]any{}
+				}
+				c[seg] = next
+			}
+			cur = next
+		case []any:
+			n, err := strconv.Atoi(seg)
+			if err != nil || n < 0 || n >= len(c) {
+				at := strings.Join(segs[:i], ".")
+				if len(c) == 0 {
+					return fmt.Errorf("%s: %s is empty: set the whole list (%s=[...])", path, at, at)
+				}
+				return fmt.Errorf("%s: want an index 0..%d of %s", path, len(c)-1, at)
+			}
+			if last {
+				c[n] = v
+				break
+			}
+			cur = c[n]
+		default:
+			return fmt.Errorf("%s: %s is not an object", path, strings.Join(segs[:i], "."))
+		}
+	}
+	return nil
+}
+
+// FieldKind is the kind of value the field at a JSON path holds (reflect.
+// String, Int64, Bool, Struct, Slice, Map ...), read from the Scenario
+// type: it answers for fields a scenario leaves out (an absent xdp
+// section's xdp.program). ok is false when no field has that path.
+func FieldKind(path string) (reflect.Kind, bool) {
+	segs, err := splitPath(path)
+	if err != nil {
+		return reflect.Invalid, false
+	}
+	t := reflect.TypeOf(Scenario{})
+	for _, seg := range segs {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch t.Kind() {
+		case reflect.Struct:
+			f, ok := fieldByJSONName(t, seg)
+			if !ok {
+				return reflect.Invalid, false
+			}
+			t = f.Type
+		case reflect.Map:
+			t = t.Elem()
+		case reflect.Slice, reflect.Array:
+			if _, err := strconv.Atoi(seg); err != nil {
+				return reflect.Invalid, false
+			}
+			t = t.Elem()
+		default:
+			return reflect.Invalid, false
+		}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind(), true
+}
+
+// fieldByJSONName finds the field of struct type t that encoding/json names
+// name.
+func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func splitPath(path string) ([]string, error) {
+	if path == "" {
+		return nil, errors.New("set: empty path: want a field's JSON path (traffic.size)")
+	}
+	segs := strings.Split(path, ".")
+	for _, seg := range segs {
+		if seg == "" {
+			return nil, fmt.Errorf("%s: empty segment in the path", path)
+		}
+	}
+	return segs, nil
+}
+
+// merge returns v written over old: objects merge key by key, anything
+// else replaces.
+func merge(old, v any) any {
+	o, ok1 := old.(map[string]any)
+	n, ok2 := v.(map[string]any)
+	if !ok1 || !ok2 {
+		return v
+	}
+	for k, nv := range n {
+		o[k] = merge(o[k], nv)
+	}
+	return o
+}
+
+// dropFitted removes the entries for fields a set of path changed: the
+// field itself, the fields under it, and the field it is part of.
+func dropFitted(fitted []Fit, path string) []Fit {
+	if path == "fitted" || strings.HasPrefix(path, "fitted.") {
+		return fitted
+	}
+	var out []Fit
+	for _, f := range fitted {
+		if f.Field == path || strings.HasPrefix(f.Field, path+".") || strings.HasPrefix(path, f.Field+".") {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+package scenario
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSetText(t *testing.T) {
+	base := Default()
+	tests := []struct {
+		name, path, text string
+		check            func(t *testing.T, s Scenario)
+	}{
+		{"number", "mtu", "9000", func(t *testing.T, s Scenario) { assert.Equal(t, 9000, s.MTU) }},
+		// As JSON 6.10 is the number 6.1: a string field takes the text.
+		{"bare version", "kernel", "6.10", func(t *testing.T, s Scenario) { assert.Equal(t, "6.10", s.Kernel) }},
+		{"quoted version", "kernel", `"6.10"`, func(t *testing.T, s Scenario) { assert.Equal(t, "6.10", s.Kernel) }},
+		{"bare word", "driver.dma", "ring", func(t *testing.T, s Scenario) { assert.Equal(t, DMARing, s.Driver.DMA) }},
+		{"bool", "driver.iommu", "true", func(t *testing.T, s Scenario) { assert.True(t, s.Driver.IOMMU) }},
+		{"float", "traffic.rate_pps", "1e6", func(t *testing.T, s Scenario) { assert.Equal(t, 1e6, s.Traffic.RatePPS) }},
+		{"object merges", "traffic", `{"size": 128}`, func(t *testing.T, s Scenario) {
+			assert.Equal(t, 128, s.Traffic.Size)
+			assert.Equal(t, base.Traffic.Proto, s.Traffic.Proto, "the other traffic fields stay")
+		}},
+		{"list", "traffic.sizes", "[64, 128]", func(t *testing.T, s Scenario) { assert.Equal(t, []int{64, 128}, s.Traffic.Sizes) }},
+		{"map entry", "costs.atomic", "7", func(t *testing.T, s Scenario) { assert.Equal(t, int64(7), s.Costs["atomic"]) }},
+		{"absent section", "xdp.program", "xdp_drop", func(t *testing.T, s Scenario) {
+			require.NotNil(t, s.XDP)
+			assert.Equal(t, "xdp_drop", s.XDP.Program)
+		}},
+		{"string map entry", "xdp", `{"program": "xdp_drop_udp_port", "args": {"port": "53"}}`, func(t *testing.T, s Scenario) {
+			assert.Equal(t, "53", s.XDP.Args["port"])
+		}},
+		{"string with spaces", "description", "a ring of 16", func(t *testing.T, s Scenario) { assert.Equal(t, "a ring of 16", s.Description) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := SetText(base, tc.path, tc.text)
+			require.NoError(t, err)
+			tc.check(t, s)
+		})
+	}
+}
+
+// TestSetTextBufferSource: the issue's example, a bare buffer source on a
+// preset whose ring maps its buffers.
+func TestSetTextBufferSource(t *testing.T) {
+	s, err := LookupPreset("r4-page-alloc-1flow")
+	require.NoError(t, err)
+	s, err = SetText(s, "driver.buffer_source", "page_frag")
+	require.NoError(t, err)
+	assert.Equal(t, SourcePageFrag, s.Driver.BufferSource)
+	s.Traffic.Sizes = []int{64, 128}
+	_, err = SetText(s, "traffic.sizes.2", "64")
+	assert.ErrorContains(t, err, "traffic.sizes.2: want an index 0..1 of traffic.sizes")
+	s, err = SetText(s, "traffic.sizes.1", "256")
+	require.NoError(t, err)
+	assert.Equal(t, []int{64, 256}, s.Traffic.Sizes)
+}
+
+func TestSetErrorsNameThePath(t *testing.T) {
+	tests := []struct {
+		name, path, text, want string
+	}{
+		{"unknown field", "traffic.sise", "100", `traffic.sise: the scenario has no field "sise"`},
+		{"invalid value", "ring_size", "100", "ring_size: 100: want a power of two"},
+		{"wrong type", "ring_size", `"big"`, "ring_size: want int"},
+		{"not JSON for a number", "mtu", "nine", "mtu: the value nine is not JSON"},
+		{"through a number", "mtu.x", "1", "mtu.x: mtu is not an object"},
+		{"bad index", "traffic.sizes.3", "64", "traffic.sizes.3: traffic.sizes is empty"},
+		{"bad kernel", "kernel", "6.99", "kernel: "},
+		{"empty segment", "traffic..size", "1", "traffic..size: empty segment"},
+		{"empty path", "", "1", "empty path"},
+		// Validation names another field: the path set comes first.
+		{"knock-on", "cpus", "1", "cpus: consumer.cpu"},
+		{"two values", "mtu", "1 2", "mtu: the value 1 2 is not JSON: more than one value"},
+	}
+	base, err := LookupPreset("r2-mtu9000-after")
+	require.NoError(t, err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := SetText(base, tc.path, tc.text)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestSetDropsFittedEntries: a field declared fitted that a set changes
+// is no longer the fitted value.
+func TestSetDropsFittedEntries(t *testing.T) {
+	s, err := LookupPreset("r1-upstream")
+	require.NoError(t, err)
+	fields := func(s Scenario) []string {
+		var out []string
+		for _, f := range s.Fitted {
+			out = append(out, f.Field)
+		}
+		return out
+	}
+	require.Contains(t, fields(s), "consumer.cost_ns")
+	require.Contains(t, fields(s), "costs.dma_map_iommu")
+	got, err := SetText(s, "consumer.cost_ns", "200")
+	require.NoError(t, err)
+	assert.NotContains(t, fields(got), "consumer.cost_ns")
+	assert.Contains(t, fields(got), "costs.dma_map_iommu")
+	got, err = SetText(s, "consumer", `{"cost_ns": 200}`)
+	require.NoError(t, err)
+	assert.NotContains(t, fields(got), "consumer.cost_ns", "a set of the enclosing object counts")
+	got, err = SetText(s, "mtu", "1500")
+	require.NoError(t, err)
+	assert.Equal(t, fields(s), fields(got), "other fields keep their entries")
+}
+
+func TestFieldKind(t *testing.T) {
+	for path, want := range map[string]reflect.Kind{
+		"kernel": reflect.String, "mtu": reflect.Int, "traffic.rate_pps": reflect.Float64,
+		"xdp.program": reflect.String, "xdp.args.cpu": reflect.String, "costs.atomic": reflect.Int64,
+		"traffic.sizes": reflect.Slice, "traffic.sizes.0": reflect.Int, "next_device": reflect.Struct,
+		"fitted.0.field": reflect.String, "features.event_idx": reflect.Bool,
+	} {
+		got, ok := FieldKind(path)
+		assert.True(t, ok, path)
+		assert.Equal(t, want, got, path)
+	}
+	for _, path := range []string{"nope", "mtu.x", "traffic.sizes.x", ""} {
+		_, ok := FieldKind(path)
+		assert.False(t, ok, path)
+	}
+}
+
+func TestSetKeepsJSONStrict(t *testing.T) {
+	// Set (the tutorials' set) takes JSON only: a bare word is an error.
+	_, err := Set(Default(), "kernel", json.RawMessage("6.10x"))
+	assert.ErrorContains(t, err, "kernel: the value 6.10x is not JSON")
+}
+
+// TestApplyValidatesOnce: changes that only make sense together go
+// through Apply together; one at a time the first is refused.
+func TestApplyValidatesOnce(t *testing.T) {
+	_, err := SetText(Default(), "driver.buffer_source", "page_frag")
+	require.ErrorContains(t, err, "driver.buffer_source: driver.dma: premapped needs a page_pool buffer source")
+	var changes []Change
+	for _, kv := range []string{"driver.buffer_source=page_frag", "driver.dma=ring", "kernel=6.10"} {
+		c, err := ParseChange(kv)
+		require.NoError(t, err)
+		changes = append(changes, c)
+	}
+	s, err := Apply(Default(), changes...)
+	require.NoError(t, err)
+	assert.Equal(t, SourcePageFrag, s.Driver.BufferSource)
+	assert.Equal(t, DMARing, s.Driver.DMA)
+	assert.Equal(t, "6.10", s.Kernel)
+	_, err = ParseChange("mtu")
+	assert.ErrorContains(t, err, "want PATH=VALUE")
+	_, err = Apply(Default(), TextChange("mtu", "1500"), TextChange("traffic.sise", "1"))
+	assert.ErrorContains(t, err, `traffic.sise: the scenario has no field "sise"`)
+}

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+)
+
+// Resource kinds: what a run's throughput can be held by.
+const (
+	ResCPU  = "cpu"  // a guest CPU
+	ResLock = "lock" // a spinlock the CPUs share (zone->lock, a ptr_ring's producer lock)
+	ResHost = "host" // the device side of a receive queue: the vhost worker, or the NIC's pipeline
+	ResNext = "next" // the device a devmap transmits through, at its rate
+	ResRing = "ring" // the ring's capacity: the host waited for buffers while no CPU was busy
+	ResWire = "wire" // the offered rate: the traffic generator, the wire, delivered in full
+	// ResWindow is a TCP sender's window (the sender waits for acks). The
+	// engine's traffic has no sender yet, so no run is limited by it
+	// today; the kind is here for the TCP stream workload.
+	ResWindow = "window"
+	ResNone   = "none" // nothing saturated: the run waits on latencies
+)
+
+// Resource is what one resource did over a measurement window.
+type Resource struct {
+	Kind string `json:"kind"` // ResCPU, ResLock, ResHost, ResNext
+	Name string `json:"name"` // cpu0, zone->lock, host rx0, next device
+	Role string `json:"role,omitempty"`
+	// Busy is the share of the window the resource worked: a CPU's busy
+	// time (spinning included), a lock's critical sections, the host's
+	// time on frames, the next device's time transmitting.
+	Busy float64 `json:"busy"`
+	// Wait is, for a CPU, the part of Busy spent spinning on locks; for a
+	// lock, the time its users spent waiting for it, summed over them,
+	// as a share of the window (it can exceed 1); for the host, the share
+	// of the window it waited for buffers with a frame waiting (the ring
+	// empty).
+	Wait float64 `json:"wait"`
+}
+
+func (r Resource) String() string {
+	s := fmt.Sprintf("%s %.0f%%", r.Name, 100*r.Busy)
+	if r.Role != "" {
+		s += " (" + r.Role + ")"
+	}
+	return s
+}
+
+// Usage is what a run's resources did over a measurement window: the
+// input of LimitOf.
+type Usage struct {
+	WindowNS int64 `json:"window_ns"`
+	// OfferedPPS is the rate the traffic asked for; 0 means as fast as
+	// the device takes frames (the generator never limits).
+	OfferedPPS float64 `json:"offered_pps"`
+	// DeliveredPPS is the rate the host wrote frames into the rings.
+	DeliveredPPS float64    `json:"delivered_pps"`
+	CPUs         []Resource `json:"cpus"`
+	Hosts        []Resource `json:"hosts"` // one per receive queue
+	Locks        []Resource `json:"locks"` // those taken in the window
+	Next         *Resource  `json:"next,omitempty"`
+	// RingSize is the receive ring's entries; RingWait the largest share
+	// of the window a host waited for buffers (Hosts' Wait).
+	RingSize int     `json:"ring_size"`
+	RingWait float64 `json:"ring_wait"`
+	// Drops counts, by reason, what was lost in the window.
+	Drops []Counter `json:"drops,omitempty"`
+}
+
+// dropCounters are the Totals that count a frame lost for want of a
+// resource, with the reason each names.
+var dropCounters = []struct{ name, reason string }{
+	{"host_drops", "host queue full while the ring was empty"},
+	{"host_too_big", "frame larger than the buffers posted"},
+	{"rx_drops", "driver dropped (no buffer, no memory, bad length)"},
+	{"cpumap_drops", "cpumap ptr_ring full"},
+	{"devmap_drops", "next device's TX ring full"},
+	{"socket_drops", "socket receive queue full"},
+}
+
+// usageSnap is what Usage is computed from, read at each end of the
+// window.
+type usageSnap struct {
+	t        sim.Time
+	cpuBusy  []sim.Duration
+	cpuSpin  []sim.Duration
+	hostBusy []sim.Duration
+	hostWait []sim.Duration
+	locks    []sim.LockStats
+	written  uint64 // frames the hosts wrote into the rings
+	nextDone uint64
+	totals   map[string]uint64
+}
+
+// locks lists every lock of the world, in a fixed order, with its name.
+func (w *World) locks() ([]*sim.Lock, []string) {
+	ls := []*sim.Lock{w.Mem.ZoneLock()}
+	names := []string{w.Mem.ZoneLock().Name}
+	for _, p := range w.Pools.List(nil) {
+		r := p.Ring()
+		ls = append(ls, &r.ProducerLock, &r.ConsumerLock)
+		names = append(names, r.ProducerLock.Name, r.ConsumerLock.Name)
+	}
+	if w.Cpumap != nil {
+		cl := w.Cpumap.Locks(nil)
+		k := 0
+		for cpu := 0; cpu < w.Sim.NumCPU() && k+1 < len(cl); cpu++ {
+			if w.Cpumap.Has(cpu) {
+				ls = append(ls, cl[k], cl[k+1])
+				names = append(names, fmt.Sprintf("cpumap cpu%d producer_lock", cpu), fmt.Sprintf("cpumap cpu%d consumer_lock", cpu))
+				k += 2
+			}
+		}
+	}
+	return ls, names
+}
+
+func (w *World) usageSnap() usageSnap {
+	now := w.Now()
+	s := usageSnap{t: now, totals: map[string]uint64{}}
+	for i := 0; i < w.Sim.NumCPU(); i++ {
+		c := w.Sim.CPU(i)
+		s.cpuBusy = append(s.cpuBusy, c.Busy())
+		s.cpuSpin = append(s.cpuSpin, c.Spin())
+	}
+	for _, rq := range w.Driver.RQ {
+		c := rq.Dev.Counters()
+		s.hostBusy = append(s.hostBusy, c.Busy)
+		s.hostWait = append(s.hostWait, rq.Dev.StarvedFor(now))
+		s.written += c.Packets
+	}
+	ls, _ := w.locks()
+	for _, l := range ls {
+		s.locks = append(s.locks, l.Stats())
+	}
+	if w.Devmap != nil {
+		s.nextDone = w.Devmap.Next().Completed
+	}
+	for _, c := range w.Totals() {
+		s.totals[c.Name] = c.Value
+	}
+	return s
+}
+
+// cpuRoles says what each CPU runs, from the world's wiring: the NAPI of
+// the queues on it, a cpumap kthread, the consumer, TX completions.
+func (w *World) cpuRoles() []string {
+	roles := make([][]string, w.Sim.NumCPU())
+	for _, rq := range w.Driver.RQ {
+		roles[rq.CPU.ID] = append(roles[rq.CPU.ID], fmt.Sprintf("NAPI rx%d", rq.Index))
+	}
+	if w.Cpumap != nil {
+		// The CPUs the program redirects to (xdp.cpumap_cpus), else every
+		// CPU with an entry.
+		targets := w.Scenario.XDP.CpumapCPUs
+		if len(targets) == 0 {
+			for cpu := range roles {
+				if w.Cpumap.Has(cpu) {
+					targets = append(targets, cpu)
+				}
+			}
+		}
+		for _, cpu := range targets {
+			if cpu >= 0 && cpu < len(roles) {
+				roles[cpu] = append(roles[cpu], "cpumap kthread")
+			}
+		}
+	}
+	if c := w.Scenario.Consumer.CPU; c >= 0 && c < len(roles) {
+		roles[c] = append(roles[c], "consumer")
+	}
+	if n := w.Scenario.Next; n != nil && n.CompletionCPU >= 0 && n.CompletionCPU < len(roles) {
+		roles[n.CompletionCPU] = append(roles[n.CompletionCPU], "TX completion")
+	}
+	out := make([]string, len(roles))
+	for i, r := range roles {
+		out[i] = strings.Join(r, ", ")
+	}
+	return out
+}
+
+// usage is what happened between a and b.
+func (w *World) usage(a, b usageSnap) Usage {
+	win := b.t.Sub(a.t)
+	u := Usage{WindowNS: int64(win), OfferedPPS: w.Scenario.Traffic.PPS(), RingSize: w.Scenario.RingSize}
+	if win <= 0 {
+		return u
+	}
+	share := func(d sim.Duration) float64 { return float64(d) / float64(win) }
+	u.DeliveredPPS = float64(b.written-a.written) / win.Seconds()
+	roles := w.cpuRoles()
+	for i := range b.cpuBusy {
+		busy := share(b.cpuBusy[i] - a.cpuBusy[i])
+		if busy > 1 {
+			busy = 1 // a CPU's cursor may run a batch ahead of the window's end
+		}
+		u.CPUs = append(u.CPUs, Resource{Kind: ResCPU, Name: fmt.Sprintf("cpu%d", i), Role: roles[i],
+			Busy: busy, Wait: share(b.cpuSpin[i] - a.cpuSpin[i])})
+	}
+	host := "vhost worker"
+	if w.Scenario.Device.Kind == scenario.DeviceNIC {
+		host = "NIC"
+	}
+	for i := range b.hostBusy {
+		h := Resource{Kind: ResHost, Name: fmt.Sprintf("host rx%d", i), Role: host,
+			Busy: share(b.hostBusy[i] - a.hostBusy[i]), Wait: share(b.hostWait[i] - a.hostWait[i])}
+		u.Hosts = append(u.Hosts, h)
+		if h.Wait > u.RingWait {
+			u.RingWait = h.Wait
+		}
+	}
+	_, names := w.locks()
+	for i := range b.locks {
+		if i >= len(a.locks) || b.locks[i].Acquisitions == a.locks[i].Acquisitions {
+			continue
+		}
+		u.Locks = append(u.Locks, Resource{Kind: ResLock, Name: names[i],
+			Busy: share(b.locks[i].Held - a.locks[i].Held), Wait: share(b.locks[i].Wait - a.locks[i].Wait)})
+	}
+	if n := w.Scenario.Next; n != nil && w.Devmap != nil {
+		tx := float64(b.nextDone-a.nextDone) / win.Seconds()
+		u.Next = &Resource{Kind: ResNext, Name: "next device", Role: fmt.Sprintf("transmits at most %.3g Mpps", n.MaxPPS/1e6), Busy: tx / n.MaxPPS}
+	}
+	for _, d := range dropCounters {
+		if n := b.totals[d.name] - a.totals[d.name]; n > 0 {
+			u.Drops = append(u.Drops, Counter{Name: d.name + ": " + d.reason, Value: n})
+		}
+	}
+	return u
+}
