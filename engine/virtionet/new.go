@@ -115,13 +115,23 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 }
 
 // mergeableMinBufLen is mergeable_min_buf_len: enough that a ring full of
-// buffers holds one maximum-size packet, and never below GOOD_PACKET_LEN.
+// buffers holds one packet of the largest size the device may send, and
+// never below GOOD_PACKET_LEN. The largest packet is IP_MAX_MTU when
+// vi->big_packets (guest GSO, or a device MTU above 1500: the kernel sets
+// big_packets with MRG_RXBUF too), else dev->max_mtu: the device's MTU
+// with VIRTIO_NET_F_MTU, ETH_MAX_MTU (65535) without, whatever MTU the
+// guest runs at. (Since 4.11, d85b758f72b0; the 4.10 driver used
+// GOOD_PACKET_LEN, which differs only for rings of 32 entries or fewer.)
 func (d *Driver) mergeableMinBufLen() uint32 {
-	packetLen := d.s.MTU
-	if d.s.Features.GuestGSO {
-		packetLen = 65535 // IP_MAX_MTU
+	const ipMaxMTU, ethMaxMTU = 65535, 65535 // IP_MAX_MTU, ETH_MAX_MTU
+	packetLen := ethMaxMTU
+	switch {
+	case d.s.BigPackets():
+		packetLen = ipMaxMTU
+	case d.s.Features.MTU:
+		packetLen = d.s.MTU
 	}
-	bufLen := HdrLen + EthHlen + 4 + packetLen
+	bufLen := HdrLen + EthHlen + 4 + packetLen // hdr_len + ETH_HLEN + VLAN_HLEN + packet_len
 	minBuf := (bufLen + d.s.RingSize - 1) / d.s.RingSize
 	if minBuf < HdrLen {
 		minBuf = HdrLen
@@ -132,6 +142,9 @@ func (d *Driver) mergeableMinBufLen() uint32 {
 	}
 	return uint32(minBuf)
 }
+
+// MinBufLen is rq->min_buf_len (mergeable_min_buf_len).
+func (rq *RQ) MinBufLen() uint32 { return rq.minBufLen }
 
 // Mode is the receive mode the driver picked.
 func (d *Driver) Mode() string { return d.mode }
