@@ -68,13 +68,22 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	s := d.s
 	env := d.env
 	cpu := env.Sim.CPU(i % env.Sim.NumCPU())
+	// virtnet_find_vqs gives the receive queues a ctx unless they post
+	// big buffers (!vi->big_packets || vi->mergeable_rx_bufs): small
+	// buffers carry their XDP headroom in it, mergeable ones their
+	// truesize and headroom. A queue with a ctx never uses indirect
+	// descriptors (__vring_new_virtqueue: vq->indirect = INDIRECT_DESC &&
+	// !context), so only big mode can.
 	vq, err := virtq.New(s.RingSize, virtq.Config{
 		Name: fmt.Sprintf("input.%d", i), EventIdx: s.Features.EventIdx,
-		IndirectDesc: s.Features.IndirectDesc, Ctx: true, // virtio_net rx queues always have ctx
+		IndirectDesc: s.Features.IndirectDesc, Ctx: !d.bigPackets,
 	})
 	if err != nil {
 		return nil, err
 	}
+	// Every big buffer has num_skbfrags + 2 > 1 entries, so with a queue
+	// that may go indirect each one does (virtqueue_use_indirect).
+	d.indirectBig = d.bigPackets && vq.Indirect()
 	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage,
 		bufs: make([]rxBuf, s.RingSize), xdpBuf: make([]byte, XDPHeadroom+device.WindowSize+ShinfoSize)}
 	for j := range rq.bufs {
