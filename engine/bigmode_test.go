@@ -141,6 +141,49 @@ func TestMergeableMinBufLen(t *testing.T) {
 	}
 }
 
+// FIDELITY.md row 19: since 5.13 page_to_skb builds the skb around the
+// buffer (build_skb) when the packet is longer than GOOD_COPY_LEN and
+// leaves room for skb_shared_info: for a big buffer (truesize PAGE_SIZE,
+// hdr_padded_len 32) data of up to 4096 - 32 - 320 = 3744 bytes. The rest
+// of the chain goes back to rq->pages. Longer packets, and every packet
+// before 5.13, get a small head with the first bytes copied. The engine
+// used to copy always.
+func TestBigModePageToSKBBuildsAroundTheFirstPage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		kernel string
+		size   int
+		built  bool
+	}{
+		{"5.13, 1514-byte frames fit the first page", "5.13", 1514, true},
+		{"7.0, 3744 bytes of data, the most that fits", "7.0", 3744, true},
+		{"7.0, 3745 bytes do not fit", "7.0", 3745, false},
+		{"7.0, 9014-byte frames span pages", "7.0", 9014, false},
+		{"5.12, always copied", "5.12", 1514, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := preset(t, "big-9000", func(s *scenario.Scenario) {
+				s.Kernel = tc.kernel
+				s.Traffic.Size = tc.size
+			})
+			require.NoError(t, w.CheckEveryEvent(0))
+			require.NoError(t, w.RunPackets(2000))
+			require.NoError(t, w.Err())
+			require.NoError(t, w.CheckNow())
+			rq := w.Driver.RQ[0]
+			rx := counter(t, w, "rx_packets")
+			assert.GreaterOrEqual(t, rx, uint64(2000))
+			assert.Zero(t, counter(t, w, "rx_drops"))
+			assert.Zero(t, rq.Stats.Copied)
+			if tc.built {
+				assert.Equal(t, rx, rq.Stats.BigBuilt)
+			} else {
+				assert.Zero(t, rq.Stats.BigBuilt)
+			}
+		})
+	}
+}
+
 // FIDELITY.md row 20: virtqueue_get_buf_ctx_split checks the used id, not
 // the used length. A length longer than the buffer reaches the driver,
 // which counts it: receive_small's GOOD_PACKET_LEN check is an

@@ -24,6 +24,7 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	}
 	d.mergeable = d.mode == scenario.ModeMergeable
 	d.bigPackets = d.mode == scenario.ModeBig
+	d.buildBig = s.Behaviours().PageToSKBBuild
 	switch s.Driver.BufferSource {
 	case scenario.SourcePageFrag:
 		d.source = srcPageFrag

@@ -344,9 +344,16 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 	return id
 }
 
-// receiveBig is receive_big and page_to_skb for a chain of pages: the
-// packet starts after the padded header in the first page and continues
-// page by page; pages it does not reach go back to rq->pages.
+// receiveBig is receive_big and page_to_skb for a chain of pages: truesize
+// PAGE_SIZE, no headroom, and the packet starts after the padded header
+// (hdr_padded_len = sizeof(struct padded_vnet_hdr)) in the first page.
+// Since 5.13 a packet longer than GOOD_COPY_LEN whose data leaves room for
+// skb_shared_info in that page (tailroom = PAGE_SIZE - 32 - len >= 320,
+// so up to 3744 bytes) becomes an skb built around the first page
+// (bigBuildSKB). Any other packet gets a small head with its first bytes
+// copied (all of it up to GOOD_COPY_LEN, else the Ethernet header) and
+// continues page by page as frags. Pages the packet does not reach go back
+// to rq->pages (give_pages).
 //
 // The used length is the device's, unchecked by virtio_ring: receive_big
 // drops (rx_drops, not rx_length_errors) one longer than the pages
@@ -366,6 +373,10 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 	if length > uint32(rq.d.numSkbFrags+1)*mem.PageSize {
 		rq.Stats.Drops++
 		rq.givePages(b.page)
+		return
+	}
+	if rq.d.buildBig && n > GoodCopyLen && int(mem.PageSize)-PaddedVnetHdrLen-int(n) >= ShinfoSize {
+		rq.bigBuildSKB(b, n)
 		return
 	}
 	c.Spend(c.Costs().AllocSKB)
@@ -408,3 +419,31 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 	rq.deliver(id)
 }
 
+// bigBuildSKB is page_to_skb's build_skb case for a big buffer
+// (virtnet_build_skb(buf, PAGE_SIZE, 32, len)): the first page is the
+// skb's head, with the packet in place after the padded header, and the
+// rest of the chain (page->private) goes back to rq->pages. 5.13 and 5.14
+// leaked that rest until afd92d82c9d7 (5.15, backported to stable); the
+// engine gives it back on every kernel.
+func (rq *RQ) bigBuildSKB(b *rxBuf, n uint32) {
+	c := rq.CPU
+	env := rq.d.env
+	c.Spend(c.Costs().BuildSKB)
+	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
+	if id == skb.NoSKB {
+		rq.Stats.Drops++
+		rq.givePages(b.page)
+		return
+	}
+	first := env.Mem.Page(b.page)
+	if rest := first.Private; rest != mem.NoPage {
+		first.Private = mem.NoPage
+		rq.givePages(rest)
+	}
+	s := env.SKBs.Get(id)
+	s.Head, s.Len, s.Truesize = b.page, n, mem.PageSize
+	s.Cloned = rq.d.s.Driver.CloneSKBs
+	rq.Stats.BigBuilt++
+	rq.move(b.page, mem.SKB)
+	rq.deliver(id)
+}

@@ -78,6 +78,7 @@ type Driver struct {
 	wholePage   bool // buffers own their page (see RQ.wholePage)
 	numSkbFrags int  // big_packets_num_skbfrags
 	indirectBig bool // big buffers go indirect: one ring slot each (INDIRECT_DESC, no ctx)
+	buildBig    bool // page_to_skb builds big-mode skbs around the first page (5.13+)
 	xdpEnabled  bool
 	budget      int
 
@@ -113,6 +114,7 @@ type RQStats struct {
 	Linearized   uint64 // xdp_linearize_page copies
 	Copied       uint64 // packets copied into a small skb head (GOOD_COPY_LEN)
 	Coalesced    uint64 // buffers coalesced into the previous frag
+	BigBuilt     uint64 // big-mode skbs built around the first page (page_to_skb's build_skb, 5.13+)
 }
 
 // rxBuf is what the driver remembers of a posted buffer: the kernel keeps
