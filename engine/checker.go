@@ -320,7 +320,8 @@ func (c *eventChecker) compare() error {
 }
 
 // checkPosted checks the buffers posted since the last event: each avail
-// entry still outstanding is a well-formed chain naming a buffer in use.
+// entry still outstanding is a well-formed chain (an indirect one with a
+// well-formed table of every entry of the buffer) naming a buffer in use.
 func (c *eventChecker) checkPosted() error {
 	for i, rq := range c.w.Driver.RQ {
 		vq := rq.VQ
@@ -337,6 +338,11 @@ func (c *eventChecker) checkPosted() error {
 			}
 			if n != rq.DescPerBuf() {
 				return fmt.Errorf("rx queue %d: chain at head %d has %d descriptors, want %d", rq.Index, head, n, rq.DescPerBuf())
+			}
+			// An indirect buffer keeps its entries in a table of its
+			// own (alloc_indirect_split(total_sg)).
+			if rq.Indirect() && vq.IndirectLen(head) != rq.SGPerBuf() {
+				return fmt.Errorf("rx queue %d: indirect chain at head %d has a table of %d entries, want %d", rq.Index, head, vq.IndirectLen(head), rq.SGPerBuf())
 			}
 			if err := rq.CheckPosted(head, tok); err != nil {
 				return err

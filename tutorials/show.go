@@ -83,8 +83,8 @@ func scenarioLines(sc *scenario.Scenario) []string {
 	out := []string{
 		fmt.Sprintf("scenario %s on kernel %s: %s receive buffers, %d CPU(s), %d queue pair(s), ring %d, MTU %d",
 			sc.Name, sc.KernelVersion(), sc.Mode(), sc.CPUs, sc.Queues, sc.RingSize, sc.MTU),
-		fmt.Sprintf("features: mrg_rxbuf=%t guest_gso=%t ctrl_guest_offloads=%t event_idx=%t indirect_desc=%t",
-			sc.Features.MrgRxbuf, sc.Features.GuestGSO, sc.Features.CtrlGuestOffloads, sc.Features.EventIdx, sc.Features.IndirectDesc),
+		fmt.Sprintf("features: mrg_rxbuf=%t guest_gso=%t ctrl_guest_offloads=%t event_idx=%t indirect_desc=%t mtu=%t",
+			sc.Features.MrgRxbuf, sc.Features.GuestGSO, sc.Features.CtrlGuestOffloads, sc.Features.EventIdx, sc.Features.IndirectDesc, sc.Features.MTU),
 		fmt.Sprintf("driver: buffer_source=%s dma=%s iommu=%t pool_size=%d",
 			sc.Driver.BufferSource, sc.Driver.DMA, sc.Driver.IOMMU, sc.Driver.PoolSize),
 		fmt.Sprintf("traffic: %d-byte %s frames, %d flow(s), rate %s pps (0 = as fast as the device goes); device %s",

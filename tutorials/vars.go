@@ -29,8 +29,8 @@ var figureDocs = [][2]string{
 	{"time_ns, time_us, packets, pps, mpps, gbps, delivered_gbps, events", "simulated time, rx_packets, rates over the whole run (gbps from rx_bytes, delivered_gbps from what the stack consumed)"},
 	{"mode, big_packets_num_skbfrags", "the receive mode the driver picked (\"small\", \"big\", \"mergeable\") and big mode's pages per buffer"},
 	{"rqN.size, .num_free, .avail_idx, .used_idx, .last_used, .used_event, .avail_event, .avail_flags, .used_flags, .num_added, .free_head, .callbacks_disabled, .event_idx", "receive virtqueue N, as virtio_ring.c keeps it"},
-	{"rqN.posted_buffers, .posted_descriptors, .descs_per_buffer, .ewma, .mergeable_buf_len", "what the driver has posted; the mergeable EWMA and the next buffer's length"},
-	{"rqN.irqs, .napi_polls, .refills, .alloc_fails, .linearized, .copied, .coalesced, .xdp_aborted, .length_errors", "driver-side counters of queue N"},
+	{"rqN.posted_buffers, .posted_descriptors, .descs_per_buffer, .indirect, .ewma, .mergeable_buf_len, .min_buf_len", "what the driver has posted (descriptors of the ring; indirect is 1 when each buffer takes one slot, its entries in a table of their own); the mergeable EWMA, the next buffer's length and its floor (mergeable_min_buf_len)"},
+	{"rqN.irqs, .napi_polls, .refills, .alloc_fails, .linearized, .copied, .coalesced, .big_built, .xdp_aborted, .length_errors", "driver-side counters of queue N (big_built: big-mode skbs built around the first page)"},
 	{"rqN.host_packets, .host_buffers, .host_drops, .host_too_big, .host_starved, .host_wakeups, .host_interrupts", "the host (device) side of queue N"},
 	{"sqN.size, .num_free, .avail_idx, .used_idx", "send virtqueue N (XDP_TX)"},
 	{"poolN.cache, .ring, .ring_size, .pool_size, .inflight, .hold_cnt, .release_cnt, .alloc_fast ... .recycle_released_ref", "page_pool N: alloc cache depth, ptr_ring entries, pages in flight, its 11 stats"},
@@ -100,16 +100,15 @@ func worldFigures(w *engine.World) Figures {
 		num(p+"free_head", float64(q.FreeHead()))
 		num(p+"callbacks_disabled", b2f(q.CallbacksDisabled()))
 		num(p+"event_idx", b2f(q.EventIdx()))
-		per := 1
-		if w.Driver.Mode() == scenario.ModeBig {
-			per = w.Driver.NumSkbFrags() + 2
-		}
+		num(p+"indirect", b2f(rq.Indirect()))
+		per := rq.DescPerBuf()
 		posted := rq.PostedDescriptors()
 		num(p+"posted_descriptors", float64(posted))
 		num(p+"descs_per_buffer", float64(per))
 		num(p+"posted_buffers", float64(posted/per))
 		num(p+"ewma", float64(rq.EWMA()))
 		num(p+"mergeable_buf_len", float64(rq.MergeableBufLen()))
+		num(p+"min_buf_len", float64(rq.MinBufLen()))
 		s := &rq.Stats
 		u(p+"irqs", s.IRQs)
 		u(p+"napi_polls", s.NAPIPolls)
@@ -118,6 +117,7 @@ func worldFigures(w *engine.World) Figures {
 		u(p+"linearized", s.Linearized)
 		u(p+"copied", s.Copied)
 		u(p+"coalesced", s.Coalesced)
+		u(p+"big_built", s.BigBuilt)
 		u(p+"xdp_aborted", s.XDPAborted)
 		u(p+"length_errors", s.LengthErrors)
 		dc := rq.Dev.Counters()

@@ -107,6 +107,11 @@ func (v Version) AtLeast(o Version) bool { return !v.Less(o) }
 // Behaviours are the dated behaviours of one version, each true when the
 // version has it.
 type Behaviours struct {
+	// PageToSKBBuild: page_to_skb builds the skb around the buffer
+	// (build_skb) when the packet is longer than GOOD_COPY_LEN and leaves
+	// room for skb_shared_info, instead of always copying the first bytes
+	// into a small head (fb32856b16ad, 5.13).
+	PageToSKBBuild bool
 	// BigPacketsSizedToMTU: without guest GSO, big-mode buffers hold
 	// DIV_ROUND_UP(mtu, PAGE_SIZE) pages, not MAX_SKB_FRAGS
 	// (virtnet_set_big_packets, 6.1).
@@ -160,6 +165,7 @@ type Change struct {
 // Changes is the table, oldest first.
 func Changes() []Change {
 	return []Change{
+		{Name: "PageToSKBBuild", From: Version{Major: 5, Minor: 13}, What: "page_to_skb builds the skb around the buffer when the packet leaves room for skb_shared_info", Function: "page_to_skb (drivers/net/virtio_net.c)"},
 		{Name: "PtrRingLocklessConsume", From: Version{Major: 5, Minor: 17}, What: "page_pool's refill consumes its ptr_ring without the consumer lock", Function: "page_pool_refill_alloc_cache (net/core/page_pool.c)"},
 		{Name: "TCPDeferFree", From: Version{Major: 5, Minor: 17}, What: "TCP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
 		{Name: "PCPFreeHigh", From: Version{Major: 5, Minor: 19}, What: "a free-only CPU sends high-order pages to the buddy under zone->lock", Function: "free_unref_page_commit (mm/page_alloc.c)"},
@@ -192,6 +198,8 @@ func (v Version) Behaviours() Behaviours {
 			continue
 		}
 		switch c.Name {
+		case "PageToSKBBuild":
+			b.PageToSKBBuild = true
 		case "BigPacketsSizedToMTU":
 			b.BigPacketsSizedToMTU = true
 		case "PtrRingLocklessConsume":

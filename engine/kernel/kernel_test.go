@@ -65,6 +65,8 @@ func TestBehavioursByVersion(t *testing.T) {
 		return k.Behaviours()
 	}
 	assert.Equal(t, Behaviours{}, on("4.17"), "4.17 has none of the dated behaviours")
+	assert.False(t, on("5.12").PageToSKBBuild)
+	assert.True(t, on("5.13").PageToSKBBuild)
 	assert.False(t, on("5.16").PtrRingLocklessConsume)
 	assert.True(t, on("5.17").PtrRingLocklessConsume)
 	assert.True(t, on("5.17").TCPDeferFree)

@@ -104,7 +104,7 @@ func teachingPresets() []Preset {
 				s.XDP = &XDP{Program: "xdp_redirect_dev"}
 				s.Next = &Next{MaxPPS: 13e6, RingSize: 512, CompletionCPU: -1}
 			})},
-		{Name: "big-9000", Description: "Big-packet mode at MTU 9000 without guest GSO: buffers of DIV_ROUND_UP(9000, 4096) = 3 pages chained through page->private.",
+		{Name: "big-9000", Description: "Big-packet mode at MTU 9000 (reported by the device, VIRTIO_NET_F_MTU) without guest GSO: buffers of DIV_ROUND_UP(9000, 4096) + 1 = 4 pages chained through page->private, 5 descriptors each.",
 			Build: with(func(s *Scenario) {
 				s.MTU = 9000
 				s.Features.MrgRxbuf = false

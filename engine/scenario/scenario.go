@@ -95,6 +95,12 @@ type Features struct {
 	CtrlGuestOffloads bool `json:"ctrl_guest_offloads"` // VIRTIO_NET_F_CTRL_GUEST_OFFLOADS
 	EventIdx          bool `json:"event_idx"`           // VIRTIO_RING_F_EVENT_IDX
 	IndirectDesc      bool `json:"indirect_desc"`       // VIRTIO_RING_F_INDIRECT_DESC
+	// MTU is VIRTIO_NET_F_MTU: the device reports the scenario's MTU in
+	// its config space, and virtnet_probe reads it (dev->mtu = dev->max_mtu
+	// = mtu; virtnet_set_big_packets(vi, mtu)). Without it virtnet_probe
+	// sees no MTU (the guest sets one later with ip link): max_mtu stays
+	// ETH_MAX_MTU (65535) and an MTU above 1500 does not choose big mode.
+	MTU bool `json:"mtu"`
 }
 
 // Driver holds the driver's choices.
@@ -191,17 +197,38 @@ type Next struct {
 }
 
 // Mode returns the receive mode the driver picks from the features, as
-// virtnet_probe does: mergeable with MRG_RXBUF, big with guest GSO or an
-// MTU above 1500, small otherwise.
+// virtnet_probe does: mergeable with MRG_RXBUF, big with big packets
+// (BigPackets), small otherwise.
 func (s *Scenario) Mode() string {
 	switch {
 	case s.Features.MrgRxbuf:
 		return ModeMergeable
-	case s.Features.GuestGSO || s.MTU > 1500:
+	case s.BigPackets():
 		return ModeBig
 	default:
 		return ModeSmall
 	}
+}
+
+// ETHDataLen is ETH_DATA_LEN, the MTU above which a device's MTU asks for
+// big packets.
+const ETHDataLen = 1500
+
+// DeviceMTU is the mtu virtnet_probe reads from the device's config space:
+// the scenario's MTU with VIRTIO_NET_F_MTU, 0 without.
+func (s *Scenario) DeviceMTU() int {
+	if s.Features.MTU {
+		return s.MTU
+	}
+	return 0
+}
+
+// BigPackets is vi->big_packets as virtnet_set_big_packets (and before 6.1
+// virtnet_probe) sets it: guest GSO negotiated, or a device MTU above
+// ETH_DATA_LEN. It holds with MRG_RXBUF too, where it only sizes
+// mergeable_min_buf_len; the receive mode is big only without MRG_RXBUF.
+func (s *Scenario) BigPackets() bool {
+	return s.Features.GuestGSO || s.DeviceMTU() > ETHDataLen
 }
 
 // KernelVersion is the kernel the scenario runs: Kernel parsed, the newest
@@ -221,14 +248,15 @@ func (s *Scenario) Behaviours() kernel.Behaviours { return s.KernelVersion().Beh
 // USO as negotiated; VIRTIO_NET_F_CTRL_GUEST_OFFLOADS plays no part, "if
 // GSO has been negotiated then it has been enabled, even if disabled at
 // runtime"), else, since 6.1 (the 9k MTU fix), enough pages for one
-// MTU-sized packet, DIV_ROUND_UP(mtu, PAGE_SIZE); before 6.1 always
-// MAX_SKB_FRAGS.
+// MTU-sized packet, DIV_ROUND_UP(mtu, PAGE_SIZE) with the device's mtu;
+// before 6.1 always MAX_SKB_FRAGS. A big buffer is this many pages plus
+// the first (num_skbfrags + 1 pages, num_skbfrags + 2 descriptors).
 func (s *Scenario) BigPacketsNumSkbFrags() int {
 	const maxSkbFrags = 17
 	if s.Features.GuestGSO || !s.Behaviours().BigPacketsSizedToMTU {
 		return maxSkbFrags
 	}
-	return (s.MTU + 4096 - 1) / 4096
+	return (s.DeviceMTU() + 4096 - 1) / 4096
 }
 
 // NumSizes is the number of distinct frame sizes the traffic uses.

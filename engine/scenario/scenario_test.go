@@ -67,8 +67,11 @@ func TestModeFollowsFeatures(t *testing.T) {
 	}{
 		{"mergeable wins", Features{MrgRxbuf: true, GuestGSO: true}, 9000, ModeMergeable},
 		{"guest gso gives big", Features{GuestGSO: true}, 1500, ModeBig},
-		{"jumbo mtu gives big", Features{}, 9000, ModeBig},
-		{"plain gives small", Features{}, 1500, ModeSmall},
+		{"jumbo device mtu gives big", Features{MTU: true}, 9000, ModeBig},
+		// virtnet_probe reads the MTU only with VIRTIO_NET_F_MTU: one the
+		// guest sets later does not choose big packets.
+		{"jumbo mtu without VIRTIO_NET_F_MTU gives small", Features{}, 9000, ModeSmall},
+		{"plain gives small", Features{MTU: true}, 1500, ModeSmall},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +88,7 @@ func TestModeFollowsFeatures(t *testing.T) {
 // the engine used to post 17 pages for it).
 func TestBigPacketsNumSkbFrags(t *testing.T) {
 	s := Default()
-	s.Features = Features{}
+	s.Features = Features{MTU: true}
 	s.MTU = 9000
 	assert.Equal(t, 3, s.BigPacketsNumSkbFrags())
 	s.MTU = 1500
@@ -95,7 +98,7 @@ func TestBigPacketsNumSkbFrags(t *testing.T) {
 	assert.Equal(t, 3, s.BigPacketsNumSkbFrags(), "virtnet_check_guest_gso does not look at CTRL_GUEST_OFFLOADS")
 	s.Features.GuestGSO = true
 	assert.Equal(t, 17, s.BigPacketsNumSkbFrags(), "guest GSO negotiated: MAX_SKB_FRAGS")
-	s.Features = Features{}
+	s.Features = Features{MTU: true}
 	s.Kernel = "6.0"
 	assert.Equal(t, 17, s.BigPacketsNumSkbFrags(), "before 6.1: MAX_SKB_FRAGS whatever the MTU")
 	s.Kernel = "6.1"

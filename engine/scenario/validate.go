@@ -49,9 +49,10 @@ func bad(field, format string, args ...any) error {
 }
 
 // Default returns the defaults every scenario starts from: one CPU, one
-// queue pair of 256 entries, MTU 1500, mergeable buffers from page_pool
-// premapped (virtio_net in 2026), EVENT_IDX, UDP 64-byte frames as fast as
-// the device goes.
+// queue pair of 256 entries, MTU 1500 reported by the device
+// (VIRTIO_NET_F_MTU), mergeable buffers from page_pool premapped
+// (virtio_net in 2026), EVENT_IDX, UDP 64-byte frames as fast as the
+// device goes.
 func Default() Scenario {
 	return Scenario{
 		Name:       "custom",
@@ -62,7 +63,7 @@ func Default() Scenario {
 		RingSize:   256,
 		TxRingSize: 256,
 		MTU:        1500,
-		Features:   Features{MrgRxbuf: true, EventIdx: true},
+		Features:   Features{MrgRxbuf: true, EventIdx: true, MTU: true},
 		Driver: Driver{
 			BufferSource: SourcePagePool,
 			DMA:          DMAPremapped,

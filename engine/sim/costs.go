@@ -60,6 +60,8 @@ type Costs struct {
 	// the virtio_net driver (drivers/net/virtio_net.c, drivers/virtio/virtio_ring.c)
 	VirtqueueAdd    Duration // virtqueue_add_split of one buffer, DMA excluded
 	VirtqueueGetBuf Duration // virtqueue_get_buf_ctx_split and detach_buf_split
+	Kmalloc         Duration // kmalloc of a small object (an indirect descriptor table)
+	Kfree           Duration // kfree of it
 	RxPacket        Duration // receive_buf dispatch, header checks, stats, eth_type_trans
 	NAPIPoll        Duration // one napi_poll: net_rx_action bookkeeping, enable/disable cb
 	KickVMExit      Duration // virtqueue_notify to vhost: an MMIO/PIO write trapping to the host
@@ -188,6 +190,10 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.VirtqueueAdd }},
 	{"virtqueue_get_buf", 10, Estimate, "", "estimate: reading the used element and detach_buf_split",
 		func(c *Costs) *Duration { return &c.VirtqueueGetBuf }},
+	{"kmalloc", 20, Estimate, "", "estimate: SLUB's per-CPU freelist fast path (this_cpu_cmpxchg of the freelist, ~70 cycles) for alloc_indirect_split's kmalloc_array of total_sg 16-byte descriptors (304 bytes for 19, from kmalloc-512) with GFP_ATOMIC; no published figure for this size",
+		func(c *Costs) *Duration { return &c.Kmalloc }},
+	{"kfree", 15, Estimate, "", "estimate: the matching SLUB fast-path free in detach_buf_split, on the CPU that allocated the table",
+		func(c *Costs) *Duration { return &c.Kfree }},
 	{"rx_packet", 25, Estimate, "", "estimate: receive_buf, header checks, per-queue stats, eth_type_trans",
 		func(c *Costs) *Duration { return &c.RxPacket }},
 	{"napi_poll", 100, Estimate, "", "estimate: net_rx_action/napi_poll bookkeeping and virtqueue_napi_complete",

@@ -196,7 +196,7 @@ func SetParam(s *scenario.Scenario, key, value string) error {
 			s.Features.MrgRxbuf = true
 		case scenario.ModeBig:
 			s.Features.MrgRxbuf = false
-			if s.MTU <= 1500 {
+			if !s.BigPackets() { // no guest GSO, no device MTU above 1500
 				s.Features.GuestGSO = true
 			}
 			if isPool(s.Driver.BufferSource) || s.Driver.BufferSource == scenario.SourcePageFrag {

@@ -9,16 +9,31 @@ import (
 
 // What an invariant checker needs to know of the driver's buffers.
 
-// DescPerBuf is the number of descriptors each posted receive buffer
-// takes: big_packets_num_skbfrags + 2 in big mode (add_recvbuf_big), one
-// otherwise (add_recvbuf_small and add_recvbuf_mergeable post one entry,
-// and a receive queue has a ctx, so never an indirect one).
+// DescPerBuf is the number of descriptors of the main table each posted
+// receive buffer takes: one for small and mergeable buffers (one entry,
+// and their queue has a ctx, so never indirect); for big buffers
+// (add_recvbuf_big) big_packets_num_skbfrags + 2, or one when they go
+// indirect (virtqueue_add_split: descs_used = 1, the entries in a table of
+// their own).
 func (rq *RQ) DescPerBuf() int {
+	if rq.d.bigPackets && !rq.d.indirectBig {
+		return rq.d.numSkbFrags + 2
+	}
+	return 1
+}
+
+// SGPerBuf is the number of scatter-gather entries each posted buffer is
+// made of (total_sg): big_packets_num_skbfrags + 2 in big mode, one
+// otherwise. An indirect buffer's table has this many entries.
+func (rq *RQ) SGPerBuf() int {
 	if rq.d.bigPackets {
 		return rq.d.numSkbFrags + 2
 	}
 	return 1
 }
+
+// Indirect reports whether the posted buffers are indirect chains.
+func (rq *RQ) Indirect() bool { return rq.d.indirectBig }
 
 // PagesPerBuf is the number of pages each posted buffer keeps located in
 // mem.Virtqueue: big_packets_num_skbfrags + 1 in big mode, one for the

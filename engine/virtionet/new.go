@@ -24,6 +24,7 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	}
 	d.mergeable = d.mode == scenario.ModeMergeable
 	d.bigPackets = d.mode == scenario.ModeBig
+	d.buildBig = s.Behaviours().PageToSKBBuild
 	switch s.Driver.BufferSource {
 	case scenario.SourcePageFrag:
 		d.source = srcPageFrag
@@ -68,13 +69,22 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	s := d.s
 	env := d.env
 	cpu := env.Sim.CPU(i % env.Sim.NumCPU())
+	// virtnet_find_vqs gives the receive queues a ctx unless they post
+	// big buffers (!vi->big_packets || vi->mergeable_rx_bufs): small
+	// buffers carry their XDP headroom in it, mergeable ones their
+	// truesize and headroom. A queue with a ctx never uses indirect
+	// descriptors (__vring_new_virtqueue: vq->indirect = INDIRECT_DESC &&
+	// !context), so only big mode can.
 	vq, err := virtq.New(s.RingSize, virtq.Config{
 		Name: fmt.Sprintf("input.%d", i), EventIdx: s.Features.EventIdx,
-		IndirectDesc: s.Features.IndirectDesc, Ctx: true, // virtio_net rx queues always have ctx
+		IndirectDesc: s.Features.IndirectDesc, Ctx: !d.bigPackets,
 	})
 	if err != nil {
 		return nil, err
 	}
+	// Every big buffer has num_skbfrags + 2 > 1 entries, so with a queue
+	// that may go indirect each one does (virtqueue_use_indirect).
+	d.indirectBig = d.bigPackets && vq.Indirect()
 	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage,
 		bufs: make([]rxBuf, s.RingSize), xdpBuf: make([]byte, XDPHeadroom+device.WindowSize+ShinfoSize)}
 	for j := range rq.bufs {
@@ -115,13 +125,23 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 }
 
 // mergeableMinBufLen is mergeable_min_buf_len: enough that a ring full of
-// buffers holds one maximum-size packet, and never below GOOD_PACKET_LEN.
+// buffers holds one packet of the largest size the device may send, and
+// never below GOOD_PACKET_LEN. The largest packet is IP_MAX_MTU when
+// vi->big_packets (guest GSO, or a device MTU above 1500: the kernel sets
+// big_packets with MRG_RXBUF too), else dev->max_mtu: the device's MTU
+// with VIRTIO_NET_F_MTU, ETH_MAX_MTU (65535) without, whatever MTU the
+// guest runs at. (Since 4.11, d85b758f72b0; the 4.10 driver used
+// GOOD_PACKET_LEN, which differs only for rings of 32 entries or fewer.)
 func (d *Driver) mergeableMinBufLen() uint32 {
-	packetLen := d.s.MTU
-	if d.s.Features.GuestGSO {
-		packetLen = 65535 // IP_MAX_MTU
+	const ipMaxMTU, ethMaxMTU = 65535, 65535 // IP_MAX_MTU, ETH_MAX_MTU
+	packetLen := ethMaxMTU
+	switch {
+	case d.s.BigPackets():
+		packetLen = ipMaxMTU
+	case d.s.Features.MTU:
+		packetLen = d.s.MTU
 	}
-	bufLen := HdrLen + EthHlen + 4 + packetLen
+	bufLen := HdrLen + EthHlen + 4 + packetLen // hdr_len + ETH_HLEN + VLAN_HLEN + packet_len
 	minBuf := (bufLen + d.s.RingSize - 1) / d.s.RingSize
 	if minBuf < HdrLen {
 		minBuf = HdrLen
@@ -132,6 +152,9 @@ func (d *Driver) mergeableMinBufLen() uint32 {
 	}
 	return uint32(minBuf)
 }
+
+// MinBufLen is rq->min_buf_len (mergeable_min_buf_len).
+func (rq *RQ) MinBufLen() uint32 { return rq.minBufLen }
 
 // Mode is the receive mode the driver picked.
 func (d *Driver) Mode() string { return d.mode }

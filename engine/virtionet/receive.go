@@ -51,6 +51,9 @@ func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
+	if rq.d.indirectBig {
+		c.Spend(c.Costs().Kfree) // detach_buf_split frees the indirect table
+	}
 	slot := int32(tok) - 1
 	if slot < 0 || int(slot) >= len(rq.bufs) || rq.bufs[slot].page == mem.NoPage {
 		rq.d.fail(fmt.Errorf("virtio_net: rx queue %d: token %d names no posted buffer", rq.Index, tok))
@@ -61,7 +64,16 @@ func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 	if b.mapped {
 		rq.unmap(b)
 	} else if b.pool && rq.d.premapped {
-		rq.d.fail(rq.Pool.SyncForCPU(c, b.page, b.off, length))
+		// The engine's own bound: virtio_ring returns the used length
+		// unchecked, and the driver checks it only after this sync
+		// (receive_buf); syncing no more than was posted keeps a device
+		// that writes a bad length from turning into an error of the
+		// DMA layer instead of the driver's rx_length_errors.
+		n := length
+		if n > b.len {
+			n = b.len
+		}
+		rq.d.fail(rq.Pool.SyncForCPU(c, b.page, b.off, n))
 	}
 	return length, ctx, true
 }
@@ -332,15 +344,41 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 	return id
 }
 
-// receiveBig is receive_big and page_to_skb for a chain of pages: the
-// packet starts after the padded header in the first page and continues
-// page by page; pages it does not reach go back to rq->pages.
+// receiveBig is receive_big and page_to_skb for a chain of pages: truesize
+// PAGE_SIZE, no headroom, and the packet starts after the padded header
+// (hdr_padded_len = sizeof(struct padded_vnet_hdr)) in the first page.
+// Since 5.13 a packet longer than GOOD_COPY_LEN whose data leaves room for
+// skb_shared_info in that page (tailroom = PAGE_SIZE - 32 - len >= 320,
+// so up to 3744 bytes) becomes an skb built around the first page
+// (bigBuildSKB). Any other packet gets a small head with its first bytes
+// copied (all of it up to GOOD_COPY_LEN, else the Ethernet header) and
+// continues page by page as frags. Pages the packet does not reach go back
+// to rq->pages (give_pages).
+//
+// The used length is the device's, unchecked by virtio_ring: receive_big
+// drops (rx_drops, not rx_length_errors) one longer than the pages
+// posted, (num_skbfrags + 1) * PAGE_SIZE. That check is from 2025 and went
+// to the stable releases; before it, page_to_skb dropped "too much data"
+// past MAX_SKB_FRAGS * PAGE_SIZE, and a length between the two walked off
+// the chain. The engine keeps the 2025 check on every kernel, and its walk
+// stops at the end of the chain (the 20 bytes the check still allows past
+// the posted space, sizeof(struct padded_vnet_hdr) - hdr_len, are not
+// there to fill).
 func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 	c := rq.CPU
 	env := rq.d.env
 	m := env.Mem
 	n := length - HdrLen
 	rq.Stats.Bytes += uint64(n)
+	if length > uint32(rq.d.numSkbFrags+1)*mem.PageSize {
+		rq.Stats.Drops++
+		rq.givePages(b.page)
+		return
+	}
+	if rq.d.buildBig && n > GoodCopyLen && int(mem.PageSize)-PaddedVnetHdrLen-int(n) >= ShinfoSize {
+		rq.bigBuildSKB(b, n)
+		return
+	}
 	c.Spend(c.Costs().AllocSKB)
 	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 	if id == skb.NoSKB {
@@ -353,16 +391,11 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 	cp := uint32(EthHlen)
 	if n <= GoodCopyLen {
 		cp = n
+		rq.Stats.Copied++
 	}
 	c.Spend(memcpyCost(c, cp))
 	s.Len, s.Truesize = cp, GoodCopyLen
 	n -= cp
-	if n > uint32(skb.MaxSkbFrags)*mem.PageSize {
-		rq.Stats.Drops++
-		rq.d.fail(env.SKBs.Free(c, id, env.Releaser, softirqCtx))
-		rq.givePages(b.page)
-		return
-	}
 	page := b.page
 	off := uint32(PaddedVnetHdrLen) + cp
 	for n > 0 && page != mem.NoPage {
@@ -371,11 +404,10 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 			size = n
 		}
 		next := m.Page(page).Private
-		m.Page(page).Private = mem.NoPage
 		if !s.AddFrag(page, off, size, mem.PageSize) {
-			next = page // cannot happen below MAX_SKB_FRAGS pages: keep the page
-			break
+			break // cannot happen within MAX_SKB_FRAGS pages: page and the rest go back
 		}
+		m.Page(page).Private = mem.NoPage
 		rq.move(page, mem.SKB)
 		n -= size
 		page = next
@@ -384,5 +416,34 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 	if page != mem.NoPage {
 		rq.givePages(page)
 	}
+	rq.deliver(id)
+}
+
+// bigBuildSKB is page_to_skb's build_skb case for a big buffer
+// (virtnet_build_skb(buf, PAGE_SIZE, 32, len)): the first page is the
+// skb's head, with the packet in place after the padded header, and the
+// rest of the chain (page->private) goes back to rq->pages. 5.13 and 5.14
+// leaked that rest until afd92d82c9d7 (5.15, backported to stable); the
+// engine gives it back on every kernel.
+func (rq *RQ) bigBuildSKB(b *rxBuf, n uint32) {
+	c := rq.CPU
+	env := rq.d.env
+	c.Spend(c.Costs().BuildSKB)
+	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
+	if id == skb.NoSKB {
+		rq.Stats.Drops++
+		rq.givePages(b.page)
+		return
+	}
+	first := env.Mem.Page(b.page)
+	if rest := first.Private; rest != mem.NoPage {
+		first.Private = mem.NoPage
+		rq.givePages(rest)
+	}
+	s := env.SKBs.Get(id)
+	s.Head, s.Len, s.Truesize = b.page, n, mem.PageSize
+	s.Cloned = rq.d.s.Driver.CloneSKBs
+	rq.Stats.BigBuilt++
+	rq.move(b.page, mem.SKB)
 	rq.deliver(id)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"ringlab/engine/mem"
+	"ringlab/engine/sim"
 	"ringlab/engine/virtq"
 )
 
@@ -293,12 +294,19 @@ func (rq *RQ) givePages(first mem.PageID) {
 }
 
 // addRecvbufBig is add_recvbuf_big: num_skbfrags + 1 pages chained through
-// page->private, posted as num_skbfrags + 2 descriptors: the header, the
-// rest of the first page, then one descriptor per page.
+// page->private, posted as num_skbfrags + 2 entries: the header, the rest
+// of the first page, then one per page. virtqueue_add_inbuf puts them in
+// num_skbfrags + 2 descriptors of the ring, or, when the queue may go
+// indirect (INDIRECT_DESC negotiated, and big-mode queues have no ctx), in
+// a table of their own behind a single ring descriptor
+// (virtqueue_add_split: descs_used = 1).
 func (rq *RQ) addRecvbufBig() error {
 	d := rq.d
 	n := d.numSkbFrags
-	if rq.VQ.NumFree() < n+2 {
+	// virtqueue_add_split fails with ENOSPC when num_free < descs_used;
+	// it is tested before taking pages, which add_recvbuf_big would then
+	// give back to rq->pages.
+	if rq.VQ.NumFree() < rq.DescPerBuf() {
 		return virtq.ErrNoSpace
 	}
 	m := d.env.Mem
@@ -334,16 +342,19 @@ func (rq *RQ) addRecvbufBig() error {
 	}
 	rq.bufs[slot] = rxBuf{head: rq.VQ.FreeHead(), page: first, len: uint32(mem.PageSize*(n+1) - PaddedVnetHdrLen + HdrLen), truesize: mem.PageSize, next: -1}
 	c := rq.CPU
-	// vring_map_one_sg for each sg.
-	dma := d.env.DMA
-	for i := range sg {
-		if dma.IOMMU() {
-			c.Spend(c.Costs().DMAMapIOMMU + c.Costs().DMAUnmapIOMMU)
-		} else {
-			c.Spend(c.Costs().DMAMapDirect + c.Costs().DMAUnmapDirect)
-		}
-		c.Spend(c.Costs().VirtqueueAdd)
-		_ = i
+	costs := c.Costs()
+	// vring_map_one_sg and the descriptor write for each entry; the
+	// unmap at detach (vring_unmap_one_split) is charged here too.
+	mapPair := costs.DMAMapDirect + costs.DMAUnmapDirect
+	if d.env.DMA.IOMMU() {
+		mapPair = costs.DMAMapIOMMU + costs.DMAUnmapIOMMU
+	}
+	c.Spend(sim.Duration(len(sg)) * (mapPair + costs.VirtqueueAdd))
+	if d.indirectBig {
+		// alloc_indirect_split: kmalloc_array(total_sg) with the refill's
+		// GFP_ATOMIC; vring_map_single maps the filled table (unmapped
+		// at detach). Its kfree is charged in getBuf.
+		c.Spend(costs.Kmalloc + mapPair)
 	}
 	if err := rq.VQ.Add(nil, sg, virtq.Token(slot+1), 0); err != nil {
 		rq.putSlot(slot)

@@ -77,6 +77,8 @@ type Driver struct {
 	nic         bool // Device.Kind is a hardware NIC (else vhost)
 	wholePage   bool // buffers own their page (see RQ.wholePage)
 	numSkbFrags int  // big_packets_num_skbfrags
+	indirectBig bool // big buffers go indirect: one ring slot each (INDIRECT_DESC, no ctx)
+	buildBig    bool // page_to_skb builds big-mode skbs around the first page (5.13+)
 	xdpEnabled  bool
 	budget      int
 
@@ -112,6 +114,7 @@ type RQStats struct {
 	Linearized   uint64 // xdp_linearize_page copies
 	Copied       uint64 // packets copied into a small skb head (GOOD_COPY_LEN)
 	Coalesced    uint64 // buffers coalesced into the previous frag
+	BigBuilt     uint64 // big-mode skbs built around the first page (page_to_skb's build_skb, 5.13+)
 }
 
 // rxBuf is what the driver remembers of a posted buffer: the kernel keeps
@@ -185,14 +188,12 @@ type SQStats struct {
 	TxTimeouts uint64
 }
 
-// PostedDescriptors counts the descriptors of the buffers the driver has
-// posted and not yet taken back: one per small or mergeable buffer,
-// big_packets_num_skbfrags + 2 per big buffer.
+// PostedDescriptors counts the descriptors of the main table that the
+// buffers the driver has posted and not yet taken back hold: DescPerBuf
+// per buffer (one per small or mergeable buffer, big_packets_num_skbfrags
+// + 2 per big buffer, one per big buffer that went indirect).
 func (rq *RQ) PostedDescriptors() int {
-	per := 1
-	if rq.d.bigPackets {
-		per = rq.d.numSkbFrags + 2
-	}
+	per := rq.DescPerBuf()
 	n := 0
 	for i := range rq.bufs {
 		if rq.bufs[i].page != mem.NoPage {

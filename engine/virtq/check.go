@@ -62,6 +62,9 @@ func (q *Queue) Check() error {
 				if e.flags != DescFIndirect {
 					return fmt.Errorf("indirect head %d has flags %#x", h, e.flags)
 				}
+				if _, err := q.checkIndirect(uint16(h)); err != nil {
+					return err
+				}
 				break
 			}
 			if e.flags&DescFIndirect != 0 {
@@ -133,8 +136,10 @@ func (q *Queue) Outstanding() int { return int(q.availIdxShadow - q.lastUsedIdx)
 
 // CheckHead checks the chain posted at head: it has a token, its
 // descriptors (walked by desc_extra, at most num) are not free, and the
-// shared table mirrors desc_extra for each. It returns the token and the
-// number of descriptors (1 for an indirect chain).
+// shared table mirrors desc_extra for each; an indirect head's table is
+// well formed (checkIndirect). It returns the token and the number of
+// descriptors of the main table the chain takes (1 for an indirect chain;
+// IndirectLen gives its table's entries).
 func (q *Queue) CheckHead(head uint16) (Token, int, error) {
 	if uint32(head) >= q.num {
 		return 0, 0, fmt.Errorf("virtq %q: head %d out of range", q.name, head)
@@ -155,9 +160,54 @@ func (q *Queue) CheckHead(head uint16) (Token, int, error) {
 		if d.Addr != e.addr || d.Len != e.len || d.Flags != e.flags {
 			return 0, 0, fmt.Errorf("virtq %q: desc %d = %+v does not mirror desc_extra", q.name, j, *d)
 		}
-		if st.indir || e.flags&DescFNext == 0 {
+		if st.indir {
+			if _, err := q.checkIndirect(head); err != nil {
+				return 0, 0, fmt.Errorf("virtq %q: %w", q.name, err)
+			}
+			return st.data, n, nil
+		}
+		if e.flags&DescFNext == 0 {
 			return st.data, n, nil
 		}
 		j = e.next
 	}
+}
+
+// IndirectLen is the number of entries in the indirect table of the chain
+// posted at head (alloc_indirect_split's total_sg), 0 when head is not an
+// indirect head.
+func (q *Queue) IndirectLen(head uint16) int {
+	if uint32(head) >= q.num || !q.state[head].indir {
+		return 0
+	}
+	return int(q.extra[head].len / DescSize)
+}
+
+// checkIndirect checks the indirect table of head as virtqueue_add_split
+// wrote it: the head's descriptor names the head's table (its synthetic
+// address, total_sg * 16 bytes, no more than the table holds), entries
+// 0..total_sg-1 chain through NEXT to entry i+1 and the last has no NEXT;
+// none is INDIRECT. It returns total_sg.
+func (q *Queue) checkIndirect(head uint16) (int, error) {
+	e := &q.extra[head]
+	if e.addr != indirectAddr(head) || e.len == 0 || e.len%DescSize != 0 {
+		return 0, fmt.Errorf("indirect head %d: table addr %#x len %d", head, e.addr, e.len)
+	}
+	n := int(e.len / DescSize)
+	if q.indir == nil || n > len(q.indir[head]) {
+		return 0, fmt.Errorf("indirect head %d: %d entries, its table holds fewer", head, n)
+	}
+	t := q.indir[head][:n]
+	for j := range t {
+		last := j == n-1
+		switch {
+		case t[j].Flags&DescFIndirect != 0:
+			return 0, fmt.Errorf("indirect head %d: entry %d is INDIRECT", head, j)
+		case last && t[j].Flags&DescFNext != 0:
+			return 0, fmt.Errorf("indirect head %d: last entry %d has NEXT", head, j)
+		case !last && (t[j].Flags&DescFNext == 0 || int(t[j].Next) != j+1):
+			return 0, fmt.Errorf("indirect head %d: entry %d does not continue at %d", head, j, j+1)
+		}
+	}
+	return n, nil
 }

@@ -43,7 +43,7 @@ func (q *Queue) AddInbuf(sg SG, token Token, ctx uint64) error {
 	q.numFree--
 
 	st := &q.state[head]
-	st.data, st.ctx, st.indir, st.buflen = token, ctx, false, uint64(sg.Len)
+	st.data, st.ctx, st.indir = token, ctx, false
 	q.publish(head)
 	return nil
 }
@@ -87,7 +87,6 @@ func (q *Queue) addSplit(out, in []SG, token Token, ctx uint64) error {
 		return ErrNoSpace
 	}
 
-	var buflen uint64 // writable bytes, for the used-len check in GetBuf
 	if indirect {
 		t := q.indirTable(head, total)
 		for j, sg := range out {
@@ -96,7 +95,6 @@ func (q *Queue) addSplit(out, in []SG, token Token, ctx uint64) error {
 		for j, sg := range in {
 			k := len(out) + j
 			t[k] = Desc{Addr: sg.Addr, Len: sg.Len, Flags: DescFNext | DescFWrite, Next: uint16(k + 1)}
-			buflen += uint64(sg.Len)
 		}
 		t[total-1].Flags &^= DescFNext
 		q.freeHead = q.addDesc(head, indirectAddr(head), uint32(total)*DescSize, DescFIndirect)
@@ -109,7 +107,6 @@ func (q *Queue) addSplit(out, in []SG, token Token, ctx uint64) error {
 		for _, sg := range in {
 			prev = i
 			i = q.addDesc(i, sg.Addr, sg.Len, DescFNext|DescFWrite)
-			buflen += uint64(sg.Len)
 		}
 		// Last one doesn't continue.
 		q.desc[prev].Flags &^= DescFNext
@@ -118,7 +115,7 @@ func (q *Queue) addSplit(out, in []SG, token Token, ctx uint64) error {
 	}
 	q.numFree -= descsUsed
 
-	q.state[head] = descState{data: token, ctx: ctx, indir: indirect, buflen: buflen}
+	q.state[head] = descState{data: token, ctx: ctx, indir: indirect}
 	q.publish(head)
 	return nil
 }
@@ -199,22 +196,23 @@ func (q *Queue) Kick() bool {
 // returns its token, the length the device wrote and its ctx. ok is false
 // when nothing is used yet or the queue is broken.
 //
-// Everything read from the used ring is checked; a bad value marks the queue
-// broken (BAD_RING) and returns nothing: an id out of range, an id that is
-// not the head of a posted buffer, a length larger than the buffer's
-// writable bytes, or a used idx further ahead than the buffers outstanding.
-// The last two are not in the kernel's get_buf (see buflen in descState).
+// It checks what the kernel checks of the used entry, the id: one out of
+// range (id >= num) or not the head of a posted buffer
+// (!desc_state[id].data) marks the queue broken (BAD_RING) and returns
+// nothing. Like the kernel it does not check the length (a check against
+// the buffer's writable bytes, 939779f5152d "virtio_ring: validate used
+// buffer length", was reverted before 5.16): the length is returned as
+// the device wrote it, and the driver checks it against what it posted
+// (receive_small, receive_mergeable: rx_length_errors). Nor does it check
+// used.idx against the buffers outstanding: an index the device moved too
+// far yields entries whose ids fail the checks above once the posted heads
+// are taken.
 //
 // After a good get the chain returns to the free list (LIFO) and, while
 // callbacks are enabled, used_event is set to the new last_used_idx.
 // Cost: O(chain length), no allocation.
 func (q *Queue) GetBuf() (token Token, length uint32, ctx uint64, ok bool) {
 	if q.broken || q.lastUsedIdx == q.used.idx { // more_used_split
-		return 0, 0, 0, false
-	}
-	if pending, outstanding := q.used.idx-q.lastUsedIdx, q.availIdxShadow-q.lastUsedIdx; pending > outstanding {
-		q.badRing("used idx %d is %d ahead of last_used %d, but only %d buffers are outstanding",
-			q.used.idx, pending, q.lastUsedIdx, outstanding)
 		return 0, 0, 0, false
 	}
 	e := q.used.ring[q.lastUsedIdx&q.mask]
@@ -225,10 +223,6 @@ func (q *Queue) GetBuf() (token Token, length uint32, ctx uint64, ok bool) {
 	st := &q.state[e.ID]
 	if st.data == 0 {
 		q.badRing("id %d is not a head!", e.ID)
-		return 0, 0, 0, false
-	}
-	if uint64(e.Len) > st.buflen {
-		q.badRing("used len %d is larger than in buflen %d (id %d)", e.Len, st.buflen, e.ID)
 		return 0, 0, 0, false
 	}
 	token, ctx = st.data, st.ctx

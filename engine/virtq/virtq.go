@@ -130,9 +130,6 @@ type descState struct {
 	data  Token  // 0: this descriptor is not the head of a posted chain
 	ctx   uint64 // the kernel keeps ctx in indir_desc; a ctx queue has no indirect
 	indir bool   // the chain is a single INDIRECT descriptor
-	// buflen is the chain's writable bytes, checked against the used len
-	// (the kernel's short-lived vq->buflen, commit 939779f5152d).
-	buflen uint64
 }
 
 // descExtra is struct vring_desc_extra: the driver's private copy of each
