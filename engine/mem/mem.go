@@ -247,8 +247,9 @@ func (m *Mem) History(id PageID, buf []Move) []Move {
 		return buf
 	}
 	p := &m.pages[h]
-	start := (int(p.hpos) - int(p.hn) + HistoryLen) % HistoryLen
-	for i := 0; i < int(p.hn); i++ {
+	n := min(int(p.hpos), HistoryLen)
+	start := (int(p.hpos) - n) % HistoryLen
+	for i := 0; i < n; i++ {
 		buf = append(buf, p.hist[(start+i)%HistoryLen])
 	}
 	return buf

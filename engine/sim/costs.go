@@ -25,7 +25,7 @@ type Costs struct {
 	PageAlloc     Duration // order-0 from the per-CPU list
 	PageFree      Duration // order-0 to the per-CPU list
 	BuddyPerPage  Duration // moving one page between zone and per-CPU list, under the zone lock
-	PageFragCarve Duration // carving one buffer from a page_frag cache
+	PageFragCarve Duration // carving one buffer from a page_frag (skb_page_frag_refill, offset)
 
 	// synchronisation
 	SpinLock          Duration // uncontended lock+unlock
@@ -105,7 +105,7 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.PageFree }},
 	{"buddy_per_page", 180, "calibrated on R4 (two RX CPUs on the page allocator forward two thirds of what one does, 4 vs 6 Mpps): rmqueue_bulk and free_pcppages_bulk write each struct page, its buddy and its list neighbours under zone->lock, two or three lines mostly cold (about 60-80 ns each from memory); a page's own line moving between CPUs is charged on top (cache_line_transfer)",
 		func(c *Costs) *Duration { return &c.BuddyPerPage }},
-	{"page_frag_carve", 8, "estimate: page_frag_alloc offset arithmetic and refcount bias, amortised (no published figure)",
+	{"page_frag_carve", 8, "estimate: skb_page_frag_refill's checks and the offset arithmetic of one buffer (no published figure); get_page's atomic and the refcount line's transfers are charged apart (atomic, cache_line_transfer)",
 		func(c *Costs) *Duration { return &c.PageFragCarve }},
 	{"spin_lock", 10, "bench_page_pool_simple: uncontended spin_lock+unlock 10.4 ns (37 cycles)",
 		func(c *Costs) *Duration { return &c.SpinLock }},

@@ -86,7 +86,7 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	rq.minBufLen = d.mergeableMinBufLen()
 	switch s.Driver.BufferSource {
 	case scenario.SourcePageFrag:
-		rq.frag, err = env.Mem.NewFragCache(i)
+		rq.frag, err = env.Mem.NewFrag(i)
 		if err != nil {
 			return nil, err
 		}

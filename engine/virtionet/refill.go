@@ -87,8 +87,9 @@ func (rq *RQ) allocBuffer(size uint32) (mem.PageID, uint32, bool, error) {
 	env := rq.d.env
 	switch rq.d.source {
 	case srcPageFrag:
-		// skb_page_frag_refill + get_page: one reference per buffer.
-		page, off, ok := rq.frag.Alloc(c, size, L1CacheBytes)
+		// skb_page_frag_refill, then get_page(alloc_frag->page) and
+		// alloc_frag->offset += size: one reference per buffer.
+		page, off, ok := rq.frag.Alloc(c, size)
 		if !ok {
 			rq.Stats.AllocFails++
 			return mem.NoPage, 0, false, errNoMem
@@ -365,3 +366,11 @@ func pfnAddr(p mem.PageID, off uint32) uint64 {
 // MergeableBufLen is the length the next mergeable buffer would get
 // (get_mergeable_buf_len without XDP room).
 func (rq *RQ) MergeableBufLen() uint32 { return rq.getMergeableBufLen(0) }
+
+// FragStats are the counters of the queue's page_frag (zero without one).
+func (rq *RQ) FragStats() mem.FragStats {
+	if rq.frag == nil {
+		return mem.FragStats{}
+	}
+	return rq.frag.Stats()
+}

@@ -145,7 +145,7 @@ type RQ struct {
 	VQ    *virtq.Queue
 	Dev   *device.RX
 	Pool  *pagepool.Pool // nil without page_pool
-	frag  *mem.FragCache // rq->alloc_frag
+	frag  *mem.Frag      // rq->alloc_frag
 	pages mem.PageID     // rq->pages: big mode's chain of spare pages
 
 	ewma      uint32 // mrg_avg_pkt_len (internal value, precision 0)

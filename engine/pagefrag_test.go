@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/scenario"
+)
+
+// checked builds a preset with CheckEveryEvent on and runs n packets.
+func checked(t *testing.T, name string, n uint64, edit func(*scenario.Scenario)) *World {
+	t.Helper()
+	w := preset(t, name, edit)
+	require.NoError(t, w.CheckEveryEvent(0))
+	require.NoError(t, w.RunPackets(n))
+	require.NoError(t, w.Check())
+	return w
+}
+
+// TestR1UpstreamPageFragRefcountBounces is FIDELITY row 6 at the scale of
+// R1's "before" (6.4, cpumap to CPU 1): skb_page_frag_refill and get_page
+// per buffer on CPU 0, page_frag_free of every buffer on CPU 1. The
+// blocks' refcount lines move between the CPUs, and every block is freed
+// on CPU 1, which did not allocate it: page_remote_frees counts them.
+func TestR1UpstreamPageFragRefcountBounces(t *testing.T) {
+	w := checked(t, "r1-upstream", 5000, nil)
+	frees := counter(t, w, "page_frees")
+	require.Positive(t, frees)
+	assert.Equal(t, frees, counter(t, w, "page_remote_frees"), "CPU 1 frees every block CPU 0 allocated")
+	assert.Positive(t, counter(t, w, "page_ref_transfers"))
+	assert.Positive(t, w.Sim.CPU(0).Transfers(), "CPU 0's get_page pulls the line back from CPU 1")
+	assert.Positive(t, w.Sim.CPU(1).Transfers(), "CPU 1's put_page pulls it from CPU 0")
+	// With XDP every buffer is PAGE_SIZE: 8 per 32 KiB block.
+	assert.InDelta(t, float64(counter(t, w, "rx_packets"))/8, float64(counter(t, w, "page_allocs")), 40)
+}
