@@ -92,6 +92,7 @@ func (w *World) Totals() []Counter {
 	ms := w.Mem.Stats()
 	out = append(out, Counter{"page_allocs", ms.Allocs}, Counter{"page_frees", ms.Frees},
 		Counter{"page_remote_frees", ms.RemoteFrees}, Counter{"page_ref_transfers", ms.RefTransfers},
+		Counter{"pcp_free_high", ms.FreeHighDrains},
 		Counter{"zone_lock_contended", ms.ZoneLock.Contended},
 		Counter{"zone_lock_wait_ns", uint64(ms.ZoneLock.Wait)})
 	return out

@@ -35,3 +35,32 @@ func TestR1UpstreamPageFragRefcountBounces(t *testing.T) {
 	// With XDP every buffer is PAGE_SIZE: 8 per 32 KiB block.
 	assert.InDelta(t, float64(counter(t, w, "rx_packets"))/8, float64(counter(t, w, "page_allocs")), 40)
 }
+
+// TestPCPFreeHighByKernel is FIDELITY row 8 (free_unref_page_commit's
+// free_high, 5.19): in R1's "before", CPU 1 only frees order-3 blocks. On
+// 5.18 they wait on CPU 1's per-CPU list until high; from 5.19 a CPU that
+// frees without allocating sends them to the buddy under zone->lock.
+func TestPCPFreeHighByKernel(t *testing.T) {
+	for _, tc := range []struct {
+		kernel   string
+		freeHigh bool
+	}{
+		{"5.18", false},
+		{"5.19", true},
+		{"6.4", true},
+		{"6.7", true},
+		{"7.0", true},
+	} {
+		t.Run(tc.kernel, func(t *testing.T) {
+			w := checked(t, "r1-upstream", 5000, func(s *scenario.Scenario) { s.Kernel = tc.kernel })
+			n := counter(t, w, "pcp_free_high")
+			if !tc.freeHigh {
+				assert.Zero(t, n)
+				assert.GreaterOrEqual(t, w.Mem.PCPCount(1), w.Mem.PCPHigh()-w.Mem.PCPBatch(), "CPU 1's blocks wait on its list")
+				return
+			}
+			assert.Positive(t, n)
+			assert.Less(t, w.Mem.PCPCount(1), w.Mem.PCPBatch()+8, "CPU 1's list is drained by free_high")
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"ringlab/engine/bpf"
+	"ringlab/engine/kernel"
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
 	"ringlab/engine/scenario"
@@ -86,6 +87,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	}
 	mc := mem.DefaultConfig()
 	mc.Pages = s.MemoryPages
+	mc.FreeHigh = freeHighRule(s.Behaviours())
 	if w.Mem, err = mem.New(w.Sim, mc); err != nil {
 		return nil, fmt.Errorf("engine: memory: %w", err)
 	}
@@ -111,6 +113,20 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	return w, nil
+}
+
+// freeHighRule is the page allocator's free_high rule of the kernel b
+// belongs to (free_unref_page_commit).
+func freeHighRule(b kernel.Behaviours) mem.FreeHigh {
+	switch {
+	case b.PCPFreeCountHighMin:
+		return mem.FreeHighCountHighMin
+	case b.PCPFreeCount:
+		return mem.FreeHighCount
+	case b.PCPFreeHigh:
+		return mem.FreeHighFactor
+	}
+	return mem.FreeHighNone
 }
 
 // buildXDP prepares the scenario's program (from spec, or from the

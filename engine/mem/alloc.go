@@ -27,6 +27,7 @@ func (m *Mem) AllocPages(c *sim.CPU, order int, to Loc, owner int) (PageID, erro
 	c.Spend(c.Costs().PageAlloc)
 	var id PageID
 	if order <= CostlyOrder {
+		m.pcpAllocated(c)
 		id = m.rmqueuePCP(c, order)
 	} else {
 		id = m.rmqueueSmallest(order)
@@ -45,7 +46,8 @@ func (m *Mem) AllocPages(c *sim.CPU, order int, to Loc, owner int) (PageID, erro
 // needed) and returns how many it got; fewer than asked means memory ran
 // out (counted once in Stats.AllocFail when none was found). Each page
 // costs PageAlloc (simplified: the kernel's bulk path saves part of the
-// per-call overhead).
+// per-call overhead). It takes pages with __rmqueue_pcplist directly, so,
+// unlike AllocPages, it leaves free_factor and free_count alone.
 func (m *Mem) AllocPagesBulk(c *sim.CPU, out []PageID, to Loc, owner int) (int, error) {
 	if err := m.checkAlloc(c, to, owner); err != nil {
 		return 0, err
