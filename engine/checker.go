@@ -358,8 +358,9 @@ var errConservation = errors.New("conservation")
 // defer list (the others are freed in the softirq that built them); the
 // device's live DMA mappings are the pools' mapped pages plus one per
 // ring-mapped posted buffer (vring_map_one_sg at add,
-// vring_unmap_one_split at get); whole-page buffers' pages are located
-// where their buffers are.
+// vring_unmap_one_split at get); no defer list is longer than
+// sysctl_skb_defer_max (skb_attempt_defer_free); whole-page buffers' pages
+// are located where their buffers are.
 func (w *World) checkConservation() error {
 	var frames, rxPosted, rxPages, ringMapped, txPosted int
 	for _, rq := range w.Driver.RQ {
@@ -403,6 +404,9 @@ func (w *World) checkConservation() error {
 	if live := w.DMA.Stats().Live; live != mapped {
 		return fmt.Errorf("%w: %d DMA mappings live, pools map %d pages and %d posted buffers are mapped by the ring",
 			errConservation, live, mapped-ringMapped, ringMapped)
+	}
+	if err := w.Stack.CheckDefer(); err != nil {
+		return fmt.Errorf("%w: %v", errConservation, err)
 	}
 	m := w.Mem
 	if int64(rxPages) != m.Count(mem.Virtqueue) {

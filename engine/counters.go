@@ -88,6 +88,7 @@ func (w *World) Totals() []Counter {
 	}
 	st := w.Stack.Counters()
 	out = append(out, Counter{"stack_delivered", st.Delivered}, Counter{"stack_deferred_frees", st.Deferred},
+		Counter{"stack_defer_full", st.DeferFull}, Counter{"stack_defer_ipis", st.DeferIPIs},
 		Counter{"socket_drops", st.SockDrops})
 	ms := w.Mem.Stats()
 	out = append(out, Counter{"page_allocs", ms.Allocs}, Counter{"page_frees", ms.Frees},

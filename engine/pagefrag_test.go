@@ -64,3 +64,35 @@ func TestPCPFreeHighByKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestSkbAttemptDeferFreeByProtocol is FIDELITY row 14: an application on
+// CPU 1 reading packets NAPI allocated on CPU 0 hands the skbs back with
+// skb_attempt_defer_free only where the protocol does (TCP since 5.17,
+// UDP since 6.18); otherwise it frees them itself, remotely.
+func TestSkbAttemptDeferFreeByProtocol(t *testing.T) {
+	for _, tc := range []struct {
+		name, proto, kernel string
+		deferred            bool
+	}{
+		{"UDP on 6.4 frees on CPU 1", "udp", "6.4", false},
+		{"TCP on 6.4 defers", "tcp", "6.4", true},
+		{"TCP on 5.16 frees on CPU 1", "tcp", "5.16", false},
+		{"UDP on 6.18 defers", "udp", "6.18", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := checked(t, "r3-napi-local-off", 20000, func(s *scenario.Scenario) {
+				s.Kernel = tc.kernel
+				s.Traffic.Proto = tc.proto
+			})
+			d := counter(t, w, "stack_deferred_frees")
+			if !tc.deferred {
+				assert.Zero(t, d)
+				assert.Zero(t, counter(t, w, "stack_defer_ipis"))
+				return
+			}
+			assert.Positive(t, d)
+			assert.Positive(t, counter(t, w, "stack_defer_ipis"), "the 33rd skb on a list sends its CPU an IPI")
+			assert.LessOrEqual(t, w.Stack.Deferred(0), w.Stack.DeferMax())
+		})
+	}
+}

@@ -71,6 +71,8 @@ type Costs struct {
 
 	// scheduling
 	TaskWakeLatency Duration // try_to_wake_up to the woken thread running
+	IPISend         Duration // smp_call_function_single_async: the sender's side of an IPI
+	IPIRecv         Duration // taking a call-function IPI and running its handler
 }
 
 // DefaultCosts returns the calibrated table.
@@ -171,6 +173,10 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.XDPInsn8 }},
 	{"task_wake_latency", 3000, "estimate: wake-up latency of a sleeping thread on an idle CPU (a few us)",
 		func(c *Costs) *Duration { return &c.TaskWakeLatency }},
+	{"ipi_send", 1000, "estimate: an IPI from a KVM guest is an x2APIC ICR write that exits to the host (handled on KVM's fastpath, cheaper than a notify's round trip, kick_vmexit); on bare metal it is a few hundred cycles",
+		func(c *Costs) *Duration { return &c.IPISend }},
+	{"ipi_recv", 1000, "estimate: the target vCPU takes the injected call-function vector, runs the handler (trigger_rx_softirq raises NET_RX) and returns; cheaper than a device interrupt's full path (irq_virt)",
+		func(c *Costs) *Duration { return &c.IPIRecv }},
 	{"dma_sync", 2, "estimate: coherent x86 sync is a barrier",
 		func(c *Costs) *Duration { return &c.DMASync }},
 }
