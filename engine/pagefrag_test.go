@@ -96,3 +96,38 @@ func TestSkbAttemptDeferFreeByProtocol(t *testing.T) {
 		})
 	}
 }
+
+// TestPageFragPremapByKernel is FIDELITY row 22: with an IOMMU, virtio_net
+// before 6.6 maps and unmaps every page_frag buffer (vring_map_one_sg);
+// 6.6 maps each block once (virtnet_rq_alloc), with struct virtnet_rq_dma
+// in its first 16 bytes, so an XDP block of 4 KiB buffers holds 7, not 8.
+// 6.11 and 6.12 have it off by default, 6.13 on again.
+func TestPageFragPremapByKernel(t *testing.T) {
+	for _, tc := range []struct {
+		kernel   string
+		perBlock bool
+	}{
+		{"6.5", false},
+		{"6.6", true},
+		{"6.10", true},
+		{"6.11", false},
+		{"6.12", false},
+		{"6.13", true},
+	} {
+		t.Run(tc.kernel, func(t *testing.T) {
+			w := checked(t, "r1-upstream", 3000, func(s *scenario.Scenario) { s.Kernel = tc.kernel })
+			maps := w.DMA.Stats().Maps
+			rx := counter(t, w, "rx_packets")
+			allocs := counter(t, w, "page_allocs")
+			if !tc.perBlock {
+				assert.GreaterOrEqual(t, maps, rx, "one map per buffer")
+				assert.InDelta(t, float64(rx)/8, float64(allocs), 40, "8 buffers per block")
+				assert.Zero(t, w.Driver.RQ[0].PremappedBlocks())
+				return
+			}
+			assert.InDelta(t, float64(allocs), float64(maps), 2, "one map per block")
+			assert.InDelta(t, float64(rx)/7, float64(allocs), 40, "7 buffers per block after the header")
+			assert.Positive(t, w.Driver.RQ[0].PremappedBlocks())
+		})
+	}
+}

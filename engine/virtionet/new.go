@@ -35,6 +35,9 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 		d.source = srcPagePoolFrag
 	}
 	d.premapped = s.Driver.DMA == scenario.DMAPremapped
+	// virtnet_rq_set_premapped (6.6 to 6.10) and its successor in 6.13
+	// premap in small and mergeable modes, never big.
+	d.fragPremap = s.Behaviours().PageFragPremap && d.source == srcPageFrag && s.Mode() != scenario.ModeBig
 	d.nic = s.Device.Kind == scenario.DeviceNIC
 	d.wholePage = d.bigPackets || d.source == srcPage || d.source == srcPagePool
 	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", d.napiPoll)
@@ -75,7 +78,7 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage,
+	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage, freeDMA: -1, lastDMA: -1,
 		bufs: make([]rxBuf, s.RingSize), xdpBuf: make([]byte, XDPHeadroom+device.WindowSize+ShinfoSize)}
 	for j := range rq.bufs {
 		rq.bufs[j].next = int32(j + 1)
@@ -89,6 +92,16 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 		rq.frag, err = env.Mem.NewFrag(i)
 		if err != nil {
 			return nil, err
+		}
+		if d.fragPremap {
+			// At most one block per posted buffer plus the current one
+			// holds a mapping.
+			rq.rqDMA = make([]rqDMA, s.RingSize+1)
+			for j := range rq.rqDMA {
+				rq.rqDMA[j] = rqDMA{page: mem.NoPage, next: int32(j + 1)}
+			}
+			rq.rqDMA[len(rq.rqDMA)-1].next = -1
+			rq.freeDMA = 0
 		}
 	case scenario.SourcePagePool, scenario.SourcePagePoolFrag:
 		p := pagepool.Params{
