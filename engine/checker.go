@@ -362,10 +362,12 @@ var errConservation = errors.New("conservation")
 // a devmap queue or a send queue (xdp_convert_buff_to_frame hands it on at
 // once; xdp_return_frame frees it); every live skb waits on a socket or a
 // defer list (the others are freed in the softirq that built them); the
-// device's live DMA mappings are the pools' mapped pages plus one per
+// device's live DMA mappings are the pools' mapped pages, the page_frag
+// blocks the driver premapped (virtnet_rq_alloc, 6.6+) and one per
 // ring-mapped posted buffer (vring_map_one_sg at add,
-// vring_unmap_one_split at get); whole-page buffers' pages are located
-// where their buffers are.
+// vring_unmap_one_split at get); no defer list is longer than
+// sysctl_skb_defer_max (skb_attempt_defer_free); whole-page buffers' pages
+// are located where their buffers are.
 func (w *World) checkConservation() error {
 	var frames, rxPosted, rxPages, ringMapped, txPosted int
 	for _, rq := range w.Driver.RQ {
@@ -400,15 +402,20 @@ func (w *World) checkConservation() error {
 	if w.SKBs.Live() != w.Stack.Waiting() {
 		return fmt.Errorf("%w: %d skbs live, %d wait on sockets or defer lists", errConservation, w.SKBs.Live(), w.Stack.Waiting())
 	}
-	mapped := ringMapped
+	mapped, blocks := ringMapped, 0
 	for _, rq := range w.Driver.RQ {
 		if rq.Pool != nil {
 			mapped += rq.Pool.DMAMapped()
 		}
+		blocks += rq.PremappedBlocks()
 	}
+	mapped += blocks
 	if live := w.DMA.Stats().Live; live != mapped {
-		return fmt.Errorf("%w: %d DMA mappings live, pools map %d pages and %d posted buffers are mapped by the ring",
-			errConservation, live, mapped-ringMapped, ringMapped)
+		return fmt.Errorf("%w: %d DMA mappings live, pools map %d pages, the driver %d page_frag blocks, and %d posted buffers are mapped by the ring",
+			errConservation, live, mapped-ringMapped-blocks, blocks, ringMapped)
+	}
+	if err := w.Stack.CheckDefer(); err != nil {
+		return fmt.Errorf("%w: %v", errConservation, err)
 	}
 	m := w.Mem
 	if int64(rxPages) != m.Count(mem.Virtqueue) {

@@ -88,10 +88,13 @@ func (w *World) Totals() []Counter {
 	}
 	st := w.Stack.Counters()
 	out = append(out, Counter{"stack_delivered", st.Delivered}, Counter{"stack_deferred_frees", st.Deferred},
+		Counter{"stack_defer_full", st.DeferFull}, Counter{"stack_defer_ipis", st.DeferIPIs},
 		Counter{"socket_drops", st.SockDrops})
 	ms := w.Mem.Stats()
 	out = append(out, Counter{"page_allocs", ms.Allocs}, Counter{"page_frees", ms.Frees},
-		Counter{"page_remote_frees", ms.RemoteFrees}, Counter{"zone_lock_contended", ms.ZoneLock.Contended},
+		Counter{"page_remote_frees", ms.RemoteFrees}, Counter{"page_ref_transfers", ms.RefTransfers},
+		Counter{"pcp_free_high", ms.FreeHighDrains},
+		Counter{"zone_lock_contended", ms.ZoneLock.Contended},
 		Counter{"zone_lock_wait_ns", uint64(ms.ZoneLock.Wait)})
 	return out
 }

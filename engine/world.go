@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"ringlab/engine/bpf"
+	"ringlab/engine/kernel"
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
 	"ringlab/engine/scenario"
@@ -86,6 +87,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	}
 	mc := mem.DefaultConfig()
 	mc.Pages = s.MemoryPages
+	mc.FreeHigh = freeHighRule(s.Behaviours())
 	if w.Mem, err = mem.New(w.Sim, mc); err != nil {
 		return nil, fmt.Errorf("engine: memory: %w", err)
 	}
@@ -96,7 +98,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	inflight := s.Queues*(s.RingSize+s.TxRingSize) + skb.SocketQueueLimit*s.CPUs + 4096
 	w.SKBs = skb.NewPool(inflight)
 	w.Frames = xdp.NewFramePool(inflight + 16384*s.CPUs)
-	w.Stack = skb.NewStack(w.Sim, w.SKBs, w, s.Consumer.CPU, s.Consumer.Context == scenario.FreeProcess, sim.Duration(s.Consumer.CostNs))
+	w.Stack = skb.NewStack(w.Sim, w.SKBs, w, stackConfig(&s))
 	if s.XDP != nil {
 		if err := w.buildXDP(spec, progName); err != nil {
 			return nil, err
@@ -111,6 +113,44 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	return w, nil
+}
+
+// freeHighRule is the page allocator's free_high rule of the kernel b
+// belongs to (free_unref_page_commit).
+func freeHighRule(b kernel.Behaviours) mem.FreeHigh {
+	switch {
+	case b.PCPFreeCountHighMin:
+		return mem.FreeHighCountHighMin
+	case b.PCPFreeCount:
+		return mem.FreeHighCount
+	case b.PCPFreeHigh:
+		return mem.FreeHighFactor
+	}
+	return mem.FreeHighNone
+}
+
+// stackConfig is how the scenario's consumer frees skbs: an application
+// thread's recvmsg defers a remote free to the skb's CPU
+// (skb_attempt_defer_free) for TCP since 5.17 (tcp_eat_recv_skb) and for
+// UDP since 6.18, at most sysctl_skb_defer_max per CPU (128 since 6.19).
+func stackConfig(s *scenario.Scenario) skb.StackConfig {
+	b := s.Behaviours()
+	cfg := skb.StackConfig{
+		CPU:      s.Consumer.CPU,
+		Process:  s.Consumer.Context == scenario.FreeProcess,
+		Cost:     sim.Duration(s.Consumer.CostNs),
+		DeferMax: skb.DeferMax,
+	}
+	switch s.Traffic.Proto {
+	case "tcp":
+		cfg.DeferFree = b.TCPDeferFree
+	case "udp":
+		cfg.DeferFree = b.UDPDeferFree
+	}
+	if b.SKBDeferMax128 {
+		cfg.DeferMax = skb.DeferMax619
+	}
+	return cfg
 }
 
 // buildXDP prepares the scenario's program (from spec, or from the

@@ -25,7 +25,7 @@ func FigureDocs() [][2]string { return append([][2]string(nil), figureDocs...) }
 var figureDocs = [][2]string{
 	{"rx_*, tx_*, rx_pp_*", "the device's ethtool counters summed over queues, and the 11 page_pool stats summed over pools"},
 	{"rxN_*, txN_*", "one queue pair's ethtool counters (rx0_kicks)"},
-	{"interrupts, napi_polls, host_*, page_*, zone_lock_*, stack_*, socket_drops, cpumap_*, devmap_*", "engine counters without an ethtool name (engine.World.Totals)"},
+	{"interrupts, napi_polls, host_*, page_*, pcp_*, zone_lock_*, stack_*, socket_drops, cpumap_*, devmap_*", "engine counters without an ethtool name (engine.World.Totals)"},
 	{"time_ns, time_us, packets, pps, mpps, gbps, delivered_gbps, events", "simulated time, rx_packets, rates over the whole run (gbps from rx_bytes, delivered_gbps from what the stack consumed)"},
 	{"mode, big_packets_num_skbfrags", "the receive mode the driver picked (\"small\", \"big\", \"mergeable\") and big mode's pages per buffer"},
 	{"rqN.size, .num_free, .avail_idx, .used_idx, .last_used, .used_event, .avail_event, .avail_flags, .used_flags, .num_added, .free_head, .callbacks_disabled, .event_idx", "receive virtqueue N, as virtio_ring.c keeps it"},

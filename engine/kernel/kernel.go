@@ -124,8 +124,18 @@ type Behaviours struct {
 	// that allocated it (skb_attempt_defer_free, 5.17).
 	TCPDeferFree bool
 	// PCPFreeHigh: a CPU that only frees sends high-order pages to the
-	// buddy under zone->lock (free_unref_page_commit's free_high, 5.19).
+	// buddy under zone->lock (free_unref_page_commit's free_high, 5.19,
+	// f26b3fa04611): once a free has drained the per-CPU list with no
+	// allocation since (pcp->free_factor), every order 1..3 free empties it.
 	PCPFreeHigh bool
+	// PCPFreeCount: free_high is decided from pcp->free_count (pages freed
+	// since the last allocations halved it) and PCPF_PREV_FREE_HIGH_ORDER
+	// (the previous free was high-order too), and drains at most
+	// batch << CONFIG_PCP_BATCH_SCALE_MAX pages (6ccdcb6d3a74, 6.7).
+	PCPFreeCount bool
+	// PCPFreeCountHighMin: free_high waits for free_count to reach
+	// batch + high_min / 2 rather than batch (c544a952ba61, 6.16).
+	PCPFreeCountHighMin bool
 	// CpumapSKBRecycle: skbs the cpumap kthread builds from page_pool
 	// frames are marked for recycling (skb_mark_for_recycle in
 	// cpu_map_bpf_prog_run_xdp / __xdp_build_skb_from_frame, 6.4); before,
@@ -137,13 +147,22 @@ type Behaviours struct {
 	NAPILocalSKB bool
 	// PageFragPremap: virtio_net premaps each page_frag block once for DMA
 	// (virtnet_rq_alloc with struct virtnet_rq_dma at the block's head,
-	// 6.6; off by default in 6.11, on again in 6.12).
+	// 6.6, in mergeable and small modes; off by default in 6.11, by
+	// 111fc9f517cb "virtio_net: disable premapped mode by default", and on
+	// again in 6.13, by 47008bb51c3e "virtio_net: enable premapped mode
+	// for merge and small by default", applied to net-next on 5 November
+	// 2024, after 6.12 had forked). 6.6 to 6.9 premapped only a queue that
+	// uses the DMA API (virtqueue_set_dma_premapped refused one that does
+	// not); the engine's ring mode always maps, so that holds there.
 	PageFragPremap bool
 	// NAPILocalAll: every put checks NAPI locality, xdp_return_frame
 	// included (page_pool_napi_local in page_pool_put_unrefed_netmem, 6.10).
 	NAPILocalAll bool
 	// UDPDeferFree: UDP defers remote skb frees as TCP does (6.18).
 	UDPDeferFree bool
+	// SKBDeferMax128: sysctl_skb_defer_max defaults to 128, not 64
+	// (b61785852ed0 "net: increase skb_defer_max default to 128", 6.19).
+	SKBDeferMax128 bool
 	// VirtioNetPagePool: virtio_net allocates receive buffers from a
 	// page_pool per queue in small and mergeable modes
 	// (page_pool_alloc_frag(len + room), the 2026 v5 series). Before it,
@@ -172,9 +191,12 @@ func Changes() []Change {
 		{Name: "BigPacketsSizedToMTU", From: Version{Major: 6, Minor: 1}, What: "big-mode buffers without guest GSO hold DIV_ROUND_UP(mtu, PAGE_SIZE) pages", Function: "virtnet_set_big_packets (drivers/net/virtio_net.c)"},
 		{Name: "CpumapSKBRecycle", From: Version{Major: 6, Minor: 4}, What: "skbs built from page_pool xdp_frames are marked for recycling", Function: "__xdp_build_skb_from_frame (net/core/xdp.c)"},
 		{Name: "NAPILocalSKB", From: Version{Major: 6, Minor: 5}, What: "skb frees in softirq on the pool's NAPI CPU recycle into the alloc cache", Function: "napi_pp_put_page (net/core/skbuff.c)"},
-		{Name: "PageFragPremap", From: Version{Major: 6, Minor: 6}, Off: Version{Major: 6, Minor: 11}, On: Version{Major: 6, Minor: 12}, What: "virtio_net premaps each page_frag block once for DMA", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
+		{Name: "PageFragPremap", From: Version{Major: 6, Minor: 6}, Off: Version{Major: 6, Minor: 11}, On: Version{Major: 6, Minor: 13}, What: "virtio_net premaps each page_frag block once for DMA", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
+		{Name: "PCPFreeCount", From: Version{Major: 6, Minor: 7}, What: "free_high counts the pages freed since the last allocation and needs the previous free to be high-order too", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame included", Function: "page_pool_put_unrefed_netmem (net/core/page_pool.c)"},
+		{Name: "PCPFreeCountHighMin", From: Version{Major: 6, Minor: 16}, What: "free_high waits for batch + high_min / 2 pages freed without an allocation", Function: "free_frozen_page_commit (mm/page_alloc.c)"},
 		{Name: "UDPDeferFree", From: Version{Major: 6, Minor: 18}, What: "UDP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
+		{Name: "SKBDeferMax128", From: Version{Major: 6, Minor: 19}, What: "at most 128 skbs, not 64, wait on a CPU's defer list (sysctl_skb_defer_max)", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
 		{Name: "VirtioNetPagePool", From: Version{Major: 7, Minor: 0}, What: "virtio_net takes receive buffers from a page_pool per queue (page_pool_alloc_frag)", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
 	}
 }
@@ -208,6 +230,10 @@ func (v Version) Behaviours() Behaviours {
 			b.TCPDeferFree = true
 		case "PCPFreeHigh":
 			b.PCPFreeHigh = true
+		case "PCPFreeCount":
+			b.PCPFreeCount = true
+		case "PCPFreeCountHighMin":
+			b.PCPFreeCountHighMin = true
 		case "CpumapSKBRecycle":
 			b.CpumapSKBRecycle = true
 		case "NAPILocalSKB":
@@ -218,6 +244,8 @@ func (v Version) Behaviours() Behaviours {
 			b.NAPILocalAll = true
 		case "UDPDeferFree":
 			b.UDPDeferFree = true
+		case "SKBDeferMax128":
+			b.SKBDeferMax128 = true
 		case "VirtioNetPagePool":
 			b.VirtioNetPagePool = true
 		default:

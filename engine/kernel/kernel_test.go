@@ -57,7 +57,7 @@ func TestOrder(t *testing.T) {
 
 // Each dated behaviour switches on at the release the table names and not
 // one release before; the premapping of page_frag blocks is off by default
-// in 6.11 only.
+// in 6.11 and 6.12 (111fc9f517cb in 6.11, 47008bb51c3e in 6.13).
 func TestBehavioursByVersion(t *testing.T) {
 	on := func(v string) Behaviours {
 		k, err := Parse(v)
@@ -72,6 +72,10 @@ func TestBehavioursByVersion(t *testing.T) {
 	assert.True(t, on("5.17").TCPDeferFree)
 	assert.False(t, on("5.18").PCPFreeHigh)
 	assert.True(t, on("5.19").PCPFreeHigh)
+	assert.False(t, on("6.6").PCPFreeCount)
+	assert.True(t, on("6.7").PCPFreeCount)
+	assert.False(t, on("6.15").PCPFreeCountHighMin)
+	assert.True(t, on("6.16").PCPFreeCountHighMin)
 	assert.False(t, on("6.0").BigPacketsSizedToMTU)
 	assert.True(t, on("6.1").BigPacketsSizedToMTU)
 	assert.False(t, on("6.3").CpumapSKBRecycle)
@@ -84,9 +88,12 @@ func TestBehavioursByVersion(t *testing.T) {
 	assert.True(t, on("6.10").NAPILocalAll)
 	assert.True(t, on("6.10").PageFragPremap)
 	assert.False(t, on("6.11").PageFragPremap)
-	assert.True(t, on("6.12").PageFragPremap)
+	assert.False(t, on("6.12").PageFragPremap)
+	assert.True(t, on("6.13").PageFragPremap)
 	assert.False(t, on("6.17").UDPDeferFree)
 	assert.True(t, on("6.18").UDPDeferFree)
+	assert.False(t, on("6.18").SKBDeferMax128)
+	assert.True(t, on("6.19").SKBDeferMax128)
 	assert.False(t, on("6.18").VirtioNetPagePool)
 	n := on("7.0")
 	v := reflect.ValueOf(n)
@@ -122,6 +129,11 @@ func TestBetween(t *testing.T) {
 		names = append(names, c.Name)
 	}
 	assert.Equal(t, []string{"PageFragPremap"}, names, "6.11 switched premapping off by default")
+	names = nil
+	for _, c := range Between(Version{Major: 6, Minor: 12}, Version{Major: 6, Minor: 13}) {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"PageFragPremap"}, names, "6.13 switched it on again")
 }
 
 func TestReleases(t *testing.T) {

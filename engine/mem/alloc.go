@@ -27,6 +27,7 @@ func (m *Mem) AllocPages(c *sim.CPU, order int, to Loc, owner int) (PageID, erro
 	c.Spend(c.Costs().PageAlloc)
 	var id PageID
 	if order <= CostlyOrder {
+		m.pcpAllocated(c)
 		id = m.rmqueuePCP(c, order)
 	} else {
 		id = m.rmqueueSmallest(order)
@@ -45,7 +46,8 @@ func (m *Mem) AllocPages(c *sim.CPU, order int, to Loc, owner int) (PageID, erro
 // needed) and returns how many it got; fewer than asked means memory ran
 // out (counted once in Stats.AllocFail when none was found). Each page
 // costs PageAlloc (simplified: the kernel's bulk path saves part of the
-// per-call overhead).
+// per-call overhead). It takes pages with __rmqueue_pcplist directly, so,
+// unlike AllocPages, it leaves free_factor and free_count alone.
 func (m *Mem) AllocPagesBulk(c *sim.CPU, out []PageID, to Loc, owner int) (int, error) {
 	if err := m.checkAlloc(c, to, owner); err != nil {
 		return 0, err
@@ -88,13 +90,15 @@ func (m *Mem) prepNewPage(c *sim.CPU, id PageID, to Loc, owner int) {
 	p := &m.pages[id]
 	p.refcount = 1
 	p.Private = NoPage
+	p.allocCPU = uint8(c.ID)
 	p.line.Touch(c)
 	m.setLoc(id, to, owner)
 	m.stats.Allocs++
 }
 
 // GetPage is get_page: one more reference on the block holding id. It
-// costs c an atomic on the struct page's line.
+// costs c an atomic on the struct page's line (the compound head's
+// _refcount), plus a cache-line transfer when another CPU wrote it last.
 func (m *Mem) GetPage(c *sim.CPU, id PageID) error {
 	if err := m.checkCPU(c); err != nil {
 		return err
@@ -107,11 +111,19 @@ func (m *Mem) GetPage(c *sim.CPU, id PageID) error {
 	if p.refcount <= 0 || p.refcount == math.MaxInt32 {
 		return fmt.Errorf("mem: get_page on page %d with refcount %d: %w", id, p.refcount, ErrBadPage)
 	}
-	p.line.Touch(c)
+	m.touchRef(c, p)
 	c.Spend(c.Costs().Atomic)
 	p.refcount++
 	m.note(h)
 	return nil
+}
+
+// touchRef touches the refcount line of head p from c: a transfer, counted
+// in Stats.RefTransfers, when another CPU wrote it last.
+func (m *Mem) touchRef(c *sim.CPU, p *Page) {
+	if p.line.Touch(c) {
+		m.stats.RefTransfers++
+	}
 }
 
 // PutPage is put_page: drop a reference on the block holding id and free
@@ -138,14 +150,14 @@ func (m *Mem) PutPage(c *sim.CPU, id PageID) (bool, error) {
 			return false, err
 		}
 	}
-	remote := m.touchRemote(c, p)
+	m.touchRef(c, p)
 	c.Spend(c.Costs().Atomic)
 	p.refcount--
 	if p.refcount > 0 {
 		m.note(h)
 		return false, nil
 	}
-	m.freePages(c, h, remote)
+	m.freePages(c, h)
 	return true, nil
 }
 
@@ -162,24 +174,17 @@ func (m *Mem) freeable(h PageID) error {
 	return nil
 }
 
-// touchRemote touches p's line from c and reports whether another CPU had
-// touched it last.
-func (m *Mem) touchRemote(c *sim.CPU, p *Page) bool {
-	last := p.line.Owner()
-	p.line.Touch(c)
-	return last >= 0 && last != c.ID
-}
-
 // freePages is free_frozen_pages (free_unref_page before 6.14): the block
 // at head h, refcount 0, goes to c's per-CPU list, or to the zone under
-// the zone lock above CostlyOrder (free_one_page). Costs c PageFree.
-func (m *Mem) freePages(c *sim.CPU, h PageID, remote bool) {
+// the zone lock above CostlyOrder (free_one_page). Costs c PageFree. A free
+// on a CPU other than the one that allocated the block is counted remote.
+func (m *Mem) freePages(c *sim.CPU, h PageID) {
 	c.Spend(c.Costs().PageFree)
 	m.stats.Frees++
-	if remote {
+	p := &m.pages[h]
+	if int(p.allocCPU) != c.ID {
 		m.stats.RemoteFrees++
 	}
-	p := &m.pages[h]
 	p.Private = NoPage
 	order := int(p.order)
 	if order <= CostlyOrder {
@@ -189,19 +194,4 @@ func (m *Mem) freePages(c *sim.CPU, h PageID, remote bool) {
 	m.zone.lock.Hold(c, c.Costs().BuddyPerPage)
 	m.setLoc(h, Buddy, -1)
 	m.freeOneBlock(h, order)
-}
-
-// pageRefSubAndTest is page_ref_sub_and_test: drop n references at once
-// (an atomic on the line) and report whether none is left. The caller
-// frees the page when it is.
-func (m *Mem) pageRefSubAndTest(c *sim.CPU, h PageID, n int32) bool {
-	p := &m.pages[h]
-	p.line.Touch(c)
-	c.Spend(c.Costs().Atomic)
-	p.refcount -= n
-	m.note(h)
-	if p.refcount < 0 {
-		panic(fmt.Sprintf("mem: page %d refcount went negative (%d)", h, p.refcount))
-	}
-	return p.refcount == 0
 }

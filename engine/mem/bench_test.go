@@ -22,8 +22,8 @@ func allocFree(tb testing.TB, m *mem.Mem, a, f *sim.CPU) {
 }
 
 // fragAllocFree carves a 1536-byte buffer and frees it.
-func fragAllocFree(tb testing.TB, m *mem.Mem, f *mem.FragCache, c *sim.CPU) {
-	p, _, ok := f.Alloc(c, 1536, 64)
+func fragAllocFree(tb testing.TB, m *mem.Mem, f *mem.Frag, c *sim.CPU) {
+	p, _, ok := f.Alloc(c, 1536)
 	if !ok {
 		tb.Fatal("page_frag alloc failed")
 	}
@@ -67,7 +67,7 @@ func BenchmarkPageAllocOrder4(b *testing.B) {
 func BenchmarkPageFragAlloc(b *testing.B) {
 	s, m := newMem(b, 1, mem.DefaultConfig())
 	c := s.CPU(0)
-	f, err := m.NewFragCache(0)
+	f, err := m.NewFrag(0)
 	require.NoError(b, err)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -98,7 +98,7 @@ func BenchmarkDMAMapUnmapIOMMU(b *testing.B) {
 func TestSteadyStateAllocatesNothing(t *testing.T) {
 	s, m := newMem(t, 2, small())
 	c0, c1 := s.CPU(0), s.CPU(1)
-	f, err := m.NewFragCache(0)
+	f, err := m.NewFrag(0)
 	require.NoError(t, err)
 	d := m.NewDMA(true)
 	bulk := make([]mem.PageID, 16)

@@ -20,6 +20,9 @@ type Config struct {
 	// MaxDMAMappings bounds the live mappings of each DMA device (the IOVA
 	// space); a map beyond it fails as dma_mapping_error. Default 1<<20.
 	MaxDMAMappings int
+	// FreeHigh is the kernel's free_high rule for high-order frees on a
+	// CPU that does not allocate; the zero value is FreeHighNone.
+	FreeHigh FreeHigh
 }
 
 // Defaults.
@@ -67,6 +70,7 @@ type Mem struct {
 	nodes    int
 	cpuNode  []uint8
 	maxDMA   int
+	freeHigh FreeHigh
 
 	zone zone
 	pcp  []pcp
@@ -134,7 +138,10 @@ func New(s *sim.Sim, cfg Config) (*Mem, error) {
 	if cfg.MaxDMAMappings < 1 || cfg.MaxDMAMappings > 1<<24 {
 		return nil, fmt.Errorf("mem: Config.MaxDMAMappings %d: want 1..%d", cfg.MaxDMAMappings, 1<<24)
 	}
-	m := &Mem{sim: s, queue: s.Queue, maxOrder: cfg.MaxOrder, nodes: cfg.Nodes, maxDMA: cfg.MaxDMAMappings}
+	if cfg.FreeHigh > FreeHighCountHighMin {
+		return nil, fmt.Errorf("mem: Config.FreeHigh %d: want %d..%d", cfg.FreeHigh, FreeHighNone, FreeHighCountHighMin)
+	}
+	m := &Mem{sim: s, queue: s.Queue, maxOrder: cfg.MaxOrder, nodes: cfg.Nodes, maxDMA: cfg.MaxDMAMappings, freeHigh: cfg.FreeHigh}
 	m.cpuNode = make([]uint8, s.NumCPU())
 	for i, n := range cfg.CPUNode {
 		if n < 0 || n >= cfg.Nodes {
@@ -247,8 +254,9 @@ func (m *Mem) History(id PageID, buf []Move) []Move {
 		return buf
 	}
 	p := &m.pages[h]
-	start := (int(p.hpos) - int(p.hn) + HistoryLen) % HistoryLen
-	for i := 0; i < int(p.hn); i++ {
+	n := min(int(p.hpos), HistoryLen)
+	start := (int(p.hpos) - n) % HistoryLen
+	for i := 0; i < n; i++ {
 		buf = append(buf, p.hist[(start+i)%HistoryLen])
 	}
 	return buf

@@ -59,8 +59,14 @@ type Page struct {
 	loc      Loc   // location of the block this page heads; locTail on tails
 	isHead   bool  // first page of a block (free or allocated)
 	nid      uint8 // NUMA node
-	hpos     uint8 // next slot of hist
-	hn       uint8 // moves recorded, up to HistoryLen
+	// hpos counts the moves recorded in hist: the next slot is hpos %
+	// HistoryLen, and min(hpos, HistoryLen) slots are filled. It runs
+	// freely and skips 0 when it wraps, so it never reads fewer than
+	// HistoryLen again.
+	hpos uint8
+	// allocCPU is the CPU whose alloc_pages handed the block out
+	// (prep_new_page); a free on another CPU is a remote free.
+	allocCPU uint8
 
 	line sim.CacheLine // the struct page's cache line
 	// dmaFirst is the first live mapping of this head on the memory's
@@ -98,12 +104,15 @@ func (p *Page) record(at sim.Time, from, to Loc, owner int16) {
 	// Field by field, at an index the compiler sees in range.
 	h := &p.hist[p.hpos%HistoryLen]
 	h.At, h.From, h.To, h.Owner = at, from, to, owner
-	p.hpos = (p.hpos + 1) % HistoryLen
-	if p.hn < HistoryLen {
-		p.hn++
+	if p.hpos++; p.hpos == 0 {
+		p.hpos = HistoryLen // 256 is a multiple of HistoryLen: the slot is kept
 	}
 }
 
 // record indexes hist with hpos % HistoryLen: a power of two keeps that a
-// mask (this fails to compile otherwise).
+// mask, and one that divides 256 keeps the slot across hpos's wrap (this
+// fails to compile otherwise).
 var _ = [1]struct{}{}[HistoryLen&(HistoryLen-1)]
+
+// allocCPU holds a CPU id in a byte.
+var _ = [1]struct{}{}[sim.MaxCPUs>>8]

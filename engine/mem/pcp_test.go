@@ -249,3 +249,83 @@ func TestAllocPagesBulkRefillsAsNeeded(t *testing.T) {
 	_, err = m.AllocPagesBulk(c, out, mem.PCP, 0)
 	assert.Error(t, err)
 }
+
+// TestPCPFreeHighOnAFreeOnlyCPU is FIDELITY row 8, free_unref_page_commit's
+// free_high: CPU 0 allocates order-3 blocks and CPU 1 frees them all (the
+// page_frag blocks of a cpumap). Before 5.19 they wait on CPU 1's list
+// until high; from 5.19 (free_factor) a CPU that has drained at high
+// without allocating since sends every high-order free straight to the
+// buddy; from 6.7 (free_count and PCPF_PREV_FREE_HIGH_ORDER) it drains
+// once free_count reaches batch (6.16: batch + high_min / 2) and keeps
+// fewer than batch pages (PCPF_FREE_HIGH_BATCH).
+func TestPCPFreeHighOnAFreeOnlyCPU(t *testing.T) {
+	const blocks = 200
+	tests := []struct {
+		name      string
+		rule      mem.FreeHigh
+		freeHigh  bool
+		firstHigh int // the free (1-based) of the first free_high drain
+		maxLeft   int // CPU 1's list after the frees, at most
+	}{
+		{"5.18: none", mem.FreeHighNone, false, 0, 378},
+		{"5.19: free_factor", mem.FreeHighFactor, true, 49, 0},
+		{"6.7: free_count >= batch", mem.FreeHighCount, true, 9, 63},
+		{"6.16: free_count >= batch + high_min/2", mem.FreeHighCountHighMin, true, 33, 63},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mem.Config{Pages: 1 << 14, MaxOrder: 10, PCPBatch: 63, PCPHigh: 378, FreeHigh: tt.rule}
+			s, m := newMem(t, 2, cfg)
+			c0, c1 := s.CPU(0), s.CPU(1)
+			ids := make([]mem.PageID, 0, blocks)
+			for range blocks {
+				id, err := m.AllocPages(c0, 3, mem.PageFrag, 0)
+				require.NoError(t, err)
+				ids = append(ids, id)
+			}
+			first := 0
+			for i, id := range ids {
+				freed, err := m.PutPage(c1, id)
+				require.NoError(t, err)
+				require.True(t, freed)
+				if first == 0 && m.Stats().FreeHighDrains > 0 {
+					first = i + 1
+				}
+				verify(t, m)
+			}
+			st := m.Stats()
+			assert.Equal(t, uint64(blocks), st.RemoteFrees)
+			if !tt.freeHigh {
+				assert.Zero(t, st.FreeHighDrains)
+				assert.GreaterOrEqual(t, m.PCPCount(1), 378-63, "the blocks wait on CPU 1's list until high")
+				return
+			}
+			assert.Equal(t, tt.firstHigh, first, "first free_high drain")
+			assert.Positive(t, st.FreeHighDrains)
+			assert.LessOrEqual(t, m.PCPCount(1), tt.maxLeft)
+		})
+	}
+}
+
+// TestPCPFreeHighNotOnAnAllocatingCPU: a CPU that allocates between its
+// high-order frees halves free_factor / free_count each time
+// (rmqueue_pcplist) and never takes the free_high path.
+func TestPCPFreeHighNotOnAnAllocatingCPU(t *testing.T) {
+	for _, rule := range []mem.FreeHigh{mem.FreeHighFactor, mem.FreeHighCount, mem.FreeHighCountHighMin} {
+		cfg := mem.Config{Pages: 1 << 14, MaxOrder: 10, PCPBatch: 63, PCPHigh: 378, FreeHigh: rule}
+		s, m := newMem(t, 1, cfg)
+		c := s.CPU(0)
+		for range 500 {
+			a, err := m.AllocPages(c, 3, mem.Driver, -1)
+			require.NoError(t, err)
+			b, err := m.AllocPages(c, 3, mem.Driver, -1)
+			require.NoError(t, err)
+			_, err = m.PutPage(c, a)
+			require.NoError(t, err)
+			_, err = m.PutPage(c, b)
+			require.NoError(t, err)
+		}
+		verify(t, m)
+		assert.Zero(t, m.Stats().FreeHighDrains, "rule %d", rule)
+	}
+}

@@ -66,13 +66,11 @@ func TestVersionsDocIsCurrent(t *testing.T) {
 	for _, c := range kernel.Changes() {
 		from := c.From.String()
 		if c.Off != (kernel.Version{}) {
-			from += fmt.Sprintf(" (off by default in %s", c.Off)
 			if c.On.Minor == c.Off.Minor+1 && c.On.Major == c.Off.Major {
-				from += ", on again in " + c.On.String()
+				from += fmt.Sprintf(" (off by default in %s, on again in %s)", c.Off, c.On)
 			} else {
-				from += " to " + c.On.String()
+				from += fmt.Sprintf(" (off by default from %s, on again in %s)", c.Off, c.On)
 			}
-			from += ")"
 		}
 		fmt.Fprintf(&b, "| %s | %s | `%s` |\n", from, c.What, c.Function)
 	}

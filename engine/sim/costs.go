@@ -26,7 +26,7 @@ type Costs struct {
 	PageAlloc     Duration // order-0 from the per-CPU list
 	PageFree      Duration // order-0 to the per-CPU list
 	BuddyPerPage  Duration // moving one page between zone and per-CPU list, under the zone lock
-	PageFragCarve Duration // carving one buffer from a page_frag cache
+	PageFragCarve Duration // carving one buffer from a page_frag (skb_page_frag_refill, offset)
 
 	// synchronisation
 	SpinLock          Duration // uncontended lock+unlock
@@ -74,6 +74,8 @@ type Costs struct {
 
 	// scheduling
 	TaskWakeLatency Duration // try_to_wake_up to the woken thread running
+	IPISend         Duration // smp_call_function_single_async: the sender's side of an IPI
+	IPIRecv         Duration // taking a call-function IPI and running its handler
 }
 
 // DefaultCosts returns the table of costEntries.
@@ -144,7 +146,7 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.PageFree }},
 	{"buddy_per_page", 180, Fitted, "R4", "fitted on R4 (r4-page-alloc-2flows against r4-page-alloc-1flow: two RX CPUs on the page allocator forward two thirds of what one does): rmqueue_bulk and free_pcppages_bulk write each struct page, its buddy and its list neighbours under zone->lock, two or three lines mostly cold (60-80 ns each from memory would give 120-240 ns); a page's own line moving between CPUs is charged on top (cache_line_transfer)",
 		func(c *Costs) *Duration { return &c.BuddyPerPage }},
-	{"page_frag_carve", 8, Estimate, "", "estimate: page_frag_alloc offset arithmetic and refcount bias, amortised; rests on it being a few instructions on lines the CPU owns (no published figure)",
+	{"page_frag_carve", 8, Estimate, "", "estimate: skb_page_frag_refill's checks and the offset arithmetic of one buffer (no published figure); get_page's atomic and the refcount line's transfers are charged apart (atomic, cache_line_transfer)",
 		func(c *Costs) *Duration { return &c.PageFragCarve }},
 	{"spin_lock", 10, Sourced, "", benchPP + ": lock 37 cycles, 10.431 ns per uncontended spin_lock+unlock",
 		func(c *Costs) *Duration { return &c.SpinLock }},
@@ -214,6 +216,10 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.XDPInsn8 }},
 	{"task_wake_latency", 3000, Estimate, "", "estimate: wake-up latency of a sleeping thread on an idle CPU (a few us)",
 		func(c *Costs) *Duration { return &c.TaskWakeLatency }},
+	{"ipi_send", 1000, Estimate, "", "estimate: an IPI from a KVM guest is an x2APIC ICR write that exits to the host (handled on KVM's fastpath, cheaper than a notify's round trip, kick_vmexit); on bare metal it is a few hundred cycles",
+		func(c *Costs) *Duration { return &c.IPISend }},
+	{"ipi_recv", 1000, Estimate, "", "estimate: the target vCPU takes the injected call-function vector, runs the handler (trigger_rx_softirq raises NET_RX) and returns; cheaper than a device interrupt's full path (irq_virt)",
+		func(c *Costs) *Duration { return &c.IPIRecv }},
 	{"dma_sync", 2, Estimate, "", "estimate: a coherent x86 sync is a barrier",
 		func(c *Costs) *Duration { return &c.DMASync }},
 }

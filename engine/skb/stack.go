@@ -1,6 +1,8 @@
 package skb
 
 import (
+	"fmt"
+
 	"ringlab/engine/sim"
 )
 
@@ -13,6 +15,14 @@ const SocketQueueLimit = 4096
 // lets the event loop run (one recvmmsg).
 const AppBatch = 64
 
+// DeferMax is sysctl_skb_defer_max's default until 6.18: at most this many
+// skbs wait on one CPU's defer list (net/core/hotdata.c; 5.17 to 6.18).
+const DeferMax = 64
+
+// DeferMax619 is its default from 6.19 (b61785852ed0 "net: increase
+// skb_defer_max default to 128").
+const DeferMax619 = 128
+
 // Stack is what receives an skb from a driver or a cpumap kthread:
 // netif_receive_skb up to the consumer, and the freeing of the skb where
 // the kernel frees it.
@@ -22,21 +32,28 @@ const AppBatch = 64
 //   - softirq on another CPU: RPS-like steering; consumed and freed in that
 //     CPU's softirq.
 //   - process: queued on a socket; an application thread on the consumer
-//     CPU takes it, pays the per-packet cost and frees it. A free on a CPU
-//     other than the skb's alloc_cpu is deferred to that CPU
-//     (skb_attempt_defer_free) and done in its next NET_RX softirq.
+//     CPU takes it, pays the per-packet cost and frees it. When the
+//     protocol's recvmsg defers (StackConfig.DeferFree: TCP since 5.17,
+//     UDP since 6.18), a free on a CPU other than the skb's alloc_cpu goes
+//     on that CPU's defer list (skb_attempt_defer_free), at most DeferMax
+//     long, and is done in its next NET_RX softirq (skb_defer_free_flush);
+//     otherwise, or with the list full, the skb is freed where it is.
 type Stack struct {
-	sim     *sim.Sim
-	pool    *Pool
-	rel     Releaser
-	cpu     int  // consumer CPU, -1 = the receiving CPU
-	process bool // application (process) context
-	cost    sim.Duration
+	sim       *sim.Sim
+	pool      *Pool
+	rel       Releaser
+	cpu       int  // consumer CPU, -1 = the receiving CPU
+	process   bool // application (process) context
+	cost      sim.Duration
+	deferFree bool // recvmsg uses skb_attempt_defer_free
+	deferMax  int  // sysctl_skb_defer_max
 
 	wake     sim.Kind
+	ipi      sim.Kind
 	sockq    [][]ID // per CPU: skbs waiting for the application
 	awake    []bool // per CPU: application scheduled
-	deferred [][]ID // per CPU: skb_attempt_defer_free lists
+	deferred [][]ID // per CPU: skb_attempt_defer_free lists (sd->defer_list)
+	ipiSent  []bool // per CPU: sd->defer_ipi_scheduled
 
 	c StackCounters
 	// Err is the first internal error met by an event handler; the world
@@ -44,26 +61,47 @@ type Stack struct {
 	Err error
 }
 
+// StackConfig is how the consumer side behaves.
+type StackConfig struct {
+	CPU     int          // consumer CPU, -1 the receiving CPU
+	Process bool         // freed by an application thread, not in softirq
+	Cost    sim.Duration // stack and application cost per packet
+	// DeferFree: the protocol's recvmsg frees a remote skb with
+	// skb_attempt_defer_free (tcp_eat_recv_skb since 5.17, UDP since
+	// 6.18); otherwise with __kfree_skb where it is.
+	DeferFree bool
+	// DeferMax is sysctl_skb_defer_max; 0 means DeferMax.
+	DeferMax int
+}
+
 // StackCounters count what the stack did.
 type StackCounters struct {
 	Delivered uint64 // skbs consumed
 	Bytes     uint64 // bytes of the skbs consumed
 	Deferred  uint64 // frees deferred to the allocating CPU
+	DeferFull uint64 // frees done where they were because the defer list was full
+	DeferIPIs uint64 // IPIs sent to a CPU whose defer list reached half of DeferMax
 	SockDrops uint64 // socket queue full
 }
 
-// NewStack builds the consumer side for ncpu CPUs.
-func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cpu int, process bool, cost sim.Duration) *Stack {
-	st := &Stack{sim: s, pool: pool, rel: rel, cpu: cpu, process: process, cost: cost}
+// NewStack builds the consumer side for the CPUs of s.
+func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
+	st := &Stack{sim: s, pool: pool, rel: rel, cpu: cfg.CPU, process: cfg.Process, cost: cfg.Cost,
+		deferFree: cfg.DeferFree, deferMax: cfg.DeferMax}
+	if st.deferMax <= 0 {
+		st.deferMax = DeferMax
+	}
 	n := s.NumCPU()
 	st.sockq = make([][]ID, n)
 	st.awake = make([]bool, n)
 	st.deferred = make([][]ID, n)
+	st.ipiSent = make([]bool, n)
 	for i := 0; i < n; i++ {
 		st.sockq[i] = make([]ID, 0, 256)
-		st.deferred[i] = make([]ID, 0, 256)
+		st.deferred[i] = make([]ID, 0, st.deferMax)
 	}
 	st.wake = s.Queue.RegisterArg("app", "cpu", st.runApp)
+	st.ipi = s.Queue.RegisterArg("defer list IPI", "cpu", st.deferIPI)
 	return st
 }
 
@@ -77,6 +115,28 @@ func (st *Stack) Waiting() int {
 		n += len(st.sockq[i]) + len(st.deferred[i])
 	}
 	return n
+}
+
+// Deferred is the length of cpu's defer list.
+func (st *Stack) Deferred(cpu int) int {
+	if cpu < 0 || cpu >= len(st.deferred) {
+		return 0
+	}
+	return len(st.deferred[cpu])
+}
+
+// DeferMax is the most skbs one defer list holds (sysctl_skb_defer_max).
+func (st *Stack) DeferMax() int { return st.deferMax }
+
+// CheckDefer checks that no defer list is longer than DeferMax
+// (skb_attempt_defer_free's defer_count test).
+func (st *Stack) CheckDefer() error {
+	for cpu, l := range st.deferred {
+		if len(l) > st.deferMax {
+			return fmt.Errorf("skb: CPU %d's defer list holds %d skbs, sysctl_skb_defer_max is %d", cpu, len(l), st.deferMax)
+		}
+	}
+	return nil
 }
 
 // Deliver takes an skb in softirq on c (napi_gro_receive or the cpumap
@@ -133,10 +193,7 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 		st.c.Delivered++
 		s := st.pool.Get(id)
 		st.c.Bytes += uint64(s.Len)
-		if int(s.AllocCPU) != cpu {
-			// skb_attempt_defer_free: the allocating CPU frees it.
-			st.deferred[s.AllocCPU] = append(st.deferred[s.AllocCPU], id)
-			st.c.Deferred++
+		if st.deferFree && int(s.AllocCPU) != cpu && st.attemptDeferFree(c, id, int(s.AllocCPU)) {
 			continue
 		}
 		if err := st.pool.Free(c, id, st.rel, Context{Softirq: false}); err != nil && st.Err == nil {
@@ -150,6 +207,47 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 		return
 	}
 	st.awake[cpu] = false
+}
+
+// attemptDeferFree is skb_attempt_defer_free on c for an skb allocated on
+// owner: it queues the skb on owner's defer list unless the list holds
+// sysctl_skb_defer_max already (then it reports false and the caller frees
+// the skb where it is); the skb that brings the list to half of the max
+// sends owner an IPI (kick_defer_list_purge, smp_call_function_single_async
+// of trigger_rx_softirq) unless one is on its way (defer_ipi_scheduled).
+// The sender pays IPISend; owner runs deferIPI after IRQLatency (the
+// engine's estimate of an interrupt's delivery). This is 6.4's form: the
+// list may reach the max; since the list became an llist (6.13's atomic
+// defer_count taken first) it holds one fewer, which the engine ignores.
+func (st *Stack) attemptDeferFree(c *sim.CPU, id ID, owner int) bool {
+	l := st.deferred[owner]
+	if len(l) >= st.deferMax {
+		st.c.DeferFull++
+		return false
+	}
+	kick := len(l) == st.deferMax>>1
+	st.deferred[owner] = append(l, id)
+	st.c.Deferred++
+	if kick && !st.ipiSent[owner] {
+		st.ipiSent[owner] = true
+		st.c.DeferIPIs++
+		c.Spend(c.Costs().IPISend)
+		st.sim.Queue.Schedule(c.Now().Add(c.Costs().IRQLatency), st.ipi, uint64(owner))
+	}
+	return true
+}
+
+// deferIPI is trigger_rx_softirq on CPU arg: the IPI raises NET_RX, whose
+// net_rx_action starts with skb_defer_free_flush.
+func (st *Stack) deferIPI(now sim.Time, arg uint64) {
+	c := st.sim.CPU(int(arg))
+	c.BeginActivity(now, "defer list IPI")
+	c.Spend(c.Costs().IPIRecv)
+	st.ipiSent[arg] = false
+	if err := st.FlushDeferred(c); err != nil && st.Err == nil {
+		st.Err = err
+	}
+	c.End()
 }
 
 // FlushDeferred frees the skbs other CPUs deferred to c

@@ -51,9 +51,10 @@ func (rq *RQ) PagesPerBuf() int {
 
 // RingMapped reports whether each posted buffer holds a DMA mapping of its
 // own (vring_map_one_sg at add, unmapped at get), rather than a page_pool
-// page premapped once. Big mode charges the mapping without tracking it.
+// page or a page_frag block premapped once (PremappedBlocks). Big mode
+// charges the mapping without tracking it.
 func (rq *RQ) RingMapped() bool {
-	return !rq.d.bigPackets && !(rq.d.premapped && (rq.d.source == srcPagePool || rq.d.source == srcPagePoolFrag))
+	return !rq.d.bigPackets && !rq.d.fragPremap && !(rq.d.premapped && (rq.d.source == srcPagePool || rq.d.source == srcPagePoolFrag))
 }
 
 // CheckPosted checks the buffer behind a posted head: tok names a buffer
@@ -90,6 +91,17 @@ func (rq *RQ) CheckPosted(head uint16, tok virtq.Token) error {
 	}
 	if rq.RingMapped() && (!b.mapped || rq.d.env.DMA.Live(b.page) == 0) {
 		return fmt.Errorf("rx queue %d: posted buffer %d (page %d) is not mapped", rq.Index, slot, b.page)
+	}
+	if rq.d.fragPremap {
+		// virtnet_rq_alloc: the buffer holds a reference on its block's
+		// struct virtnet_rq_dma, and the block is mapped.
+		if b.blk <= 0 || int(b.blk) > len(rq.rqDMA) {
+			return fmt.Errorf("rx queue %d: posted buffer %d (page %d) names no premapped block", rq.Index, slot, b.page)
+		}
+		d := &rq.rqDMA[b.blk-1]
+		if d.page != m.Head(b.page) || d.ref == 0 || rq.d.env.DMA.Live(d.page) == 0 {
+			return fmt.Errorf("rx queue %d: posted buffer %d (page %d) is in block %d, whose mapping (ref %d) is gone", rq.Index, slot, b.page, d.page, d.ref)
+		}
 	}
 	return nil
 }

@@ -36,6 +36,9 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 		d.source = srcPagePoolFrag
 	}
 	d.premapped = s.Driver.DMA == scenario.DMAPremapped
+	// virtnet_rq_set_premapped (6.6 to 6.10) and its successor in 6.13
+	// premap in small and mergeable modes, never big.
+	d.fragPremap = s.Behaviours().PageFragPremap && d.source == srcPageFrag && s.Mode() != scenario.ModeBig
 	d.nic = s.Device.Kind == scenario.DeviceNIC
 	d.wholePage = d.bigPackets || d.source == srcPage || d.source == srcPagePool
 	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", d.napiPoll)
@@ -85,7 +88,7 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	// Every big buffer has num_skbfrags + 2 > 1 entries, so with a queue
 	// that may go indirect each one does (virtqueue_use_indirect).
 	d.indirectBig = d.bigPackets && vq.Indirect()
-	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage,
+	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage, freeDMA: -1, lastDMA: -1,
 		bufs: make([]rxBuf, s.RingSize), xdpBuf: make([]byte, XDPHeadroom+device.WindowSize+ShinfoSize)}
 	for j := range rq.bufs {
 		rq.bufs[j].next = int32(j + 1)
@@ -96,9 +99,19 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	rq.minBufLen = d.mergeableMinBufLen()
 	switch s.Driver.BufferSource {
 	case scenario.SourcePageFrag:
-		rq.frag, err = env.Mem.NewFragCache(i)
+		rq.frag, err = env.Mem.NewFrag(i)
 		if err != nil {
 			return nil, err
+		}
+		if d.fragPremap {
+			// At most one block per posted buffer plus the current one
+			// holds a mapping.
+			rq.rqDMA = make([]rqDMA, s.RingSize+1)
+			for j := range rq.rqDMA {
+				rq.rqDMA[j] = rqDMA{page: mem.NoPage, next: int32(j + 1)}
+			}
+			rq.rqDMA[len(rq.rqDMA)-1].next = -1
+			rq.freeDMA = 0
 		}
 	case scenario.SourcePagePool, scenario.SourcePagePoolFrag:
 		p := pagepool.Params{

@@ -61,8 +61,8 @@ func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 	}
 	*b = rq.bufs[slot]
 	rq.putSlot(slot)
-	if b.mapped {
-		rq.unmap(b)
+	if b.mapped || b.blk != 0 {
+		rq.unmap(b) // vring_unmap_one_split, or virtnet_rq_get_buf's virtnet_rq_unmap
 	} else if b.pool && rq.d.premapped {
 		// The engine's own bound: virtio_ring returns the used length
 		// unchecked, and the driver checks it only after this sync

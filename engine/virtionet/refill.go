@@ -2,6 +2,7 @@ package virtionet
 
 import (
 	"errors"
+	"fmt"
 
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
@@ -88,8 +89,13 @@ func (rq *RQ) allocBuffer(size uint32) (mem.PageID, uint32, bool, error) {
 	env := rq.d.env
 	switch rq.d.source {
 	case srcPageFrag:
-		// skb_page_frag_refill + get_page: one reference per buffer.
-		page, off, ok := rq.frag.Alloc(c, size, L1CacheBytes)
+		if rq.d.fragPremap {
+			page, off, err := rq.virtnetRqAlloc(size)
+			return page, off, false, err
+		}
+		// skb_page_frag_refill, then get_page(alloc_frag->page) and
+		// alloc_frag->offset += size: one reference per buffer.
+		page, off, ok := rq.frag.Alloc(c, size)
 		if !ok {
 			rq.Stats.AllocFails++
 			return mem.NoPage, 0, false, errNoMem
@@ -119,17 +125,117 @@ func (rq *RQ) allocBuffer(size uint32) (mem.PageID, uint32, bool, error) {
 	}
 }
 
+// VirtnetRqDMASize is sizeof(struct virtnet_rq_dma) {dma_addr_t addr; u32
+// ref; u16 len; u16 need_sync}: the bytes at the head of each premapped
+// page_frag block that no buffer gets (6.6+).
+const VirtnetRqDMASize = 16
+
+// rqDMA is struct virtnet_rq_dma: the one DMA mapping of a page_frag block
+// (6.6+).
+type rqDMA struct {
+	page mem.PageID // the block's head, NoPage when the slot is free
+	addr uint64     // dma->addr: the DMA address of the block's byte VirtnetRqDMASize
+	ref  uint32     // dma->ref: buffers carved and not yet taken back, plus one while the block is rq->last_dma
+	next int32      // free list
+}
+
+// virtnetRqAlloc is virtnet_rq_alloc with rq->do_dma (6.6+; from 6.13
+// add_recvbuf_* call skb_page_frag_refill themselves, the same steps):
+// skb_page_frag_refill; on a block just started (offset 0) the previous
+// block's mapping loses rq->last_dma's reference (virtnet_rq_unmap), the
+// new block is mapped once, whole but for the struct virtnet_rq_dma at
+// its head, with a page reference of its own (get_page) and dma->ref = 1;
+// then ++dma->ref, get_page and offset += size for the buffer. A mapping
+// failure is -ENOMEM. Costs one map per block, none per buffer.
+func (rq *RQ) virtnetRqAlloc(size uint32) (mem.PageID, uint32, error) {
+	c := rq.CPU
+	env := rq.d.env
+	f := rq.frag
+	if !f.Refill(c, size) {
+		rq.Stats.AllocFails++
+		return mem.NoPage, 0, errNoMem
+	}
+	if f.Offset() == 0 {
+		// New pages: the last block's mapping is unmapped once its
+		// buffers are all back.
+		if rq.lastDMA >= 0 {
+			rq.rqUnmap(rq.lastDMA)
+			rq.lastDMA = -1
+		}
+		slot := rq.freeDMA
+		if slot < 0 {
+			rq.d.fail(fmt.Errorf("virtio_net: rx queue %d: no struct virtnet_rq_dma slot left", rq.Index))
+			return mem.NoPage, 0, errNoMem
+		}
+		addr, err := env.DMA.MapRange(c, f.Page(), VirtnetRqDMASize, f.Size()-VirtnetRqDMASize)
+		if err != nil {
+			rq.Stats.AllocFails++
+			return mem.NoPage, 0, errNoMem
+		}
+		rq.freeDMA = rq.rqDMA[slot].next
+		rq.rqDMA[slot] = rqDMA{page: f.Page(), addr: addr, ref: 1, next: -1}
+		rq.mappedBlocks++
+		// The mapping's own reference: the block outlives its last buffer
+		// until it is unmapped.
+		rq.d.fail(env.Mem.GetPage(c, f.Page()))
+		f.Reserve(VirtnetRqDMASize)
+		rq.lastDMA = slot
+	}
+	rq.rqDMA[rq.lastDMA].ref++
+	// An order-0 fallback block cannot hold a PAGE_SIZE buffer after the
+	// header: the kernel overran it (the regression behind 6.11's
+	// "disable premapped mode by default"), and 6.13 shortens the buffer
+	// in add_recvbuf_mergeable. The engine takes what is left.
+	page, off := f.Take(c, min(size, f.Remaining()))
+	return page, off, nil
+}
+
+// rqUnmap is virtnet_rq_unmap on the block of slot: --dma->ref, and at 0
+// the block is unmapped (dma_unmap_page_attrs, DMA_ATTR_SKIP_CPU_SYNC) and
+// the mapping's page reference dropped (put_page), which frees the block
+// when its buffers are gone too. A coherent mapping needs no sync
+// (dma->need_sync is false on x86).
+func (rq *RQ) rqUnmap(slot int32) {
+	d := &rq.rqDMA[slot]
+	if d.ref == 0 || d.page == mem.NoPage {
+		rq.d.fail(fmt.Errorf("virtio_net: rx queue %d: virtnet_rq_unmap of a free struct virtnet_rq_dma", rq.Index))
+		return
+	}
+	if d.ref--; d.ref > 0 {
+		return
+	}
+	env := rq.d.env
+	rq.d.fail(env.DMA.Unmap(rq.CPU, d.addr))
+	_, err := env.Mem.PutPage(rq.CPU, d.page)
+	rq.d.fail(err)
+	*d = rqDMA{page: mem.NoPage, next: rq.freeDMA}
+	rq.freeDMA = slot
+	rq.mappedBlocks--
+}
+
+// PremappedBlocks is the number of page_frag blocks the driver has mapped
+// (struct virtnet_rq_dma in use); 0 unless the kernel premaps them.
+func (rq *RQ) PremappedBlocks() int { return rq.mappedBlocks }
+
 // freeBuffer gives back a buffer that was never posted.
 func (rq *RQ) freeBuffer(page mem.PageID, pool bool) {
 	rq.d.fail(rq.d.env.Releaser.Release(rq.CPU, page, pool, softirqCtx))
 }
 
 // mapBuffer makes the buffer's device address: vring_map_one_sg per buffer
-// (DMA by the ring), or the pool's premapped address plus the offset.
+// (DMA by the ring), the pool's premapped address plus the offset, or, for
+// a premapped page_frag block (6.6+), the block's address plus the offset
+// past its struct virtnet_rq_dma (virtnet_rq_init_one_sg).
 func (rq *RQ) mapBuffer(b *rxBuf) (uint64, error) {
 	env := rq.d.env
 	if rq.d.premapped && b.pool {
 		return rq.Pool.DMAAddr(b.page) + uint64(b.off), nil
+	}
+	if rq.d.fragPremap {
+		// The buffer was carved from the current block: rq->last_dma.
+		d := &rq.rqDMA[rq.lastDMA]
+		b.blk = rq.lastDMA + 1
+		return d.addr + uint64(b.off) - VirtnetRqDMASize, nil
 	}
 	addr, err := env.DMA.MapRange(rq.CPU, b.page, b.off, b.len)
 	if err != nil {
@@ -144,6 +250,9 @@ func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx
 	c := rq.CPU
 	slot := rq.takeSlot()
 	if slot < 0 {
+		if rq.d.fragPremap {
+			rq.rqUnmap(rq.lastDMA) // the reference virtnetRqAlloc took
+		}
 		rq.freeBuffer(page, pool)
 		return virtq.ErrNoSpace
 	}
@@ -175,11 +284,16 @@ func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx
 	return nil
 }
 
-// unmap undoes a ring mapping.
+// unmap undoes a ring mapping (vring_unmap_one_split), or gives back the
+// buffer's share of its premapped block (virtnet_rq_unmap).
 func (rq *RQ) unmap(b *rxBuf) {
 	if b.mapped {
 		rq.d.fail(rq.d.env.DMA.Unmap(rq.CPU, b.dma))
 		b.dma, b.mapped = 0, false
+	}
+	if b.blk != 0 {
+		rq.rqUnmap(b.blk - 1)
+		b.blk = 0
 	}
 }
 
@@ -376,3 +490,11 @@ func pfnAddr(p mem.PageID, off uint32) uint64 {
 // MergeableBufLen is the length the next mergeable buffer would get
 // (get_mergeable_buf_len without XDP room).
 func (rq *RQ) MergeableBufLen() uint32 { return rq.getMergeableBufLen(0) }
+
+// FragStats are the counters of the queue's page_frag (zero without one).
+func (rq *RQ) FragStats() mem.FragStats {
+	if rq.frag == nil {
+		return mem.FragStats{}
+	}
+	return rq.frag.Stats()
+}

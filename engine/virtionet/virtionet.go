@@ -72,8 +72,12 @@ type Driver struct {
 	bigPackets bool
 	// Scenario choices decoded once at New, so the per-packet paths test
 	// a flag instead of comparing strings.
-	source      bufferSource
-	premapped   bool // Driver.DMA is premapped: pool pages carry their DMA address
+	source    bufferSource
+	premapped bool // Driver.DMA is premapped: pool pages carry their DMA address
+	// fragPremap: the driver maps each page_frag block once, with struct
+	// virtnet_rq_dma at its head (virtnet_rq_alloc, 6.6+; off by default
+	// in 6.11 and 6.12), in small and mergeable modes.
+	fragPremap  bool
 	nic         bool // Device.Kind is a hardware NIC (else vhost)
 	wholePage   bool // buffers own their page (see RQ.wholePage)
 	numSkbFrags int  // big_packets_num_skbfrags
@@ -129,6 +133,7 @@ type rxBuf struct {
 	pool     bool   // from this queue's page_pool
 	head     uint16 // descriptor head it was posted at (where the device wrote)
 	next     int32  // free list
+	blk      int32  // 1 + its block's virtnet_rq_dma slot in RQ.rqDMA (fragPremap), 0 none
 }
 
 // set makes b an unmapped buffer: *b = rxBuf{page: page, off: off, ...}
@@ -137,7 +142,7 @@ type rxBuf struct {
 func (b *rxBuf) set(page mem.PageID, off, length, truesize uint32, pool bool, next int32, head uint16) {
 	b.page, b.off, b.len, b.truesize = page, off, length, truesize
 	b.dma, b.mapped, b.pool = 0, false, pool
-	b.head, b.next = head, next
+	b.head, b.next, b.blk = head, next, 0
 }
 
 // RQ is struct receive_queue.
@@ -148,8 +153,18 @@ type RQ struct {
 	VQ    *virtq.Queue
 	Dev   *device.RX
 	Pool  *pagepool.Pool // nil without page_pool
-	frag  *mem.FragCache // rq->alloc_frag
+	frag  *mem.Frag      // rq->alloc_frag
 	pages mem.PageID     // rq->pages: big mode's chain of spare pages
+
+	// rqDMA holds the struct virtnet_rq_dma of every premapped page_frag
+	// block still mapped (fragPremap): the kernel keeps it in the first
+	// bytes of the block; here a slot, found from each buffer's blk. freeDMA
+	// is the first free slot, lastDMA rq->last_dma (the current block's);
+	// both -1 for none.
+	rqDMA        []rqDMA
+	freeDMA      int32
+	lastDMA      int32
+	mappedBlocks int // slots of rqDMA in use
 
 	ewma      uint32 // mrg_avg_pkt_len (internal value, precision 0)
 	minBufLen uint32
