@@ -57,13 +57,15 @@ func TestVersionsDocIsCurrent(t *testing.T) {
 	for _, c := range kernel.Changes() {
 		from := c.From.String()
 		if c.Off != (kernel.Version{}) {
-			from += fmt.Sprintf(" (off by default in %s", c.Off)
-			if c.On.Minor == c.Off.Minor+1 && c.On.Major == c.Off.Major {
-				from += ", on again in " + c.On.String()
-			} else {
-				from += " to " + c.On.String()
+			off := "off"
+			if c.OffByDefault {
+				off = "off by default"
 			}
-			from += ")"
+			from += fmt.Sprintf(" (%s in %s", off, c.Off)
+			if last := lastBefore(c.On); last != c.Off {
+				from += " to " + last.String()
+			}
+			from += ", on again in " + c.On.String() + ")"
 		}
 		fmt.Fprintf(&b, "| %s | %s | `%s` |\n", from, c.What, c.Function)
 	}
@@ -78,4 +80,16 @@ func TestVersionsDocIsCurrent(t *testing.T) {
 		return
 	}
 	assert.Equal(t, want, doc, "docs/scenario.md's versions table is stale: run go test ./engine/scenario -run TestVersionsDocIsCurrent -update")
+}
+
+// lastBefore is the release before v.
+func lastBefore(v kernel.Version) kernel.Version {
+	var last kernel.Version
+	for _, r := range kernel.Releases() {
+		if !r.Less(v) {
+			break
+		}
+		last = r
+	}
+	return last
 }
