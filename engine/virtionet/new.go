@@ -75,7 +75,7 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage,
+	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage, napi: pagepool.NAPI{ListOwner: -1},
 		bufs: make([]rxBuf, s.RingSize), xdpBuf: make([]byte, XDPHeadroom+device.WindowSize+ShinfoSize)}
 	for j := range rq.bufs {
 		rq.bufs[j].next = int32(j + 1)
@@ -93,10 +93,17 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	case scenario.SourcePagePool, scenario.SourcePagePoolFrag:
 		p := pagepool.Params{
 			PoolSize: s.Driver.PoolSize,
-			NAPICPU:  cpu.ID,
+			CPUID:    -1, // page_pool_create
 			NAPIID:   uint32(i + 1),
 			Ifindex:  1,
 			NID:      pagepool.NoNode,
+		}
+		if d.nic || s.Behaviours().VirtioNetPagePool {
+			// pp_params.napi = &rq->napi: the 2026 series links the pool
+			// to the queue's NAPI, as the NIC drivers this device stands
+			// for do (bnxt and mlx5 since 6.5). The 2023 series, as
+			// posted, does not: no put is ever NAPI-local.
+			p.NAPI = &rq.napi
 		}
 		if p.PoolSize == 0 {
 			p.PoolSize = s.RingSize
