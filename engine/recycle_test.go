@@ -295,3 +295,27 @@ func TestMultiBufferXDPFragsOnTXAndPass(t *testing.T) {
 		})
 	}
 }
+
+// TestMultiBufferXDPDoesNotAllocate: frames carrying frags take their
+// shared infos from the frame pool's preallocated array, and XDP_TX builds
+// its sg list in the send queue's scratch array.
+func TestMultiBufferXDPDoesNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two worlds for a while")
+	}
+	for _, prog := range []string{"xdp_redirect_cpu", "xdp_tx"} {
+		t.Run(prog, func(t *testing.T) {
+			w := preset(t, "cpumap", func(s *scenario.Scenario) {
+				fragsScenario(s)
+				if prog != "xdp_redirect_cpu" {
+					s.XDP = &scenario.XDP{Program: prog, Frags: true}
+				}
+			})
+			require.NoError(t, w.RunPackets(20_000))
+			allocs := testing.AllocsPerRun(5, func() {
+				require.NoError(t, w.RunPackets(2_000))
+			})
+			assert.Zero(t, allocs)
+		})
+	}
+}
