@@ -50,8 +50,9 @@ const (
 	// never allows direct recycling by itself.
 	Process Context = iota
 	// Softirq is softirq on the calling CPU (a NAPI poll, the skb free in
-	// net_rx_action): direct recycling is allowed when the CPU runs the
-	// pool's NAPI.
+	// net_rx_action) where the caller's kernel asks page_pool_napi_local:
+	// direct recycling is allowed on pool->cpuid or on the CPU whose poll
+	// list holds the pool's NAPI.
 	Softirq
 )
 
