@@ -358,16 +358,18 @@ var errConservation = errors.New("conservation")
 
 // checkConservation checks, in O(queues + CPUs²), that what is in flight
 // is where the counts elsewhere say it is: every virtqueue's num_free
-// matches its posted buffers; every live xdp_frame is in a cpumap queue,
-// a devmap queue or a send queue (xdp_convert_buff_to_frame hands it on at
-// once; xdp_return_frame frees it); every live skb waits on a socket or a
-// defer list (the others are freed in the softirq that built them); the
-// device's live DMA mappings are the pools' mapped pages, the page_frag
-// blocks the driver premapped (virtnet_rq_alloc, 6.6+) and one per
-// ring-mapped posted buffer (vring_map_one_sg at add,
+// matches its posted buffers (a send queue's, the descriptors its frames
+// hold); every live xdp_frame is in a cpumap queue, a devmap queue or a
+// send queue (xdp_convert_buff_to_frame hands it on at once;
+// xdp_return_frame frees it), and so are the frags multi-buffer frames
+// carry, their pages where their frames are; every live skb waits on a
+// socket or a defer list (the others are freed in the softirq that built
+// them); the device's live DMA mappings are the pools' mapped pages, the
+// page_frag blocks the driver premapped (virtnet_rq_alloc, 6.6+) and one
+// per ring-mapped posted buffer (vring_map_one_sg at add,
 // vring_unmap_one_split at get); no defer list is longer than
-// sysctl_skb_defer_max (skb_attempt_defer_free); whole-page buffers' pages
-// are located where their buffers are.
+// sysctl_skb_defer_max (skb_attempt_defer_free); whole-page buffers'
+// pages are located where their buffers are.
 func (w *World) checkConservation() error {
 	var frames, rxPosted, rxPages, ringMapped, txPosted int
 	for _, rq := range w.Driver.RQ {
@@ -381,18 +383,24 @@ func (w *World) checkConservation() error {
 			ringMapped += out
 		}
 	}
+	txFrags := 0
 	for _, sq := range w.Driver.SQ {
-		if err := sq.VQ.CheckCounts(1); err != nil {
+		if err := sq.VQ.CheckFree(sq.Descs()); err != nil {
 			return err
 		}
 		txPosted += sq.VQ.Outstanding()
+		txFrags += sq.Frags()
 	}
-	cpumapQueued, devmapQueued := 0, 0
+	cpumapQueued, devmapQueued, cpumapFrags, devmapFrags := 0, 0, 0, 0
 	if w.Cpumap != nil {
-		cpumapQueued = w.Cpumap.Queued()
+		cpumapQueued, cpumapFrags = w.Cpumap.Queued(), w.Cpumap.QueuedFrags()
 	}
 	if w.Devmap != nil {
-		devmapQueued = w.Devmap.InFlight()
+		devmapQueued, devmapFrags = w.Devmap.InFlight(), w.Devmap.InFlightFrags()
+	}
+	if f := w.Frames.LiveFrags(); f != cpumapFrags+devmapFrags+txFrags {
+		return fmt.Errorf("%w: live xdp_frames hold %d frags, %d in cpumap queues + %d in devmap queues + %d in send queues",
+			errConservation, f, cpumapFrags, devmapFrags, txFrags)
 	}
 	frames = cpumapQueued + devmapQueued + txPosted
 	if w.Frames.Live() != frames {
@@ -426,9 +434,11 @@ func (w *World) checkConservation() error {
 		if n := m.Count(mem.XDPFrame) + m.Count(mem.Driver); n != 0 {
 			return fmt.Errorf("%w: %d whole pages are held by the driver or an xdp_frame between events", errConservation, n)
 		}
-		if int64(cpumapQueued) != m.Count(mem.CpumapRing) || int64(devmapQueued+txPosted) != m.Count(mem.TxQueue) {
-			return fmt.Errorf("%w: %d pages in cpumap rings and %d in transmit queues; %d and %d+%d frames are queued there",
-				errConservation, m.Count(mem.CpumapRing), m.Count(mem.TxQueue), cpumapQueued, devmapQueued, txPosted)
+		// A frame's pages are its head's and its frags' (a multi-buffer
+		// frame's skb_shared_info travels with it).
+		if int64(cpumapQueued+cpumapFrags) != m.Count(mem.CpumapRing) || int64(devmapQueued+devmapFrags+txPosted+txFrags) != m.Count(mem.TxQueue) {
+			return fmt.Errorf("%w: %d pages in cpumap rings and %d in transmit queues; %d+%d and %d+%d+%d+%d frames and frags are queued there",
+				errConservation, m.Count(mem.CpumapRing), m.Count(mem.TxQueue), cpumapQueued, cpumapFrags, devmapQueued, devmapFrags, txPosted, txFrags)
 		}
 	}
 	return nil

@@ -38,7 +38,7 @@ type World struct {
 	Prog   *bpf.Program
 	Driver *virtionet.Driver
 
-	napiLocal bool
+	napiLocal napiLocal
 	err       error
 	checker   *eventChecker // CheckEveryEvent, nil when off
 }
@@ -79,8 +79,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 			return nil, &scenario.FieldError{Field: "costs." + name, Reason: err.Error()}
 		}
 	}
-	// NAPI-local recycling of skb frees is 6.5+ (napi_pp_put_page).
-	w := &World{Scenario: s, napiLocal: s.Behaviours().NAPILocalSKB}
+	w := &World{Scenario: s, napiLocal: napiLocalOf(s.Behaviours())}
 	var err error
 	if w.Sim, err = sim.New(s.CPUs, costs); err != nil {
 		return nil, err
@@ -95,6 +94,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	if w.Pools, err = pagepool.NewRegistry(w.Mem); err != nil {
 		return nil, err
 	}
+	w.Pools.SetKernel(pagepool.Kernel{LockedRefill: !s.Behaviours().PtrRingLocklessConsume})
 	inflight := s.Queues*(s.RingSize+s.TxRingSize) + skb.SocketQueueLimit*s.CPUs + 4096
 	w.SKBs = skb.NewPool(inflight)
 	w.Frames = xdp.NewFramePool(inflight + 16384*s.CPUs)
@@ -185,6 +185,9 @@ func (w *World) buildXDP(spec *bpf.CollectionSpec, name string) error {
 	for _, m := range w.Prog.Maps() {
 		switch m.Type() {
 		case bpf.CPUMap:
+			if err := w.cpumapSupported(); err != nil {
+				return err
+			}
 			var targets []int
 			qsize := x.CpumapQsize
 			for k := 0; k < w.Scenario.CPUs; k++ {
@@ -195,7 +198,11 @@ func (w *World) buildXDP(spec *bpf.CollectionSpec, name string) error {
 					}
 				}
 			}
-			w.Cpumap = xdp.NewCpumap(w.Sim, w.Frames, w.SKBs, w.Stack, w, targets, qsize)
+			b := w.Scenario.Behaviours()
+			w.Cpumap = xdp.NewCpumap(w.Sim, w.Frames, w.SKBs, w.Stack, w, w, targets, qsize, xdp.CpumapKernel{
+				LockedConsume: !b.CpumapLocklessConsume,
+				ReleaseFrames: !b.CpumapSKBRecycle,
+			})
 		case bpf.DevMap:
 			n := w.Scenario.Next
 			if n == nil {
@@ -203,6 +210,40 @@ func (w *World) buildXDP(spec *bpf.CollectionSpec, name string) error {
 			}
 			w.Devmap = xdp.NewDevmap(w.Sim, w.Frames, w, n.MaxPPS, n.RingSize, n.CompletionCPU)
 		}
+	}
+	if x.Frags {
+		// Shared infos for multi-buffer frames: as many as frames can be
+		// in flight (send queues, cpumap, devmap), plus one being built
+		// per CPU.
+		n := w.Scenario.Queues*w.Scenario.TxRingSize + w.Scenario.CPUs
+		if w.Cpumap != nil {
+			n += w.Cpumap.Capacity()
+		}
+		if w.Devmap != nil {
+			n += w.Devmap.Capacity()
+		}
+		w.Frames.ReserveFrags(n)
+	}
+	return nil
+}
+
+// cpumapOldest is the first release with BPF_MAP_TYPE_CPUMAP
+// (kernel/bpf/cpumap.c, 4.15).
+var cpumapOldest = kernel.Version{Major: 4, Minor: 15}
+
+// cpumapSupported refuses a cpumap the scenario's kernel cannot run: none
+// before 4.15, and none over page_pool fragments before 6.4, where
+// xdp_release_frame takes a page out of its pool (page_pool_release_page)
+// while other fragments of it are still in use, which the engine does not
+// model.
+func (w *World) cpumapSupported() error {
+	s := &w.Scenario
+	v := s.KernelVersion()
+	if v.Less(cpumapOldest) {
+		return &scenario.FieldError{Field: "kernel", Reason: fmt.Sprintf("%s has no cpumap (BPF_MAP_TYPE_CPUMAP is %s+): program %q redirects through one", v, cpumapOldest, s.XDP.Program)}
+	}
+	if s.Driver.BufferSource == scenario.SourcePagePoolFrag && !s.Behaviours().CpumapSKBRecycle {
+		return &scenario.FieldError{Field: "driver.buffer_source", Reason: fmt.Sprintf("%q under a cpumap needs 6.4+: on %s xdp_release_frame takes a page out of its pool while its other fragments are in use", s.Driver.BufferSource, v)}
 	}
 	return nil
 }
@@ -282,10 +323,43 @@ func LibraryProgram(s *scenario.Scenario) (*bpf.CollectionSpec, error) {
 	return nil, &scenario.FieldError{Field: "xdp.program", Reason: fmt.Sprintf("%q is not in the library %v", x.Program, names)}
 }
 
+// napiLocal is which page_pool puts ask whether they run where the pool's
+// NAPI is scheduled (page_pool_napi_local's test), by kernel.
+type napiLocal uint8
+
+const (
+	// napiLocalNone: only the caller's allow_direct (until 6.4).
+	napiLocalNone napiLocal = iota
+	// napiLocalSKBSafe: skb frees with napi_safe
+	// (page_pool_return_skb_page, 6.5).
+	napiLocalSKBSafe
+	// napiLocalSKB: every skb free in softirq (napi_pp_put_page's
+	// napi_safe || in_softirq(), 6.6 to 6.9).
+	napiLocalSKB
+	// napiLocalAll: every put in softirq, xdp_frame returns included
+	// (page_pool_put_unrefed_netmem, page_pool_put_netmem_bulk, 6.10+).
+	napiLocalAll
+)
+
+func napiLocalOf(b kernel.Behaviours) napiLocal {
+	switch {
+	case b.NAPILocalAll:
+		return napiLocalAll
+	case b.NAPILocalSKBSoftirq:
+		return napiLocalSKB
+	case b.NAPILocalSKB:
+		return napiLocalSKBSafe
+	}
+	return napiLocalNone
+}
+
 // Release implements skb.Releaser: a page reference held by a buffer goes
-// back to its page_pool (page_pool_put_page: direct when the caller says
-// so, or when the put runs in softirq on the pool's NAPI CPU and
-// NAPI-local recycling is on), or to the page allocator (put_page).
+// back to its page_pool or to the page allocator (put_page). A pool page
+// goes into the alloc cache when the caller allows direct recycling, or
+// when the put is one the kernel lets ask page_pool_napi_local and it runs
+// in softirq on the CPU whose poll list holds the pool's NAPI (the pool
+// reads list_owner): skb frees with napi_safe from 6.5, every skb free in
+// softirq from 6.6, xdp_frame returns too from 6.10.
 func (w *World) Release(c *sim.CPU, page mem.PageID, ppRecycle bool, ctx skb.Context) error {
 	h := w.Mem.Head(page)
 	pg := w.Mem.Page(h)
@@ -298,13 +372,39 @@ func (w *World) Release(c *sim.CPU, page mem.PageID, ppRecycle bool, ctx skb.Con
 			return fmt.Errorf("engine: page %d names page_pool %d, which does not exist", h, pg.PP)
 		}
 		pctx := pagepool.Process
-		if ctx.Softirq && w.napiLocal {
-			pctx = pagepool.Softirq
+		if ctx.Softirq && !ctx.Direct {
+			switch w.napiLocal {
+			case napiLocalAll:
+				pctx = pagepool.Softirq
+			case napiLocalSKB:
+				if !ctx.Frame {
+					pctx = pagepool.Softirq
+				}
+			case napiLocalSKBSafe:
+				if !ctx.Frame && ctx.NAPISafe {
+					pctx = pagepool.Softirq
+				}
+			}
 		}
 		return pool.Put(c, h, pagepool.SyncFull, ctx.Direct, pctx)
 	}
 	_, err := w.Mem.PutPage(c, h)
 	return err
+}
+
+// ReleasePoolPage implements xdp.PoolReleaser: page_pool_release_page on
+// the pool page holds, for xdp_release_frame (until 6.3).
+func (w *World) ReleasePoolPage(c *sim.CPU, page mem.PageID) error {
+	h := w.Mem.Head(page)
+	pg := w.Mem.Page(h)
+	if pg == nil || pg.PP < 0 || pg.PPMagic != pagepool.Signature {
+		return fmt.Errorf("engine: release of page %d from its page_pool: not a page_pool page", page)
+	}
+	pool := w.Pools.Lookup(pg.PP)
+	if pool == nil {
+		return fmt.Errorf("engine: page %d names page_pool %d, which does not exist", h, pg.PP)
+	}
+	return pool.ReleasePage(c, h)
 }
 
 // Err is the internal error that stopped the world, if any.

@@ -33,7 +33,8 @@ var figureDocs = [][2]string{
 	{"rqN.irqs, .napi_polls, .refills, .alloc_fails, .linearized, .copied, .coalesced, .big_built, .xdp_aborted, .length_errors", "driver-side counters of queue N (big_built: big-mode skbs built around the first page)"},
 	{"rqN.host_packets, .host_buffers, .host_drops, .host_too_big, .host_starved, .host_wakeups, .host_interrupts", "the host (device) side of queue N"},
 	{"sqN.size, .num_free, .avail_idx, .used_idx", "send virtqueue N (XDP_TX)"},
-	{"poolN.cache, .ring, .ring_size, .pool_size, .inflight, .hold_cnt, .release_cnt, .alloc_fast ... .recycle_released_ref", "page_pool N: alloc cache depth, ptr_ring entries, pages in flight, its 11 stats"},
+	{"poolN.cache, .ring, .ring_size, .pool_size, .inflight, .hold_cnt, .release_cnt, .producer_lock, .consumer_lock, .alloc_fast ... .recycle_released_ref", "page_pool N: alloc cache depth, ptr_ring entries, pages in flight, how many times its ptr_ring's producer_lock and consumer_lock were taken, its 11 stats"},
+	{"cpumapN.consumer_lock", "how many times the kthread of cpumap entry N (the target CPU) took its ptr_ring's consumer_lock"},
 	{"pages.LOC", "pages in a location: buddy, pcp, pool_cache, pool_ring, virtqueue, skb, xdp_frame, cpumap_ring, tx_queue, page_frag, big_chain, driver"},
 	{"cpuN.util", "CPU N's utilisation over the run, 0 to 1"},
 	{"xdp.program, xdp.insns, xdp.bytes", "the attached XDP program, its instruction count and size in bytes (8 an instruction, 16 for a 64-bit load such as a map pointer)"},
@@ -145,8 +146,17 @@ func worldFigures(w *engine.World) Figures {
 		num(p+"inflight", float64(pool.Inflight()))
 		u(p+"hold_cnt", pool.HoldCnt())
 		u(p+"release_cnt", pool.ReleaseCnt())
+		u(p+"producer_lock", pool.Ring().ProducerLock.Stats().Acquisitions)
+		u(p+"consumer_lock", pool.Ring().ConsumerLock.Stats().Acquisitions)
 		for j, st := range pool.Stats() {
 			u(p+strings.TrimPrefix(pagepool.StatNames[j], "rx_pp_"), st.Value)
+		}
+	}
+	if w.Cpumap != nil {
+		for i := 0; i < w.Sim.NumCPU(); i++ {
+			if w.Cpumap.Has(i) {
+				u(fmt.Sprintf("cpumap%d.consumer_lock", i), w.Cpumap.ConsumerLock(i).Acquisitions)
+			}
 		}
 	}
 	if w.Prog != nil {

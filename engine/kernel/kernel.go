@@ -141,10 +141,17 @@ type Behaviours struct {
 	// cpu_map_bpf_prog_run_xdp / __xdp_build_skb_from_frame, 6.4); before,
 	// xdp_release_frame took the page out of its pool.
 	CpumapSKBRecycle bool
-	// NAPILocalSKB: an skb freed in softirq on the CPU that runs the pool's
-	// NAPI recycles into the alloc cache (napi_pp_put_page with
-	// napi->list_owner == smp_processor_id(), 6.5).
+	// NAPILocalSKB: an skb freed where skb_release_data knows it runs in
+	// NAPI (napi_safe: napi_consume_skb with a budget, __napi_kfree_skb)
+	// on the CPU whose poll list holds the pool's NAPI recycles into the
+	// alloc cache (page_pool_return_skb_page with napi_safe &&
+	// napi->list_owner == smp_processor_id(), 6.5; list_owner is -1 while
+	// that NAPI is not scheduled).
 	NAPILocalSKB bool
+	// NAPILocalSKBSoftirq: any skb freed in softirq asks the same
+	// question, napi_safe or not (napi_pp_put_page's napi_safe ||
+	// in_softirq(), 4a36d0180c45, 6.6).
+	NAPILocalSKBSoftirq bool
 	// PageFragPremap: virtio_net premaps each page_frag block once for DMA
 	// (virtnet_rq_alloc with struct virtnet_rq_dma at the block's head,
 	// 6.6, in mergeable and small modes; off by default in 6.11, by
@@ -155,9 +162,18 @@ type Behaviours struct {
 	// uses the DMA API (virtqueue_set_dma_premapped refused one that does
 	// not); the engine's ring mode always maps, so that holds there.
 	PageFragPremap bool
-	// NAPILocalAll: every put checks NAPI locality, xdp_return_frame
-	// included (page_pool_napi_local in page_pool_put_unrefed_netmem, 6.10).
+	// NAPILocalAll: every put that the caller did not allow direct asks
+	// page_pool_napi_local (in softirq, and pool->cpuid or the NAPI's
+	// list_owner is this CPU): xdp_return_frame and the bulk return
+	// included (page_pool_put_unrefed_netmem and
+	// page_pool_put_netmem_bulk, 4a96a4e807c3 and 39806b96c89a, 6.10).
 	NAPILocalAll bool
+	// CpumapLocklessConsume: the cpumap kthread takes frames from its
+	// ptr_ring without the consumer lock, as its single consumer
+	// (cpu_map_kthread_run: __ptr_ring_consume from cpumap's first
+	// release, 4.15; ptr_ring_consume_batched, which takes consumer_lock,
+	// from 5.2, 77361825bb01; __ptr_ring_consume_batched again from 5.9).
+	CpumapLocklessConsume bool
 	// UDPDeferFree: UDP defers remote skb frees as TCP does (6.18).
 	UDPDeferFree bool
 	// SKBDeferMax128: sysctl_skb_defer_max defaults to 128, not 64
@@ -174,26 +190,31 @@ type Behaviours struct {
 // Change is one row of the table: a behaviour, the release it shipped in,
 // and, when it was switched off again, the release that did.
 type Change struct {
-	Name     string // Behaviours field
-	From     Version
-	Off, On  Version // a window where it was off by default (zero: none)
-	What     string  // one line, in the kernel's words
-	Function string  // where it lives
+	Name    string // Behaviours field
+	From    Version
+	Off, On Version // a window [Off, On) where it was off again (zero: none)
+	// OffByDefault: in that window the code was there, switched off by
+	// default; else the code itself did otherwise.
+	OffByDefault bool
+	What         string // one line, in the kernel's words
+	Function     string // where it lives
 }
 
 // Changes is the table, oldest first.
 func Changes() []Change {
 	return []Change{
+		{Name: "CpumapLocklessConsume", From: Version{Major: 4, Minor: 15}, Off: Version{Major: 5, Minor: 2}, On: Version{Major: 5, Minor: 9}, What: "the cpumap kthread consumes its ptr_ring without the consumer lock", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
 		{Name: "PageToSKBBuild", From: Version{Major: 5, Minor: 13}, What: "page_to_skb builds the skb around the buffer when the packet leaves room for skb_shared_info", Function: "page_to_skb (drivers/net/virtio_net.c)"},
 		{Name: "PtrRingLocklessConsume", From: Version{Major: 5, Minor: 17}, What: "page_pool's refill consumes its ptr_ring without the consumer lock", Function: "page_pool_refill_alloc_cache (net/core/page_pool.c)"},
 		{Name: "TCPDeferFree", From: Version{Major: 5, Minor: 17}, What: "TCP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
 		{Name: "PCPFreeHigh", From: Version{Major: 5, Minor: 19}, What: "a free-only CPU sends high-order pages to the buddy under zone->lock", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "BigPacketsSizedToMTU", From: Version{Major: 6, Minor: 1}, What: "big-mode buffers without guest GSO hold DIV_ROUND_UP(mtu, PAGE_SIZE) pages", Function: "virtnet_set_big_packets (drivers/net/virtio_net.c)"},
 		{Name: "CpumapSKBRecycle", From: Version{Major: 6, Minor: 4}, What: "skbs built from page_pool xdp_frames are marked for recycling", Function: "__xdp_build_skb_from_frame (net/core/xdp.c)"},
-		{Name: "NAPILocalSKB", From: Version{Major: 6, Minor: 5}, What: "skb frees in softirq on the pool's NAPI CPU recycle into the alloc cache", Function: "napi_pp_put_page (net/core/skbuff.c)"},
-		{Name: "PageFragPremap", From: Version{Major: 6, Minor: 6}, Off: Version{Major: 6, Minor: 11}, On: Version{Major: 6, Minor: 13}, What: "virtio_net premaps each page_frag block once for DMA", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
+		{Name: "NAPILocalSKB", From: Version{Major: 6, Minor: 5}, What: "skbs freed in NAPI (napi_safe) on the CPU that has the pool's NAPI scheduled recycle into the alloc cache", Function: "page_pool_return_skb_page (net/core/page_pool.c)"},
+		{Name: "NAPILocalSKBSoftirq", From: Version{Major: 6, Minor: 6}, What: "any skb freed in softirq asks whether the pool's NAPI is scheduled on this CPU, napi_safe or not", Function: "napi_pp_put_page (net/core/skbuff.c)"},
+		{Name: "PageFragPremap", From: Version{Major: 6, Minor: 6}, Off: Version{Major: 6, Minor: 11}, On: Version{Major: 6, Minor: 13}, OffByDefault: true, What: "virtio_net premaps each page_frag block once for DMA", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
 		{Name: "PCPFreeCount", From: Version{Major: 6, Minor: 7}, What: "free_high counts the pages freed since the last allocation and needs the previous free to be high-order too", Function: "free_unref_page_commit (mm/page_alloc.c)"},
-		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame included", Function: "page_pool_put_unrefed_netmem (net/core/page_pool.c)"},
+		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame and bulk returns included", Function: "page_pool_napi_local (net/core/page_pool.c)"},
 		{Name: "PCPFreeCountHighMin", From: Version{Major: 6, Minor: 16}, What: "free_high waits for batch + high_min / 2 pages freed without an allocation", Function: "free_frozen_page_commit (mm/page_alloc.c)"},
 		{Name: "UDPDeferFree", From: Version{Major: 6, Minor: 18}, What: "UDP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
 		{Name: "SKBDeferMax128", From: Version{Major: 6, Minor: 19}, What: "at most 128 skbs, not 64, wait on a CPU's defer list (sysctl_skb_defer_max)", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
@@ -238,10 +259,14 @@ func (v Version) Behaviours() Behaviours {
 			b.CpumapSKBRecycle = true
 		case "NAPILocalSKB":
 			b.NAPILocalSKB = true
+		case "NAPILocalSKBSoftirq":
+			b.NAPILocalSKBSoftirq = true
 		case "PageFragPremap":
 			b.PageFragPremap = true
 		case "NAPILocalAll":
 			b.NAPILocalAll = true
+		case "CpumapLocklessConsume":
+			b.CpumapLocklessConsume = true
 		case "UDPDeferFree":
 			b.UDPDeferFree = true
 		case "SKBDeferMax128":

@@ -24,6 +24,15 @@ func (m *Mem) Touched(buf []PageID) []PageID {
 	return buf
 }
 
+// Note records that a caller changed fields of the struct page of id's
+// block that the memory does not write itself (page_pool's mark, for
+// one), so a watcher checks the block after the event.
+func (m *Mem) Note(id PageID) {
+	if h := m.Head(id); h != NoPage {
+		m.note(h)
+	}
+}
+
 // note records head h as touched while watching.
 func (m *Mem) note(h PageID) {
 	if m.watching {

@@ -60,8 +60,9 @@ func (p *Pool) popCache(c *sim.CPU) mem.PageID {
 // refillAllocCache is page_pool_refill_alloc_cache: move up to
 // AllocCacheRefill pages from the ptr_ring into the cache and pop one. A
 // page from another NUMA node is released instead and ends the refill
-// (waive). The ring is consumed without the consumer lock: only the pool's
-// NAPI consumes it.
+// (waive). Only the pool's NAPI consumes the ring: since 5.17 it does so
+// without the consumer lock (__ptr_ring_consume); before, the refill ran
+// under consumer_lock (LockedRefill), one acquisition per refill.
 func (p *Pool) refillAllocCache(c *sim.CPU) mem.PageID {
 	if p.ring.Empty() {
 		p.alloc.Empty++
@@ -71,12 +72,20 @@ func (p *Pool) refillAllocCache(c *sim.CPU) mem.PageID {
 	if pref == NoNode {
 		pref = p.m.CPUNode(c.ID)
 	}
+	get := c.Costs().PPRingGet
+	if p.lockedRefill {
+		// The section covers the pages this refill takes: at most a
+		// refill's worth, at most what the ring holds.
+		n := min(p.ring.Len(), AllocCacheRefill-p.count)
+		p.ring.ConsumerLock.Hold(c, sim.Duration(n)*get)
+		get = 0
+	}
 	for {
 		v := p.ring.Consume(c)
 		if v == 0 {
 			break
 		}
-		c.Spend(c.Costs().PPRingGet)
+		c.Spend(get)
 		id := mem.PageID(v - 1)
 		if p.m.Page(id).NID() != pref {
 			p.returnPage(c, id)

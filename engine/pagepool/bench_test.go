@@ -31,12 +31,12 @@ func newPaths(tb testing.TB) *paths {
 	mk := func(p pagepool.Params) *pagepool.Pool { return e.pool(tb, p) }
 	return &paths{
 		e: e, c0: e.s.CPU(0), c1: e.s.CPU(1),
-		cache: mk(pagepool.Params{NAPICPU: 0}),
-		ring:  mk(pagepool.Params{NAPICPU: 0}),
-		slow:  mk(pagepool.Params{NAPICPU: 0, PoolSize: 1}),
-		frag:  mk(pagepool.Params{NAPICPU: 0}),
-		bulk:  mk(pagepool.Params{NAPICPU: 0}),
-		dma: mk(pagepool.Params{NAPICPU: 0, Flags: pagepool.DMAMap | pagepool.DMASyncDev,
+		cache: mk(pagepool.Params{CPUID: 0}),
+		ring:  mk(pagepool.Params{CPUID: 0}),
+		slow:  mk(pagepool.Params{CPUID: 0, PoolSize: 1}),
+		frag:  mk(pagepool.Params{CPUID: 0}),
+		bulk:  mk(pagepool.Params{CPUID: 0}),
+		dma: mk(pagepool.Params{CPUID: 0, Flags: pagepool.DMAMap | pagepool.DMASyncDev,
 			MaxLen: 1536, DMA: e.dma}),
 		bulkPages: make([]mem.PageID, pagepool.BulkMax),
 	}

@@ -14,8 +14,8 @@ import (
 // rings, each under one producer lock.
 func TestPutBulkGroupsByPool(t *testing.T) {
 	e := newEnv(t, 2, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: 0})
-	q := e.pool(t, pagepool.Params{NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{CPUID: 0})
+	q := e.pool(t, pagepool.Params{CPUID: 0})
 	var data []mem.PageID
 	for i := range 12 {
 		if i%3 == 0 {
@@ -41,7 +41,7 @@ func TestPutBulkGroupsByPool(t *testing.T) {
 // count ring_full once and release the other 6.
 func TestPutBulkRingFullCountedOnce(t *testing.T) {
 	e := newEnv(t, 2, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: 0, PoolSize: 16}) // batch 1: no stale slots
+	p := e.pool(t, pagepool.Params{CPUID: 0, PoolSize: 16}) // batch 1: no stale slots
 	var ids []mem.PageID
 	for range 22 {
 		ids = append(ids, e.alloc(t, p, 0))
@@ -61,12 +61,12 @@ func TestPutBulkRingFullCountedOnce(t *testing.T) {
 	assert.Equal(t, uint64(6), p.ReleaseCnt())
 }
 
-// TestPutBulkDirectOnNAPICPU: a bulk freed in softirq on the pool's NAPI CPU
+// TestPutBulkDirectOnNAPICPU: a bulk freed in softirq on the pool's cpuid
 // recycles into the cache; fragments only recycle with their last
 // reference.
 func TestPutBulkDirectOnNAPICPU(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{CPUID: 0})
 	a, _ := e.allocFrag(t, p, 2048)
 	b, _ := e.allocFrag(t, p, 2048)
 	require.Equal(t, a, b)

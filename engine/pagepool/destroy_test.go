@@ -16,7 +16,7 @@ import (
 // them, and the pool is freed when nothing is in flight. Nothing is lost.
 func TestDestroyWithInflightPages(t *testing.T) {
 	e := newEnv(t, 2, smallMem())
-	p := e.pool(t, pagepool.Params{Flags: pagepool.DMAMap | pagepool.DMASyncDev, MaxLen: 4096, DMA: e.dma, NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{Flags: pagepool.DMAMap | pagepool.DMASyncDev, MaxLen: 4096, DMA: e.dma, CPUID: 0})
 	c := e.s.CPU(0)
 	var ids []mem.PageID
 	for range 10 {
@@ -75,7 +75,7 @@ func TestDestroyWithInflightPages(t *testing.T) {
 // TestDestroyWithNothingInflight frees the pool at once.
 func TestDestroyWithNothingInflight(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{CPUID: 0})
 	id := e.alloc(t, p, 0)
 	e.put(t, p, 0, id, true, pagepool.Softirq)
 	done, err := p.Destroy(e.s.CPU(0))
@@ -100,7 +100,7 @@ func TestStalledShutdownWarnings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, 1, smallMem())
-			p := e.pool(t, pagepool.Params{NAPICPU: 0, Ifindex: tt.ifindex})
+			p := e.pool(t, pagepool.Params{CPUID: 0, Ifindex: tt.ifindex})
 			c := e.s.CPU(0)
 			id := e.alloc(t, p, 0)
 			done, err := p.Destroy(c)
@@ -117,4 +117,32 @@ func TestStalledShutdownWarnings(t *testing.T) {
 			e.verify(t, p)
 		})
 	}
+}
+
+// TestReleasePage is page_pool_release_page, xdp_release_frame's call
+// until 6.3 (FIDELITY row 21): the page leaves the pool (unmapped,
+// release_cnt counted, unmarked) while its holder keeps it, and its
+// put_page gives it to the page allocator. A fragment page with other
+// fragments out is refused.
+func TestReleasePage(t *testing.T) {
+	e := newEnv(t, 2, smallMem())
+	p := e.pool(t, pagepool.Params{Flags: pagepool.DMAMap, DMA: e.dma, CPUID: 0})
+	id := e.alloc(t, p, 0)
+	mapped := p.DMAMapped()
+	require.NoError(t, p.ReleasePage(e.s.CPU(1), id))
+	e.drop(id)
+	assert.Equal(t, uint64(1), p.ReleaseCnt())
+	assert.Equal(t, mapped-1, p.DMAMapped())
+	assert.Equal(t, int32(-1), e.m.Page(id).PP)
+	e.verify(t, p)
+	freed, err := e.m.PutPage(e.s.CPU(1), id)
+	require.NoError(t, err)
+	assert.True(t, freed, "the holder's put_page frees it")
+	assert.Error(t, p.ReleasePage(e.s.CPU(1), id), "no longer the pool's")
+
+	a, _ := e.allocFrag(t, p, 1024)
+	b, _ := e.allocFrag(t, p, 1024)
+	require.Equal(t, a, b)
+	assert.ErrorIs(t, p.ReleasePage(e.s.CPU(1), a), pagepool.ErrNotPoolPage)
+	e.verify(t, p)
 }

@@ -18,7 +18,7 @@ func TestDMAMappedOnceWhileRecycling(t *testing.T) {
 	costs := sim.DefaultCosts()
 	e := newEnv(t, 2, smallMem())
 	p := e.pool(t, pagepool.Params{Flags: pagepool.DMAMap | pagepool.DMASyncDev, MaxLen: 1536, Offset: 256,
-		DMA: e.dma, NAPICPU: 0, PoolSize: 64})
+		DMA: e.dma, CPUID: 0, PoolSize: 64})
 	c := e.s.CPU(0)
 	before := c.Busy()
 	id := e.alloc(t, p, 0)
@@ -61,7 +61,7 @@ func TestDMAMappedOnceWhileRecycling(t *testing.T) {
 // TestWithoutDMAMapNothingIsMapped: the driver maps and unmaps itself.
 func TestWithoutDMAMapNothingIsMapped(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{CPUID: 0})
 	id := e.alloc(t, p, 0)
 	assert.Zero(t, p.DMAAddr(id))
 	assert.ErrorIs(t, p.SyncForCPU(e.s.CPU(0), id, 0, 64), pagepool.ErrNotPoolPage)

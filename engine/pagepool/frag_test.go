@@ -24,7 +24,7 @@ func (e *env) allocFrag(t testing.TB, p *pagepool.Pool, size uint32) (mem.PageID
 // first page.
 func TestFragTwoHalves(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{CPUID: 0})
 	a, offA := e.allocFrag(t, p, 2048)
 	b, offB := e.allocFrag(t, p, 2048)
 	e.verify(t, p)
@@ -55,7 +55,7 @@ func TestFragTwoHalves(t *testing.T) {
 // recycle and a fast allocation.
 func TestFragReusedWhenAllReturned(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{CPUID: 0})
 	a, _ := e.allocFrag(t, p, 2048)
 	b, _ := e.allocFrag(t, p, 2048)
 	e.put(t, p, 0, a, false, pagepool.Process)
@@ -91,7 +91,7 @@ func TestAllocNetmemSizes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, 1, smallMem())
-			p := e.pool(t, pagepool.Params{NAPICPU: 0})
+			p := e.pool(t, pagepool.Params{CPUID: 0})
 			prev := mem.NoPage
 			for i, size := range tt.sizes {
 				id, off, got, err := p.AllocNetmem(e.s.CPU(0), size)

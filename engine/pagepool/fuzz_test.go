@@ -27,9 +27,9 @@ func FuzzPoolOps(f *testing.F) {
 			size += int(ops[0] % 64)
 		}
 		pools := []*pagepool.Pool{
-			e.pool(t, pagepool.Params{PoolSize: size, NAPICPU: 0, DMA: e.dma,
+			e.pool(t, pagepool.Params{PoolSize: size, CPUID: 0, DMA: e.dma,
 				Flags: pagepool.DMAMap | pagepool.DMASyncDev, MaxLen: 2048}),
-			e.pool(t, pagepool.Params{PoolSize: 16, NAPICPU: 1, Order: 1}),
+			e.pool(t, pagepool.Params{PoolSize: 16, CPUID: 1, Order: 1}),
 		}
 		h := &harness{t: t, e: e, pools: pools}
 		for i := 1; i+1 < len(ops); i += 2 {

@@ -43,17 +43,21 @@ const (
 	DeferWarnInterval = 60 * sim.Second
 )
 
-// Params is struct page_pool_params, with the links the engine models as
-// numbers: the NAPI's CPU instead of a napi_struct, a mem.DMA instead of a
-// struct device.
+// Params is struct page_pool_params (and page_pool_create_percpu's cpuid),
+// with the links the engine models in its own terms: a NAPI reduced to its
+// list_owner, a mem.DMA instead of a struct device.
 type Params struct {
 	Order    int   // page order: 0 for single pages
 	PoolSize int   // ptr_ring size; 0 means RingDefault, capped at RingMax
 	Flags    Flags // DMAMap, DMASyncDev
-	// NAPICPU is the CPU that runs the pool's NAPI (p.napi->list_owner,
-	// pool->cpuid): puts in softirq on that CPU may recycle into the
-	// alloc cache. -1: no NAPI link.
-	NAPICPU int
+	// CPUID is pool->cpuid (page_pool_create_percpu, 6.9+): a put in
+	// softirq on this CPU may recycle into the alloc cache. -1: none, as
+	// for every pool a driver creates with page_pool_create.
+	CPUID int
+	// NAPI is p.napi, the NAPI instance that is the pool's sole consumer
+	// (6.5+): a put in softirq on the CPU whose poll list holds it may
+	// recycle into the alloc cache. nil: no NAPI link.
+	NAPI    *NAPI
 	NAPIID  uint32   // netlink napi-id, 0 none
 	Ifindex int      // netdev the pool is listed under (netlink ifindex), 0 none
 	MaxLen  uint32   // bytes synced for device on recycle (p.max_len)
@@ -95,8 +99,8 @@ func (p *Params) validate(m *mem.Mem) error {
 	if p.Order < 0 || p.Order > m.MaxOrder() {
 		return bad("Order", "%d: want 0..%d (MAX_PAGE_ORDER)", p.Order, m.MaxOrder())
 	}
-	if p.NAPICPU < -1 || p.NAPICPU >= m.Sim().NumCPU() {
-		return bad("NAPICPU", "%d: want -1..%d", p.NAPICPU, m.Sim().NumCPU()-1)
+	if p.CPUID < -1 || p.CPUID >= m.Sim().NumCPU() {
+		return bad("CPUID", "%d: want -1..%d", p.CPUID, m.Sim().NumCPU()-1)
 	}
 	if p.NID < NoNode || p.NID >= m.Nodes() {
 		return bad("NID", "%d: want -1..%d", p.NID, m.Nodes()-1)

@@ -18,17 +18,17 @@ func TestNewReturnsEINVAL(t *testing.T) {
 		p     pagepool.Params
 		field string
 	}{
-		{"unknown flag", pagepool.Params{Flags: 1 << 5, NAPICPU: -1}, "Flags"},
-		{"sync without map", pagepool.Params{Flags: pagepool.DMASyncDev, MaxLen: 4096, DMA: e.dma, NAPICPU: -1}, "Flags"},
-		{"sync with max_len 0", pagepool.Params{Flags: pagepool.DMAMap | pagepool.DMASyncDev, DMA: e.dma, NAPICPU: -1}, "MaxLen"},
-		{"sync past the page", pagepool.Params{Flags: pagepool.DMAMap | pagepool.DMASyncDev, MaxLen: 4096, Offset: 256, DMA: e.dma, NAPICPU: -1}, "MaxLen"},
-		{"order above MAX_PAGE_ORDER", pagepool.Params{Order: 11, NAPICPU: -1}, "Order"},
-		{"negative order", pagepool.Params{Order: -1, NAPICPU: -1}, "Order"},
-		{"negative pool size", pagepool.Params{PoolSize: -1, NAPICPU: -1}, "PoolSize"},
-		{"map without a device", pagepool.Params{Flags: pagepool.DMAMap, NAPICPU: -1}, "DMA"},
-		{"NAPI CPU out of range", pagepool.Params{NAPICPU: 2}, "NAPICPU"},
-		{"node out of range", pagepool.Params{NAPICPU: -1, NID: 1}, "NID"},
-		{"negative ifindex", pagepool.Params{NAPICPU: -1, Ifindex: -2}, "Ifindex"},
+		{"unknown flag", pagepool.Params{Flags: 1 << 5, CPUID: -1}, "Flags"},
+		{"sync without map", pagepool.Params{Flags: pagepool.DMASyncDev, MaxLen: 4096, DMA: e.dma, CPUID: -1}, "Flags"},
+		{"sync with max_len 0", pagepool.Params{Flags: pagepool.DMAMap | pagepool.DMASyncDev, DMA: e.dma, CPUID: -1}, "MaxLen"},
+		{"sync past the page", pagepool.Params{Flags: pagepool.DMAMap | pagepool.DMASyncDev, MaxLen: 4096, Offset: 256, DMA: e.dma, CPUID: -1}, "MaxLen"},
+		{"order above MAX_PAGE_ORDER", pagepool.Params{Order: 11, CPUID: -1}, "Order"},
+		{"negative order", pagepool.Params{Order: -1, CPUID: -1}, "Order"},
+		{"negative pool size", pagepool.Params{PoolSize: -1, CPUID: -1}, "PoolSize"},
+		{"map without a device", pagepool.Params{Flags: pagepool.DMAMap, CPUID: -1}, "DMA"},
+		{"cpuid out of range", pagepool.Params{CPUID: 2}, "CPUID"},
+		{"node out of range", pagepool.Params{CPUID: -1, NID: 1}, "NID"},
+		{"negative ifindex", pagepool.Params{CPUID: -1, Ifindex: -2}, "Ifindex"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestNewReturnsEINVAL(t *testing.T) {
 			assert.Contains(t, err.Error(), "Params."+tt.field)
 		})
 	}
-	p := e.pool(t, pagepool.Params{Flags: pagepool.DMAMap | pagepool.DMASyncDev, MaxLen: 4096, DMA: e.dma, NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{Flags: pagepool.DMAMap | pagepool.DMASyncDev, MaxLen: 4096, DMA: e.dma, CPUID: 0})
 	assert.Equal(t, int32(1), p.ID())
 	_, err := pagepool.NewRegistry(nil)
 	assert.Error(t, err)
@@ -61,7 +61,7 @@ func TestRingSize(t *testing.T) {
 		{20000, 16384, 16},
 	}
 	for _, tt := range tests {
-		p := e.pool(t, pagepool.Params{PoolSize: tt.poolSize, NAPICPU: -1})
+		p := e.pool(t, pagepool.Params{PoolSize: tt.poolSize, CPUID: -1})
 		assert.Equal(t, tt.size, p.Ring().Size(), "pool_size %d", tt.poolSize)
 		assert.Equal(t, tt.batch, p.Ring().Batch(), "pool_size %d", tt.poolSize)
 	}

@@ -50,8 +50,9 @@ const (
 	// never allows direct recycling by itself.
 	Process Context = iota
 	// Softirq is softirq on the calling CPU (a NAPI poll, the skb free in
-	// net_rx_action): direct recycling is allowed when the CPU runs the
-	// pool's NAPI.
+	// net_rx_action) where the caller's kernel asks page_pool_napi_local:
+	// direct recycling is allowed on pool->cpuid or on the CPU whose poll
+	// list holds the pool's NAPI.
 	Softirq
 )
 
@@ -59,9 +60,33 @@ const (
 // netlink lists), and the place where pools are created and where bulk
 // puts find each page's pool.
 type Registry struct {
-	m    *mem.Mem
-	byID []*Pool // indexed by pool id; nil for ids of other registries
-	list []*Pool // creation order
+	m      *mem.Mem
+	byID   []*Pool // indexed by pool id; nil for ids of other registries
+	list   []*Pool // creation order
+	kernel Kernel
+}
+
+// Kernel is what page_pool itself does differently between the kernel
+// versions the engine models, fixed for the pools a registry creates
+// after SetKernel. The zero value is today's page_pool.
+type Kernel struct {
+	// LockedRefill: page_pool_refill_alloc_cache takes the ptr_ring's
+	// consumer_lock around the refill, as the first page_pool did (its
+	// comment: "the ring consumer lock is not really needed due to the
+	// softirq/NAPI protection", kept to reclaim pages later); until 5.16,
+	// removed by 07b17f0f7485 in 5.17.
+	LockedRefill bool
+}
+
+// SetKernel sets the behaviours of the pools created from now on.
+func (r *Registry) SetKernel(k Kernel) { r.kernel = k }
+
+// NAPI is struct napi_struct reduced to what page_pool reads of it:
+// list_owner, the CPU whose poll list holds the instance while it is
+// scheduled (set by ____napi_schedule), -1 once napi_complete_done takes
+// it off. Its driver owns it and keeps ListOwner current.
+type NAPI struct {
+	ListOwner int
 }
 
 // NewRegistry returns an empty registry over m.
@@ -86,9 +111,12 @@ type Pool struct {
 	id int32
 	p  Params
 
-	dmaMap  bool // pool->dma_map
-	dmaSync bool // pool->dma_sync (cleared by page_pool_scrub)
-	cpuid   int  // CPU allowed to recycle directly, -1 none
+	dmaMap  bool  // pool->dma_map
+	dmaSync bool  // pool->dma_sync (cleared by page_pool_scrub)
+	cpuid   int   // pool->cpuid: CPU allowed to recycle directly, -1 none
+	napi    *NAPI // pool->p.napi, nil none
+
+	lockedRefill bool // the refill takes the ptr_ring's consumer_lock (Kernel.LockedRefill)
 
 	// alloc cache (struct pp_alloc_cache): a LIFO stack.
 	cache [AllocCacheSize]mem.PageID
@@ -130,8 +158,11 @@ func (r *Registry) New(p Params) (*Pool, error) {
 		id:       r.m.NewPoolID(),
 		dmaMap:   p.Flags&DMAMap != 0,
 		dmaSync:  p.Flags&DMASyncDev != 0,
-		cpuid:    p.NAPICPU,
+		cpuid:    p.CPUID,
+		napi:     p.NAPI,
 		fragPage: mem.NoPage,
+
+		lockedRefill: r.kernel.LockedRefill,
 	}
 	pool.ring.init(fmt.Sprintf("page_pool %d", pool.id), p.ringSize())
 	for int(pool.id) >= len(r.byID) {
@@ -199,27 +230,53 @@ func (p *Pool) Ring() *PtrRing { return &p.ring }
 // FragPage is the page fragments are being carved from, NoPage none.
 func (p *Pool) FragPage() mem.PageID { return p.fragPage }
 
-// NAPICPU is the CPU allowed to recycle directly, -1 none.
-func (p *Pool) NAPICPU() int { return p.cpuid }
+// CPUID is pool->cpuid, -1 none.
+func (p *Pool) CPUID() int { return p.cpuid }
 
-// SetNAPICPU is page_pool_enable_direct_recycling (cpu >= 0) or
-// page_pool_disable_direct_recycling (cpu -1), as when a NAPI moves to
-// another CPU. It is refused after Destroy.
-func (p *Pool) SetNAPICPU(cpu int) error {
+// NAPI is pool->p.napi, nil none.
+func (p *Pool) NAPI() *NAPI { return p.napi }
+
+// SetCPUID writes pool->cpuid (-1: none), as the owner of a per-CPU pool
+// does. It is refused after Destroy.
+func (p *Pool) SetCPUID(cpu int) error {
 	if p.state != Active {
 		return ErrDestroyed
 	}
 	if cpu < -1 || cpu >= p.m.Sim().NumCPU() {
-		return fmt.Errorf("pagepool: NAPI CPU %d: want -1..%d", cpu, p.m.Sim().NumCPU()-1)
+		return fmt.Errorf("pagepool: cpuid %d: want -1..%d", cpu, p.m.Sim().NumCPU()-1)
 	}
 	p.cpuid = cpu
 	return nil
 }
 
-// napiLocal is page_pool_napi_local: in softirq on the CPU that runs the
-// pool's NAPI.
+// SetNAPI is page_pool_enable_direct_recycling (n non-nil: link the pool
+// to n) or page_pool_disable_direct_recycling (nil: unlink it, and clear
+// cpuid). It is refused after Destroy.
+func (p *Pool) SetNAPI(n *NAPI) error {
+	if p.state != Active {
+		return ErrDestroyed
+	}
+	if n == nil {
+		p.cpuid = -1
+	}
+	p.napi = n
+	return nil
+}
+
+// napiLocal is page_pool_napi_local (6.10; the same test as
+// napi_pp_put_page's from 6.5): in softirq on pool->cpuid, or on the CPU
+// whose poll list holds the pool's NAPI (list_owner, -1 while that NAPI is
+// not scheduled). Whether a put asks at all depends on the kernel and on
+// who puts (an skb free, an xdp_frame return): the caller decides, and
+// passes Process when it does not.
 func (p *Pool) napiLocal(c *sim.CPU, ctx Context) bool {
-	return ctx == Softirq && p.cpuid >= 0 && c.ID == p.cpuid
+	if ctx != Softirq {
+		return false
+	}
+	if p.cpuid >= 0 && c.ID == p.cpuid {
+		return true
+	}
+	return p.napi != nil && p.napi.ListOwner == c.ID
 }
 
 // move relocates a page the pool owns; the page is always allocated here,

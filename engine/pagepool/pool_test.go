@@ -15,7 +15,7 @@ import (
 // one slow allocation and one empty refill, then serves 63 from the cache.
 func TestSlowPathCountsOncePer64(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{PoolSize: 256, NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{PoolSize: 256, CPUID: 0})
 	type want struct{ fast, slow, empty, hold uint64 }
 	steps := []struct {
 		name   string
@@ -44,7 +44,7 @@ func TestSlowPathCountsOncePer64(t *testing.T) {
 // TestSlowHighOrder: order > 0 allocates one page per slow path.
 func TestSlowHighOrder(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{Order: 2, NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{Order: 2, CPUID: 0})
 	for range 3 {
 		id := e.alloc(t, p, 0)
 		assert.Equal(t, 2, e.m.Page(id).Order())
@@ -61,7 +61,7 @@ func TestSlowHighOrder(t *testing.T) {
 // refill, one refill counted each time.
 func TestRefillCountedOncePer64(t *testing.T) {
 	e := newEnv(t, 2, smallMem())
-	p := e.pool(t, pagepool.Params{PoolSize: 256, NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{PoolSize: 256, CPUID: 0})
 	var ids []mem.PageID
 	for range 128 {
 		ids = append(ids, e.alloc(t, p, 0))
@@ -88,7 +88,7 @@ func TestRefillCountedOncePer64(t *testing.T) {
 // page counts cache_full and falls through to the ring.
 func TestCacheFullAt128(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{PoolSize: 256, NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{PoolSize: 256, CPUID: 0})
 	var ids []mem.PageID
 	for range 129 {
 		ids = append(ids, e.alloc(t, p, 0))
@@ -119,7 +119,7 @@ func TestCacheFullAt128(t *testing.T) {
 // 2) leaves the pool on its last pp reference; the other holder frees it.
 func TestReleasedRefcntWhenShared(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{Flags: pagepool.DMAMap, DMA: e.dma, NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{Flags: pagepool.DMAMap, DMA: e.dma, CPUID: 0})
 	c := e.s.CPU(0)
 	id := e.alloc(t, p, 0)
 	require.NoError(t, e.m.GetPage(c, id)) // e.g. an skb clone holding the page
@@ -161,7 +161,7 @@ func TestDirectRecyclingContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, 2, smallMem())
-			p := e.pool(t, pagepool.Params{NAPICPU: 0})
+			p := e.pool(t, pagepool.Params{CPUID: 0})
 			id := e.alloc(t, p, 0)
 			cache := p.CacheLen()
 			e.put(t, p, tt.cpu, id, tt.direct, tt.ctx)
@@ -177,16 +177,92 @@ func TestDirectRecyclingContext(t *testing.T) {
 		})
 	}
 	e := newEnv(t, 2, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: -1})
+	p := e.pool(t, pagepool.Params{CPUID: -1})
 	id := e.alloc(t, p, 0)
 	e.put(t, p, 0, id, false, pagepool.Softirq)
 	assert.Equal(t, 1, p.Ring().Len(), "no NAPI link, no direct recycling")
-	require.NoError(t, p.SetNAPICPU(1))
+	require.NoError(t, p.SetCPUID(1))
 	id = e.alloc(t, p, 1)
 	e.put(t, p, 1, id, false, pagepool.Softirq)
-	assert.Equal(t, 1, p.Ring().Len(), "after the NAPI moved to CPU 1")
-	assert.Error(t, p.SetNAPICPU(7))
+	assert.Equal(t, 1, p.Ring().Len(), "after cpuid moved to CPU 1")
+	assert.Error(t, p.SetCPUID(7))
 	e.verify(t, p)
+}
+
+// TestDirectRecyclingListOwner is page_pool_napi_local's NAPI test (and
+// napi_pp_put_page's before 6.10, FIDELITY row 11): a put in softirq may
+// use the cache only on the CPU whose poll list holds the pool's NAPI,
+// napi->list_owner, which is -1 while that NAPI is not scheduled.
+func TestDirectRecyclingListOwner(t *testing.T) {
+	tests := []struct {
+		name   string
+		owner  int // list_owner
+		cpu    int
+		ctx    pagepool.Context
+		cached bool
+	}{
+		{"NAPI scheduled on the freeing CPU", 0, 0, pagepool.Softirq, true},
+		{"NAPI not scheduled", -1, 0, pagepool.Softirq, false},
+		{"NAPI scheduled on another CPU", 1, 0, pagepool.Softirq, false},
+		{"NAPI scheduled, process context", 0, 0, pagepool.Process, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, 2, smallMem())
+			napi := &pagepool.NAPI{ListOwner: tt.owner}
+			p := e.pool(t, pagepool.Params{CPUID: -1, NAPI: napi})
+			id := e.alloc(t, p, 0)
+			e.put(t, p, tt.cpu, id, false, tt.ctx)
+			e.verify(t, p)
+			loc, _ := e.m.Loc(id)
+			if tt.cached {
+				assert.Equal(t, mem.PoolCache, loc)
+			} else {
+				assert.Equal(t, mem.PoolRing, loc)
+			}
+		})
+	}
+	e := newEnv(t, 2, smallMem())
+	napi := &pagepool.NAPI{ListOwner: 0}
+	p := e.pool(t, pagepool.Params{CPUID: -1, NAPI: napi})
+	require.NoError(t, p.SetNAPI(nil)) // page_pool_disable_direct_recycling
+	id := e.alloc(t, p, 0)
+	e.put(t, p, 0, id, false, pagepool.Softirq)
+	assert.Equal(t, 1, p.Ring().Len(), "unlinked from its NAPI")
+	require.NoError(t, p.SetNAPI(napi))
+	_, err := p.Destroy(e.s.CPU(0))
+	require.NoError(t, err)
+	assert.Nil(t, p.NAPI(), "page_pool_destroy unlinks the NAPI")
+}
+
+// TestRefillConsumerLock is page_pool_refill_alloc_cache before 5.17
+// (Kernel.LockedRefill, FIDELITY row 13): one consumer_lock acquisition
+// per refill; from 5.17 none.
+func TestRefillConsumerLock(t *testing.T) {
+	for _, locked := range []bool{true, false} {
+		e := newEnv(t, 2, smallMem())
+		e.r.SetKernel(pagepool.Kernel{LockedRefill: locked})
+		p := e.pool(t, pagepool.Params{PoolSize: 256, CPUID: 0})
+		var ids []mem.PageID
+		for i := 0; i < 200; i++ {
+			ids = append(ids, e.alloc(t, p, 0))
+		}
+		for _, id := range ids {
+			e.put(t, p, 1, id, false, pagepool.Softirq) // remote: the ring
+		}
+		for i := 0; i < 130; i++ {
+			e.alloc(t, p, 0)
+		}
+		e.verify(t, p)
+		refills := p.AllocStats().Refill
+		require.Positive(t, refills)
+		acq := p.Ring().ConsumerLock.Stats().Acquisitions
+		if locked {
+			assert.Equal(t, refills, acq)
+		} else {
+			assert.Zero(t, acq)
+		}
+	}
 }
 
 // TestWaiveOnNIDMismatch: a pool for node 1 fed pages of node 0 through its
@@ -196,7 +272,7 @@ func TestWaiveOnNIDMismatch(t *testing.T) {
 	cfg := smallMem()
 	cfg.Nodes = 2
 	e := newEnv(t, 2, cfg)
-	p := e.pool(t, pagepool.Params{NAPICPU: 0, NID: 1})
+	p := e.pool(t, pagepool.Params{CPUID: 0, NID: 1})
 	var ids []mem.PageID
 	for range 64 {
 		ids = append(ids, e.alloc(t, p, 0))
@@ -218,7 +294,7 @@ func TestWaiveOnNIDMismatch(t *testing.T) {
 	// NoNode follows the CPU: refilling on CPU 0 (node 0) takes them.
 	cfg.CPUNode = []int{0, 1}
 	e = newEnv(t, 2, cfg)
-	p = e.pool(t, pagepool.Params{NAPICPU: 0, NID: pagepool.NoNode})
+	p = e.pool(t, pagepool.Params{CPUID: 0, NID: pagepool.NoNode})
 	ids = ids[:0]
 	for range 64 {
 		ids = append(ids, e.alloc(t, p, 0))
@@ -235,7 +311,7 @@ func TestWaiveOnNIDMismatch(t *testing.T) {
 // TestStatsOrderAndNames pins the ethtool names and their order.
 func TestStatsOrderAndNames(t *testing.T) {
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{CPUID: 0})
 	want := []string{"rx_pp_alloc_fast", "rx_pp_alloc_slow", "rx_pp_alloc_slow_ho", "rx_pp_alloc_empty",
 		"rx_pp_alloc_refill", "rx_pp_alloc_waive", "rx_pp_recycle_cached", "rx_pp_recycle_cache_full",
 		"rx_pp_recycle_ring", "rx_pp_recycle_ring_full", "rx_pp_recycle_released_ref"}
@@ -256,8 +332,8 @@ func TestStatsOrderAndNames(t *testing.T) {
 // TestPutErrors: misuse is an error, never a panic, and changes nothing.
 func TestPutErrors(t *testing.T) {
 	e := newEnv(t, 2, smallMem())
-	p := e.pool(t, pagepool.Params{NAPICPU: 0})
-	q := e.pool(t, pagepool.Params{NAPICPU: 1})
+	p := e.pool(t, pagepool.Params{CPUID: 0})
+	q := e.pool(t, pagepool.Params{CPUID: 1})
 	c := e.s.CPU(0)
 	id := e.alloc(t, p, 0)
 	other := e.alloc(t, q, 1)
@@ -298,7 +374,7 @@ func TestPutErrors(t *testing.T) {
 func TestFastPathCosts(t *testing.T) {
 	costs := sim.DefaultCosts()
 	e := newEnv(t, 1, smallMem())
-	p := e.pool(t, pagepool.Params{PoolSize: 256, NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{PoolSize: 256, CPUID: 0})
 	c := e.s.CPU(0)
 	id := e.alloc(t, p, 0)
 	e.put(t, p, 0, id, true, pagepool.Softirq)

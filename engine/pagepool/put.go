@@ -14,8 +14,10 @@ import (
 // (released_refcnt). Otherwise it is synced for the device
 // (min(dmaSyncSize, MaxLen) with DMASyncDev) and pushed into the alloc
 // cache when direct recycling is allowed — the caller says so, or ctx is
-// Softirq on the pool's NAPI CPU — and the cache has room; else into the
-// ptr_ring, and when that is full, released (ring_full).
+// Softirq and the CPU is pool->cpuid or has the pool's NAPI on its poll
+// list (page_pool_napi_local) — and the cache has room; else into the
+// ptr_ring, and when that is full, released (ring_full). A caller whose
+// kernel does not ask page_pool_napi_local for this put passes Process.
 //
 // An error means the caller broke the rules: the page is not in flight
 // from this pool, or the pool has been freed.
@@ -194,7 +196,9 @@ func (p *Pool) recycleInRing(c *sim.CPU, id mem.PageID) bool {
 // pool, recycle the pages that lost their last reference, producing them
 // into the pool's ring under one producer lock; ring_full is counted once
 // per bulk and the pages that did not fit are released. Direct recycling
-// into the cache is allowed per pool when ctx is Softirq on its NAPI CPU.
+// into the cache is allowed per pool when ctx is Softirq and
+// page_pool_napi_local says so (6.10, 39806b96c89a; before, a bulk put
+// never recycled direct: callers pass Process).
 // pages is overwritten, as the kernel overwrites its array. Every page is
 // validated first: on an error nothing was done.
 func (r *Registry) PutBulk(c *sim.CPU, pages []mem.PageID, ctx Context) error {

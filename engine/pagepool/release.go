@@ -1,6 +1,8 @@
 package pagepool
 
 import (
+	"fmt"
+
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 )
@@ -18,6 +20,31 @@ func (p *Pool) returnPage(c *sim.CPU, id mem.PageID) {
 	p.putPage(c, id)
 }
 
+// ReleasePage is page_pool_release_page (until 6.3, for
+// xdp_release_frame): a page in flight leaves the pool while its holder
+// keeps it. It is unmapped, counted in release_cnt and unmarked; its page
+// reference stays with the holder, whose put_page frees it to the page
+// allocator. The page must be the pool's with one pp reference: the kernel
+// releases a page whose other fragments are still out all the same, and
+// their holders would free it under each other; the engine refuses that
+// with an error instead (scenario validation keeps it from happening).
+func (p *Pool) ReleasePage(c *sim.CPU, id mem.PageID) error {
+	pg, err := p.own(c, id)
+	if err != nil {
+		return err
+	}
+	if pg.PPRef != 1 || id == p.fragPage {
+		return fmt.Errorf("pagepool %d: release of page %d with %d pp references: other fragments are still out: %w", p.id, id, pg.PPRef, ErrNotPoolPage)
+	}
+	p.m.Touch(c, id)
+	p.releaseDMA(c, pg)
+	p.release++
+	pg.PPMagic = 0 // page_pool_clear_pp_info
+	pg.PP = -1
+	p.m.Note(id)
+	return nil
+}
+
 // Destroy is page_pool_destroy: direct recycling stops, the fragment page
 // is given up, the cache and the ring are emptied (page_pool_release). When
 // nothing is left in flight the pool is freed and Destroy reports true.
@@ -29,6 +56,7 @@ func (p *Pool) Destroy(c *sim.CPU) (bool, error) {
 		return false, ErrDestroyed
 	}
 	p.cpuid = -1 // page_pool_disable_direct_recycling
+	p.napi = nil
 	p.freeFrag(c)
 	if p.releasePool(c) == 0 {
 		p.state = Freed

@@ -70,7 +70,7 @@ func TestPtrRingFullBeforeSizeOutstanding(t *testing.T) {
 // page with 60 in it and counts ring_full.
 func TestPoolRingFullWithStaleSlots(t *testing.T) {
 	e := newEnv(t, 2, smallMem())
-	p := e.pool(t, pagepool.Params{PoolSize: 64, NAPICPU: 0})
+	p := e.pool(t, pagepool.Params{PoolSize: 64, CPUID: 0})
 	var ids []mem.PageID
 	for range 128 {
 		ids = append(ids, e.alloc(t, p, 0))

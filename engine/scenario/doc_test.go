@@ -66,11 +66,15 @@ func TestVersionsDocIsCurrent(t *testing.T) {
 	for _, c := range kernel.Changes() {
 		from := c.From.String()
 		if c.Off != (kernel.Version{}) {
-			if c.On.Minor == c.Off.Minor+1 && c.On.Major == c.Off.Major {
-				from += fmt.Sprintf(" (off by default in %s, on again in %s)", c.Off, c.On)
-			} else {
-				from += fmt.Sprintf(" (off by default from %s, on again in %s)", c.Off, c.On)
+			off := "off"
+			if c.OffByDefault {
+				off = "off by default"
 			}
+			from += fmt.Sprintf(" (%s in %s", off, c.Off)
+			if last := lastBefore(c.On); last != c.Off {
+				from += " to " + last.String()
+			}
+			from += ", on again in " + c.On.String() + ")"
 		}
 		fmt.Fprintf(&b, "| %s | %s | `%s` |\n", from, c.What, c.Function)
 	}
@@ -133,4 +137,16 @@ func TestCostsDocIsCurrent(t *testing.T) {
 	got, err := os.ReadFile(path)
 	require.NoError(t, err, "run with -update to write docs/costs.md")
 	assert.Equal(t, b.String(), string(got), "docs/costs.md is stale: run go test ./engine/scenario -run TestCostsDocIsCurrent -update")
+}
+
+// lastBefore is the release before v.
+func lastBefore(v kernel.Version) kernel.Version {
+	var last kernel.Version
+	for _, r := range kernel.Releases() {
+		if !r.Less(v) {
+			break
+		}
+		last = r
+	}
+	return last
 }

@@ -144,3 +144,17 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// xdp.frags needs virtio_net's multi-buffer XDP, 6.3+ (fab89bafa95b).
+func TestXDPFragsNeedKernel63(t *testing.T) {
+	s, err := LookupPreset("cpumap")
+	require.NoError(t, err)
+	s.XDP.Frags = true
+	s.Kernel = "6.2"
+	err = s.Validate()
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "xdp.frags", fe.Field)
+	s.Kernel = "6.3"
+	assert.NoError(t, s.Validate())
+}

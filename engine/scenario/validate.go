@@ -301,8 +301,15 @@ func (s *Scenario) validateXDP() error {
 	if s.Mode() == ModeBig {
 		return bad("xdp", "virtio_net refuses XDP in big mode without mergeable buffers (features give big mode)")
 	}
+	if v := s.KernelVersion(); x.Frags && v.Less(xdpFragsOldest) {
+		return bad("xdp.frags", "virtio_net builds multi-buffer xdp_buffs from %s (fab89bafa95b); the scenario runs %s", xdpFragsOldest, v)
+	}
 	return nil
 }
+
+// xdpFragsOldest is the first release whose virtio_net takes XDP programs
+// with frags support (virtnet_build_xdp_buff_mrg).
+var xdpFragsOldest = kernel.Version{Major: 6, Minor: 3}
 
 func (s *Scenario) validateTraffic() error {
 	t := s.Traffic

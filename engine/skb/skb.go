@@ -137,11 +137,21 @@ func (s *SKB) Coalesce(n, truesize uint32) {
 
 // Context says where a page is being released from: the CPU, and whether
 // in softirq (NET_RX, or a kthread with BH disabled) or process context.
+// Whether a page_pool put may then ask if it runs where the pool's NAPI is
+// scheduled depends on the kernel and on who puts (engine.World.Release).
 type Context struct {
 	Softirq bool
 	// Direct is the caller's allow_direct: it knows it runs in the pool's
 	// NAPI poll (XDP_DROP, xdp_return_frame_rx_napi).
 	Direct bool
+	// NAPISafe is skb_release_data's napi_safe (6.5 to 6.9): the skb is
+	// freed by napi_consume_skb with a non-zero budget (as
+	// skb_defer_free_flush does) or __napi_kfree_skb, callers that know
+	// they run in a NAPI poll. kfree_skb and consume_skb pass false.
+	NAPISafe bool
+	// Frame: the page comes back with an xdp_frame (xdp_return_frame,
+	// xdp_return_frame_bulk), not with an skb.
+	Frame bool
 }
 
 // Releaser gives back one reference a buffer held on a page: to its

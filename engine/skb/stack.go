@@ -251,7 +251,8 @@ func (st *Stack) deferIPI(now sim.Time, arg uint64) {
 }
 
 // FlushDeferred frees the skbs other CPUs deferred to c
-// (skb_defer_free_flush at the start of net_rx_action), in softirq.
+// (skb_defer_free_flush at the start of net_rx_action), in softirq, with
+// napi_consume_skb(skb, 1): napi_safe.
 func (st *Stack) FlushDeferred(c *sim.CPU) error {
 	l := st.deferred[c.ID]
 	if len(l) == 0 {
@@ -259,7 +260,7 @@ func (st *Stack) FlushDeferred(c *sim.CPU) error {
 	}
 	var first error
 	for _, id := range l {
-		if err := st.pool.Free(c, id, st.rel, Context{Softirq: true}); err != nil && first == nil {
+		if err := st.pool.Free(c, id, st.rel, Context{Softirq: true, NAPISafe: true}); err != nil && first == nil {
 			first = err
 		}
 	}

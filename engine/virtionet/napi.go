@@ -11,8 +11,13 @@ func (d *Driver) scheduleNAPI(rq *RQ, t sim.Time) {
 		return
 	}
 	rq.napiOn = true
+	rq.napi.ListOwner = rq.CPU.ID // ____napi_schedule
 	d.env.Sim.Queue.Schedule(t, d.napiKind, uint64(rq.Index))
 }
+
+// NAPIScheduled reports whether the queue's NAPI is on its CPU's poll list
+// (scheduled or running): list_owner is then that CPU.
+func (rq *RQ) NAPIScheduled() bool { return rq.napiOn }
 
 // catchUp brings the host side of the queue to t. An interrupt it raises
 // while NAPI owns the queue is taken and ignored (napi_schedule_prep fails);
@@ -78,6 +83,7 @@ func (d *Driver) napiPoll(now sim.Time, arg uint64) {
 		// virtqueue_napi_complete
 		opaque := rq.VQ.EnableCBPrepare()
 		rq.napiOn = false
+		rq.napi.ListOwner = -1 // napi_complete_done
 		if rq.VQ.Poll(opaque) {
 			rq.VQ.DisableCB()
 			d.scheduleNAPI(rq, c.Now())

@@ -88,7 +88,7 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	// Every big buffer has num_skbfrags + 2 > 1 entries, so with a queue
 	// that may go indirect each one does (virtqueue_use_indirect).
 	d.indirectBig = d.bigPackets && vq.Indirect()
-	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage, freeDMA: -1, lastDMA: -1,
+	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage, freeDMA: -1, lastDMA: -1, napi: pagepool.NAPI{ListOwner: -1},
 		bufs: make([]rxBuf, s.RingSize), xdpBuf: make([]byte, XDPHeadroom+device.WindowSize+ShinfoSize)}
 	for j := range rq.bufs {
 		rq.bufs[j].next = int32(j + 1)
@@ -116,10 +116,17 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	case scenario.SourcePagePool, scenario.SourcePagePoolFrag:
 		p := pagepool.Params{
 			PoolSize: s.Driver.PoolSize,
-			NAPICPU:  cpu.ID,
+			CPUID:    -1, // page_pool_create
 			NAPIID:   uint32(i + 1),
 			Ifindex:  1,
 			NID:      pagepool.NoNode,
+		}
+		if d.nic || s.Behaviours().VirtioNetPagePool {
+			// pp_params.napi = &rq->napi: the 2026 series links the pool
+			// to the queue's NAPI, as the NIC drivers this device stands
+			// for do (bnxt and mlx5 since 6.5). The 2023 series, as
+			// posted, does not: no put is ever NAPI-local.
+			p.NAPI = &rq.napi
 		}
 		if p.PoolSize == 0 {
 			p.PoolSize = s.RingSize

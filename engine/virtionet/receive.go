@@ -151,7 +151,9 @@ func (rq *RQ) receiveSmall(b *rxBuf, length uint32, ctx uint64) {
 }
 
 // buildAndDeliver is build_skb around the buffer (its page is the skb's
-// head) and napi_gro_receive.
+// head) and napi_gro_receive; a multi-buffer XDP packet's frags become the
+// skb's (build_skb_from_xdp_buff: xdp_update_skb_shared_info, truesize
+// grown by the frags').
 func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 	c := rq.CPU
 	env := rq.d.env
@@ -159,6 +161,9 @@ func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 	if id == skb.NoSKB {
 		rq.Stats.Drops++
+		if rq.xdpNFrags > 0 {
+			rq.putXDPFrags()
+		}
 		rq.release(b.page, b.pool, softirqCtx)
 		return
 	}
@@ -172,6 +177,14 @@ func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 		if err := env.Mem.Move(b.page, mem.SKB, rq.Index); err != nil {
 			rq.d.fail(err)
 		}
+	}
+	if rq.xdpNFrags > 0 {
+		for i := range rq.xdpFrags[:rq.xdpNFrags] {
+			fr := &rq.xdpFrags[i]
+			s.AddFrag(fr.page, fr.off, fr.len, fr.truesize)
+			rq.move(fr.page, mem.SKB)
+		}
+		rq.xdpNFrags = 0
 	}
 	if err := env.Stack.Deliver(c, id); err != nil { // rq.deliver(id)
 		rq.d.fail(err)

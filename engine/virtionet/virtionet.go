@@ -115,7 +115,7 @@ type RQStats struct {
 	Refills      uint64 // try_fill_recv calls
 	AllocFails   uint64 // buffers the refill could not allocate
 	XDPAborted   uint64 // runs that ended XDP_ABORTED (trace_xdp_exception)
-	Linearized   uint64 // xdp_linearize_page copies
+	Linearized   uint64 // xdp_linearize_page copies (and mergeable_xdp_get_buf's copy of a head without headroom)
 	Copied       uint64 // packets copied into a small skb head (GOOD_COPY_LEN)
 	Coalesced    uint64 // buffers coalesced into the previous frag
 	BigBuilt     uint64 // big-mode skbs built around the first page (page_to_skb's build_skb, 5.13+)
@@ -169,15 +169,23 @@ type RQ struct {
 	ewma      uint32 // mrg_avg_pkt_len (internal value, precision 0)
 	minBufLen uint32
 
-	bufs     []rxBuf
-	freeBuf  int32
-	napiOn   bool // NAPI scheduled or running
+	bufs    []rxBuf
+	freeBuf int32
+	napiOn  bool // NAPI scheduled or running
+	// napi is what page_pool reads of rq->napi: list_owner, this queue's
+	// CPU while napiOn, else -1 (____napi_schedule, napi_complete_done).
+	napi     pagepool.NAPI
 	irqArmed bool // an interrupt event is scheduled
 	xdpXmit  uint8
 
-	xdpBuf []byte     // scratch: headroom + stored window for the program
-	xdpIn  bpf.Input  // scratch: the program's input (kept here so it does not escape)
-	xdpRes bpf.Result // scratch: the program's result
+	xdpBuf []byte // scratch: headroom + stored window for the program
+	// xdpFrags are the frags of the multi-buffer packet being received
+	// (the xdp_buff's skb_shared_info), xdpNFrags of them, each with len
+	// the bytes received; 0 between packets.
+	xdpFrags  [skb.MaxSkbFrags]rxBuf
+	xdpNFrags int
+	xdpIn     bpf.Input  // scratch: the program's input (kept here so it does not escape)
+	xdpRes    bpf.Result // scratch: the program's result
 
 	Stats RQStats
 	// LastFault is why the XDP program last aborted (the interpreter's
@@ -191,7 +199,19 @@ type SQ struct {
 	VQ    *virtq.Queue
 	Dev   *device.TX
 	Stats SQStats
+
+	sg    [skb.MaxSkbFrags + 1]virtq.SG // scratch: a multi-buffer frame's entries
+	frags int                           // frags of the frames posted
+	descs int                           // descriptors the posted frames hold
 }
+
+// Frags is the number of frags the frames posted on the send queue carry
+// (their pages are located in transmit queues, with the heads').
+func (sq *SQ) Frags() int { return sq.frags }
+
+// Descs is the number of descriptors the frames posted hold: one each, or
+// one per sg entry of a multi-buffer frame without indirect descriptors.
+func (sq *SQ) Descs() int { return sq.descs }
 
 // SQStats are struct virtnet_sq_stats, ethtool names tx%u_*.
 type SQStats struct {

@@ -82,12 +82,15 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	return bpf.XDPDrop, 0, false
 }
 
-// xdpDrop is the err_xdp path: count and free at once. A pool page goes
-// straight back into the alloc cache (the driver knows it runs in the
-// pool's NAPI).
+// xdpDrop is the err_xdp path: count and free at once, the frags of a
+// multi-buffer packet first (put_xdp_frags). A pool page goes straight
+// back into the alloc cache (the driver knows it runs in the pool's NAPI).
 func (rq *RQ) xdpDrop(b *rxBuf) {
 	rq.Stats.XDPDrops++
 	rq.Stats.Drops++
+	if rq.xdpNFrags > 0 {
+		rq.putXDPFrags()
+	}
 	if b.pool {
 		// What Releaser.Release does with a head page of this queue's
 		// pool and a direct put (page_pool_put_full_page with
@@ -103,8 +106,19 @@ func (rq *RQ) xdpDrop(b *rxBuf) {
 
 var directCtx = skb.Context{Softirq: true, Direct: true}
 
+// putXDPFrags is put_xdp_frags: the frags of the multi-buffer packet
+// being received go back at once, from the pool's NAPI.
+func (rq *RQ) putXDPFrags() {
+	for i := range rq.xdpFrags[:rq.xdpNFrags] {
+		fr := &rq.xdpFrags[i]
+		rq.release(fr.page, fr.pool, directCtx)
+	}
+	rq.xdpNFrags = 0
+}
+
 // toFrame is xdp_convert_buff_to_frame: the frame lives in the buffer's
-// headroom and remembers its memory model.
+// headroom and remembers its memory model; a multi-buffer packet's frags
+// stay in the head buffer's skb_shared_info and so go with the frame.
 func (rq *RQ) toFrame(b *rxBuf, n uint32) xdp.FrameID {
 	env := rq.d.env
 	id := env.Frames.Alloc()
@@ -116,8 +130,43 @@ func (rq *RQ) toFrame(b *rxBuf, n uint32) xdp.FrameID {
 	if b.pool {
 		f.Mem = xdp.MemPagePool
 	}
+	if rq.xdpNFrags > 0 && !rq.fragsToFrame(id) {
+		return xdp.NoFrame
+	}
 	rq.move(b.page, mem.XDPFrame)
 	return id
+}
+
+// fragsToFrame hands the packet's frags to frame id. Should the frame
+// pool have no shared info left (it is sized so that it does not), the
+// frame is given back and the caller drops the packet, frags included.
+func (rq *RQ) fragsToFrame(id xdp.FrameID) bool {
+	env := rq.d.env
+	for i := range rq.xdpFrags[:rq.xdpNFrags] {
+		fr := &rq.xdpFrags[i]
+		if !env.Frames.AddFrag(id, fr.page, fr.off, fr.len) {
+			env.Frames.Free(id)
+			return false
+		}
+	}
+	for i := range rq.xdpFrags[:rq.xdpNFrags] {
+		rq.move(rq.xdpFrags[i].page, mem.XDPFrame)
+	}
+	rq.xdpNFrags = 0 // the frame holds them now
+	return true
+}
+
+// moveFrame records where a frame's pages are now: its head's and its
+// frags'.
+func (rq *RQ) moveFrame(id xdp.FrameID, loc mem.Loc) {
+	env := rq.d.env
+	f := env.Frames.Get(id)
+	rq.move(f.Page, loc)
+	if f.NrFrags > 0 {
+		for _, fr := range env.Frames.Frags(id) {
+			rq.move(fr.Page, loc)
+		}
+	}
 }
 
 // doRedirect is xdp_do_redirect: the target the program chose through
@@ -138,7 +187,7 @@ func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) bool {
 		if f == xdp.NoFrame {
 			return false
 		}
-		rq.move(b.page, mem.CpumapRing)
+		rq.moveFrame(f, mem.CpumapRing)
 		return env.Cpumap.Enqueue(c, int(r.Key), f)
 	case bpf.DevMap:
 		if env.Devmap == nil {
@@ -151,47 +200,114 @@ func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) bool {
 		if f == xdp.NoFrame {
 			return false
 		}
-		rq.move(b.page, mem.TxQueue)
+		rq.moveFrame(f, mem.TxQueue)
 		env.Devmap.Enqueue(c, f)
 		return true
 	}
 	return false
 }
 
-// receiveMergeableXDP is the XDP part of receive_mergeable: a buffer
-// without headroom, or a multi-buffer packet for a program without frags
-// support, is first copied into a fresh page (mergeable_xdp_get_buf,
-// xdp_linearize_page).
+// receiveMergeableXDP is receive_mergeable_xdp for what receiveMergeable's
+// inline case does not take: a buffer without XDP headroom, or a packet of
+// several buffers. For a program without frags support (xdp.frags) the
+// packet is first copied into a fresh page (mergeable_xdp_get_buf,
+// xdp_linearize_page). With it, a short headroom costs a copy of the first
+// buffer alone (mergeable_xdp_get_buf), and the other buffers become the
+// xdp_buff's frags (virtnet_build_xdp_buff_mrg), which share the verdict:
+// freed with the packet (put_xdp_frags), carried by the xdp_frame on TX
+// and REDIRECT, the skb's frags on PASS (build_skb_from_xdp_buff).
 func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int) {
 	c := rq.CPU
 	n := length - HdrLen
-	if headroom < rq.d.headroom() || (numBuf > 1 && !rq.d.s.XDP.Frags) {
-		rq.Stats.Linearized++
-		c.Spend(c.Costs().PageAlloc + memcpyCost(c, n))
-		n += rq.consumeRest(numBuf, true)
-		if n+XDPHeadroom+ShinfoSize > mem.PageSize {
-			rq.Stats.XDPDrops++
-			rq.Stats.Drops++
-			rq.release(b.page, b.pool, softirqCtx)
-			return
+	if !rq.d.s.XDP.Frags {
+		if headroom < rq.d.headroom() || numBuf > 1 {
+			rq.Stats.Linearized++
+			c.Spend(c.Costs().PageAlloc + memcpyCost(c, n))
+			n += rq.consumeRest(numBuf, true)
+			if n+XDPHeadroom+ShinfoSize > mem.PageSize {
+				rq.Stats.XDPDrops++
+				rq.Stats.Drops++
+				rq.release(b.page, b.pool, softirqCtx)
+				return
+			}
 		}
-	} else {
-		// Multi-buffer XDP: the frags ride along; they are freed with the
-		// packet here (a simplification: the engine keeps only the head
-		// buffer of a multi-buffer xdp_buff).
-		n += rq.consumeRest(numBuf, false)
-	}
-	act, n2, ok := rq.runXDP(b, n)
-	if !ok || act != bpf.XDPPass {
+		if act, n2, ok := rq.runXDP(b, n); ok && act == bpf.XDPPass {
+			rq.buildAndDeliver(b, n2)
+		}
 		return
 	}
-	rq.buildAndDeliver(b, n2)
+	if headroom < rq.d.headroom() {
+		// The first buffer alone into a fresh page with headroom (the
+		// engine keeps the buffer's page and charges the copy).
+		if n+uint32(skbDataAlign(XDPHeadroom+ShinfoSize)) > mem.PageSize {
+			rq.xdpErr(b, numBuf)
+			return
+		}
+		rq.Stats.Linearized++
+		c.Spend(c.Costs().PageAlloc + memcpyCost(c, n))
+	}
+	if numBuf > skb.MaxSkbFrags+1 { // virtnet_build_xdp_buff_mrg: -EINVAL
+		rq.xdpErr(b, numBuf)
+		return
+	}
+	if left := rq.buildXDPFrags(numBuf); left >= 0 {
+		rq.putXDPFrags()
+		rq.xdpErr(b, left)
+		return
+	}
+	if act, n2, ok := rq.runXDP(b, n); ok && act == bpf.XDPPass {
+		rq.buildAndDeliver(b, n2)
+	}
+	rq.xdpNFrags = 0 // every verdict consumed them
+}
+
+// xdpErr is receive_mergeable_xdp's err_xdp: the head buffer and the
+// numBuf-1 buffers still in the ring are freed (mergeable_buf_free), the
+// packet counted as an XDP drop.
+func (rq *RQ) xdpErr(b *rxBuf, numBuf int) {
+	rq.release(b.page, b.pool, softirqCtx)
+	rq.consumeRest(numBuf, false)
+	rq.Stats.XDPDrops++
+	rq.Stats.Drops++
+}
+
+// buildXDPFrags is virtnet_build_xdp_buff_mrg's loop: the numBuf-1 buffers
+// after the first become the packet's frags (rq.xdpFrags), each checked
+// against its truesize. On a missing buffer or a bad length it stops and
+// returns what mergeable_buf_free is then called with (its buffers after
+// this one are still in the ring); -1 when every frag is in.
+func (rq *RQ) buildXDPFrags(numBuf int) int {
+	for numBuf--; numBuf > 0; numBuf-- {
+		fr := &rq.xdpFrags[rq.xdpNFrags]
+		n, ctx, ok := rq.getBuf(fr)
+		if !ok {
+			// "rx error: %d buffers out of %d missing"
+			rq.Stats.LengthErrors++
+			return numBuf
+		}
+		rq.Stats.Bytes += uint64(n)
+		ts := uint32(ctx & (1<<MrgCtxHeaderShift - 1))
+		hr := uint32(ctx >> MrgCtxHeaderShift)
+		var tr uint32
+		if hr != 0 {
+			tr = ShinfoSize
+		}
+		if n > ts-uint32(skbDataAlign(int(hr+tr))) || ts > mem.PageSize {
+			rq.Stats.LengthErrors++
+			rq.release(fr.page, fr.pool, softirqCtx)
+			return numBuf
+		}
+		fr.len, fr.truesize = n, ts
+		rq.xdpNFrags++
+	}
+	return -1
 }
 
 // xdpXmit is virtnet_xdp_xmit for one frame from XDP_TX: reclaim what the
-// host has sent, then queue the frame on this CPU's send queue. A full
-// ring returns the frame to its pool from NAPI (xdp_return_frame_rx_napi)
-// and counts tx_xdp_tx_drops.
+// host has sent, then queue the frame on this CPU's send queue, its head
+// and each frag one sg entry (__virtnet_xdp_xmit_one). A full ring returns
+// the frame to its pool from NAPI (xdp_return_frame_rx_napi) and counts
+// tx_xdp_tx_drops.
 func (d *Driver) xdpXmit(rq *RQ, f xdp.FrameID) {
 	c := rq.CPU
 	sq := d.SQ[c.ID%len(d.SQ)]
@@ -201,12 +317,34 @@ func (d *Driver) xdpXmit(rq *RQ, f xdp.FrameID) {
 	fr := d.env.Frames.Get(f)
 	c.Spend(c.Costs().VirtqueueAdd)
 	addr := uint64(fr.Page)<<mem.PageShift + uint64(fr.Off)
-	if err := sq.VQ.AddOutbuf(virtq.SG{Addr: addr, Len: fr.Len + HdrLen}, virtq.Token(f)+1); err != nil {
+	var err error
+	if fr.NrFrags == 0 {
+		err = sq.VQ.AddOutbuf(virtq.SG{Addr: addr, Len: fr.Len + HdrLen}, virtq.Token(f)+1)
+	} else {
+		sg := append(sq.sg[:0], virtq.SG{Addr: addr, Len: fr.Len + HdrLen})
+		for _, fg := range d.env.Frames.Frags(f) {
+			sg = append(sg, virtq.SG{Addr: uint64(fg.Page)<<mem.PageShift + uint64(fg.Off), Len: fg.Len})
+		}
+		err = sq.VQ.Add(sg, nil, virtq.Token(f)+1, 0)
+	}
+	if err != nil {
 		sq.Stats.XDPTxDrops++
 		d.fail(d.env.Frames.Return(c, f, d.env.Releaser, directCtx))
 		return
 	}
-	rq.move(fr.Page, mem.TxQueue)
+	sq.frags += int(fr.NrFrags)
+	sq.descs += sq.descsOf(fr)
+	rq.moveFrame(f, mem.TxQueue)
+}
+
+// descsOf is how many descriptors frame fr's buffer takes in the send
+// queue: one per sg entry, or one for them all when indirect descriptors
+// were negotiated (the send queue has no ctx).
+func (sq *SQ) descsOf(fr *xdp.Frame) int {
+	if fr.NrFrags == 0 || sq.VQ.Indirect() {
+		return 1
+	}
+	return 1 + int(fr.NrFrags)
 }
 
 // freeOldXmit is the reclaim loop of virtnet_xdp_xmit / free_old_xmit:
@@ -222,7 +360,12 @@ func (d *Driver) freeOldXmit(sq *SQ, rq *RQ) {
 		f := xdp.FrameID(tok - 1)
 		fr := d.env.Frames.Get(f)
 		sq.Stats.Packets++
-		sq.Stats.Bytes += uint64(fr.Len)
+		sq.Stats.Bytes += uint64(fr.Len) // xdp_get_frame_len: the head, then the frags
+		for _, fg := range d.env.Frames.Frags(f) {
+			sq.Stats.Bytes += uint64(fg.Len)
+		}
+		sq.frags -= int(fr.NrFrags)
+		sq.descs -= sq.descsOf(fr)
 		d.fail(d.env.Frames.Return(c, f, d.env.Releaser, softirqCtx))
 	}
 }

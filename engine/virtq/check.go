@@ -121,6 +121,11 @@ func (q *Queue) CheckCounts(descPerBuf int) error {
 		return fmt.Errorf("virtq %q: num_free %d + %d buffers posted * %d descriptors != num %d",
 			q.name, q.numFree, outstanding, descPerBuf, q.num)
 	}
+	return q.checkIndices(outstanding)
+}
+
+// checkIndices is the part of CheckCounts about the indices.
+func (q *Queue) checkIndices(outstanding uint32) error {
 	if q.avail.idx != q.availIdxShadow {
 		return fmt.Errorf("virtq %q: avail.idx %d != avail_idx_shadow %d", q.name, q.avail.idx, q.availIdxShadow)
 	}
@@ -128,6 +133,19 @@ func (q *Queue) CheckCounts(descPerBuf int) error {
 		return fmt.Errorf("virtq %q: used idx %d is %d past last_used %d with %d posted", q.name, q.used.idx, used, q.lastUsedIdx, outstanding)
 	}
 	return nil
+}
+
+// CheckFree is CheckCounts for a queue whose buffers differ in
+// descriptor count: the caller counts the descriptors its posted buffers
+// hold, and num_free plus them must be num.
+func (q *Queue) CheckFree(descs int) error {
+	if q.broken {
+		return fmt.Errorf("virtq %q: broken: %s", q.name, q.reason)
+	}
+	if q.numFree > q.num || uint64(q.numFree)+uint64(descs) != uint64(q.num) {
+		return fmt.Errorf("virtq %q: num_free %d + %d descriptors posted != num %d", q.name, q.numFree, descs, q.num)
+	}
+	return q.checkIndices(uint32(q.availIdxShadow - q.lastUsedIdx))
 }
 
 // Outstanding is avail_idx_shadow - last_used_idx: buffers posted and not

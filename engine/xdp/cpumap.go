@@ -19,6 +19,9 @@ type Cpumap struct {
 	skbs   *skb.Pool
 	stack  *skb.Stack
 	rel    skb.Releaser
+	pools  PoolReleaser
+	k      CpumapKernel
+	frags  int // frags of the frames in bulk queues and rings
 
 	entries []*cpumapEntry // by target CPU; nil when the CPU has no entry
 	bq      [][]bulkQueue  // [source CPU][target CPU]
@@ -56,14 +59,30 @@ type cpumapEntry struct {
 	running bool      // kthread scheduled or running
 }
 
+// CpumapKernel is what the cpumap does differently between the kernels the
+// engine models, fixed when it is built.
+type CpumapKernel struct {
+	// LockedConsume: the kthread takes its batch with
+	// ptr_ring_consume_batched, under the ring's consumer_lock (5.2 to
+	// 5.8); on the other kernels it is the ring's single consumer and
+	// takes frames without it (__ptr_ring_consume, then
+	// __ptr_ring_consume_batched from 5.9).
+	LockedConsume bool
+	// ReleaseFrames: the skb built from a page_pool frame does not recycle;
+	// xdp_release_frame takes its pages out of their pool (until 6.3;
+	// skb_mark_for_recycle from 6.4).
+	ReleaseFrames bool
+}
+
 // NewCpumap returns a cpumap for ncpu CPUs with entries for targets, each
-// with a ptr_ring of qsize frames.
-func NewCpumap(s *sim.Sim, frames *FramePool, skbs *skb.Pool, stack *skb.Stack, rel skb.Releaser, targets []int, qsize int) *Cpumap {
+// with a ptr_ring of qsize frames; pools takes pages out of their pool
+// when k.ReleaseFrames.
+func NewCpumap(s *sim.Sim, frames *FramePool, skbs *skb.Pool, stack *skb.Stack, rel skb.Releaser, pools PoolReleaser, targets []int, qsize int, k CpumapKernel) *Cpumap {
 	if qsize <= 0 {
 		qsize = DefaultQsize
 	}
 	n := s.NumCPU()
-	m := &Cpumap{sim: s, frames: frames, skbs: skbs, stack: stack, rel: rel,
+	m := &Cpumap{sim: s, frames: frames, skbs: skbs, stack: stack, rel: rel, pools: pools, k: k,
 		entries: make([]*cpumapEntry, n), bq: make([][]bulkQueue, n)}
 	for i := range m.bq {
 		m.bq[i] = make([]bulkQueue, n)
@@ -91,6 +110,31 @@ func (m *Cpumap) Locks(buf []*sim.Lock) []*sim.Lock {
 		}
 	}
 	return buf
+}
+
+// Capacity is the most frames the cpumap can hold at once: every ring
+// full and every bulk queue with CPU_MAP_BULK_SIZE.
+func (m *Cpumap) Capacity() int {
+	n := 0
+	for _, e := range m.entries {
+		if e != nil {
+			n += len(e.ring) + len(m.bq)*CPUMapBulkSize
+		}
+	}
+	return n
+}
+
+// QueuedFrags is the number of frags the frames in ring and bulk queues
+// carry: with Queued, the pages located in cpumap rings.
+func (m *Cpumap) QueuedFrags() int { return m.frags }
+
+// ConsumerLock is the counters of target's ptr_ring consumer_lock (zero
+// stats when target has no entry).
+func (m *Cpumap) ConsumerLock(target int) sim.LockStats {
+	if !m.Has(target) {
+		return sim.LockStats{}
+	}
+	return m.entries[target].cons.Stats()
 }
 
 // Queued is the number of frames in ring and bulk queues.
@@ -121,6 +165,7 @@ func (m *Cpumap) Enqueue(c *sim.CPU, target int, f FrameID) bool {
 	}
 	bq.q[bq.n] = f
 	bq.n++
+	m.frags += int(m.frames.frames[f].NrFrags)
 	return true
 }
 
@@ -147,6 +192,7 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 		f := bq.q[i]
 		if e.count == len(e.ring) {
 			m.C.Drops++
+			m.frags -= int(m.frames.frames[f].NrFrags)
 			if err := m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}); err != nil && m.Err == nil {
 				m.Err = err
 			}
@@ -165,7 +211,8 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 }
 
 // kthread is one iteration of cpu_map_kthread_run on the target CPU: take
-// up to CPUMAP_BATCH frames under the consumer lock, build an skb around
+// up to CPUMAP_BATCH frames (under the consumer lock only on the kernels
+// whose kthread took it, CpumapKernel.LockedConsume), build an skb around
 // each and pass them up with BH disabled (softirq context), then run again
 // while frames remain.
 func (m *Cpumap) kthread(now sim.Time, arg uint64) {
@@ -176,13 +223,21 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 	if n > CPUMapBatch {
 		n = CPUMapBatch
 	}
-	e.cons.Hold(c, sim.Duration(n)*c.Costs().PPRingGet)
+	if m.k.LockedConsume {
+		e.cons.Hold(c, sim.Duration(n)*c.Costs().PPRingGet)
+	} else {
+		c.Spend(sim.Duration(n) * c.Costs().PPRingGet)
+	}
 	for i := 0; i < n; i++ {
 		f := e.ring[e.head]
 		e.head = (e.head + 1) % len(e.ring)
 		e.count--
+		m.frags -= int(m.frames.frames[f].NrFrags)
 		c.Spend(c.Costs().BuildSKB)
-		s := m.frames.ToSKB(f, m.skbs, c.ID, c.Now())
+		s, err := m.frames.ToSKB(f, m.skbs, c, m.k.ReleaseFrames, m.pools)
+		if err != nil && m.Err == nil {
+			m.Err = err
+		}
 		if s == skb.NoSKB {
 			m.C.SKBFails++
 			if err := m.frames.Return(c, f, m.rel, skb.Context{Softirq: true}); err != nil && m.Err == nil {

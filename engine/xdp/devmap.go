@@ -18,6 +18,7 @@ type Devmap struct {
 	rel    skb.Releaser
 	next   *NextDevice
 	bq     []devBulk // per CPU
+	frags  int       // frags of the frames in bulk queues and the TX ring
 
 	C DevmapCounters
 	// Err is the first internal error met by the completion handler.
@@ -69,6 +70,14 @@ func NewDevmap(s *sim.Sim, frames *FramePool, rel skb.Releaser, maxPPS float64, 
 // Next returns the next device.
 func (m *Devmap) Next() *NextDevice { return m.next }
 
+// Capacity is the most frames the devmap can hold at once: the TX ring
+// full and every bulk queue with DEV_MAP_BULK_SIZE.
+func (m *Devmap) Capacity() int { return len(m.next.ring) + len(m.bq)*DevMapBulkSize }
+
+// InFlightFrags is the number of frags the frames in bulk queues and the
+// TX ring carry.
+func (m *Devmap) InFlightFrags() int { return m.frags }
+
 // InFlight is the number of frames queued in bulk queues or the TX ring.
 func (m *Devmap) InFlight() int {
 	n := m.next.n
@@ -86,6 +95,7 @@ func (m *Devmap) Enqueue(c *sim.CPU, f FrameID) {
 	}
 	bq.q[bq.n] = f
 	bq.n++
+	m.frags += int(m.frames.frames[f].NrFrags)
 }
 
 // Flush is __dev_flush at xdp_do_flush.
@@ -106,6 +116,7 @@ func (m *Devmap) xmit(c *sim.CPU) {
 		f := bq.q[i]
 		if d.n == len(d.ring) {
 			m.C.Drops++
+			m.frags -= int(m.frames.frames[f].NrFrags)
 			if err := m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}); err != nil && m.Err == nil {
 				m.Err = err
 			}
@@ -155,6 +166,7 @@ func (m *Devmap) completion(now sim.Time, arg uint64) {
 		d.head = (d.head + 1) % len(d.ring)
 		d.n--
 		done++
+		m.frags -= int(m.frames.frames[s.f].NrFrags)
 		if done%ReturnBulkSize == 0 {
 			c.Spend(c.Costs().SpinLock)
 		}
