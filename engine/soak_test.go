@@ -131,6 +131,23 @@ func TestCheckerCatchesCorruption(t *testing.T) {
 		ie := requireCaught(t, w, 1<<10)
 		assert.Contains(t, ie.Error(), "pp_ref_count 0")
 	})
+	t.Run("used entries published behind vhost-net's back", func(t *testing.T) {
+		s, err := scenario.LookupPreset("r2-mtu1500-before")
+		require.NoError(t, err)
+		w, err := New(s)
+		require.NoError(t, err)
+		require.NoError(t, w.CheckEveryEvent(1<<10))
+		rq := w.Driver.RQ[0]
+		for i := 0; i < 100_000 && rq.Dev.Unpublished() == 0; i++ {
+			require.True(t, w.Step())
+		}
+		require.Positive(t, rq.Dev.Unpublished(), "the host holds a batch")
+		// used.idx moves while handle_rx still holds the heads in
+		// vq->heads: the driver would see entries twice over.
+		rq.VQ.DevicePublishUsed()
+		ie := requireCaught(t, w, 1)
+		assert.Contains(t, ie.Error(), "the host's batch holds")
+	})
 	t.Run("free block marked without the memory", func(t *testing.T) {
 		w, _ := faultWorld(t, "xdp-drop", mem.Virtqueue)
 		// The last block of memory stays free in the buddy lists: no event

@@ -35,7 +35,7 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 		d.source = srcPagePoolFrag
 	}
 	d.premapped = s.Driver.DMA == scenario.DMAPremapped
-	d.nic = s.Device.Kind == scenario.DeviceNIC
+	d.nic = s.Device.Kind != scenario.DeviceVhost // nic and vdpa: MMIO doorbells, MSI-X
 	d.wholePage = d.bigPackets || d.source == srcPage || d.source == srcPagePool
 	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", d.napiPoll)
 	d.landKind = env.Sim.Queue.RegisterArg("host lands frames", "rx", d.landing)

@@ -74,7 +74,7 @@ type Driver struct {
 	// a flag instead of comparing strings.
 	source      bufferSource
 	premapped   bool // Driver.DMA is premapped: pool pages carry their DMA address
-	nic         bool // Device.Kind is a hardware NIC (else vhost)
+	nic         bool // Device.Kind is hardware, a NIC or a vdpa virtqueue (else vhost)
 	wholePage   bool // buffers own their page (see RQ.wholePage)
 	numSkbFrags int  // big_packets_num_skbfrags
 	xdpEnabled  bool
