@@ -19,7 +19,9 @@ const soakShortPackets = 100_000
 // TestSoakPresets runs every preset for soakPackets packets (a million;
 // fewer under the race detector, see soak_race_test.go, and with -short)
 // with CheckEveryEvent: every event's effects are checked, the full Check
-// runs every DefaultFullCheckEvery events and at the end.
+// runs every DefaultFullCheckEvery events and at the end; and with
+// CheckLiveness: no queue goes DefaultLivenessWindow with frames waiting
+// and nothing delivered, and the world never runs out of events.
 func TestSoakPresets(t *testing.T) {
 	packets := uint64(soakPackets)
 	if testing.Short() {
@@ -39,6 +41,7 @@ func TestSoakPresets(t *testing.T) {
 			if err := w.CheckEveryEvent(0); err != nil {
 				t.Fatalf("preset %s: before the first event: %v", p.Name, err)
 			}
+			w.CheckLiveness(0)
 			start := time.Now()
 			if err := w.RunPackets(packets); err != nil {
 				t.Fatalf("preset %s: %v", p.Name, err)

@@ -46,12 +46,14 @@ func noBufferDrops(t *testing.T, w *World) (drops, received uint64) {
 func TestVDPADropsWhatItCannotPlace(t *testing.T) {
 	small, err := New(vdpaScenario(16))
 	require.NoError(t, err)
+	small.CheckLiveness(0)
 	drops, recv := noBufferDrops(t, small)
 	assert.Greater(t, drops, recv/2, "most of each burst finds the 16-entry ring full")
 	assert.Zero(t, small.Driver.RQ[0].Dev.Counters().Drops, "no host backlog to overflow")
 
 	big, err := New(vdpaScenario(256))
 	require.NoError(t, err)
+	big.CheckLiveness(0)
 	drops, recv = noBufferDrops(t, big)
 	assert.Zero(t, drops)
 	assert.Equal(t, uint64(62*64), recv, "every frame of the 62 bursts in the 20 ms")

@@ -78,3 +78,11 @@ func (rq *RQ) CheckPosted(head uint16, tok virtq.Token) error {
 	}
 	return nil
 }
+
+// NAPIScheduled reports whether the queue's NAPI is scheduled or running
+// (napi_schedule has run and napi_complete has not).
+func (rq *RQ) NAPIScheduled() bool { return rq.napiOn }
+
+// IRQArmed reports whether an event waits for the next frame the host
+// lands while callbacks are enabled (armIRQ).
+func (rq *RQ) IRQArmed() bool { return rq.irqArmed }
