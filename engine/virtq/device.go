@@ -30,8 +30,8 @@ func (q *Queue) deviceErr(format string, args ...any) error {
 // DevicePop takes the next available head, as vhost_get_vq_desc or QEMU's
 // virtqueue_split_pop do: nothing when the device's last_avail equals
 // avail.idx. It writes nothing the driver reads, as vhost does (its
-// vhost_get_vq_desc asserts notifications are off and leaves avail_event
-// alone), unless DeviceSetAvailEventOnPop asked for QEMU's rule: with
+// vhost_get_vq_desc assumes notifications are off, "if they aren't we
+// would need to update avail_event index", and leaves it alone), unless DeviceSetAvailEventOnPop asked for QEMU's rule: with
 // EVENT_IDX, avail_event = last_avail after every pop ("kick me when you
 // add past what I have taken"). An avail idx more than num ahead of
 // last_avail, or a head out of range, is a ring error.
