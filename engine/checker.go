@@ -369,12 +369,19 @@ var errConservation = errors.New("conservation")
 // per ring-mapped posted buffer (vring_map_one_sg at add,
 // vring_unmap_one_split at get); no defer list is longer than
 // sysctl_skb_defer_max (skb_attempt_defer_free); whole-page buffers'
-// pages are located where their buffers are.
+// pages are located where their buffers are; the used entries a device
+// wrote and has not published are the ones in its batch (vhost-net's
+// nvq->done_idx, which vhost_net_signal_used publishes whole; none for
+// hardware, which publishes per frame).
 func (w *World) checkConservation() error {
 	var frames, rxPosted, rxPages, ringMapped, txPosted int
 	for _, rq := range w.Driver.RQ {
 		if err := rq.VQ.CheckCounts(rq.DescPerBuf()); err != nil {
 			return err
+		}
+		if n, b := rq.VQ.DeviceUnpublished(), rq.Dev.Unpublished(); n != b {
+			return fmt.Errorf("%w: rx queue %d: %d used entries written and not published, the host's batch holds %d",
+				errConservation, rq.Index, n, b)
 		}
 		out := rq.VQ.Outstanding()
 		rxPosted += out

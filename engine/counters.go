@@ -56,7 +56,7 @@ func (w *World) Totals() []Counter {
 	out = append(out, rx[:]...)
 	out = append(out, tx[:]...)
 	out = append(out, w.PagePoolStats()...)
-	var irqs, polls, lenErr, devDrops, starved, tooBig, kicksDev, aborted uint64
+	var irqs, polls, lenErr, devDrops, starved, tooBig, kicksDev, aborted, noBuf, publishes uint64
 	for _, rq := range w.Driver.RQ {
 		aborted += rq.Stats.XDPAborted
 		irqs += rq.Stats.IRQs
@@ -67,6 +67,8 @@ func (w *World) Totals() []Counter {
 		starved += c.Starved
 		tooBig += c.TooBig
 		kicksDev += c.Wakeups
+		noBuf += c.NoBufferDrops
+		publishes += c.UsedPublishes
 	}
 	out = append(out,
 		Counter{"rx_length_errors", lenErr},
@@ -77,6 +79,8 @@ func (w *World) Totals() []Counter {
 		Counter{"host_too_big", tooBig},
 		Counter{"host_starved", starved},
 		Counter{"host_wakeups", kicksDev},
+		Counter{"host_no_buffer_drops", noBuf},
+		Counter{"host_used_publishes", publishes},
 	)
 	if w.Cpumap != nil {
 		out = append(out, Counter{"cpumap_enqueued", w.Cpumap.C.Enqueued}, Counter{"cpumap_drops", w.Cpumap.C.Drops},

@@ -19,7 +19,9 @@ const soakShortPackets = 100_000
 // TestSoakPresets runs every preset for soakPackets packets (a million;
 // fewer under the race detector, see soak_race_test.go, and with -short)
 // with CheckEveryEvent: every event's effects are checked, the full Check
-// runs every DefaultFullCheckEvery events and at the end.
+// runs every DefaultFullCheckEvery events and at the end; and with
+// CheckLiveness: no queue goes DefaultLivenessWindow with frames waiting
+// and nothing delivered, and the world never runs out of events.
 func TestSoakPresets(t *testing.T) {
 	packets := uint64(soakPackets)
 	if testing.Short() {
@@ -39,6 +41,7 @@ func TestSoakPresets(t *testing.T) {
 			if err := w.CheckEveryEvent(0); err != nil {
 				t.Fatalf("preset %s: before the first event: %v", p.Name, err)
 			}
+			w.CheckLiveness(0)
 			start := time.Now()
 			if err := w.RunPackets(packets); err != nil {
 				t.Fatalf("preset %s: %v", p.Name, err)
@@ -130,6 +133,23 @@ func TestCheckerCatchesCorruption(t *testing.T) {
 		w.Mem.Page(id).PPRef = 0
 		ie := requireCaught(t, w, 1<<10)
 		assert.Contains(t, ie.Error(), "pp_ref_count 0")
+	})
+	t.Run("used entries published behind vhost-net's back", func(t *testing.T) {
+		s, err := scenario.LookupPreset("r2-mtu1500-before")
+		require.NoError(t, err)
+		w, err := New(s)
+		require.NoError(t, err)
+		require.NoError(t, w.CheckEveryEvent(1<<10))
+		rq := w.Driver.RQ[0]
+		for i := 0; i < 100_000 && rq.Dev.Unpublished() == 0; i++ {
+			require.True(t, w.Step())
+		}
+		require.Positive(t, rq.Dev.Unpublished(), "the host holds a batch")
+		// used.idx moves while handle_rx still holds the heads in
+		// vq->heads: the driver would see entries twice over.
+		rq.VQ.DevicePublishUsed()
+		ie := requireCaught(t, w, 1)
+		assert.Contains(t, ie.Error(), "the host's batch holds")
 	})
 	t.Run("free block marked without the memory", func(t *testing.T) {
 		w, _ := faultWorld(t, "xdp-drop", mem.Virtqueue)

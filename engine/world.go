@@ -41,6 +41,7 @@ type World struct {
 	napiLocal napiLocal
 	err       error
 	checker   *eventChecker // CheckEveryEvent, nil when off
+	live      *liveness     // CheckLiveness, nil when off
 }
 
 // ErrStopped is returned once a world met an internal error: it refuses to
@@ -448,10 +449,25 @@ func (w *World) Step() (ok bool) {
 		return false
 	}
 	defer w.recoverEvent(&ok)
+	if w.live != nil {
+		return w.stepLive()
+	}
 	if w.checker != nil {
 		return w.checker.step()
 	}
 	return w.Sim.Queue.Step()
+}
+
+// stepLive is Step with CheckLiveness on.
+func (w *World) stepLive() bool {
+	var ok bool
+	if w.checker != nil {
+		ok = w.checker.step()
+	} else {
+		ok = w.Sim.Queue.Step()
+	}
+	w.live.after(w, !ok)
+	return ok && w.err == nil
 }
 
 // recoverEvent is Step's deferred guard.
@@ -490,6 +506,10 @@ func (w *World) RunUntil(t sim.Time) error {
 		w.Step() // a stop shows in Err at the top of the loop
 	}
 	w.Sim.Queue.RunUntil(t) // no event is left before t: only the clock moves
+	if w.live != nil {
+		_, more := w.Sim.Queue.Peek()
+		w.live.after(w, !more)
+	}
 	return w.Err()
 }
 

@@ -73,7 +73,7 @@ func TestReproduceTable(t *testing.T) {
 	require.Equal(t, exitOK, code, errs)
 	lines := strings.Split(out, "\n")
 	assert.Regexp(t, `^id +config +metric +unit +published +simulated +ratio +published ratio +limited by +expected +fitted +verdict$`, lines[0])
-	assert.Regexp(t, `(?m)^R2 +r2-mtu9000-before .*host rx0 100% +ring +2 +calibrated$`, out)
+	assert.Regexp(t, `(?m)^R2 +r2-mtu9000-before .* +ring +2 +calibrated$`, out)
 	assert.Regexp(t, `(?m)^R4 +r4-page-alloc-2flows .*zone->lock \d+% +lock:zone->lock +1 +explained$`, out)
 	assert.Contains(t, out, "  R1  consumer.cost_ns, on r1-page-pool\n")
 	assert.Contains(t, out, "  R3  nothing\n")

@@ -1,8 +1,9 @@
-// Package device is the host side of a virtio_net device: a vhost-like
-// backend per queue that takes available receive buffers, writes real
-// packets into them (virtio_net_hdr_mrg_rxbuf, Ethernet, IP, UDP or TCP),
-// returns them on the used ring and interrupts as the ring's notification
-// rules say, fed by a traffic generator.
+// Package device is the host side of a virtio_net device: a backend per
+// queue (vhost-net, a hardware NIC, or a vDPA hardware virtqueue) that
+// takes available receive buffers, writes real packets into them
+// (virtio_net_hdr_mrg_rxbuf, Ethernet, IP, UDP or TCP), returns them on
+// the used ring (vhost-net in batches, hardware per frame) and interrupts
+// as the ring's notification rules say, fed by a traffic generator.
 //
 // The backend is evaluated lazily: it keeps its own timeline and is caught
 // up to a time T when the driver looks at the ring (CatchUp). Everything it

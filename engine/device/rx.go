@@ -13,6 +13,20 @@ import (
 // ring of 64-byte ones.
 const WindowSize = VirtioNetHdrLen + 256
 
+// vhost-net's limits (drivers/vhost/net.c).
+const (
+	// VhostNetBatch is VHOST_NET_BATCH: handle_rx publishes its used
+	// entries (vhost_net_signal_used) when nvq->done_idx, the heads
+	// added since the last publish, exceeds it.
+	VhostNetBatch = 64
+	// vhostNetPktWeight is VHOST_NET_PKT_WEIGHT: frames after which
+	// handle_rx requeues itself (vhost_exceeds_weight), ending its run.
+	vhostNetPktWeight = 256
+	// vhostNetWeight is VHOST_NET_WEIGHT: bytes (frame and header) after
+	// which handle_rx requeues itself.
+	vhostNetWeight = 0x80000
+)
+
 // Counters of one receive backend.
 type Counters struct {
 	Packets    uint64 // frames written into the ring
@@ -31,6 +45,20 @@ type Counters struct {
 	// waiting, from finding the ring empty to running again after the
 	// kick; a wait still open is in StarvedFor.
 	StarvedTime sim.Duration
+	// NoBufferDrops are the frames a vdpa device dropped because no
+	// buffer was posted for them, or too few for their size (it has no
+	// host queue to keep them in).
+	NoBufferDrops uint64
+	// UsedPublishes counts the stores of used.idx: one per frame for a
+	// hardware device, one per batch for vhost-net (vhost_net_signal_used).
+	UsedPublishes uint64
+	// Runs counts vhost-net's handle_rx runs: each ends when no frame is
+	// waiting, when the ring holds too little for the next one, or at the
+	// weight (256 frames or 512 KiB), and publishes what it holds.
+	Runs uint64
+	// PublishWaitNs is the total time frames' used entries waited, written
+	// but not published, in ns: what batching adds to their latency.
+	PublishWaitNs uint64
 }
 
 // RX is the host side of one receive queue.
@@ -40,7 +68,9 @@ type RX struct {
 	costs     *sim.Costs
 	kind      string
 	mode      string
-	nic       bool // kind is a hardware NIC (decoded once: tested per frame)
+	hw        bool // kind is hardware (nic or vdpa): NIC costs, doorbells (decoded once: tested per frame)
+	vdpa      bool // a hardware virtqueue: no host queue, a frame without a buffer is dropped
+	batch     bool // vhost-net: used entries published in batches
 	mergeable bool // mode is mergeable
 	backlog   int
 
@@ -49,6 +79,16 @@ type RX struct {
 	starved bool         // a frame waits and the ring is empty: sleeping until a kick
 	wake    sim.Time     // a kick has woken it at this time (when !starved)
 	since   sim.Time     // when starved: since when
+
+	// vhost-net's batch and run (handle_rx): the used entries written
+	// and not published (nvq->done_idx), the frames they hold and the
+	// sum of the times they were written (for PublishWaitNs), the frames
+	// and bytes of the run so far.
+	doneIdx    int
+	doneFrames int
+	doneEndSum int64
+	runPkts    int
+	runBytes   int
 
 	window []byte // WindowSize bytes per descriptor head
 	// pend[head] is the frame written into head's buffer whose header and
@@ -74,11 +114,17 @@ func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) *R
 		window:  make([]byte, q.Size()*WindowSize),
 		pend:    make([]pendingFrame, q.Size()),
 	}
-	r.nic = r.kind == scenario.DeviceNIC
+	r.hw = r.kind != scenario.DeviceVhost
+	r.vdpa = r.kind == scenario.DeviceVDPA
+	r.batch = r.kind == scenario.DeviceVhost
+	if r.vdpa {
+		r.backlog = 0 // frames wait nowhere: see CatchUp
+	}
 	r.mergeable = r.mode == scenario.ModeMergeable
 	if s.Device.MaxPPS > 0 {
 		r.minGap = sim.Duration(1e9 / s.Device.MaxPPS)
 	}
+	q.DeviceSetAvailEventOnPop(s.Device.AvailEvent == scenario.AvailEventPop)
 	return r
 }
 
@@ -99,6 +145,10 @@ func (r *RX) StarvedFor(now sim.Time) sim.Duration {
 	}
 	return d
 }
+
+// Unpublished is how many used entries vhost-net holds in its batch,
+// written and not yet published (nvq->done_idx).
+func (r *RX) Unpublished() int { return r.doneIdx }
 
 // pendingFrame names a frame by what builds it: the flow's template, the
 // sequence number and the length, and the header's num_buffers.
@@ -150,7 +200,8 @@ func (r *RX) NumBuffers(head uint16) uint16 {
 }
 
 // Kick tells the host that the driver added buffers (virtqueue_notify).
-// A starved host wakes after the notification latency.
+// A starved host wakes after the notification latency; vhost's handle_rx
+// starts by turning notifications off again (vhost_disable_notify).
 func (r *RX) Kick(at sim.Time) {
 	if !r.starved {
 		return
@@ -164,13 +215,13 @@ func (r *RX) Kick(at sim.Time) {
 	if r.cursor < r.wake {
 		r.cursor = r.wake
 	}
-	if r.kind == scenario.DeviceVhost && !r.q.EventIdx() {
-		r.q.DeviceSetNoNotify(true)
+	if r.batch {
+		r.q.DeviceDisableNotify()
 	}
 }
 
 func (r *RX) kickLatency() sim.Duration {
-	if r.kind == scenario.DeviceNIC {
+	if r.hw {
 		return r.costs.NICDoorbellLatency
 	}
 	return r.costs.VhostWakeLatency
@@ -178,10 +229,12 @@ func (r *RX) kickLatency() sim.Duration {
 
 // cost is the host time to deliver a frame of n bytes in nbuf buffers made
 // of ndesc descriptors. vhost translates every descriptor of every chain
-// into an iovec (vhost_get_vq_desc, translate_desc) before it copies.
+// into an iovec (vhost_get_vq_desc, translate_desc) before it copies; a
+// hardware device (nic, vdpa) spends no host CPU: its pipeline time is
+// NIC costs.
 func (r *RX) cost(n, nbuf, ndesc int) sim.Duration {
 	var d sim.Duration
-	if r.nic {
+	if r.hw {
 		d = r.costs.NICPacket + sim.Duration(nbuf-1)*r.costs.NICPacket/2
 	} else {
 		d = r.costs.VhostPacket + sim.Duration((n+63)/64)*r.costs.VhostCopy64 +
@@ -194,8 +247,17 @@ func (r *RX) cost(n, nbuf, ndesc int) sim.Duration {
 }
 
 // CatchUp does everything the host would have done up to t: every frame
-// whose delivery ends at or before t is written and pushed. It reports
-// whether an interrupt was raised and the time of the first one.
+// whose delivery ends at or before t is written, and published when the
+// device would have published it. It reports whether an interrupt was
+// raised and the time of the first one.
+//
+// vhost (handle_rx in drivers/vhost/net.c) takes buffers for each frame
+// (get_rx_bufs), adds the used entries to its batch, and publishes the
+// batch and decides the interrupt (vhost_net_signal_used,
+// vhost_add_used_and_signal_n) when it passes VHOST_NET_BATCH and when its
+// run ends: no frame waiting, too few buffers for the next one (after
+// vhost_enable_notify), or the weight. A hardware device publishes and
+// decides per frame. A vdpa device drops the frames it cannot place.
 func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 	if !r.traffic.Active() {
 		return false, 0
@@ -207,6 +269,13 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 		arrival := r.traffic.NextArrival()
 		if arrival > t {
 			return irq, irqAt
+		}
+		if r.vdpa && arrival < r.wake {
+			// It came off the wire while the device, out of buffers,
+			// waited for the doorbell: nowhere to put it.
+			r.c.NoBufferDrops++
+			r.traffic.Advance()
+			continue
 		}
 		start := r.cursor
 		if arrival > start {
@@ -221,18 +290,19 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			nbuf, ndesc, fits, ok = r.plan(size, &r.first)
 		}
 		if !ok {
-			// The ring is empty (or holds too little for this frame): the
-			// host enables notification and sleeps until a kick.
-			r.starved = true
-			r.c.Starved++
-			r.since = start
-			if r.q.EventIdx() {
-				r.q.DeviceSetAvailEvent(r.q.DeviceLastAvail())
-			} else {
-				r.q.DeviceSetNoNotify(false)
+			// The ring is empty, or holds too little for this frame.
+			if r.doneIdx > 0 {
+				// handle_rx: no headcount, vhost_enable_notify, then
+				// "out:" publishes the batch. The host has been trying
+				// since the previous frame ended (its next frame was
+				// waiting, or the batch would have been published).
+				irq, irqAt = r.publish(r.cursor, irq, irqAt)
 			}
-			if start > r.cursor {
-				r.cursor = start
+			r.endRun()
+			r.starve(start)
+			if r.vdpa {
+				r.c.NoBufferDrops++
+				r.traffic.Advance()
 			}
 			return irq, irqAt
 		}
@@ -242,30 +312,101 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 		}
 		r.cursor = end
 		r.c.Busy += end.Sub(start)
-		if !fits {
+		switch {
+		case !fits:
 			r.discard(nbuf)
 			r.c.TooBig++
-			r.traffic.Advance()
-			continue
-		}
-		if lone {
+		case lone:
 			r.deliverLone(head, size)
-		} else if !r.deliver(size, nbuf, &r.first) {
-			return irq, irqAt
+		default:
+			if !r.deliver(size, nbuf, &r.first) {
+				return irq, irqAt
+			}
 		}
 		r.traffic.Advance()
-		if r.q.DeviceNeedInterrupt() {
-			r.c.Interrupts++
-			if !irq {
-				irq, irqAt = true, end
-			}
+		irq, irqAt = r.used(end, nbuf, size, irq, irqAt)
+	}
+	return irq, irqAt
+}
+
+// starve puts the host to sleep until a kick, after enabling
+// notifications (vhost_enable_notify: avail_event is the avail index it
+// has seen, so that any buffer the driver adds kicks it; without
+// EVENT_IDX, NO_NOTIFY is cleared). Its last_avail_idx would be wrong
+// there: buffers it saw and could not use lie between it and avail.idx,
+// and a refill moving avail.idx from above it never crosses it
+// (FIDELITY row 16).
+func (r *RX) starve(at sim.Time) {
+	r.starved = true
+	r.c.Starved++
+	r.since = at
+	r.q.DeviceEnableNotify()
+	if at > r.cursor {
+		r.cursor = at
+	}
+}
+
+// used ends a frame whose used entries were written by end. A hardware
+// device publishes them and decides the interrupt at once; vhost-net adds
+// them to its batch (nvq->done_idx += headcount) and publishes when the
+// batch passes VHOST_NET_BATCH or the run ends: when no frame is waiting
+// (vhost_net_rx_peek_head_len finds none) or at the weight
+// (vhost_exceeds_weight requeues the work).
+func (r *RX) used(end sim.Time, nbuf, size int, irq bool, irqAt sim.Time) (bool, sim.Time) {
+	if !r.batch {
+		r.q.DevicePublishUsed()
+		r.c.UsedPublishes++
+		return r.signal(end, irq, irqAt)
+	}
+	r.doneIdx += nbuf
+	r.doneFrames++
+	r.doneEndSum += int64(end)
+	r.runPkts++
+	r.runBytes += size + VirtioNetHdrLen
+	switch {
+	case r.traffic.NextArrival() > end, r.runPkts >= vhostNetPktWeight, r.runBytes >= vhostNetWeight:
+		r.endRun()
+		return r.publish(end, irq, irqAt)
+	case r.doneIdx > VhostNetBatch:
+		return r.publish(end, irq, irqAt)
+	}
+	return irq, irqAt
+}
+
+// endRun ends a handle_rx run (vhost only).
+func (r *RX) endRun() {
+	if r.batch {
+		r.c.Runs++
+		r.runPkts, r.runBytes = 0, 0
+	}
+}
+
+// publish is vhost_net_signal_used at time at: the batch goes out in one
+// used.idx store (vhost_add_used_n), then vhost_signal decides.
+func (r *RX) publish(at sim.Time, irq bool, irqAt sim.Time) (bool, sim.Time) {
+	r.q.DevicePublishUsed()
+	r.c.UsedPublishes++
+	r.c.PublishWaitNs += uint64(int64(r.doneFrames)*int64(at) - r.doneEndSum)
+	r.doneIdx, r.doneFrames, r.doneEndSum = 0, 0, 0
+	return r.signal(at, irq, irqAt)
+}
+
+// signal decides, after a publish at time at, whether to interrupt
+// (vhost_notify, vring_need_event); the first interrupt's time is kept.
+func (r *RX) signal(at sim.Time, irq bool, irqAt sim.Time) (bool, sim.Time) {
+	if r.q.DeviceNeedInterrupt() {
+		r.c.Interrupts++
+		if !irq {
+			irq, irqAt = true, at
 		}
 	}
 	return irq, irqAt
 }
 
-// NextLanding is the time the next frame will be in the ring, if the host
-// can deliver one without a kick.
+// NextLanding is the time the host will next make frames visible in the
+// ring (and may interrupt), if it can without a kick: the end of the next
+// frame for a hardware device, the next publish for vhost-net, as far as
+// nextPublish can tell (never later than it happens).
 func (r *RX) NextLanding() (sim.Time, bool) {
 	if r.starved || !r.traffic.Active() {
 		return 0, false
@@ -283,7 +424,80 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 	if a := r.traffic.NextArrival(); a > start {
 		start = a
 	}
-	return start.Add(r.cost(size, nbuf, ndesc)), true
+	end := start.Add(r.cost(size, nbuf, ndesc))
+	if r.batch {
+		end = r.nextPublish(end, nbuf, size)
+	}
+	return end, true
+}
+
+// nextPublish looks ahead from the next frame, which ends at end in nbuf
+// buffers, to the end of the frame after which vhost-net publishes (used):
+// the batch passes VHOST_NET_BATCH, the run reaches its weight, or the
+// next frame finds too few buffers. It changes nothing. It looks past a
+// frame only where the next step is certain: saturating traffic of fixed
+// sizes (a frame always waits, so none ends the run by its absence) and
+// lone-descriptor buffers (no chain to walk and check); elsewhere it
+// stops, and the landing there looks again. So the time is never later
+// than the publish, and landings are one per publish instead of one per
+// frame when the host runs flat out.
+func (r *RX) nextPublish(end sim.Time, nbuf, size int) sim.Time {
+	tr := r.traffic
+	done := r.doneIdx + nbuf
+	pkts := r.runPkts + 1
+	bytes := r.runBytes + size + VirtioNetHdrLen
+	seq := tr.seq + 1
+	off := uint16(nbuf)
+	for {
+		if done > VhostNetBatch || pkts >= vhostNetPktWeight || bytes >= vhostNetWeight {
+			return end
+		}
+		if !tr.Saturating() || tr.rng != nil {
+			return end
+		}
+		size = tr.spec.SizeAt(seq)
+		n, ok, certain := r.planLoneAt(size, off)
+		if !certain || !ok {
+			return end // stop looking, or the host runs dry and publishes at end
+		}
+		end = end.Add(r.cost(size, n, n))
+		done += n
+		pkts++
+		bytes += size + VirtioNetHdrLen
+		seq++
+		off += uint16(n)
+	}
+}
+
+// planLoneAt is plan for a frame of size bytes whose buffers start off
+// entries past last_avail, when they are lone descriptors: n buffers
+// (one, fitting or not, outside mergeable mode). ok is false when too few
+// are posted. certain is false when an entry is not a lone descriptor.
+func (r *RX) planLoneAt(size int, off uint16) (n int, ok, certain bool) {
+	posted := int(uint16(r.q.AvailIdx() - r.q.DeviceLastAvail()))
+	if posted > r.q.Size() {
+		return 0, false, false // DevicePop will call it a ring error
+	}
+	avail := posted - int(off)
+	if avail <= 0 {
+		return 0, false, true
+	}
+	need := uint64(size + VirtioNetHdrLen)
+	var got uint64
+	for k := 0; k < avail; k++ {
+		w, lone := r.q.DeviceLoneAt(off + uint16(k))
+		if !lone {
+			return 0, false, false
+		}
+		if !r.mergeable {
+			return 1, true, true
+		}
+		got += uint64(w)
+		if got >= need {
+			return k + 1, true, true
+		}
+	}
+	return 0, false, true
 }
 
 // plan looks at the available buffers without taking them and says how
@@ -353,14 +567,15 @@ func (r *RX) planLone(size int) (head uint16, lone bool, nbuf, ndesc int, fits, 
 // deliverLone is deliver of a frame into the one buffer planLone found.
 func (r *RX) deliverLone(head uint16, size int) {
 	r.writeFirst(head, 1, size)
-	r.q.DeviceUseLone(head, uint32(size+VirtioNetHdrLen))
+	r.q.DeviceAddUsedLone(head, uint32(size+VirtioNetHdrLen))
 	r.c.Buffers++
 	r.c.Packets++
 	r.c.Bytes += uint64(size)
 }
 
 // discard takes nbuf buffers and returns them unused (length 0), as vhost
-// does with a frame it must drop after taking descriptors.
+// does with a frame it must drop after taking descriptors. The entries
+// are published with the frame (used).
 func (r *RX) discard(nbuf int) {
 	for i := 0; i < nbuf; i++ {
 		head, ok := r.q.DevicePop()
@@ -369,12 +584,12 @@ func (r *RX) discard(nbuf int) {
 		}
 		r.q.DeviceAddUsed(uint32(head), 0)
 	}
-	r.q.DevicePublishUsed()
 }
 
-// deliver writes one frame into nbuf buffers and pushes them used
-// (handle_rx in drivers/vhost/net.c: get_rx_bufs, copy_to_iter,
-// vhost_add_used_and_signal_n). num_buffers goes into the first header.
+// deliver writes one frame into nbuf buffers and adds them to the used
+// ring (handle_rx in drivers/vhost/net.c: get_rx_bufs, copy_to_iter, the
+// heads kept at vq->heads + nvq->done_idx); used publishes them.
+// num_buffers goes into the first header.
 // first is the chain plan found for the first buffer: nothing has changed
 // the ring since, so it is not walked again.
 func (r *RX) deliver(size, nbuf int, first *virtq.ChainInfo) bool {
@@ -404,7 +619,6 @@ func (r *RX) deliver(size, nbuf int, first *virtq.ChainInfo) bool {
 		remaining -= n
 		r.c.Buffers++
 	}
-	r.q.DevicePublishUsed()
 	r.c.Packets++
 	r.c.Bytes += uint64(size)
 	return true

@@ -29,18 +29,21 @@ func NewTX(q *virtq.Queue, s *scenario.Scenario, costs *sim.Costs) *TX {
 	if s.Device.MaxPPS > 0 {
 		t.minGap = sim.Duration(1e9 / s.Device.MaxPPS)
 	}
+	q.DeviceSetAvailEventOnPop(s.Device.AvailEvent == scenario.AvailEventPop)
 	return t
 }
 
-// Kick wakes the host when it sleeps.
+// Kick wakes the host when it sleeps; vhost's handle_tx starts by turning
+// notifications off (vhost_disable_notify).
 func (t *TX) Kick(at sim.Time) {
 	if !t.sleep {
 		return
 	}
 	t.sleep = false
-	lat := t.costs.VhostWakeLatency
-	if t.kind == scenario.DeviceNIC {
-		lat = t.costs.NICDoorbellLatency
+	lat := t.costs.NICDoorbellLatency
+	if t.kind == scenario.DeviceVhost {
+		lat = t.costs.VhostWakeLatency
+		t.q.DeviceDisableNotify()
 	}
 	if w := at.Add(lat); t.cursor < w {
 		t.cursor = w
@@ -54,10 +57,9 @@ func (t *TX) CatchUp(at sim.Time) {
 			return
 		}
 		if t.q.AvailIdx() == t.q.DeviceLastAvail() {
+			// vhost_enable_notify: avail_event is the index it has seen.
 			t.sleep = true
-			if t.q.EventIdx() {
-				t.q.DeviceSetAvailEvent(t.q.DeviceLastAvail())
-			}
+			t.q.DeviceEnableNotify()
 			return
 		}
 		ci, err := t.q.DeviceChain(t.q.AvailEntry(t.q.DeviceLastAvail()))

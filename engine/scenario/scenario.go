@@ -32,6 +32,23 @@ const (
 const (
 	DeviceVhost = "vhost" // a host thread: kicks are VM exits, interrupts are injected
 	DeviceNIC   = "nic"   // hardware: doorbells are MMIO writes, interrupts are MSI-X
+	// DeviceVDPA is a virtqueue served by hardware (vDPA: a NIC's
+	// firmware walks the guest's ring, as in R2's Mellanox setup): no host
+	// thread and no host queue, frames are placed as the wire brings them
+	// and a frame that finds no buffer is dropped. Doorbells and
+	// interrupts as for a NIC.
+	DeviceVDPA = "vdpa"
+)
+
+// When the device writes avail_event (with EVENT_IDX), device.avail_event.
+const (
+	// AvailEventSeen is vhost's rule: only when it finds no usable
+	// buffer, with the avail index it has seen (vhost_enable_notify).
+	AvailEventSeen = "seen"
+	// AvailEventPop is virtqueue_split_pop's in QEMU with the queue's
+	// notification on: last_avail_idx after every pop, and the seen index
+	// when it runs out.
+	AvailEventPop = "pop"
 )
 
 // Consumer contexts: where an skb passed up the stack is freed.
@@ -181,12 +198,17 @@ func (t *Traffic) PPS() float64 {
 
 // Device is the host side.
 type Device struct {
-	Kind string `json:"kind"` // vhost or nic
+	Kind string `json:"kind"` // vhost, nic or vdpa
 	// MaxPPS caps the device's own packet rate (0: only its cost table).
 	MaxPPS float64 `json:"max_pps,omitempty"`
 	// Backlog is how many packets the host queues while the ring is empty
-	// before it drops (tap txqueuelen, NIC FIFO).
+	// before it drops (tap txqueuelen, NIC FIFO). A vdpa device has none.
 	Backlog int `json:"backlog"`
+	// AvailEvent is when the device writes avail_event, the index past
+	// which the driver kicks: "seen" (vhost) or "pop" (QEMU's
+	// virtqueue_split_pop with notifications on). Without EVENT_IDX it
+	// plays no part.
+	AvailEvent string `json:"avail_event"`
 }
 
 // Next is the device XDP_REDIRECT sends to through a devmap.

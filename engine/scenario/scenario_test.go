@@ -38,6 +38,11 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		{"gso without guest gso", `{"traffic": {"gso_size": 65000}}`, "traffic.gso_size"},
 		{"negative cost", `{"costs": {"atomic": -1}}`, "costs.atomic"},
 		{"bad device kind", `{"device": {"kind": "e1000"}}`, "device.kind"},
+		{"vdpa without a wire rate", `{"device": {"kind": "vdpa"}}`, "device.kind"},
+		{"bad avail_event rule", `{"device": {"avail_event": "qemu"}}`, "device.avail_event"},
+		{"empty avail_event rule", `{"device": {"avail_event": ""}}`, "device.avail_event"},
+		{"xdp with gso packets", `{"features": {"guest_gso": true}, "traffic": {"gso_size": 65535, "size": 9000, "proto": "tcp"}, "xdp": {"program": "xdp_pass"}}`, "xdp"},
+		{"frame larger than a full ring", `{"ring_size": 8, "features": {"guest_gso": true}, "traffic": {"gso_size": 65535, "size": 65000, "proto": "tcp"}}`, "traffic.size"},
 		{"rate and line rate", `{"traffic": {"rate_pps": 1000, "line_gbps": 10}}`, "traffic.line_gbps"},
 		{"random sizes without sizes", `{"traffic": {"random_sizes": true}}`, "traffic.random_sizes"},
 	}
@@ -49,6 +54,21 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.field)
 		})
 	}
+}
+
+// TestDeviceKindsAndRules: the three device kinds and both avail_event
+// rules decode; a vdpa device takes a rate from the wire.
+func TestDeviceKindsAndRules(t *testing.T) {
+	for _, js := range []string{
+		`{"device": {"kind": "vhost", "avail_event": "seen"}}`,
+		`{"device": {"kind": "nic", "avail_event": "pop"}}`,
+		`{"device": {"kind": "vdpa"}, "traffic": {"line_gbps": 25}}`,
+		`{"device": {"kind": "vdpa", "avail_event": "pop"}, "traffic": {"rate_pps": 1000000}}`,
+	} {
+		_, err := DecodeBytes([]byte(js))
+		assert.NoError(t, err, js)
+	}
+	assert.Equal(t, AvailEventSeen, Default().Device.AvailEvent)
 }
 
 func TestDecodeRejectsMalformedInput(t *testing.T) {

@@ -71,7 +71,7 @@ func Default() Scenario {
 		},
 		Consumer:    Consumer{CPU: -1, Context: FreeSoftirq, CostNs: 200},
 		Traffic:     Traffic{Size: 64, Flows: 1, Proto: "udp", DstPort: 9},
-		Device:      Device{Kind: DeviceVhost, Backlog: 1000},
+		Device:      Device{Kind: DeviceVhost, Backlog: 1000, AvailEvent: AvailEventSeen},
 		MemoryPages: 1 << 16,
 	}
 }
@@ -174,8 +174,15 @@ func (s *Scenario) Validate() error {
 		return bad("consumer.cost_ns", "%d: want 0..1000000", c.CostNs)
 	}
 	d := s.Device
-	if d.Kind != DeviceVhost && d.Kind != DeviceNIC {
-		return bad("device.kind", "%q: want %q or %q", d.Kind, DeviceVhost, DeviceNIC)
+	if d.Kind != DeviceVhost && d.Kind != DeviceNIC && d.Kind != DeviceVDPA {
+		return bad("device.kind", "%q: want %q, %q or %q", d.Kind, DeviceVhost, DeviceNIC, DeviceVDPA)
+	}
+	if d.Kind == DeviceVDPA && s.Traffic.PPS() == 0 {
+		return bad("device.kind", "a vdpa device places frames as the wire brings them: set traffic.rate_pps or traffic.line_gbps")
+	}
+	if d.AvailEvent != AvailEventSeen && d.AvailEvent != AvailEventPop {
+		return bad("device.avail_event", "%q: want %q (vhost: written when the device runs out, with the avail index it has seen) or %q (QEMU's virtqueue_split_pop: also last_avail_idx on every pop)",
+			d.AvailEvent, AvailEventSeen, AvailEventPop)
 	}
 	if d.MaxPPS < 0 || d.MaxPPS > 1e9 {
 		return bad("device.max_pps", "%g: want 0..1e9", d.MaxPPS)
@@ -304,6 +311,12 @@ func (s *Scenario) validateXDP() error {
 	if v := s.KernelVersion(); x.Frags && v.Less(xdpFragsOldest) {
 		return bad("xdp.frags", "virtio_net builds multi-buffer xdp_buffs from %s (fab89bafa95b); the scenario runs %s", xdpFragsOldest, v)
 	}
+	if s.Traffic.GSOSize > 0 {
+		// virtnet_xdp_set: without CTRL_GUEST_OFFLOADS it refuses XDP
+		// while guest GSO is negotiated; with it, it clears the guest
+		// offloads, and the device sends no GSO packet.
+		return bad("xdp", "no GSO packet reaches a guest with XDP: virtnet_xdp_set refuses XDP while guest offloads are on, or turns them off (traffic.gso_size)")
+	}
 	return nil
 }
 
@@ -351,7 +364,7 @@ func (s *Scenario) validateTraffic() error {
 		max = t.GSOSize
 	}
 	hdr := headerLen(t)
-	check := func(field string, n int) error {
+	checkLen := func(field string, n int) error {
 		if n < MinFrame || n < hdr {
 			return bad(field, "%d bytes: the %s/%s headers alone need %d (and Ethernet %d)", n, ipName(t.IPv6), t.Proto, hdr, MinFrame)
 		}
@@ -359,6 +372,25 @@ func (s *Scenario) validateTraffic() error {
 			return bad(field, "%d bytes exceeds the MTU %d + 14 (or gso_size)", n, s.MTU)
 		}
 		return nil
+	}
+	check := checkLen
+	if s.Mode() == ModeMergeable {
+		// get_mergeable_buf_len never posts more than a page (the EWMA is
+		// clamped to PAGE_SIZE - hdr_len, header added, L1-aligned), so
+		// a ring of num buffers holds at most num pages of frame and
+		// virtio_net_hdr_mrg_rxbuf (12 bytes); mergeable_min_buf_len
+		// aims at one maximum-size packet per full ring but cannot go
+		// past a page. A larger frame could never be placed: the host
+		// would wait for buffers a full ring does not have.
+		check = func(field string, n int) error {
+			if err := checkLen(field, n); err != nil {
+				return err
+			}
+			if n+12 > s.RingSize*4096 {
+				return bad(field, "%d bytes: %d mergeable buffers of at most a page cannot hold it (a larger ring_size can)", n, s.RingSize)
+			}
+			return nil
+		}
 	}
 	if len(t.Sizes) == 0 {
 		return check("traffic.size", t.Size)

@@ -105,3 +105,7 @@ func (rq *RQ) CheckPosted(head uint16, tok virtq.Token) error {
 	}
 	return nil
 }
+
+// IRQArmed reports whether an event waits for the next frame the host
+// lands while callbacks are enabled (armIRQ).
+func (rq *RQ) IRQArmed() bool { return rq.irqArmed }

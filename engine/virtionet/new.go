@@ -39,7 +39,7 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	// virtnet_rq_set_premapped (6.6 to 6.10) and its successor in 6.13
 	// premap in small and mergeable modes, never big.
 	d.fragPremap = s.Behaviours().PageFragPremap && d.source == srcPageFrag && s.Mode() != scenario.ModeBig
-	d.nic = s.Device.Kind == scenario.DeviceNIC
+	d.nic = s.Device.Kind != scenario.DeviceVhost // nic and vdpa: MMIO doorbells, MSI-X
 	d.wholePage = d.bigPackets || d.source == srcPage || d.source == srcPagePool
 	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", d.napiPoll)
 	d.landKind = env.Sim.Queue.RegisterArg("host lands frames", "rx", d.landing)

@@ -78,7 +78,7 @@ type Driver struct {
 	// virtnet_rq_dma at its head (virtnet_rq_alloc, 6.6+; off by default
 	// in 6.11 and 6.12), in small and mergeable modes.
 	fragPremap  bool
-	nic         bool // Device.Kind is a hardware NIC (else vhost)
+	nic         bool // Device.Kind is hardware, a NIC or a vdpa virtqueue (else vhost)
 	wholePage   bool // buffers own their page (see RQ.wholePage)
 	numSkbFrags int  // big_packets_num_skbfrags
 	indirectBig bool // big buffers go indirect: one ring slot each (INDIRECT_DESC, no ctx)

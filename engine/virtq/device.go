@@ -29,9 +29,12 @@ func (q *Queue) deviceErr(format string, args ...any) error {
 
 // DevicePop takes the next available head, as vhost_get_vq_desc or QEMU's
 // virtqueue_split_pop do: nothing when the device's last_avail equals
-// avail.idx. With EVENT_IDX it then writes avail_event = last_avail ("kick
-// me when you add past what I have taken"). An avail idx more than num ahead
-// of last_avail, or a head out of range, is a ring error.
+// avail.idx. It writes nothing the driver reads, as vhost does (its
+// vhost_get_vq_desc assumes notifications are off, "if they aren't we
+// would need to update avail_event index", and leaves it alone), unless DeviceSetAvailEventOnPop asked for QEMU's rule: with
+// EVENT_IDX, avail_event = last_avail after every pop ("kick me when you
+// add past what I have taken"). An avail idx more than num ahead of
+// last_avail, or a head out of range, is a ring error.
 // Cost: O(chain length) for the slot states, no allocation.
 func (q *Queue) DevicePop() (head uint16, ok bool) {
 	d := &q.dev
@@ -49,13 +52,49 @@ func (q *Queue) DevicePop() (head uint16, ok bool) {
 		return 0, false
 	}
 	d.lastAvail++
-	if q.event {
+	if d.popEvent {
 		q.used.availEvent = d.lastAvail
 	}
 	if q.state[head].data != 0 {
 		q.markChain(head, SlotDevice)
 	}
 	return head, true
+}
+
+// DeviceSetAvailEventOnPop chooses the device's rule for avail_event (with
+// EVENT_IDX; without it the option does nothing). Off (the default) is
+// vhost's: avail_event is written only by DeviceEnableNotify. On is
+// virtqueue_split_pop's in QEMU (hw/virtio/virtio.c) and libvhost-user's
+// vu_queue_pop while the queue's notification is enabled: every pop also
+// writes avail_event = last_avail.
+func (q *Queue) DeviceSetAvailEventOnPop(on bool) { q.dev.popEvent = on && q.event }
+
+// DeviceEnableNotify is vhost_enable_notify (drivers/vhost/vhost.c): the
+// device found no usable buffer and asks to be kicked for the next one.
+// With EVENT_IDX it writes avail_event = the avail index it has seen
+// (vhost_update_avail_event(vq, vq->avail_idx)), so that any buffer the
+// driver adds from there kicks; without it, it clears used.flags
+// NO_NOTIFY. The device reads avail.idx now: vhost re-read it when it ran
+// out (vhost_get_vq_desc re-reads when last_avail_idx catches up with its
+// copy), and vhost_enable_notify's second read, which returns true when
+// the driver slipped a buffer in meanwhile, finds the same index in a
+// simulation where the driver does not run in between.
+func (q *Queue) DeviceEnableNotify() {
+	if q.event {
+		q.used.availEvent = q.avail.idx
+		return
+	}
+	q.used.flags &^= UsedFNoNotify
+}
+
+// DeviceDisableNotify is vhost_disable_notify: without EVENT_IDX it sets
+// used.flags NO_NOTIFY; with EVENT_IDX it writes nothing (vhost keeps
+// NO_NOTIFY in its private used_flags), and the driver stops kicking
+// because its avail index has moved past avail_event.
+func (q *Queue) DeviceDisableNotify() {
+	if !q.event {
+		q.used.flags |= UsedFNoNotify
+	}
 }
 
 // popErr records why DevicePop refused the next avail entry; kept out of
@@ -242,14 +281,37 @@ func (q *Queue) DevicePeekLone() (head uint16, writable uint32, ok bool) {
 	return 0, 0, false
 }
 
+// DeviceLoneAt looks at the avail entry k places past last_avail without
+// taking it: lone is true when it is one writable descriptor (what
+// DevicePeekLone finds), with its length. The caller keeps k below
+// avail.idx - last_avail. Anything else, a chain to walk or a bad head,
+// is lone false: a look ahead stops there and checks nothing.
+func (q *Queue) DeviceLoneAt(k uint16) (writable uint32, lone bool) {
+	head := q.avail.ring[(q.dev.lastAvail+k)&q.mask]
+	if uint32(head) >= q.num {
+		return 0, false
+	}
+	if desc := &q.desc[head]; desc.Flags&(DescFIndirect|DescFNext|DescFWrite) == DescFWrite {
+		return desc.Len, true
+	}
+	return 0, false
+}
+
 // DeviceUseLone is DevicePop, DeviceAddUsed(head, length) and
 // DevicePublishUsed for the head DevicePeekLone just returned: the chain
 // goes straight to used (its slots pass through SlotDevice on the way in
 // the general calls; nothing can look in between).
 func (q *Queue) DeviceUseLone(head uint16, length uint32) {
+	q.DeviceAddUsedLone(head, length)
+	q.used.idx = q.dev.usedIdx
+}
+
+// DeviceAddUsedLone is DeviceUseLone without the publish: the entry waits
+// in the used ring until DevicePublishUsed, as vhost-net batches them.
+func (q *Queue) DeviceAddUsedLone(head uint16, length uint32) {
 	d := &q.dev
 	d.lastAvail++
-	if q.event {
+	if d.popEvent {
 		q.used.availEvent = d.lastAvail
 	}
 	q.used.ring[d.usedIdx&q.mask] = UsedElem{ID: uint32(head), Len: length}
@@ -257,11 +319,15 @@ func (q *Queue) DeviceUseLone(head uint16, length uint32) {
 	if q.state[head].data != 0 {
 		q.markChain(head, SlotUsed)
 	}
-	q.used.idx = d.usedIdx
 }
 
-// DevicePublishUsed stores the device's used index into used.idx.
+// DevicePublishUsed stores the device's used index into used.idx
+// (vhost_add_used_n's vhost_put_used_idx, QEMU's virtqueue_flush).
 func (q *Queue) DevicePublishUsed() { q.used.idx = q.dev.usedIdx }
+
+// DeviceUnpublished is how many used entries the device has written and
+// not yet published in used.idx.
+func (q *Queue) DeviceUnpublished() int { return int(q.dev.usedIdx - q.used.idx) }
 
 // DevicePushUsed is DeviceAddUsed then DevicePublishUsed (vhost_add_used).
 func (q *Queue) DevicePushUsed(id, length uint32) {

@@ -306,17 +306,50 @@ func TestKickSuppression(t *testing.T) {
 			q.DeviceSetAvailEvent(5)
 			add(t, q, 6)
 		}, true},
-		{"event: device still busy, no kick", Config{EventIdx: true}, func(t *testing.T, q *Queue) {
+		{"event, QEMU's pop rule: device still busy, no kick", Config{EventIdx: true}, func(t *testing.T, q *Queue) {
+			q.DeviceSetAvailEventOnPop(true)
 			add(t, q, 2)
 			require.True(t, q.KickPrepare())
 			pop(t, q, 1) // avail_event = 1: the device has not reached entry 2
 			add(t, q, 1) // old 2, new 3
 		}, false},
-		{"event: device caught up, kick", Config{EventIdx: true}, func(t *testing.T, q *Queue) {
+		{"event, QEMU's pop rule: device caught up, kick", Config{EventIdx: true}, func(t *testing.T, q *Queue) {
+			q.DeviceSetAvailEventOnPop(true)
 			add(t, q, 2)
 			require.True(t, q.KickPrepare())
 			pop(t, q, 2) // avail_event = 2
 			add(t, q, 1)
+		}, true},
+		// vhost (vhost_get_vq_desc) writes nothing while it pops: once the
+		// driver's index passed avail_event it stops kicking, however far
+		// the device has come, until vhost_enable_notify re-arms.
+		{"event, vhost: popping writes no avail_event, no kick", Config{EventIdx: true}, func(t *testing.T, q *Queue) {
+			add(t, q, 2)
+			require.True(t, q.KickPrepare()) // crosses avail_event 0
+			pop(t, q, 2)
+			assert.Zero(t, q.AvailEvent())
+			add(t, q, 1) // old 2, new 3: 0 is behind
+		}, false},
+		{"event, vhost: enable_notify with the seen index, kick", Config{EventIdx: true}, func(t *testing.T, q *Queue) {
+			add(t, q, 4)
+			require.True(t, q.KickPrepare())
+			pop(t, q, 2)
+			// A frame needing more than the two buffers left: the device
+			// re-arms with avail.idx, not with its last_avail (row 16).
+			q.DeviceEnableNotify()
+			assert.Equal(t, uint16(4), q.AvailEvent())
+			add(t, q, 1) // old 4, new 5: 4 is in the window
+		}, true},
+		{"flags, vhost: disable_notify sets NO_NOTIFY, enable clears it", Config{}, func(t *testing.T, q *Queue) {
+			q.DeviceDisableNotify()
+			assert.Equal(t, uint16(UsedFNoNotify), q.UsedFlags())
+			q.DeviceEnableNotify()
+			add(t, q, 1)
+		}, true},
+		{"event, vhost: disable_notify writes nothing", Config{EventIdx: true}, func(t *testing.T, q *Queue) {
+			q.DeviceDisableNotify()
+			assert.Zero(t, q.UsedFlags())
+			add(t, q, 1) // avail_event 0 still in the window
 		}, true},
 		{"event: wrapped avail_event", Config{EventIdx: true}, func(t *testing.T, q *Queue) {
 			for i := range 65534 { // move avail idx to 65534

@@ -165,6 +165,7 @@ type deviceState struct {
 	usedIdx        uint16 // next used index to write; published to used.idx
 	signalledUsed  uint16 // used index at the previous interrupt decision
 	signalledValid bool   // signalledUsed has been set
+	popEvent       bool   // EVENT_IDX and QEMU's rule: every pop writes avail_event
 }
 
 // Queue is one split virtqueue with both ends. All indices are free-running

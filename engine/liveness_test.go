@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+)
+
+// stepUntil steps w until cond holds, at most limit events.
+func stepUntil(t *testing.T, w *World, limit int, cond func() bool) {
+	t.Helper()
+	for i := 0; i < limit; i++ {
+		if cond() {
+			return
+		}
+		require.True(t, w.Step(), "world stopped before the condition held: %v", w.Err())
+	}
+	t.Fatalf("condition not reached in %d events", limit)
+}
+
+// requireStall runs w until it stops and returns the *LivenessError.
+func requireStall(t *testing.T, w *World, limit int) *LivenessError {
+	t.Helper()
+	for i := 0; i < limit && w.Step(); i++ {
+	}
+	var le *LivenessError
+	require.ErrorAs(t, w.Err(), &le, "no stall found within %d events", limit)
+	assert.False(t, w.Step(), "a stalled world must stop")
+	t.Log(le)
+	return le
+}
+
+// TestLivenessCatchesALostWakeup loses one wakeup on purpose, the way a
+// device that re-arms notifications wrongly does, and expects
+// CheckLiveness to name the stalled queue and its sleeping host. The
+// host is asleep with the ring empty; the driver's refill then decides
+// whether to kick (virtqueue_kick_prepare) from what the device wrote.
+func TestLivenessCatchesALostWakeup(t *testing.T) {
+	tests := []struct {
+		name     string
+		eventIdx bool
+		// lose makes the driver's next refill not kick.
+		lose func(w *World)
+	}{
+		{"EVENT_IDX, avail_event behind the driver's index (row 16's write)", true, func(w *World) {
+			vq := w.Driver.RQ[0].VQ
+			vq.DeviceSetAvailEvent(vq.AvailIdx() - 1)
+		}},
+		{"no EVENT_IDX, NO_NOTIFY left set", false, func(w *World) {
+			w.Driver.RQ[0].VQ.DeviceDisableNotify()
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := scenario.LookupPreset("small-ring")
+			require.NoError(t, err)
+			s.Features.EventIdx = tc.eventIdx
+			w, err := New(s)
+			require.NoError(t, err)
+			w.CheckLiveness(0)
+			rq := w.Driver.RQ[0]
+			// Past start-up, the host runs dry and sleeps.
+			stepUntil(t, w, 10_000, func() bool { return w.Received() > 100 && rq.Dev.Starved() })
+			tc.lose(w)
+			le := requireStall(t, w, 100_000)
+			assert.Equal(t, "small-ring", le.Scenario)
+			require.Len(t, le.Queues, 1)
+			assert.Contains(t, le.Queues[0], "rx0")
+			assert.Contains(t, le.Queues[0], "host asleep until a kick")
+			assert.Zero(t, le.Window, "nothing is left to run: caught at once")
+		})
+	}
+}
+
+// TestLivenessWindow: a stalled queue next to a healthy one keeps the
+// world's events going; CheckLiveness still finds it once it has gone a
+// window with frames waiting and nothing delivered, and only then.
+func TestLivenessWindow(t *testing.T) {
+	s, err := scenario.LookupPreset("small-ring")
+	require.NoError(t, err)
+	s.Queues, s.CPUs, s.Traffic.Flows = 2, 2, 2
+	w, err := New(s)
+	require.NoError(t, err)
+	const window = 2 * sim.Millisecond
+	w.CheckLiveness(window)
+	rq := w.Driver.RQ[0]
+	stepUntil(t, w, 10_000, func() bool { return w.Received() > 100 && rq.Dev.Starved() })
+	rq.VQ.DeviceSetAvailEvent(rq.VQ.AvailIdx() - 1)
+	lost := w.Now()
+	le := requireStall(t, w, 1_000_000)
+	assert.Equal(t, window, le.Window)
+	require.Len(t, le.Queues, 1, "only rx0 stalled")
+	assert.Contains(t, le.Queues[0], "rx0")
+	assert.GreaterOrEqual(t, le.At.Sub(le.Since), window)
+	assert.Less(t, le.At.Sub(lost), window+sim.Millisecond, "found within a window of the loss")
+	assert.Positive(t, w.Driver.RQ[1].Stats.Packets-rq.Stats.Packets, "rx1 kept receiving")
+}
+
+// TestLivenessQuietWithoutTraffic: slow traffic leaves long gaps with
+// nothing waiting; that is not a stall.
+func TestLivenessQuietWithoutTraffic(t *testing.T) {
+	s := scenario.Default()
+	s.Traffic.RatePPS = 20 // one frame every 50 ms
+	w, err := New(s)
+	require.NoError(t, err)
+	w.CheckLiveness(0)
+	require.NoError(t, w.RunUntil(sim.Time(500*sim.Millisecond)))
+	assert.GreaterOrEqual(t, w.Received(), uint64(9))
+}
+
+// gsoStallScenario is where FIDELITY row 16 stalled the world for good:
+// EVENT_IDX, mergeable buffers, 64 KiB guest GSO frames spanning dozens
+// of buffers, and an IOMMU making each refill slow enough that the host
+// runs out with a few buffers left that the next frame does not fit.
+func gsoStallScenario() scenario.Scenario {
+	s := scenario.Default()
+	s.Name = "gso-64k-iommu"
+	s.Features.GuestGSO = true
+	s.Traffic.GSOSize = 65535
+	s.Traffic.Size = 65000
+	s.Traffic.Proto = "tcp"
+	s.Driver.IOMMU = true
+	s.Driver.BufferSource = scenario.SourcePageFrag
+	s.Driver.DMA = scenario.DMARing
+	return s
+}
+
+// TestMultiBufferFrameDoesNotStallTheHost is FIDELITY row 16 on a whole
+// world: the host stops with buffers left that a 64 KiB frame does not
+// fit; vhost_enable_notify re-arms with the avail index it has seen, the
+// driver's next refill kicks, and packets keep coming. With avail_event
+// at last_avail_idx instead, the world stopped after 6 packets.
+func TestMultiBufferFrameDoesNotStallTheHost(t *testing.T) {
+	for _, rule := range []string{scenario.AvailEventSeen, scenario.AvailEventPop} {
+		t.Run(rule, func(t *testing.T) {
+			s := gsoStallScenario()
+			s.Device.AvailEvent = rule
+			w, err := New(s)
+			require.NoError(t, err)
+			w.CheckLiveness(0)
+			require.NoError(t, w.RunPackets(2000))
+			rq := w.Driver.RQ[0]
+			c := rq.Dev.Counters()
+			assert.Positive(t, c.Starved, "the host ran out")
+			assert.GreaterOrEqual(t, c.Wakeups+1, c.Starved, "a kick woke every stop but perhaps the last")
+			t.Logf("%d packets in %d ns, %d stops, %d kicks", w.Received(), w.Now(), c.Starved, rq.Stats.Kicks)
+		})
+	}
+}
