@@ -54,13 +54,16 @@ func TestReproductionTargets(t *testing.T) {
 
 	// R2: at MTU 9000 sizing big buffers to the MTU helps; at 1500 the
 	// fix does not apply (small buffers) and nothing moves. Today the
-	// vhost worker holds every configuration: the model's host side
-	// (FIDELITY), not the ring the commit names.
+	// vhost worker holds every configuration but the 53-buffer ring,
+	// which vhost-net's used batches (VHOST_NET_BATCH) leave empty while
+	// the guest waits for the batch: the model's host side (FIDELITY), on
+	// presets that still run vhost where R2 ran vDPA.
 	assert.Greater(t, get("r2-mtu9000-after", "delivered_gbps").Ratio, 1.0, "R2 MTU 9000: after over before")
 	assert.InDelta(t, 1.0, get("r2-mtu1500-after", "delivered_gbps").Ratio, 0.05, "R2 MTU 1500: the fix does not apply")
-	for _, c := range []string{"r2-mtu1500-before", "r2-mtu1500-after", "r2-mtu9000-before", "r2-mtu9000-after"} {
+	for _, c := range []string{"r2-mtu1500-before", "r2-mtu1500-after", "r2-mtu9000-after"} {
 		limit(c, "delivered_gbps", "host rx0")
 	}
+	limit("r2-mtu9000-before", "delivered_gbps", "the ring")
 
 	// R3: NAPI-local recycling moves the frees from the ptr_ring to the
 	// alloc cache, and the refills all but vanish.
