@@ -355,7 +355,8 @@ var errConservation = errors.New("conservation")
 // matches its posted buffers; every live xdp_frame is in a cpumap queue,
 // a devmap queue or a send queue (xdp_convert_buff_to_frame hands it on at
 // once; xdp_return_frame frees it); every live skb waits on a socket or a
-// defer list (the others are freed in the softirq that built them); the
+// defer list, or is chained behind one through frag_list (the others are
+// freed in the softirq that built them); the
 // device's live DMA mappings are the pools' mapped pages plus one per
 // ring-mapped posted buffer (vring_map_one_sg at add,
 // vring_unmap_one_split at get); whole-page buffers' pages are located
@@ -391,8 +392,9 @@ func (w *World) checkConservation() error {
 		return fmt.Errorf("%w: %d xdp_frames live, %d in cpumap queues + %d in devmap queues + %d in send queues",
 			errConservation, w.Frames.Live(), cpumapQueued, devmapQueued, txPosted)
 	}
-	if w.SKBs.Live() != w.Stack.Waiting() {
-		return fmt.Errorf("%w: %d skbs live, %d wait on sockets or defer lists", errConservation, w.SKBs.Live(), w.Stack.Waiting())
+	if w.SKBs.Live() != w.Stack.Waiting()+w.SKBs.Chained() {
+		return fmt.Errorf("%w: %d skbs live, %d wait on sockets or defer lists and %d are chained behind them",
+			errConservation, w.SKBs.Live(), w.Stack.Waiting(), w.SKBs.Chained())
 	}
 	mapped := ringMapped
 	for _, rq := range w.Driver.RQ {

@@ -97,6 +97,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	w.SKBs = skb.NewPool(inflight)
 	w.Frames = xdp.NewFramePool(inflight + 16384*s.CPUs)
 	w.Stack = skb.NewStack(w.Sim, w.SKBs, w, s.Consumer.CPU, s.Consumer.Context == scenario.FreeProcess, sim.Duration(s.Consumer.CostNs))
+	w.Stack.SetSocket(s.Traffic.Proto == "tcp", s.Driver.CloneSKBs)
 	if s.XDP != nil {
 		if err := w.buildXDP(spec, progName); err != nil {
 			return nil, err

@@ -78,3 +78,13 @@ func (rq *RQ) CheckPosted(head uint16, tok virtq.Token) error {
 	}
 	return nil
 }
+
+// PostedBuffers calls f with the page, length and truesize (the ctx the
+// driver posted with) of every buffer the device holds, in slot order.
+func (rq *RQ) PostedBuffers(f func(page mem.PageID, length, truesize uint32)) {
+	for i := range rq.bufs {
+		if b := &rq.bufs[i]; b.page != mem.NoPage {
+			f(b.page, b.len, b.truesize)
+		}
+	}
+}
