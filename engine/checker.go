@@ -363,8 +363,8 @@ var errConservation = errors.New("conservation")
 // send queue (xdp_convert_buff_to_frame hands it on at once;
 // xdp_return_frame frees it), and so are the frags multi-buffer frames
 // carry, their pages where their frames are; every live skb waits on a
-// socket or a defer list (the others are freed in the softirq that built
-// them); the device's live DMA mappings are the pools' mapped pages, the
+// socket or a defer list, or is chained behind one through frag_list (the
+// others are freed in the softirq that built them); the device's live DMA mappings are the pools' mapped pages, the
 // page_frag blocks the driver premapped (virtnet_rq_alloc, 6.6+) and one
 // per ring-mapped posted buffer (vring_map_one_sg at add,
 // vring_unmap_one_split at get); no defer list is longer than
@@ -414,8 +414,9 @@ func (w *World) checkConservation() error {
 		return fmt.Errorf("%w: %d xdp_frames live, %d in cpumap queues + %d in devmap queues + %d in send queues",
 			errConservation, w.Frames.Live(), cpumapQueued, devmapQueued, txPosted)
 	}
-	if w.SKBs.Live() != w.Stack.Waiting() {
-		return fmt.Errorf("%w: %d skbs live, %d wait on sockets or defer lists", errConservation, w.SKBs.Live(), w.Stack.Waiting())
+	if w.SKBs.Live() != w.Stack.Waiting()+w.SKBs.Chained() {
+		return fmt.Errorf("%w: %d skbs live, %d wait on sockets or defer lists and %d are chained behind them",
+			errConservation, w.SKBs.Live(), w.Stack.Waiting(), w.SKBs.Chained())
 	}
 	mapped, blocks := ringMapped, 0
 	for _, rq := range w.Driver.RQ {

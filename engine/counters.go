@@ -52,13 +52,14 @@ func (w *World) Totals() []Counter {
 			tx[i].Value += c.Value
 		}
 	}
-	out := make([]Counter, 0, 48)
+	out := make([]Counter, 0, 64)
 	out = append(out, rx[:]...)
 	out = append(out, tx[:]...)
 	out = append(out, w.PagePoolStats()...)
-	var irqs, polls, lenErr, devDrops, starved, tooBig, kicksDev, aborted, noBuf, publishes uint64
+	var irqs, polls, lenErr, devDrops, starved, tooBig, kicksDev, aborted, noBuf, publishes, fragList uint64
 	for _, rq := range w.Driver.RQ {
 		aborted += rq.Stats.XDPAborted
+		fragList += rq.Stats.FragList
 		irqs += rq.Stats.IRQs
 		polls += rq.Stats.NAPIPolls
 		lenErr += rq.Stats.LengthErrors
@@ -81,6 +82,9 @@ func (w *World) Totals() []Counter {
 		Counter{"host_wakeups", kicksDev},
 		Counter{"host_no_buffer_drops", noBuf},
 		Counter{"host_used_publishes", publishes},
+		Counter{"frag_list_skbs", fragList},
+		Counter{"refill_work_runs", w.Driver.Refill.Runs},
+		Counter{"refill_work_retries", w.Driver.Refill.Retries},
 	)
 	if w.Cpumap != nil {
 		out = append(out, Counter{"cpumap_enqueued", w.Cpumap.C.Enqueued}, Counter{"cpumap_drops", w.Cpumap.C.Drops},
@@ -94,6 +98,10 @@ func (w *World) Totals() []Counter {
 	out = append(out, Counter{"stack_delivered", st.Delivered}, Counter{"stack_deferred_frees", st.Deferred},
 		Counter{"stack_defer_full", st.DeferFull}, Counter{"stack_defer_ipis", st.DeferIPIs},
 		Counter{"socket_drops", st.SockDrops})
+	sockSKBs, sockMem := w.Stack.SocketMem()
+	out = append(out, Counter{"socket_queued", st.SockQueued}, Counter{"tcp_rcv_coalesce", st.Coalesced},
+		Counter{"socket_skbs", uint64(sockSKBs)}, Counter{"socket_truesize", sockMem},
+		Counter{"packet_socket_clones", st.Cloned})
 	ms := w.Mem.Stats()
 	out = append(out, Counter{"page_allocs", ms.Allocs}, Counter{"page_frees", ms.Frees},
 		Counter{"page_remote_frees", ms.RemoteFrees}, Counter{"page_ref_transfers", ms.RefTransfers},

@@ -95,30 +95,6 @@ func TestGoodCopyLenCopiesAndFreesAtOnce(t *testing.T) {
 	assert.Zero(t, w2.Driver.RQ[0].Stats.Copied)
 }
 
-// A packet larger than one mergeable buffer spans num_buffers buffers; with
-// page_frag they are contiguous in the same page and coalesce into one
-// frag, unless the skb is cloned (a packet socket listens).
-func TestMergeableSpansAndCoalescing(t *testing.T) {
-	base := func(clone bool) *World {
-		return preset(t, "default", func(s *scenario.Scenario) {
-			s.RingSize = 256
-			s.Features.GuestGSO = true
-			s.Traffic = scenario.Traffic{Size: 1514, Sizes: []int{1514, 60000}, Flows: 1, Proto: "tcp", GSOSize: 60000}
-			s.Driver.BufferSource = scenario.SourcePageFrag
-			s.Driver.DMA = scenario.DMARing
-			s.Driver.CloneSKBs = clone
-		})
-	}
-	w := base(false)
-	require.NoError(t, w.RunPackets(2000))
-	require.NoError(t, w.Check())
-	assert.Positive(t, w.Driver.RQ[0].Stats.Coalesced)
-	assert.Zero(t, counter(t, w, "rx_drops"))
-	w2 := base(true)
-	require.NoError(t, w2.RunPackets(2000))
-	assert.Zero(t, w2.Driver.RQ[0].Stats.Coalesced, "cloned skbs never coalesce")
-}
-
 // XDP verdicts land in their counters, and every page comes back.
 func TestXDPVerdicts(t *testing.T) {
 	for _, tc := range []struct {

@@ -91,7 +91,13 @@ func TestSkbAttemptDeferFreeByProtocol(t *testing.T) {
 				return
 			}
 			assert.Positive(t, d)
-			assert.Positive(t, counter(t, w, "stack_defer_ipis"), "the 33rd skb on a list sends its CPU an IPI")
+			if tc.proto == "udp" {
+				// TCP merges most segments into the socket's tail skb
+				// (tcp_try_coalesce), so its lists seldom reach half of
+				// the max between two polls; engine/skb's
+				// TestSkbAttemptDeferFreeCapAndIPI holds the IPI rule.
+				assert.Positive(t, counter(t, w, "stack_defer_ipis"), "the 33rd skb on a list sends its CPU an IPI")
+			}
 			assert.LessOrEqual(t, w.Stack.Deferred(0), w.Stack.DeferMax())
 		})
 	}

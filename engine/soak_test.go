@@ -152,7 +152,7 @@ func TestCheckerCatchesCorruption(t *testing.T) {
 		assert.Contains(t, ie.Error(), "the host's batch holds")
 	})
 	t.Run("free block marked without the memory", func(t *testing.T) {
-		w, _ := faultWorld(t, "xdp-drop", mem.Virtqueue)
+		w, _ := faultWorld(t, "r4-page-pool-same-cpu", mem.Virtqueue)
 		// The last block of memory stays free in the buddy lists: no event
 		// touches it, so only the full pass, every 1<<10 events, sees it.
 		id := w.Mem.Head(mem.PageID(w.Mem.NumPages() - 1))

@@ -100,6 +100,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	w.SKBs = skb.NewPool(inflight)
 	w.Frames = xdp.NewFramePool(inflight + 16384*s.CPUs)
 	w.Stack = skb.NewStack(w.Sim, w.SKBs, w, stackConfig(&s))
+	w.Stack.SetSocket(s.Traffic.Proto == "tcp", s.Driver.CloneSKBs)
 	if s.XDP != nil {
 		if err := w.buildXDP(spec, progName); err != nil {
 			return nil, err

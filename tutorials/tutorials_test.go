@@ -237,12 +237,13 @@ func TestFigureNamesExist(t *testing.T) {
 	s.RunStep()
 	for _, name := range []string{
 		"rx_packets", "rx0_kicks", "rx_pp_alloc_fast", "interrupts", "napi_polls", "host_starved", "page_allocs",
-		"zone_lock_contended", "stack_delivered", "time_ns", "time_us", "packets", "pps", "mpps", "gbps", "delivered_gbps",
+		"zone_lock_contended", "stack_delivered", "tcp_rcv_coalesce", "socket_queued", "socket_skbs", "socket_truesize",
+		"packet_socket_clones", "frag_list_skbs", "refill_work_runs", "refill_work_retries", "time_ns", "time_us", "packets", "pps", "mpps", "gbps", "delivered_gbps",
 		"events", "mode", "big_packets_num_skbfrags", "rq0.size", "rq0.num_free", "rq0.avail_idx", "rq0.used_idx",
 		"rq0.last_used", "rq0.used_event", "rq0.avail_event", "rq0.avail_flags", "rq0.used_flags", "rq0.num_added",
 		"rq0.free_head", "rq0.callbacks_disabled", "rq0.event_idx", "rq0.posted_buffers", "rq0.posted_descriptors",
 		"rq0.descs_per_buffer", "rq0.indirect", "rq0.ewma", "rq0.mergeable_buf_len", "rq0.min_buf_len", "rq0.irqs", "rq0.napi_polls", "rq0.refills",
-		"rq0.alloc_fails", "rq0.linearized", "rq0.copied", "rq0.coalesced", "rq0.big_built", "rq0.xdp_aborted", "rq0.length_errors",
+		"rq0.alloc_fails", "rq0.linearized", "rq0.copied", "rq0.coalesced", "rq0.big_built", "rq0.frag_list", "rq0.xdp_aborted", "rq0.length_errors",
 		"rq0.host_packets", "rq0.host_buffers", "rq0.host_drops", "rq0.host_too_big", "rq0.host_starved",
 		"rq0.host_wakeups", "rq0.host_interrupts", "sq0.size", "sq0.num_free", "sq0.avail_idx", "sq0.used_idx",
 		"pool0.cache", "pool0.ring", "pool0.ring_size", "pool0.pool_size", "pool0.inflight", "pool0.hold_cnt",

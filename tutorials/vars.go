@@ -25,12 +25,12 @@ func FigureDocs() [][2]string { return append([][2]string(nil), figureDocs...) }
 var figureDocs = [][2]string{
 	{"rx_*, tx_*, rx_pp_*", "the device's ethtool counters summed over queues, and the 11 page_pool stats summed over pools"},
 	{"rxN_*, txN_*", "one queue pair's ethtool counters (rx0_kicks)"},
-	{"interrupts, napi_polls, host_*, page_*, pcp_*, zone_lock_*, stack_*, socket_drops, cpumap_*, devmap_*", "engine counters without an ethtool name (engine.World.Totals)"},
+	{"interrupts, napi_polls, host_*, page_*, pcp_*, zone_lock_*, stack_*, socket_*, tcp_rcv_coalesce, packet_socket_clones, frag_list_skbs, refill_work_*, cpumap_*, devmap_*", "engine counters without an ethtool name (engine.World.Totals)"},
 	{"time_ns, time_us, packets, pps, mpps, gbps, delivered_gbps, events", "simulated time, rx_packets, rates over the whole run (gbps from rx_bytes, delivered_gbps from what the stack consumed)"},
 	{"mode, big_packets_num_skbfrags", "the receive mode the driver picked (\"small\", \"big\", \"mergeable\") and big mode's pages per buffer"},
 	{"rqN.size, .num_free, .avail_idx, .used_idx, .last_used, .used_event, .avail_event, .avail_flags, .used_flags, .num_added, .free_head, .callbacks_disabled, .event_idx", "receive virtqueue N, as virtio_ring.c keeps it"},
 	{"rqN.posted_buffers, .posted_descriptors, .descs_per_buffer, .indirect, .ewma, .mergeable_buf_len, .min_buf_len", "what the driver has posted (descriptors of the ring; indirect is 1 when each buffer takes one slot, its entries in a table of their own); the mergeable EWMA, the next buffer's length and its floor (mergeable_min_buf_len)"},
-	{"rqN.irqs, .napi_polls, .refills, .alloc_fails, .linearized, .copied, .coalesced, .big_built, .xdp_aborted, .length_errors", "driver-side counters of queue N (big_built: big-mode skbs built around the first page)"},
+	{"rqN.irqs, .napi_polls, .refills, .alloc_fails, .linearized, .copied, .coalesced, .big_built, .frag_list, .xdp_aborted, .length_errors", "driver-side counters of queue N (big_built: big-mode skbs built around the first page)"},
 	{"rqN.host_packets, .host_buffers, .host_drops, .host_too_big, .host_starved, .host_wakeups, .host_interrupts", "the host (device) side of queue N"},
 	{"sqN.size, .num_free, .avail_idx, .used_idx", "send virtqueue N (XDP_TX)"},
 	{"poolN.cache, .ring, .ring_size, .pool_size, .inflight, .hold_cnt, .release_cnt, .producer_lock, .consumer_lock, .alloc_fast ... .recycle_released_ref", "page_pool N: alloc cache depth, ptr_ring entries, pages in flight, how many times its ptr_ring's producer_lock and consumer_lock were taken, its 11 stats"},
@@ -119,6 +119,7 @@ func worldFigures(w *engine.World) Figures {
 		u(p+"copied", s.Copied)
 		u(p+"coalesced", s.Coalesced)
 		u(p+"big_built", s.BigBuilt)
+		u(p+"frag_list", s.FragList)
 		u(p+"xdp_aborted", s.XDPAborted)
 		u(p+"length_errors", s.LengthErrors)
 		dc := rq.Dev.Counters()

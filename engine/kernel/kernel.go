@@ -23,7 +23,7 @@ type Version struct {
 // The range the engine models. Oldest is the first release whose
 // virtio_net ran XDP programs (virtnet_xdp_set, 4.10); Newest is the
 // newest the engine knows: net-next of early 2026, with virtio_net's
-// page_pool support (the v5 series), named 7.0 here.
+// page_pool support (the 2026 series, merged as its v11), named 7.0 here.
 var (
 	Oldest = Version{Major: 4, Minor: 10}
 	Newest = Version{Major: 7}
@@ -179,11 +179,19 @@ type Behaviours struct {
 	// SKBDeferMax128: sysctl_skb_defer_max defaults to 128, not 64
 	// (b61785852ed0 "net: increase skb_defer_max default to 128", 6.19).
 	SKBDeferMax128 bool
+	// RefillRetryInNAPI: when virtnet_receive's refill fails to allocate,
+	// it returns the whole budget so that NAPI is polled again at once
+	// and the next poll retries (6.19, "virtio-net: don't schedule
+	// delayed refill worker"); before, it scheduled refill_work, which
+	// refills with GFP_KERNEL in process context and retries after HZ/2.
+	RefillRetryInNAPI bool
 	// VirtioNetPagePool: virtio_net allocates receive buffers from a
 	// page_pool per queue in small and mergeable modes
-	// (page_pool_alloc_frag(len + room), the 2026 v5 series). Before it,
-	// a scenario with a page_pool runs the 2023 series as posted
-	// (mergeable only, one page per buffer, no PP_FLAG_DMA_MAP).
+	// (page_pool_alloc_frag(len + room), truesize len + room: the 2026
+	// series, merged as its v11). Before it, a scenario with a page_pool
+	// runs the 2023 series as posted: mergeable only; 2/5 takes a whole
+	// page per buffer (page_pool_dev_alloc_pages) and still reports
+	// truesize len + room; 3/5 (page_pool_frag) takes fragments.
 	VirtioNetPagePool bool
 }
 
@@ -218,6 +226,7 @@ func Changes() []Change {
 		{Name: "PCPFreeCountHighMin", From: Version{Major: 6, Minor: 16}, What: "free_high waits for batch + high_min / 2 pages freed without an allocation", Function: "free_frozen_page_commit (mm/page_alloc.c)"},
 		{Name: "UDPDeferFree", From: Version{Major: 6, Minor: 18}, What: "UDP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
 		{Name: "SKBDeferMax128", From: Version{Major: 6, Minor: 19}, What: "at most 128 skbs, not 64, wait on a CPU's defer list (sysctl_skb_defer_max)", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
+		{Name: "RefillRetryInNAPI", From: Version{Major: 6, Minor: 19}, What: "a failed receive refill is retried by polling NAPI again, not by the delayed refill_work", Function: "virtnet_receive (drivers/net/virtio_net.c)"},
 		{Name: "VirtioNetPagePool", From: Version{Major: 7, Minor: 0}, What: "virtio_net takes receive buffers from a page_pool per queue (page_pool_alloc_frag)", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
 	}
 }
@@ -271,6 +280,8 @@ func (v Version) Behaviours() Behaviours {
 			b.UDPDeferFree = true
 		case "SKBDeferMax128":
 			b.SKBDeferMax128 = true
+		case "RefillRetryInNAPI":
+			b.RefillRetryInNAPI = true
 		case "VirtioNetPagePool":
 			b.VirtioNetPagePool = true
 		default:

@@ -102,7 +102,9 @@ func TestBehavioursByVersion(t *testing.T) {
 	assert.True(t, on("6.18").UDPDeferFree)
 	assert.False(t, on("6.18").SKBDeferMax128)
 	assert.True(t, on("6.19").SKBDeferMax128)
-	assert.False(t, on("6.18").VirtioNetPagePool)
+	assert.False(t, on("6.18").RefillRetryInNAPI)
+	assert.True(t, on("6.19").RefillRetryInNAPI)
+	assert.False(t, on("6.19").VirtioNetPagePool)
 	n := on("7.0")
 	v := reflect.ValueOf(n)
 	for i := 0; i < v.NumField(); i++ {

@@ -50,6 +50,28 @@ func (p *Pool) AllocFrag(c *sim.CPU, size uint32) (mem.PageID, uint32, error) {
 	return id, offset, nil
 }
 
+// FragRemaining is what is left of the current fragment page after the
+// last AllocFrag: (PAGE_SIZE << order) - frag_offset, 0 without a page.
+// A driver that gives the tail of a page to its last buffer reads it
+// (virtio_net's hole).
+func (p *Pool) FragRemaining() uint32 {
+	if p.fragPage == mem.NoPage {
+		return 0
+	}
+	return uint32(mem.PageSize)<<p.p.Order - p.fragOffset
+}
+
+// FragOffsetAdd moves the current fragment page's offset n bytes on, so
+// the next fragment does not get them: the driver gave them to the last
+// fragment (virtio_net's hole, pool->frag_offset += hole in the 2023
+// series' 3/5). n is at most FragRemaining.
+func (p *Pool) FragOffsetAdd(n uint32) {
+	if p.fragPage == mem.NoPage {
+		return
+	}
+	p.fragOffset = min(p.fragOffset+n, uint32(mem.PageSize)<<p.p.Order)
+}
+
 // fragReset is the frag_reset label: the page's first fragment.
 func (p *Pool) fragReset(c *sim.CPU, id mem.PageID, size uint32) mem.PageID {
 	p.fragUsers = 1

@@ -58,7 +58,7 @@ func with(f func(*Scenario)) func() Scenario {
 
 func teachingPresets() []Preset {
 	return []Preset{
-		{Name: "default", Description: "A 16-entry ring at a rate slow enough to follow: mergeable buffers from page_pool, one queue, 128-byte UDP frames at 50,000 per second.",
+		{Name: "default", Description: "A 16-entry ring at a rate slow enough to follow: mergeable buffers from page_pool (page_pool_alloc_frag, two 1536-byte buffers to a pool page), one queue, 128-byte UDP frames at 50,000 per second.",
 			Build: with(func(s *Scenario) {
 				s.RingSize = 16
 				s.TxRingSize = 16

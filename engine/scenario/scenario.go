@@ -11,8 +11,8 @@ import "ringlab/engine/kernel"
 const (
 	SourcePageFrag     = "page_frag"      // order-3 page_frag carved into buffers (the pre-2026 default)
 	SourcePage         = "page"           // one page from the page allocator per buffer
-	SourcePagePool     = "page_pool"      // page_pool, order 0, one page per buffer
-	SourcePagePoolFrag = "page_pool_frag" // page_pool fragments
+	SourcePagePool     = "page_pool"      // page_pool: fragments of len + room (7.0); one page per buffer before (the 2023 series' 2/5)
+	SourcePagePoolFrag = "page_pool_frag" // page_pool fragments (the 2023 series' 3/5; on 7.0 as page_pool)
 )
 
 // DMA strategies.
@@ -120,13 +120,20 @@ type Features struct {
 	MTU bool `json:"mtu"`
 }
 
-// Driver holds the driver's choices.
+// Driver holds the driver's choices, and what else listens on the device.
+//
+// CloneSKBs: a packet socket listens (packet_rcv: no mmap ring, a filter
+// that takes every packet) and clones each skb before the protocol sees
+// it. The effect is on a TCP socket's receive queue, which cannot merge a
+// new skb into a cloned tail (skb_try_coalesce): with a process consumer
+// and TCP traffic every skb stays on its own there. The driver's own
+// coalescing of buffers (skb_can_coalesce) is unaffected.
 type Driver struct {
 	BufferSource string `json:"buffer_source"` // page_frag, page, page_pool, page_pool_frag
 	DMA          string `json:"dma"`           // ring or premapped
 	IOMMU        bool   `json:"iommu"`         // DMA through an IOMMU
 	PoolSize     int    `json:"pool_size"`     // ptr_ring size; 0 = ring size
-	CloneSKBs    bool   `json:"clone_skbs"`    // a packet socket also listens: skbs are cloned, coalescing fails
+	CloneSKBs    bool   `json:"clone_skbs"`    // a packet socket listens: TCP's receive queue cannot coalesce
 	Budget       int    `json:"napi_budget"`   // NAPI weight, 64
 }
 

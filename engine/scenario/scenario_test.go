@@ -178,3 +178,40 @@ func TestXDPFragsNeedKernel63(t *testing.T) {
 	s.Kernel = "6.3"
 	assert.NoError(t, s.Validate())
 }
+
+// FIDELITY row 9: virtio_net has a page_pool in small mode only from the
+// 2026 series (7.0 here); before, a page_pool is the 2023 series, which
+// creates one for mergeable buffers only (virtnet_find_vqs: "page pool
+// only support mergeable mode"). Big mode never has one, on any kernel.
+func TestPagePoolModesByKernel(t *testing.T) {
+	for _, tc := range []struct {
+		kernel, features, source string
+		err                      []string
+	}{
+		{"7.0", `{"mrg_rxbuf": false}`, "page_pool", nil},
+		{"7.0", `{"mrg_rxbuf": false}`, "page_pool_frag", nil},
+		{"6.4", `{"mrg_rxbuf": true}`, "page_pool", nil},
+		{"6.4", `{"mrg_rxbuf": false}`, "page_pool", []string{"driver.buffer_source", "small mode", "kernel 6.4", "2023 series", "7.0"}},
+		{"6.18", `{"mrg_rxbuf": false}`, "page_pool_frag", []string{"driver.buffer_source", "kernel 6.18", "2023 series"}},
+		{"6.4", `{"mrg_rxbuf": false}`, "page_frag", nil},
+		{"7.0", `{"mrg_rxbuf": false, "guest_gso": true}`, "page_pool", []string{"driver.buffer_source", "not big"}},
+		{"6.4", `{"mrg_rxbuf": false, "guest_gso": true}`, "page_pool", []string{"driver.buffer_source", "not big"}},
+	} {
+		t.Run(tc.kernel+" "+tc.features+" "+tc.source, func(t *testing.T) {
+			dma := "premapped"
+			if tc.source == "page_frag" {
+				dma = "ring"
+			}
+			js := `{"kernel": "` + tc.kernel + `", "features": ` + tc.features + `, "driver": {"buffer_source": "` + tc.source + `", "dma": "` + dma + `"}}`
+			_, err := DecodeBytes([]byte(js))
+			if tc.err == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalid)
+			for _, want := range tc.err {
+				assert.Contains(t, err.Error(), want)
+			}
+		})
+	}
+}

@@ -50,9 +50,9 @@ func bad(field, format string, args ...any) error {
 
 // Default returns the defaults every scenario starts from: one CPU, one
 // queue pair of 256 entries, MTU 1500 reported by the device
-// (VIRTIO_NET_F_MTU), mergeable buffers from page_pool premapped
-// (virtio_net in 2026), EVENT_IDX, UDP 64-byte frames as fast as the
-// device goes.
+// (VIRTIO_NET_F_MTU), mergeable buffers from page_pool fragments,
+// premapped (virtio_net in 2026), EVENT_IDX, UDP 64-byte frames as fast as
+// the device goes.
 func Default() Scenario {
 	return Scenario{
 		Name:       "custom",
@@ -274,6 +274,11 @@ func (s *Scenario) validateDriver() error {
 	if pool && s.Mode() == ModeBig {
 		return bad("driver.buffer_source", "%q: virtio_net uses page_pool in small and mergeable modes, not big (features give big mode)", d.BufferSource)
 	}
+	if pool && s.Mode() == ModeSmall && !s.Behaviours().VirtioNetPagePool {
+		first := firstWith(func(b kernel.Behaviours) bool { return b.VirtioNetPagePool })
+		return bad("driver.buffer_source", "%q in small mode: on kernel %s a virtio_net page_pool is the 2023 series, which creates one for mergeable buffers only; small mode has one from %s (the 2026 driver): use page_frag, or kernel %q",
+			d.BufferSource, s.KernelVersion(), first, first.String())
+	}
 	if d.PoolSize < 0 || d.PoolSize > MaxPoolSize {
 		return bad("driver.pool_size", "%d: want 0 (ring size) .. %d", d.PoolSize, MaxPoolSize)
 	}
@@ -420,4 +425,14 @@ func headerLen(t Traffic) int {
 		return n + 20
 	}
 	return n + 8
+}
+
+// firstWith is the first release whose behaviours satisfy has.
+func firstWith(has func(kernel.Behaviours) bool) kernel.Version {
+	for _, v := range kernel.Releases() {
+		if has(v.Behaviours()) {
+			return v
+		}
+	}
+	return kernel.Newest
 }

@@ -57,6 +57,10 @@ type Costs struct {
 	IRQ        Duration // taking an interrupt and scheduling NAPI on the CPU
 	IRQLatency Duration // from the device's signal to the handler running
 
+	// sockets (net/ipv4/tcp_input.c, net/packet/af_packet.c)
+	SKBCoalesce Duration // tcp_try_coalesce moving an skb's frags into the socket's tail skb (a copy adds Memcpy64 per 64 bytes)
+	SKBClone    Duration // skb_clone of an skb for a listening packet socket (packet_rcv)
+
 	// the virtio_net driver (drivers/net/virtio_net.c, drivers/virtio/virtio_ring.c)
 	VirtqueueAdd    Duration // virtqueue_add_split of one buffer, DMA excluded
 	VirtqueueGetBuf Duration // virtqueue_get_buf_ctx_split and detach_buf_split
@@ -180,6 +184,10 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.BuildSKB }},
 	{"alloc_skb", 60, Estimate, "", "estimate: napi_alloc_skb of a GOOD_COPY_LEN head from the page_frag cache, a build_skb plus the carve",
 		func(c *Costs) *Duration { return &c.AllocSKB }},
+	{"skb_coalesce", 30, Estimate, "", "estimate: tcp_try_coalesce and skb_try_coalesce moving the frag descriptors (16 bytes each) into the tail skb, the truesize and rmem updates, and kfree_skb_partial of the emptied sk_buff (~100 cycles)",
+		func(c *Costs) *Duration { return &c.SKBCoalesce }},
+	{"skb_clone", 40, Estimate, "", "estimate: skb_clone in packet_rcv: an sk_buff from skbuff_cache, __copy_skb_header, the dataref atomic (~150 cycles)",
+		func(c *Costs) *Duration { return &c.SKBClone }},
 	{"ndo_xdp_xmit", 60, Estimate, "", "estimate: TX queue lock, descriptor ring update and one doorbell per bulk",
 		func(c *Costs) *Duration { return &c.NDOXmit }},
 	{"xmit_frame", 15, Estimate, "", "estimate: one TX descriptor written and its DMA address looked up",

@@ -1,7 +1,9 @@
 // Package skb holds socket buffers reduced to what decides where their
-// pages go: the head, the frags, whether they are marked for page_pool
-// recycling, and the CPU that allocated them; and the path that frees them
-// (skb_release_data, napi_pp_put_page, put_page).
+// pages go: the head, the frags, the skbs chained through frag_list,
+// whether they are marked for page_pool recycling, and the CPU that
+// allocated them; the path that frees them (skb_release_data,
+// napi_pp_put_page, put_page); and TCP's merging of a new skb into the
+// tail of a socket's receive queue (skb_try_coalesce).
 package skb
 
 import (
@@ -13,6 +15,12 @@ import (
 
 // MaxSkbFrags is MAX_SKB_FRAGS (CONFIG_MAX_SKB_FRAGS default).
 const MaxSkbFrags = 17
+
+// StructTruesize is SKB_DATA_ALIGN(sizeof(struct sk_buff)): 232 bytes on
+// x86-64 in 6.x, rounded up to the 64-byte cache line. The kernel's
+// skb->truesize counts it; SKB.Truesize leaves it out (it counts buffer
+// memory), so socket memory adds it once per skb.
+const StructTruesize = 256
 
 // ID indexes an SKB in a Pool; NoSKB is none.
 type ID int32
@@ -34,28 +42,51 @@ type Frag struct {
 // grown with Coalesce only; Pool.Alloc relies on it to clear just the
 // frags the previous user had.
 type SKB struct {
-	Head     mem.PageID
-	Len      uint32 // bytes of packet
+	Head mem.PageID
+	// Len is the bytes of packet: of every skb chained through FragList
+	// too (the head's skb->len), while a chained skb's Len is its own.
+	Len uint32
+	// Truesize is the buffer memory the skb holds (skb->truesize less the
+	// struct sk_buff, StructTruesize): a head skb's includes its chain.
 	Truesize uint32
 	Frags    [MaxSkbFrags]Frag
 	NrFrags  uint8
 	// PPRecycle is skb->pp_recycle (skb_mark_for_recycle): pages go back
 	// to their page_pool, not to the page allocator.
 	PPRecycle bool
-	Cloned    bool
-	AllocCPU  int16 // skb->alloc_cpu: where the skb was allocated
-	Queue     int16 // receive queue
-	Born      sim.Time
-	next      ID
+	// Cloned is skb_cloned(): a packet socket that listens (packet_rcv)
+	// holds a clone sharing the data, which may then not be changed in
+	// place. The stack sets it on delivery (Stack.SetSocket).
+	Cloned bool
+	// Tailroom is skb_tailroom() of the linear area: what skb_put may
+	// still add (0 for an skb with frags, and where the builder does not
+	// say).
+	Tailroom uint16
+	// Segs is how many received packets the skb carries: 1, more once
+	// TCP merged later packets into it on a socket (TryCoalesce).
+	Segs     uint16
+	AllocCPU int16 // skb->alloc_cpu: where the skb was allocated
+	Queue    int16 // receive queue
+	// FragList is skb_shinfo(skb)->frag_list: the first skb chained
+	// behind this one when its frags ran out (receive_mergeable at
+	// MAX_SKB_FRAGS), NoSKB when none. The chain continues through each
+	// chained skb's next (skb->next); the chain is freed with the head.
+	FragList ID
+	Born     sim.Time
+	// next links the free list while the skb is free, and the frag_list
+	// chain (skb->next) while it is chained.
+	next  ID
+	inUse bool // allocated (for PageRefs)
 }
 
 // Pool is a preallocated array of SKBs with a free list. Alloc and Free are
 // O(1) and allocate nothing.
 type Pool struct {
-	skbs []SKB
-	free ID
-	live int
-	max  int
+	skbs    []SKB
+	free    ID
+	live    int
+	chained int // live skbs that sit on another skb's frag_list
+	max     int
 }
 
 // NewPool returns a pool of n skbs.
@@ -83,8 +114,9 @@ func (p *Pool) Alloc(cpu int, queue int, now sim.Time) ID {
 	// AddFrag writes there), so only the used ones are cleared.
 	clear(s.Frags[:s.NrFrags])
 	s.Head, s.Len, s.Truesize, s.NrFrags = mem.NoPage, 0, 0, 0
-	s.PPRecycle, s.Cloned = false, false
-	s.AllocCPU, s.Queue, s.Born, s.next = int16(cpu), int16(queue), now, NoSKB
+	s.PPRecycle, s.Cloned, s.Tailroom, s.Segs = false, false, 0, 1
+	s.AllocCPU, s.Queue, s.Born, s.next, s.FragList = int16(cpu), int16(queue), now, NoSKB, NoSKB
+	s.inUse = true
 	p.live++
 	return id
 }
@@ -92,8 +124,12 @@ func (p *Pool) Alloc(cpu int, queue int, now sim.Time) ID {
 // Get returns the skb with id.
 func (p *Pool) Get(id ID) *SKB { return &p.skbs[id] }
 
-// Live is the number of skbs in use.
+// Live is the number of skbs in use, chained ones included.
 func (p *Pool) Live() int { return p.live }
+
+// Chained is the number of live skbs chained behind another through
+// frag_list: they are freed with their head, not on their own.
+func (p *Pool) Chained() int { return p.chained }
 
 // Cap is the pool's size.
 func (p *Pool) Cap() int { return p.max }
@@ -101,6 +137,7 @@ func (p *Pool) Cap() int { return p.max }
 // release returns id to the free list.
 func (p *Pool) release(id ID) {
 	p.skbs[id].next = p.free
+	p.skbs[id].inUse = false
 	p.free = id
 	p.live--
 }
@@ -118,10 +155,13 @@ func (s *SKB) AddFrag(page mem.PageID, off, n, truesize uint32) bool {
 	return true
 }
 
-// CanCoalesce is skb_can_coalesce: the new data continues the last frag in
-// the same page. A cloned skb's frags are shared and cannot grow.
+// CanCoalesce is skb_can_coalesce (include/linux/skbuff.h): the new data
+// continues the last frag in the same page. It has no clone test, and
+// needs none where receive_mergeable calls it: the skb is new there and
+// nobody else holds it (FIDELITY row 4). Where a clone does stop a merge
+// is on the socket: TryCoalesce.
 func (s *SKB) CanCoalesce(page mem.PageID, off uint32) bool {
-	if s.Cloned || s.NrFrags == 0 {
+	if s.NrFrags == 0 {
 		return false
 	}
 	f := &s.Frags[s.NrFrags-1]
@@ -161,25 +201,58 @@ type Releaser interface {
 	Release(c *sim.CPU, page mem.PageID, ppRecycle bool, ctx Context) error
 }
 
+// Chain is the frag_list step of virtnet_skb_append_frag: nskb, a fresh
+// skb, goes behind tail in head's chain (skb_shinfo(head)->frag_list when
+// tail is the head, else tail->next). The caller adds nskb's truesize and
+// the bytes it then takes to the head, as the kernel does.
+func (p *Pool) Chain(head, tail, nskb ID) {
+	if tail == head {
+		p.skbs[head].FragList = nskb
+	} else {
+		p.skbs[tail].next = nskb
+	}
+	p.skbs[nskb].next = NoSKB
+	p.chained++
+}
+
 // Free is kfree_skb / napi_consume_skb: skb_release_data gives back the
-// head and every frag, then the skb returns to the pool.
+// head and every frag, frees the skbs on its frag_list the same way
+// (skb_drop_fraglist), then the skb returns to the pool. id must not be a
+// chained skb.
 func (p *Pool) Free(c *sim.CPU, id ID, r Releaser, ctx Context) error {
 	s := &p.skbs[id]
+	err := p.releaseData(c, id, s.PPRecycle, r, ctx)
+	for n := s.FragList; n != NoSKB; {
+		next := p.skbs[n].next
+		if e := p.releaseData(c, n, p.skbs[n].PPRecycle, r, ctx); e != nil && err == nil {
+			err = e
+		}
+		p.chained--
+		p.release(n)
+		n = next
+	}
+	p.release(id)
+	return err
+}
+
+// releaseData gives back the page references one skb holds itself.
+func (p *Pool) releaseData(c *sim.CPU, id ID, ppRecycle bool, r Releaser, ctx Context) error {
+	s := &p.skbs[id]
 	if s.Head != mem.NoPage {
-		if err := r.Release(c, s.Head, s.PPRecycle, ctx); err != nil {
+		if err := r.Release(c, s.Head, ppRecycle, ctx); err != nil {
 			return fmt.Errorf("skb %d head: %w", id, err)
 		}
 	}
 	for i := 0; i < int(s.NrFrags); i++ {
-		if err := r.Release(c, s.Frags[i].Page, s.PPRecycle, ctx); err != nil {
+		if err := r.Release(c, s.Frags[i].Page, ppRecycle, ctx); err != nil {
 			return fmt.Errorf("skb %d frag %d: %w", id, i, err)
 		}
 	}
-	p.release(id)
 	return nil
 }
 
-// Pages calls f for every page reference the skb holds.
+// Pages calls f for every page reference the skb holds itself (its
+// chain's are the chained skbs' own: Pool.Pages walks them too).
 func (s *SKB) Pages(f func(mem.PageID)) {
 	if s.Head != mem.NoPage {
 		f(s.Head)
@@ -187,4 +260,110 @@ func (s *SKB) Pages(f func(mem.PageID)) {
 	for i := 0; i < int(s.NrFrags); i++ {
 		f(s.Frags[i].Page)
 	}
+}
+
+// Pages calls f for every page reference skb id and the skbs chained
+// behind it hold.
+func (p *Pool) Pages(id ID, f func(mem.PageID)) {
+	s := &p.skbs[id]
+	s.Pages(f)
+	for n := s.FragList; n != NoSKB; n = p.skbs[n].next {
+		p.skbs[n].Pages(f)
+	}
+}
+
+// PageRefs counts the page references every live skb holds, chained ones
+// included (an O(pool) walk, for the invariant checker).
+func (p *Pool) PageRefs() int64 {
+	var n int64
+	for i := range p.skbs {
+		s := &p.skbs[i]
+		if !s.inUse {
+			continue
+		}
+		if s.Head != mem.NoPage {
+			n++
+		}
+		n += int64(s.NrFrags)
+	}
+	return n
+}
+
+// Coalesced is how TryCoalesce merged an skb, or did not.
+type Coalesced uint8
+
+// The outcomes of TryCoalesce.
+const (
+	NotCoalesced Coalesced = iota
+	// CoalescedCopy: the data was copied into the tail skb's linear room
+	// (skb_copy_bits into skb_put) and the new skb freed whole.
+	CoalescedCopy
+	// CoalescedFrags: the new skb's frags, and its head when that is a
+	// page fragment, were moved into the tail skb (the head "stolen") and
+	// the emptied sk_buff freed (kfree_skb_partial).
+	CoalescedFrags
+)
+
+// TryCoalesce is skb_try_coalesce(to, from) as tcp_try_coalesce calls it
+// when tcp_queue_rcv queues in-order data behind the tail skb of a
+// socket's receive queue (net/core/skbuff.c, net/ipv4/tcp_input.c, 6.x):
+//
+//   - never into a cloned tail (skb_cloned(to)), nor between a page_pool
+//     skb and another (pp_recycle differs);
+//   - data that fits the tail's linear room is copied there, the new skb
+//     freed (delta truesize 0);
+//   - otherwise, neither may have a frag_list; a head that is a page
+//     fragment (built around a buffer) is stolen as one more frag unless
+//     the new skb is cloned (skb_head_is_locked), as long as the frags
+//     then stay below MAX_SKB_FRAGS; a small kmalloc'd head holds only
+//     the headers the stack pulled (skb_headlen 0 by then) and is freed,
+//     its frags moved as long as they fit in MAX_SKB_FRAGS. The tail's
+//     truesize grows by the new skb's, less the struct sk_buff.
+//
+// A small copied packet with no frags has payload in a kmalloc'd head and
+// cannot be stolen: only the copy takes it. The engine compares frame
+// bytes with Tailroom (the kernel compares payload after the headers are
+// pulled). The caller charges the cost. from is consumed unless the
+// result is NotCoalesced; its frees run in ctx.
+func (p *Pool) TryCoalesce(c *sim.CPU, to, from ID, r Releaser, ctx Context) (Coalesced, error) {
+	t, f := &p.skbs[to], &p.skbs[from]
+	if t.Cloned || t.PPRecycle != f.PPRecycle {
+		return NotCoalesced, nil
+	}
+	if t.NrFrags == 0 && t.FragList == NoSKB && f.Len <= uint32(t.Tailroom) {
+		t.Len += f.Len
+		t.Tailroom -= uint16(f.Len)
+		t.Segs += f.Segs
+		return CoalescedCopy, p.Free(c, from, r, ctx)
+	}
+	if t.FragList != NoSKB || f.FragList != NoSKB {
+		return NotCoalesced, nil
+	}
+	n := int(t.NrFrags) + int(f.NrFrags)
+	switch {
+	case f.Head != mem.NoPage:
+		if f.Cloned || n >= MaxSkbFrags {
+			return NotCoalesced, nil
+		}
+		headlen := f.Len
+		for i := 0; i < int(f.NrFrags); i++ {
+			headlen -= f.Frags[i].Len
+		}
+		// skb_fill_page_desc(to, ..., head page, offset, headlen): the
+		// engine does not keep the data's offset in the head page.
+		t.Frags[t.NrFrags] = Frag{Page: f.Head, Len: headlen}
+		t.NrFrags++
+		f.Head = mem.NoPage
+	case f.NrFrags == 0 || n > MaxSkbFrags:
+		return NotCoalesced, nil
+	}
+	copy(t.Frags[t.NrFrags:], f.Frags[:f.NrFrags])
+	t.NrFrags += f.NrFrags
+	clear(f.Frags[:f.NrFrags])
+	f.NrFrags = 0
+	t.Len += f.Len
+	t.Truesize += f.Truesize
+	t.Segs += f.Segs
+	t.Tailroom = 0
+	return CoalescedFrags, p.Free(c, from, r, ctx)
 }

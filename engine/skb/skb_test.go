@@ -24,7 +24,7 @@ func TestAllocClearsWhatTheLastUserLeft(t *testing.T) {
 	id := p.Alloc(1, 2, 100)
 	require.NotEqual(t, NoSKB, id)
 	s := p.Get(id)
-	s.Head, s.Len, s.Truesize, s.PPRecycle, s.Cloned = 7, 1500, 4096, true, true
+	s.Head, s.Len, s.Truesize, s.PPRecycle, s.Cloned, s.Tailroom, s.Segs = 7, 1500, 4096, true, true, 9, 3
 	for i := 0; i < MaxSkbFrags; i++ {
 		require.True(t, s.AddFrag(mem.PageID(10+i), uint32(i), 64, 4096))
 	}
@@ -36,6 +36,137 @@ func TestAllocClearsWhatTheLastUserLeft(t *testing.T) {
 
 	id = p.Alloc(0, 3, 200)
 	require.NotEqual(t, NoSKB, id)
-	assert.Equal(t, SKB{Head: mem.NoPage, AllocCPU: 0, Queue: 3, Born: 200, next: NoSKB}, *p.Get(id))
+	assert.Equal(t, SKB{Head: mem.NoPage, Segs: 1, AllocCPU: 0, Queue: 3, FragList: NoSKB, Born: 200, next: NoSKB, inUse: true}, *p.Get(id))
 	assert.Equal(t, NoSKB, p.Alloc(0, 0, 0), "pool of one")
+}
+
+type recordingReleaser struct{ pages []mem.PageID }
+
+func (r *recordingReleaser) Release(_ *sim.CPU, p mem.PageID, _ bool, _ Context) error {
+	r.pages = append(r.pages, p)
+	return nil
+}
+
+// FIDELITY row 4: skb_can_coalesce has no clone test (include/linux/skbuff.h).
+func TestCanCoalesceIgnoresClones(t *testing.T) {
+	p := NewPool(1)
+	s := p.Get(p.Alloc(0, 0, 0))
+	require.True(t, s.AddFrag(5, 100, 1000, 1536))
+	s.Cloned = true
+	assert.True(t, s.CanCoalesce(5, 1100), "same page, contiguous")
+	assert.False(t, s.CanCoalesce(5, 1200))
+	assert.False(t, s.CanCoalesce(6, 1100))
+}
+
+// FIDELITY row 10: skbs chained through frag_list (virtnet_skb_append_frag)
+// are freed with their head, every page of each given back
+// (skb_release_data, skb_drop_fraglist); Pages walks them.
+func TestFragListChainIsFreedWithItsHead(t *testing.T) {
+	p := NewPool(4)
+	head := p.Alloc(0, 0, 0)
+	p.Get(head).Head = 1
+	for i := 0; i < MaxSkbFrags; i++ {
+		require.True(t, p.Get(head).AddFrag(mem.PageID(10+i), 0, 100, 4096))
+	}
+	tail := head
+	for k := 0; k < 2; k++ {
+		n := p.Alloc(0, 0, 0)
+		p.Chain(head, tail, n)
+		require.True(t, p.Get(n).AddFrag(mem.PageID(100+k), 0, 100, 4096))
+		tail = n
+	}
+	assert.Equal(t, 3, p.Live())
+	assert.Equal(t, 2, p.Chained())
+	assert.Equal(t, int64(1+MaxSkbFrags+2), p.PageRefs())
+	var seen []mem.PageID
+	p.Pages(head, func(pg mem.PageID) { seen = append(seen, pg) })
+	assert.Len(t, seen, 1+MaxSkbFrags+2)
+	var r recordingReleaser
+	require.NoError(t, p.Free(nil, head, &r, Context{}))
+	assert.Equal(t, seen, r.pages, "head, frags, then each chained skb's frags")
+	assert.Zero(t, p.Live())
+	assert.Zero(t, p.Chained())
+	assert.Zero(t, p.PageRefs())
+	// Reused, the skbs come back without a chain.
+	for i := 0; i < 3; i++ {
+		assert.Equal(t, NoSKB, p.Get(p.Alloc(0, 0, 0)).FragList)
+	}
+}
+
+// FIDELITY row 4: skb_try_coalesce (net/core/skbuff.c) as tcp_try_coalesce
+// calls it: never into a cloned tail; a page head is stolen as a frag and
+// the frags moved, up to MAX_SKB_FRAGS; a small packet is copied into
+// the tail's linear room.
+func TestTryCoalesce(t *testing.T) {
+	built := func(p *Pool, page mem.PageID) ID { // build_skb around a buffer
+		id := p.Alloc(0, 0, 0)
+		s := p.Get(id)
+		s.Head, s.Len, s.Truesize, s.Tailroom = page, 1514, 2048, 10
+		return id
+	}
+	t.Run("head stolen", func(t *testing.T) {
+		p := NewPool(2)
+		to, from := built(p, 1), built(p, 2)
+		var r recordingReleaser
+		how, err := p.TryCoalesce(nil, to, from, &r, Context{})
+		require.NoError(t, err)
+		assert.Equal(t, CoalescedFrags, how)
+		s := p.Get(to)
+		assert.Equal(t, uint32(2*1514), s.Len)
+		assert.Equal(t, uint32(2*2048), s.Truesize, "truesize grows by the new skb's, less its sk_buff")
+		assert.Equal(t, uint16(2), s.Segs)
+		assert.Equal(t, uint8(1), s.NrFrags)
+		assert.Equal(t, mem.PageID(2), s.Frags[0].Page)
+		assert.Empty(t, r.pages, "no page is released: the head became a frag")
+		assert.Equal(t, 1, p.Live())
+	})
+	t.Run("cloned tail", func(t *testing.T) {
+		p := NewPool(2)
+		to, from := built(p, 1), built(p, 2)
+		p.Get(to).Cloned = true
+		how, err := p.TryCoalesce(nil, to, from, &countingReleaser{}, Context{})
+		require.NoError(t, err)
+		assert.Equal(t, NotCoalesced, how, "skb_cloned(to)")
+		assert.Equal(t, 2, p.Live())
+	})
+	t.Run("cloned head is locked", func(t *testing.T) {
+		p := NewPool(2)
+		to, from := built(p, 1), built(p, 2)
+		p.Get(from).Cloned = true
+		how, _ := p.TryCoalesce(nil, to, from, &countingReleaser{}, Context{})
+		assert.Equal(t, NotCoalesced, how, "skb_head_is_locked(from)")
+	})
+	t.Run("MAX_SKB_FRAGS", func(t *testing.T) {
+		p := NewPool(2)
+		to, from := built(p, 1), built(p, 2)
+		for i := 0; i < MaxSkbFrags-2; i++ {
+			require.True(t, p.Get(to).AddFrag(mem.PageID(10+i), 0, 1, 1))
+		}
+		how, _ := p.TryCoalesce(nil, to, from, &countingReleaser{}, Context{})
+		assert.Equal(t, CoalescedFrags, how, "the head makes the 16th frag")
+		from = built(p, 3)
+		how, _ = p.TryCoalesce(nil, to, from, &countingReleaser{}, Context{})
+		assert.Equal(t, CoalescedFrags, how, "the 17th")
+		from = built(p, 4)
+		how, _ = p.TryCoalesce(nil, to, from, &countingReleaser{}, Context{})
+		assert.Equal(t, NotCoalesced, how, "nr_frags + from's >= MAX_SKB_FRAGS with a head to steal")
+		assert.Equal(t, uint8(MaxSkbFrags), p.Get(to).NrFrags)
+	})
+	t.Run("small packet copied", func(t *testing.T) {
+		p := NewPool(2)
+		small := func() ID {
+			id := p.Alloc(0, 0, 0)
+			s := p.Get(id)
+			s.Len, s.Truesize, s.Tailroom = 60, 128, 128-60
+			return id
+		}
+		to, from := small(), small()
+		var r countingReleaser
+		how, err := p.TryCoalesce(nil, to, from, &r, Context{})
+		require.NoError(t, err)
+		assert.Equal(t, CoalescedCopy, how)
+		assert.Equal(t, uint32(120), p.Get(to).Len)
+		assert.Equal(t, uint32(128), p.Get(to).Truesize, "delta truesize 0")
+		assert.Equal(t, 1, p.Live(), "the copied skb is freed")
+	})
 }

@@ -7,12 +7,14 @@ import (
 )
 
 // SocketQueueLimit bounds the skbs waiting for the application on one CPU
-// (the socket receive buffer, sk_rcvbuf, counted in packets here). Past it
-// the stack drops, as a full socket does.
+// (the socket receive buffer, sk_rcvbuf, counted in skbs here where the
+// kernel counts their truesize). Past it the stack drops, as a full socket
+// does.
 const SocketQueueLimit = 4096
 
-// AppBatch is how many skbs the application takes per wake-up before it
-// lets the event loop run (one recvmmsg).
+// AppBatch is how many packets the application takes per wake-up before
+// it lets the event loop run (one recvmmsg, or one large read of a TCP
+// stream): skbs until they carry that many packets, at least one.
 const AppBatch = 64
 
 // DeferMax is sysctl_skb_defer_max's default until 6.18: at most this many
@@ -37,7 +39,10 @@ const DeferMax619 = 128
 //     UDP since 6.18), a free on a CPU other than the skb's alloc_cpu goes
 //     on that CPU's defer list (skb_attempt_defer_free), at most DeferMax
 //     long, and is done in its next NET_RX softirq (skb_defer_free_flush);
-//     otherwise, or with the list full, the skb is freed where it is.
+//     otherwise, or with the list full, the skb is freed where it is. A
+//     TCP socket merges each new skb into the tail of its receive queue
+//     when it can (tcp_try_coalesce), which a listening packet socket's
+//     clones prevent (SetSocket).
 type Stack struct {
 	sim       *sim.Sim
 	pool      *Pool
@@ -47,6 +52,10 @@ type Stack struct {
 	cost      sim.Duration
 	deferFree bool // recvmsg uses skb_attempt_defer_free
 	deferMax  int  // sysctl_skb_defer_max
+	// tcp: the socket is TCP's, whose receive queue coalesces
+	// (tcp_queue_rcv); packetSocket: a packet socket listens on the
+	// device and clones every skb (packet_rcv). Set by SetSocket.
+	tcp, packetSocket bool
 
 	wake     sim.Kind
 	ipi      sim.Kind
@@ -76,12 +85,47 @@ type StackConfig struct {
 
 // StackCounters count what the stack did.
 type StackCounters struct {
-	Delivered uint64 // skbs consumed
+	Delivered uint64 // packets consumed (an skb TCP coalesced counts each it carries)
 	Bytes     uint64 // bytes of the skbs consumed
 	Deferred  uint64 // frees deferred to the allocating CPU
 	DeferFull uint64 // frees done where they were because the defer list was full
 	DeferIPIs uint64 // IPIs sent to a CPU whose defer list reached half of DeferMax
 	SockDrops uint64 // socket queue full
+	// SockQueued counts skbs added to a socket's receive queue as skbs
+	// of their own; Coalesced those TCP merged into the queue's tail skb
+	// instead (tcp_try_coalesce, the TCPRcvCoalesce MIB counter).
+	SockQueued uint64
+	Coalesced  uint64
+	// Cloned counts skbs a listening packet socket cloned (packet_rcv).
+	Cloned uint64
+}
+
+// SetSocket says what the process-context consumer reads from: a TCP
+// socket (tcp: its receive queue coalesces new skbs into the tail skb,
+// tcp_try_coalesce), and whether a packet socket listens on the device
+// (packetSocket: packet_rcv clones every skb before the protocol sees it,
+// a packet socket without an mmap ring whose filter takes the packet;
+// tpacket_rcv with a ring copies into the ring and keeps no clone). The
+// engine does not model the listener's reader: its clone of an skb is
+// taken to live as long as the skb waits on the TCP socket (so
+// skb_cloned() holds for every queued skb) and to be gone by the time the
+// application frees the original, which then frees the pages. Call it
+// before the world runs.
+func (st *Stack) SetSocket(tcp, packetSocket bool) {
+	st.tcp, st.packetSocket = tcp, packetSocket
+}
+
+// SocketMem is what skbs waiting on sockets hold now: their number and
+// their truesize with the struct sk_buff of each (sk_rmem_alloc summed
+// over sockets). O(skbs waiting).
+func (st *Stack) SocketMem() (skbs int, truesize uint64) {
+	for _, q := range st.sockq {
+		for _, id := range q {
+			truesize += uint64(st.pool.Get(id).Truesize) + StructTruesize
+		}
+		skbs += len(q)
+	}
+	return skbs, truesize
 }
 
 // NewStack builds the consumer side for the CPUs of s.
@@ -152,6 +196,7 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 		if target != c.ID {
 			o := st.sim.CPU(target)
 			o.Begin(c.Now())
+			st.packetTap(o, id)
 			o.Spend(st.cost)
 			st.c.Bytes += uint64(st.pool.Get(id).Len)
 			err := st.pool.Free(o, id, st.rel, Context{Softirq: true})
@@ -159,16 +204,36 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 			st.c.Delivered++
 			return err
 		}
+		st.packetTap(c, id)
 		c.Spend(st.cost)
 		st.c.Delivered++
 		st.c.Bytes += uint64(st.pool.Get(id).Len)
 		return st.pool.Free(c, id, st.rel, Context{Softirq: true})
 	}
+	st.packetTap(c, id)
 	q := st.sockq[target]
 	if len(q) >= SocketQueueLimit {
 		st.c.SockDrops++
 		return st.pool.Free(c, id, st.rel, Context{Softirq: true})
 	}
+	if st.tcp && len(q) > 0 {
+		// tcp_queue_rcv: in-order data goes into the tail skb when
+		// skb_try_coalesce allows. A queue that is not empty has its
+		// application thread scheduled already.
+		n := st.pool.Get(id).Len
+		how, err := st.pool.TryCoalesce(c, q[len(q)-1], id, st.rel, Context{Softirq: true})
+		switch how {
+		case CoalescedCopy:
+			c.Spend(c.Costs().SKBCoalesce + sim.Duration((n+63)/64)*c.Costs().Memcpy64)
+		case CoalescedFrags:
+			c.Spend(c.Costs().SKBCoalesce)
+		}
+		if how != NotCoalesced {
+			st.c.Coalesced++
+			return err
+		}
+	}
+	st.c.SockQueued++
 	st.sockq[target] = append(q, id)
 	if !st.awake[target] {
 		st.awake[target] = true
@@ -177,21 +242,22 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 	return nil
 }
 
-// runApp is the application thread on CPU arg: it takes up to AppBatch
-// skbs, pays for each and frees them in process context.
+// runApp is the application thread on CPU arg: it takes skbs carrying up
+// to AppBatch packets, pays for each packet and frees them in process
+// context.
 func (st *Stack) runApp(now sim.Time, arg uint64) {
 	cpu := int(arg)
 	c := st.sim.CPU(cpu)
 	c.BeginActivity(now, "application recvmsg")
 	q := st.sockq[cpu]
-	n := len(q)
-	if n > AppBatch {
-		n = AppBatch
+	n := 0
+	for pkts := 0; n < len(q) && pkts < AppBatch; n++ {
+		pkts += int(st.pool.Get(q[n]).Segs)
 	}
 	for _, id := range q[:n] {
-		c.Spend(st.cost)
-		st.c.Delivered++
 		s := st.pool.Get(id)
+		c.Spend(st.cost * sim.Duration(s.Segs)) // per packet, coalesced ones too
+		st.c.Delivered += uint64(s.Segs)
 		st.c.Bytes += uint64(s.Len)
 		if st.deferFree && int(s.AllocCPU) != cpu && st.attemptDeferFree(c, id, int(s.AllocCPU)) {
 			continue
@@ -266,4 +332,16 @@ func (st *Stack) FlushDeferred(c *sim.CPU) error {
 	}
 	st.deferred[c.ID] = l[:0]
 	return first
+}
+
+// packetTap is deliver_skb to a listening packet socket
+// (__netif_receive_skb_core's ptype_all taps, packet_rcv): it clones the
+// skb, so the skb is skb_cloned() from then on. Costs c an skb_clone.
+func (st *Stack) packetTap(c *sim.CPU, id ID) {
+	if !st.packetSocket {
+		return
+	}
+	c.Spend(c.Costs().SKBClone)
+	st.pool.Get(id).Cloned = true
+	st.c.Cloned++
 }

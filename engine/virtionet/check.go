@@ -109,3 +109,13 @@ func (rq *RQ) CheckPosted(head uint16, tok virtq.Token) error {
 // IRQArmed reports whether an event waits for the next frame the host
 // lands while callbacks are enabled (armIRQ).
 func (rq *RQ) IRQArmed() bool { return rq.irqArmed }
+
+// PostedBuffers calls f with the page, length and truesize (the ctx the
+// driver posted with) of every buffer the device holds, in slot order.
+func (rq *RQ) PostedBuffers(f func(page mem.PageID, length, truesize uint32)) {
+	for i := range rq.bufs {
+		if b := &rq.bufs[i]; b.page != mem.NoPage {
+			f(b.page, b.len, b.truesize)
+		}
+	}
+}

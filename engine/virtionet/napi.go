@@ -99,7 +99,10 @@ func (d *Driver) napiPoll(now sim.Time, arg uint64) {
 }
 
 // receive is virtnet_receive: up to budget packets, then refill when more
-// than half of min(budget, ring) descriptors are free.
+// than half of min(budget, ring) descriptors are free. When the refill
+// cannot allocate (try_fill_recv with GFP_ATOMIC fails), since 6.19 it
+// returns the whole budget, so that net_rx_action polls again and the
+// next poll retries; before, it schedules refill_work (refillWork).
 func (rq *RQ) receive(budget int) int {
 	c := rq.CPU
 	received := 0
@@ -131,11 +134,75 @@ func (rq *RQ) receive(budget int) int {
 	}
 	if rq.VQ.NumFree() > limit/2 {
 		if !rq.tryFillRecv() {
-			// refill_work: try again soon.
-			rq.d.scheduleNAPI(rq, c.Now().Add(10*sim.Microsecond))
+			if rq.d.refillInNAPI {
+				return budget // "we must return budget to make sure the NAPI is repolled"
+			}
+			rq.d.scheduleRefill(c.ID, c.Now(), 0) // schedule_delayed_work(&vi->refill, 0)
 		}
 	}
 	return received
+}
+
+// RefillRetry is refill_work's delay when a queue is still short of
+// buffers: HZ/2 jiffies, half a second whatever CONFIG_HZ is (100, 250,
+// 300 and 1000 are all even). The timer wheel may fire it up to one
+// granule late (8 jiffies for a timeout of this length); the engine does
+// not model that slack.
+const RefillRetry = 500 * sim.Millisecond
+
+// scheduleRefill is schedule_delayed_work(&vi->refill, delay) from CPU
+// cpu at now: system_wq is per-CPU and the work goes to the queueing
+// CPU's kworker, which runs after delay and a wake-up. A pending work is
+// not queued twice.
+func (d *Driver) scheduleRefill(cpu int, now sim.Time, delay sim.Duration) {
+	if d.refillQueued {
+		return
+	}
+	d.refillQueued = true
+	c := d.env.Sim.CPU(cpu)
+	d.env.Sim.Queue.Schedule(now.Add(delay+c.Costs().TaskWakeLatency), d.refillKind, uint64(cpu))
+}
+
+// refillWork is refill_work (before 6.19) in process context: for each
+// receive queue, napi_disable, try_fill_recv with GFP_KERNEL,
+// virtnet_napi_enable (which schedules NAPI once, in case the host used
+// buffers meanwhile); if an allocation still failed, it queues itself
+// again after HZ/2.
+//
+// GFP_KERNEL may sleep and reclaim; GFP_ATOMIC may not, but may dip into
+// the reserves. The engine's page allocator has neither watermarks nor
+// reclaim, so both see the same free lists: the process-context refill
+// succeeds where the softirq one failed only because pages came back in
+// between (the stack or another CPU freed them), never because reclaim
+// found memory. Each queue is refilled on its own CPU: the kernel's
+// worker runs on the CPU that queued it, which is that queue's NAPI CPU
+// when there is one queue.
+func (d *Driver) refillWork(now sim.Time, arg uint64) {
+	d.refillQueued = false
+	d.Refill.Runs++
+	retry, end := false, now
+	for _, rq := range d.RQ {
+		c := rq.CPU
+		c.BeginActivity(now, "refill_work")
+		if !rq.tryFillRecv() {
+			retry = true
+		}
+		if !rq.napiOn {
+			// virtnet_napi_enable: virtqueue_napi_schedule.
+			rq.VQ.DisableCB()
+			d.scheduleNAPI(rq, c.Now())
+		}
+		if t := c.End(); t > end {
+			end = t
+		}
+		if d.Err != nil {
+			return
+		}
+	}
+	if retry {
+		d.Refill.Retries++
+		d.scheduleRefill(int(arg), end, RefillRetry)
+	}
 }
 
 // armIRQ makes sure an interrupt event exists for the next packet the host

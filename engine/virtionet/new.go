@@ -35,15 +35,24 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	default:
 		d.source = srcPagePoolFrag
 	}
+	kb := s.Behaviours()
+	d.poolFrags = d.source == srcPagePoolFrag || (d.source == srcPagePool && kb.VirtioNetPagePool)
+	d.refillInNAPI = kb.RefillRetryInNAPI
 	d.premapped = s.Driver.DMA == scenario.DMAPremapped
 	// virtnet_rq_set_premapped (6.6 to 6.10) and its successor in 6.13
 	// premap in small and mergeable modes, never big.
 	d.fragPremap = s.Behaviours().PageFragPremap && d.source == srcPageFrag && s.Mode() != scenario.ModeBig
 	d.nic = s.Device.Kind != scenario.DeviceVhost // nic and vdpa: MMIO doorbells, MSI-X
-	d.wholePage = d.bigPackets || d.source == srcPage || d.source == srcPagePool
+	// Buffers own their page in big mode, with whole pages per buffer,
+	// and with XDP from order-0 pool fragments: an XDP buffer (len + room
+	// = PAGE_SIZE in mergeable mode, 2176 bytes in small) leaves no room
+	// for a second one in its page.
+	d.wholePage = d.bigPackets || d.source == srcPage || (d.source == srcPagePool && !d.poolFrags) ||
+		(d.poolFrags && d.xdpEnabled)
 	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", d.napiPoll)
 	d.landKind = env.Sim.Queue.RegisterArg("host lands frames", "rx", d.landing)
 	d.irqKind = env.Sim.Queue.RegisterArg("rx interrupt", "rx", d.interrupt)
+	d.refillKind = env.Sim.Queue.RegisterArg("refill_work", "cpu", d.refillWork)
 	for i := 0; i < s.Queues; i++ {
 		rq, err := d.newRQ(i)
 		if err != nil {
@@ -58,10 +67,15 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	}
 	for _, rq := range d.RQ {
 		rq.CPU.Begin(0)
-		rq.tryFillRecv()
-		rq.CPU.End()
+		ok := rq.tryFillRecv() // GFP_KERNEL
+		end := rq.CPU.End()
 		if d.Err != nil {
 			return nil, d.Err
+		}
+		if !ok && !d.refillInNAPI {
+			// "Make sure we have some buffers: if oom use wq" (before
+			// 6.19; since, the first poll retries).
+			d.scheduleRefill(rq.CPU.ID, end, 0)
 		}
 		d.scheduleNAPI(rq, 0) // virtnet_napi_enable: poll once in case buffers were used
 	}

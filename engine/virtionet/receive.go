@@ -172,7 +172,14 @@ func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 	s.Len = n
 	s.Truesize = b.truesize
 	s.PPRecycle = b.pool
-	s.Cloned = rq.d.s.Driver.CloneSKBs
+	// skb_tailroom after skb_reserve(headroom) and skb_put(len): the
+	// buffer less skb_shared_info, the headroom, the header and the data
+	// (small buffers start VIRTNET_RX_PAD further in).
+	lead := int(rq.d.headroom()) + HdrLen
+	if !rq.d.mergeable {
+		lead += RxPad
+	}
+	s.Tailroom = clampTailroom(int(b.truesize) - ShinfoSize - lead - int(n))
 	if rq.d.wholePage { // rq.move(b.page, mem.SKB) without the call
 		if err := env.Mem.Move(b.page, mem.SKB, rq.Index); err != nil {
 			rq.d.fail(err)
@@ -197,6 +204,11 @@ func (rq *RQ) deliver(id skb.ID) {
 
 func memcpyCost(c *sim.CPU, n uint32) sim.Duration {
 	return sim.Duration((n+63)/64) * c.Costs().Memcpy64
+}
+
+// clampTailroom clamps a computed skb_tailroom to what SKB.Tailroom holds.
+func clampTailroom(n int) uint16 {
+	return uint16(min(max(n, 0), 0xffff))
 }
 
 // receiveMergeable is receive_mergeable.
@@ -233,7 +245,9 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 		rq.errSKB(b, numBuf)
 		return
 	}
-	s := rq.d.env.SKBs.Get(id)
+	skbs := rq.d.env.SKBs
+	s := skbs.Get(id)
+	curr, cs := id, s // curr_skb: the head, or the last skb of its frag_list
 	for numBuf--; numBuf > 0; numBuf-- {
 		var nb rxBuf
 		n, nctx, ok := rq.getBuf(&nb)
@@ -241,7 +255,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 			// "rx error: %d buffers out of %d missing"
 			rq.Stats.LengthErrors++
 			rq.Stats.Drops++
-			rq.d.fail(rq.d.env.SKBs.Free(c, id, rq.d.env.Releaser, softirqCtx))
+			rq.d.fail(skbs.Free(c, id, rq.d.env.Releaser, softirqCtx))
 			return
 		}
 		rq.Stats.Bytes += uint64(n)
@@ -254,22 +268,44 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 		if n > ts-uint32(skbDataAlign(int(hr+tr))) {
 			rq.Stats.LengthErrors++
 			rq.release(nb.page, nb.pool, softirqCtx)
-			rq.d.fail(rq.d.env.SKBs.Free(c, id, rq.d.env.Releaser, softirqCtx))
+			rq.d.fail(skbs.Free(c, id, rq.d.env.Releaser, softirqCtx))
 			rq.errSKB(&rxBuf{page: mem.NoPage}, numBuf-1)
 			return
 		}
-		if s.CanCoalesce(nb.page, nb.off) {
+		// virtnet_skb_append_frag (6.x): at MAX_SKB_FRAGS a fresh skb
+		// (alloc_skb(0, GFP_ATOMIC)) is chained through frag_list and
+		// takes the frags that follow; the head counts its truesize and,
+		// from then on, the bytes and truesize of each buffer.
+		if cs.NrFrags == skb.MaxSkbFrags {
+			c.Spend(c.Costs().AllocSKB)
+			nid := skbs.Alloc(c.ID, rq.Index, c.Now())
+			if nid == skb.NoSKB {
+				// err_skb: this buffer, the skb and the buffers left.
+				rq.release(nb.page, nb.pool, softirqCtx)
+				rq.d.fail(skbs.Free(c, id, rq.d.env.Releaser, softirqCtx))
+				rq.errSKB(&rxBuf{page: mem.NoPage}, numBuf)
+				return
+			}
+			skbs.Chain(id, curr, nid)
+			curr, cs = nid, skbs.Get(nid)
+			// skb_mark_for_recycle(curr_skb); the head's truesize counts
+			// nskb's, SKB_TRUESIZE(0).
+			cs.PPRecycle = s.PPRecycle
+			s.Truesize += skb.StructTruesize + ShinfoSize
+			rq.Stats.FragList++
+		}
+		if curr != id {
+			s.Len += n
+			s.Truesize += ts
+		}
+		if cs.CanCoalesce(nb.page, nb.off) {
 			// skb_coalesce_rx_frag: the frag already holds a reference.
 			rq.Stats.Coalesced++
-			s.Coalesce(n, ts)
+			cs.Coalesce(n, ts)
 			rq.release(nb.page, nb.pool, softirqCtx)
 			continue
 		}
-		if !s.AddFrag(nb.page, nb.off, n, ts) {
-			rq.Stats.Drops++
-			rq.release(nb.page, nb.pool, softirqCtx)
-			continue
-		}
+		cs.AddFrag(nb.page, nb.off, n, ts) // below MAX_SKB_FRAGS: cannot fail
 		c.Spend(c.Costs().Atomic)
 		rq.move(nb.page, mem.SKB)
 	}
@@ -328,7 +364,7 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 		}
 		s := env.SKBs.Get(id)
 		s.Head, s.Len, s.Truesize, s.PPRecycle = b.page, n, truesize, b.pool
-		s.Cloned = rq.d.s.Driver.CloneSKBs
+		s.Tailroom = clampTailroom(tailroom - ShinfoSize)
 		rq.move(b.page, mem.SKB)
 		return id
 	}
@@ -338,7 +374,6 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 		return skb.NoSKB
 	}
 	s := env.SKBs.Get(id)
-	s.Cloned = rq.d.s.Driver.CloneSKBs
 	s.PPRecycle = b.pool
 	cp := uint32(EthHlen)
 	if n <= GoodCopyLen {
@@ -352,6 +387,7 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 		rq.move(b.page, mem.SKB)
 	} else {
 		rq.Stats.Copied++
+		s.Tailroom = uint16(GoodCopyLen - cp) // the whole packet in the GOOD_COPY_LEN head
 		rq.release(b.page, b.pool, softirqCtx)
 	}
 	return id

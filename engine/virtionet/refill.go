@@ -9,8 +9,9 @@ import (
 	"ringlab/engine/virtq"
 )
 
-// errNoMem is -ENOMEM from an add_recvbuf_*: the refill stops and NAPI
-// polls again (the kernel schedules refill_work).
+// errNoMem is -ENOMEM from an add_recvbuf_*: the refill stops, and the
+// caller retries (receive: refill_work before 6.19, the next NAPI poll
+// since).
 var errNoMem = errors.New("no memory for a receive buffer")
 
 // headroom is virtnet_get_headroom.
@@ -108,14 +109,19 @@ func (rq *RQ) allocBuffer(size uint32) (mem.PageID, uint32, bool, error) {
 			return mem.NoPage, 0, false, errNoMem
 		}
 		return id, 0, false, nil
-	case srcPagePool:
-		id, err := rq.Pool.Alloc(c)
-		if err != nil {
-			rq.Stats.AllocFails++
-			return mem.NoPage, 0, false, errNoMem
+	case srcPagePool, srcPagePoolFrag:
+		if !rq.d.poolFrags {
+			// The 2023 series' 2/5: page_pool_dev_alloc_pages, a whole
+			// page per buffer.
+			id, err := rq.Pool.Alloc(c)
+			if err != nil {
+				rq.Stats.AllocFails++
+				return mem.NoPage, 0, false, errNoMem
+			}
+			return id, 0, true, nil
 		}
-		return id, 0, true, nil
-	default: // SourcePagePoolFrag
+		// page_pool_alloc_frag(size): the 2026 driver, and the 2023
+		// series' 3/5 (PP_FLAG_PAGE_FRAG).
 		id, off, err := rq.Pool.AllocFrag(c, size)
 		if err != nil {
 			rq.Stats.AllocFails++
@@ -123,6 +129,7 @@ func (rq *RQ) allocBuffer(size uint32) (mem.PageID, uint32, bool, error) {
 		}
 		return id, off, true, nil
 	}
+	return mem.NoPage, 0, false, errNoMem // no other source
 }
 
 // VirtnetRqDMASize is sizeof(struct virtnet_rq_dma) {dma_addr_t addr; u32
@@ -299,7 +306,9 @@ func (rq *RQ) unmap(b *rxBuf) {
 
 // addRecvbufSmall is add_recvbuf_small: one buffer big enough for
 // GOOD_PACKET_LEN after the header, the pad and the XDP headroom, with
-// room for skb_shared_info so build_skb can use it in place.
+// room for skb_shared_info so build_skb can use it in place. From a
+// page_pool (the 2026 driver; small mode had none before) it is
+// page_pool_alloc_frag of that size: two to a page without XDP.
 func (rq *RQ) addRecvbufSmall() error {
 	xdpHeadroom := rq.d.headroom()
 	size := uint32(skbDataAlign(HdrLen+RxPad+GoodPacketLen+int(xdpHeadroom)) + ShinfoSize)
@@ -330,7 +339,20 @@ func (rq *RQ) getMergeableBufLen(room uint32) uint32 {
 	return uint32(skbDataAlign(int(HdrLen + avg)))
 }
 
-// addRecvbufMergeable is add_recvbuf_mergeable.
+// addRecvbufMergeable is add_recvbuf_mergeable: a buffer of the EWMA's
+// length plus room, its truesize len + room in ctx.
+//
+//   - page_frag and page_pool fragments (the 2026 driver's
+//     page_pool_alloc_frag, the 2023 series' 3/5): when the rest of the
+//     page cannot hold another buffer of this size, the hole goes to
+//     this one (length and truesize, only without headroom: XDP assumes
+//     frame_sz is what it posted) and the page's offset moves past it
+//     either way.
+//   - page_pool pages (the 2023 series' 2/5): a whole page per buffer,
+//     no hole, and still truesize len + room: mergeable_len_to_ctx(len +
+//     room, headroom).
+//   - whole pages from the page allocator (source page, not a kernel
+//     variant): the truesize is the page.
 func (rq *RQ) addRecvbufMergeable() error {
 	headroom := rq.d.headroom()
 	var tailroom uint32
@@ -342,14 +364,14 @@ func (rq *RQ) addRecvbufMergeable() error {
 	var page mem.PageID
 	var off uint32
 	var pool bool
-	if rq.d.source == srcPagePool {
-		// allocBuffer's page_pool case, without the call.
-		id, err := rq.Pool.Alloc(rq.CPU)
+	if rq.d.poolFrags {
+		// allocBuffer's page_pool fragment case, without the call.
+		id, o, err := rq.Pool.AllocFrag(rq.CPU, length+room)
 		if err != nil {
 			rq.Stats.AllocFails++
 			return errNoMem
 		}
-		page, pool = id, true
+		page, off, pool = id, o, true
 	} else {
 		var err error
 		if page, off, pool, err = rq.allocBuffer(length + room); err != nil {
@@ -357,8 +379,18 @@ func (rq *RQ) addRecvbufMergeable() error {
 		}
 	}
 	truesize := length + room
-	switch rq.d.source {
-	case srcPageFrag:
+	switch {
+	case rq.d.poolFrags:
+		// hole = (PAGE_SIZE << order) - frag_offset: given to this
+		// buffer when another of this size would not fit.
+		if hole := rq.Pool.FragRemaining(); hole < length+room {
+			if headroom == 0 {
+				length += hole
+				truesize += hole
+			}
+			rq.Pool.FragOffsetAdd(hole)
+		}
+	case rq.d.source == srcPageFrag:
 		// The hole: when the rest of the page cannot hold another buffer,
 		// give it to this one (only without headroom: XDP assumes
 		// frame_sz is what it posted).
@@ -366,7 +398,7 @@ func (rq *RQ) addRecvbufMergeable() error {
 			length += hole
 			truesize += hole
 		}
-	case srcPage, srcPagePool:
+	case rq.d.source == srcPage:
 		// A whole page per buffer: the truesize is the page.
 		truesize = mem.PageSize
 	}

@@ -86,16 +86,40 @@ type Driver struct {
 	xdpEnabled  bool
 	budget      int
 
+	// poolFrags: page_pool buffers are fragments (page_pool_alloc_frag of
+	// len + room, the hole given to the last of a page): page_pool on a
+	// kernel with VirtioNetPagePool, page_pool_frag (the 2023 series'
+	// 3/5) on any. Without it page_pool takes a whole page per buffer
+	// (the 2023 series' 2/5).
+	poolFrags bool
+	// refillInNAPI: a failed refill is retried by NAPI polling again at
+	// once (kernel.Behaviours.RefillRetryInNAPI, 6.19+); else
+	// refill_work retries it in process context.
+	refillInNAPI bool
+
 	RQ []*RQ
 	SQ []*SQ
 
-	napiKind sim.Kind
-	landKind sim.Kind
-	irqKind  sim.Kind
+	napiKind   sim.Kind
+	landKind   sim.Kind
+	irqKind    sim.Kind
+	refillKind sim.Kind // refill_work (vi->refill), before 6.19
+
+	// refillQueued: refill_work is queued (a delayed_work is queued once:
+	// schedule_delayed_work on a pending one does nothing).
+	refillQueued bool
+	Refill       RefillStats
 
 	// Err is the first internal error (a broken engine invariant); the
 	// world stops when it is set.
 	Err error
+}
+
+// RefillStats count refill_work (kernels before 6.19): its runs, and the
+// runs that still could not fill a queue and rescheduled it after HZ/2.
+type RefillStats struct {
+	Runs    uint64
+	Retries uint64
 }
 
 // RQStats are struct virtnet_rq_stats, ethtool names rx%u_*.
@@ -119,6 +143,7 @@ type RQStats struct {
 	Copied       uint64 // packets copied into a small skb head (GOOD_COPY_LEN)
 	Coalesced    uint64 // buffers coalesced into the previous frag
 	BigBuilt     uint64 // big-mode skbs built around the first page (page_to_skb's build_skb, 5.13+)
+	FragList     uint64 // skbs chained through frag_list at MAX_SKB_FRAGS (receive_mergeable)
 }
 
 // rxBuf is what the driver remembers of a posted buffer: the kernel keeps
