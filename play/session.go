@@ -1,4 +1,4 @@
-package view
+package play
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"ringlab/engine"
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
+	"ringlab/engine/view"
 )
 
 // Pane is one configuration running: its world and what the game reads of
@@ -14,9 +15,9 @@ type Pane struct {
 	Config   Config
 	Scenario scenario.Scenario
 	World    *engine.World
-	Snap     Snapshot
-	Rates    Rates
-	Metrics  []Metric
+	Snap     view.Snapshot
+	Rates    view.Rates
+	Metrics  []view.Metric
 	// Events are the newest events of the world that ran while the
 	// session logged them (one at a time or a few a frame: see logging),
 	// each with what it changed, oldest first; at most EventLogSize.
@@ -39,7 +40,7 @@ const (
 
 // Session runs a State: one world, or two in compare mode. The second
 // world follows the first in lockstep on simulated time: whenever the
-// first has run, the second runs until the same time. Commands queue and
+// first has run, the second runs until the same time. Steps queue and
 // run in budgets of events (Work), so a long replay never blocks a
 // browser tab, and how the budgets fall never changes the result.
 type Session struct {
@@ -47,15 +48,15 @@ type Session struct {
 	Speed float64 // events per second; 0 as fast as it goes
 	Queue int     // receive queue shown
 
-	logging int       // events of pane A still to log (Pane.Events) in this call or command
-	log     Log       // every command given since the run started
-	queue   []Command // commands not finished yet; queue[0] is running
-	cur     target    // queue[0]'s absolute goal, valid when started
-	bAt     sim.Time  // B has run every event up to here (valid when bRun)
+	logging int      // events of pane A still to log (Pane.Events) in this call or step
+	log     Log      // every step given since the run started
+	queue   []Step   // steps not finished yet; queue[0] is running
+	cur     target   // queue[0]'s absolute goal, valid when started
+	bAt     sim.Time // B has run every event up to here (valid when bRun)
 	bRun    bool
 }
 
-// target is a command's goal in absolute terms, fixed when it starts.
+// target is a step's goal in absolute terms, fixed when it starts.
 type target struct {
 	started bool
 	events  uint64
@@ -120,19 +121,17 @@ func (s *Session) State() State {
 // Log returns the commands given since the run started.
 func (s *Session) Log() Log { return append(Log(nil), s.log...) }
 
-// Do queues a command and records it in the log.
-func (s *Session) Do(c Command) {
-	if c.N == 0 {
-		return
-	}
+// Do queues a step and records it in the log.
+func (s *Session) Do(c Step) {
+	c = Step{c.unit(), c.count()}
 	s.log = s.log.Append(c)
 	s.queue = append(s.queue, c)
 }
 
-// Pending reports whether commands are waiting or running.
+// Pending reports whether steps are waiting or running.
 func (s *Session) Pending() bool { return len(s.queue) > 0 }
 
-// Busy reports whether Work has anything to do: commands, or the second
+// Busy reports whether Work has anything to do: steps, or the second
 // world behind the first.
 func (s *Session) Busy() bool { return s.Pending() || s.bBehind() }
 
@@ -142,7 +141,7 @@ func (s *Session) bBehind() bool {
 
 // Work runs at most budget events (over both worlds) of what is queued:
 // first the second world catches up with the first, then the first runs
-// the next command. It returns the events run.
+// the next step. It returns the events run.
 func (s *Session) Work(budget int) int {
 	used := 0
 	for used < budget {
@@ -167,11 +166,11 @@ func (s *Session) Work(budget int) int {
 }
 
 // followChunk is how many events the first world runs before the second
-// catches up, so the two stay close while a long command runs.
+// catches up, so the two stay close while a long step runs.
 const followChunk = 512
 
 // advance runs up to budget events of queue[0] on the first world and
-// reports whether the command is finished.
+// reports whether the step is finished.
 func (s *Session) advance(budget int) (int, bool) {
 	a := s.Panes[0]
 	w := a.World
@@ -179,18 +178,18 @@ func (s *Session) advance(budget int) (int, bool) {
 	if !s.cur.started {
 		s.cur = target{started: true}
 		s.logging = 0
-		switch c.Op {
-		case OpEvents:
+		switch c.Unit {
+		case UnitEvent:
 			s.cur.events = w.Sim.Queue.Fired() + c.N
 			if c.N <= EventLogBatch {
 				s.logging = int(c.N)
 			}
-		case OpPackets:
+		case UnitPacket:
 			s.cur.packets = w.Received() + c.N
 			if c.N == 1 {
 				s.logging = EventLogPacket
 			}
-		case OpTime:
+		case UnitNs:
 			s.cur.at = w.Now().Add(sim.Duration(c.N))
 		}
 	}
@@ -201,16 +200,16 @@ func (s *Session) advance(budget int) (int, bool) {
 		}
 	}()
 	for n < budget {
-		switch c.Op {
-		case OpEvents:
+		switch c.Unit {
+		case UnitEvent:
 			if w.Sim.Queue.Fired() >= s.cur.events {
 				return n, true
 			}
-		case OpPackets:
+		case UnitPacket:
 			if w.Received() >= s.cur.packets {
 				return n, true
 			}
-		case OpTime:
+		case UnitNs:
 			if at, ok := w.Sim.Queue.Peek(); !ok || at > s.cur.at {
 				// Nothing left before the goal: move the clock there
 				// (World.RunUntil's last step).
@@ -222,7 +221,7 @@ func (s *Session) advance(budget int) (int, bool) {
 			}
 		}
 		if !s.stepA() {
-			return n, true // idle or stopped: the command ends here
+			return n, true // idle or stopped: the step ends here
 		}
 		n++
 	}
@@ -277,7 +276,7 @@ func (s *Session) followB(budget int) int {
 }
 
 // Play runs up to n events of the first world right away (at most budget),
-// as playing does, and logs what ran. It does nothing while commands are
+// as playing does, and logs what ran. It does nothing while steps are
 // pending. It returns the events run.
 func (s *Session) Play(n uint64, budget int) int {
 	if s.Pending() || n == 0 {
@@ -295,7 +294,7 @@ func (s *Session) Play(n uint64, budget int) int {
 	s.logging = 0
 	if k > 0 {
 		a.dirty = true
-		s.log = s.log.Append(Command{OpEvents, uint64(k)})
+		s.log = s.log.Append(Step{UnitEvent, uint64(k)})
 	}
 	return k
 }
@@ -314,7 +313,7 @@ func (s *Session) Refresh() bool {
 		p.dirty = false
 		p.Snap.Fill(p.World, s.Queue)
 		p.Rates.Sample(p.World)
-		p.Metrics = Report(p.World, p.Metrics)
+		p.Metrics = view.Report(p.World, p.Metrics)
 		any = true
 	}
 	return any

@@ -1,4 +1,4 @@
-package view
+package play
 
 import (
 	"bytes"
@@ -54,6 +54,15 @@ const objectPrefix = "object:"
 
 // DefaultConfig is the configuration a bare URL gets: the default preset.
 func DefaultConfig() Config { return Config{Preset: "default"} }
+
+// presetName is the preset the configuration starts from when it has no
+// whole scenario.
+func (c *Config) presetName() string {
+	if c.Preset == "" {
+		return "default"
+	}
+	return c.Preset
+}
 
 // Base returns the scenario the configuration starts from.
 func (c *Config) Base() (scenario.Scenario, error) {
