@@ -112,11 +112,10 @@ func tutorialOptions() tutorials.Options {
 	return tutorials.Options{Host: readHost, Cache: tutorials.NewCache()}
 }
 
-// readHost reads a real interface's counters for the host directive:
-// /sys/class/net/IF/statistics by their names, ethtool.NAME, the page
-// pools netlink reports (page_pools, page_pool.inflight, page_pool.STAT)
-// and /proc/net/softnet_stat summed over CPUs (softnet.processed ...).
-// It only reads.
+// readHost reads a real interface's counters for the host directive,
+// named as everywhere else (hostsrc.Sample.Figures: sysfs statistics,
+// per-queue ethtool counters as rx0_kicks, ethtool.NAME, page_pools,
+// page_pool.*, softnet.*). It only reads.
 func readHost(iface string) (map[string]float64, error) {
 	src, err := hostsrc.Open(iface)
 	if err != nil {
@@ -127,42 +126,7 @@ func readHost(iface string) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
-	for k, v := range smp.Stats {
-		out[k] = float64(v)
-	}
-	for _, c := range smp.Ethtool {
-		out["ethtool."+c.Name] = float64(c.Value)
-	}
-	out["ethtool_count"] = float64(len(smp.Ethtool))
-	out["page_pools"] = float64(len(smp.PagePools))
-	var inflight float64
-	for _, p := range smp.PagePools {
-		inflight += float64(p.Inflight)
-		if s := p.Stats; s != nil {
-			for name, v := range map[string]uint64{
-				"alloc_fast": s.AllocFast, "alloc_slow": s.AllocSlow, "alloc_slow_ho": s.AllocSlowHighOrder,
-				"alloc_empty": s.AllocEmpty, "alloc_refill": s.AllocRefill, "alloc_waive": s.AllocWaive,
-				"recycle_cached": s.RecycleCached, "recycle_cache_full": s.RecycleCacheFull,
-				"recycle_ring": s.RecycleRing, "recycle_ring_full": s.RecycleRingFull,
-				"recycle_released_ref": s.RecycleReleasedRefcnt,
-			} {
-				out["page_pool."+name] += float64(v)
-			}
-		}
-	}
-	out["page_pool.inflight"] = inflight
-	var processed, dropped, squeeze float64
-	for _, c := range smp.Softnet {
-		processed += float64(c.Processed)
-		dropped += float64(c.Dropped)
-		squeeze += float64(c.TimeSqueeze)
-	}
-	out["softnet.cpus"] = float64(len(smp.Softnet))
-	out["softnet.processed"] = processed
-	out["softnet.dropped"] = dropped
-	out["softnet.time_squeeze"] = squeeze
-	return out, nil
+	return smp.Figures(), nil
 }
 
 // countChecks counts a tutorial's check and answer directives.
