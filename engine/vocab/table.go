@@ -208,7 +208,7 @@ var table = concat(
 		c("tx_compressed", "packets", "sysfs statistics/tx_compressed"),
 		c("rx_nohandler", "packets", "sysfs statistics/rx_nohandler: packets no protocol handler took"),
 		c("ethtool.*", "", "a real interface's ethtool statistic by its driver's name (ETHTOOL_GSTATS), whatever it counts"),
-		c("ethtool_count", "statistics", "how many ethtool statistics the interface's driver has (0 for loopback)"),
+		g("ethtool_count", "statistics", "how many ethtool statistics the interface's driver has (0 for loopback)"),
 		g("page_pools", "pools", "page pools netlink reports for the interface (netdev page-pool-get)"),
 		g("page_pool.inflight", "pages", "pages the interface's page pools handed out, summed (NETDEV_A_PAGE_POOL_INFLIGHT)"),
 		g("page_pool.inflight_mem", "bytes", "memory of those pages (NETDEV_A_PAGE_POOL_INFLIGHT_MEM)"),
