@@ -34,6 +34,7 @@ func commands() []command {
 		{"serve", "serve the playground, live metrics, workshop rooms and /metrics", runServe},
 		{"lab", "build a lab of namespaces with real XDP, send traffic and read its counters", runLab},
 		{"tutorial", "list, run and check the walkthroughs in tutorials/", runTutorial},
+		{"numbers", "say what a number is: its name, unit, kind and meaning", runNumbers},
 		{"version", "print the version and build information", runVersion},
 	}
 }

@@ -25,6 +25,10 @@ func TestDispatch(t *testing.T) {
 		{"version", []string{"version"}, exitOK, "ringlab dev (go", ""},
 		{"version with an argument", []string{"version", "x"}, exitUsage, "", `unexpected argument "x"`},
 		{"version with a bad flag", []string{"version", "--nope"}, exitUsage, "", "flag provided but not defined"},
+		{"numbers", []string{"numbers"}, exitOK, "pages.skb", ""},
+		{"numbers of a name", []string{"numbers", "rx0_kicks"}, exitOK, "rxN_kicks", ""},
+		{"numbers of no name", []string{"numbers", "rx_packet"}, exitUsage, "", `"rx_packet" is not a name`},
+		{"numbers as the doc", []string{"numbers", "--markdown"}, exitOK, "# Numbers", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
