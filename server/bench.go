@@ -55,7 +55,7 @@ type benchResult struct {
 	Note   string   `json:"note,omitempty"`
 }
 
-// benchCase is one case of the issue's table.
+// benchCase is one performance target: a row of BENCHMARKS.md's table.
 type benchCase struct {
 	name   string
 	unit   string
@@ -126,7 +126,7 @@ func (b *benchRun) nativeRate(preset string) (float64, string, error) {
 	return v, note, err
 }
 
-// benchCases lists the cases in the issue's order.
+// benchCases lists the cases in the order BENCHMARKS.md lists them.
 func benchCases() []benchCase {
 	preset := func(name string) func(*benchRun) (float64, string, error) {
 		return func(b *benchRun) (float64, string, error) { return b.nativeRate(name) }

@@ -92,7 +92,7 @@ func TestBenchJSON(t *testing.T) {
 			assert.True(t, strings.HasPrefix(r.Note, "not measured"), "%s: a case that could not run says why: %q", r.Name, r.Note)
 		}
 	}
-	assert.Equal(t, want, names, "the selected cases, in the issue's order")
+	assert.Equal(t, want, names, "the selected cases, in BENCHMARKS.md's order")
 	for _, name := range []string{"engine-xdp-drop", "engine-xdp-pass", "engine-cpumap"} {
 		assert.Greater(t, measured(t, byName[name]), 0.0, name)
 	}

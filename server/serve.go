@@ -82,7 +82,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", serveDefaultAddr, "listen address; use a LAN address (or :8080) for a workshop")
-	fs.StringVar(&cfg.source, "source", defaultSource(reg), fmt.Sprintf("metric source: KIND or KIND:ARG, kinds: %s", strings.Join(reg.Kinds(), ", ")))
+	fs.StringVar(&cfg.source, "source", simKind, fmt.Sprintf("metric source: KIND or KIND:ARG, kinds: %s", strings.Join(reg.Kinds(), ", ")))
 	fs.Var((*listFlag)(&cfg.sources), "allow-source", "another source clients may subscribe to (repeatable or comma-separated)")
 	fs.Var((*listFlag)(&cfg.allowOrigins), "allow-origin", "a browser origin allowed besides the server's own, as http://host:port (repeatable or comma-separated)")
 	fs.Usage = func() {

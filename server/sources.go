@@ -23,14 +23,5 @@ func sourceKinds() metrics.Registry {
 	}
 }
 
-// simKind is the source serve prefers: the engine itself.
+// simKind is the source serve uses without --source: the engine itself.
 const simKind = "sim"
-
-// defaultSource is the source serve uses without --source: "sim" when it
-// is registered, the demo stand-in until then.
-func defaultSource(reg metrics.Registry) string {
-	if reg.Has(simKind) {
-		return simKind
-	}
-	return metrics.DemoKind
-}
