@@ -3,11 +3,13 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"ringlab/internal/bench"
+	"ringlab/internal/cli"
 )
 
 // command is one subcommand of the binary.
@@ -17,11 +19,11 @@ type command struct {
 	run     func(args []string, stdout, stderr io.Writer) int
 }
 
-// Exit statuses.
+// Exit statuses (internal/cli's).
 const (
-	exitOK    = 0
-	exitFail  = 1 // the command ran and failed
-	exitUsage = 2 // bad arguments or bad input
+	exitOK    = cli.ExitOK
+	exitFail  = cli.ExitFail  // the command ran and failed
+	exitUsage = cli.ExitUsage // bad arguments or bad input
 )
 
 func commands() []command {
@@ -30,7 +32,7 @@ func commands() []command {
 		{"run", "run a scenario or preset headless and print a summary", runRun},
 		{"reproduce", "reproduce the published results (R1..R4) and compare", runReproduce},
 		{"preset", "list the presets, or print one as a scenario file", runPreset},
-		{"bench", "run the performance cases and say which targets hold", runBench},
+		{"bench", "run the performance cases and say which targets hold", bench.Run},
 		{"serve", "serve the playground, live metrics, workshop rooms and /metrics", runServe},
 		{"lab", "build a lab of namespaces with real XDP, send traffic and read its counters", runLab},
 		{"tutorial", "list, run and check the walkthroughs in tutorials/", runTutorial},
@@ -99,15 +101,5 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 // -h (the usage was printed), exitUsage after a bad flag or an argument,
 // which it names as cmd's.
 func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer, cmd string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", cmd, fs.Arg(0))
-		return exitUsage, false
-	}
-	return exitOK, true
+	return cli.ParseFlagsOnly(fs, args, stderr, cmd)
 }

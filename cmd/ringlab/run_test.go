@@ -103,7 +103,7 @@ func TestRunBadInput(t *testing.T) {
 		{"wrong type", []string{"run", bad}, "traffic.size"},
 		{"unknown field", []string{"run", unknown}, "ringsize: unknown field"},
 		{"both limits", []string{"run", "--packets", "5", "--duration", "1ms", "default"}, "exclusive"},
-		{"object refused", []string{"run", "--xdp-object", "../engine/bpf/testdata/xdp_tailcall.o", "xdp-pass"}, "FnTailCall"},
+		{"object refused", []string{"run", "--xdp-object", "../../engine/bpf/testdata/xdp_tailcall.o", "xdp-pass"}, "FnTailCall"},
 		{"program without object", []string{"run", "--xdp-program", "x", "xdp-pass"}, "needs --xdp-object"},
 		{"negative trace", []string{"run", "--trace", "-1", "default"}, "--trace -1: want 0..100000"},
 		{"huge trace", []string{"run", "--trace", "100001", "default"}, "--trace 100001"},
@@ -119,7 +119,7 @@ func TestRunBadInput(t *testing.T) {
 }
 
 func TestRunELFObject(t *testing.T) {
-	code, out, errs := runCLI("run", "--packets", "500", "--json", "--xdp-object", "../engine/bpf/testdata/xdp_filter.o", "xdp-pass")
+	code, out, errs := runCLI("run", "--packets", "500", "--json", "--xdp-object", "../../engine/bpf/testdata/xdp_filter.o", "xdp-pass")
 	require.Equal(t, exitOK, code, errs)
 	var s struct{ Counters map[string]uint64 }
 	require.NoError(t, json.Unmarshal([]byte(out), &s))

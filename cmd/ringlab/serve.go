@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"ringlab/internal/cli"
 	"ringlab/server/assets"
 	"ringlab/server/hub"
 	"ringlab/server/metrics"
@@ -63,18 +64,7 @@ type serveConfig struct {
 }
 
 // listFlag is a flag that may be repeated or given a comma-separated list.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
+type listFlag = cli.ListFlag
 
 func runServe(args []string, stdout, stderr io.Writer) int {
 	reg := sourceKinds()

@@ -1,4 +1,8 @@
-package main
+// Package bench is `ringlab bench`: the performance cases of
+// BENCHMARKS.md, each measured and held to its target: the engine natively
+// and in WebAssembly, the server under 1000 WebSocket clients (a `ringlab
+// serve` child), the host source's cost, and the page in Chromium.
+package bench
 
 import (
 	"bytes"
@@ -22,6 +26,7 @@ import (
 
 	"ringlab/engine"
 	"ringlab/engine/scenario"
+	"ringlab/internal/cli"
 )
 
 // Defaults and limits of `ringlab bench`.
@@ -176,14 +181,16 @@ func selectCases(cases []benchCase, only []string) ([]benchCase, error) {
 	return out, nil
 }
 
-func runBench(args []string, stdout, stderr io.Writer) int {
+// Run is `ringlab bench`: it parses args (the flags after "bench"), runs
+// the cases asked for and prints them, and returns the exit status.
+func Run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array of {name, value, unit, target, holds, note} instead of a table")
 	packets := fs.Uint64("packets", defaultBenchPackets, "simulated `N` packets per timed run of an engine preset (--quick: 500000)")
 	runs := fs.Int("runs", defaultBenchRuns, "timed `R` runs per engine preset; the median is reported (--quick: 1)")
 	quick := fs.Bool("quick", false, "short runs: 100 WebSocket clients for 3 s, one page load, a few seconds per browser and host case")
-	var only listFlag
+	var only cli.ListFlag
 	fs.Var(&only, "only", "run only the `cases` whose names are, or start with, one of these, comma-separated (e.g. server,host-source)")
 	web := fs.String("web", defaultWebDir, "the page's `directory`, where `make wasm` left main.wasm, main.wasm.gz and wasm_exec.js")
 	fs.Usage = func() {
@@ -198,7 +205,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			"about three minutes; progress goes to stderr.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab bench"); !ok {
+	if code, ok := cli.ParseFlagsOnly(fs, args, stderr, "ringlab bench"); !ok {
 		return code
 	}
 	set := map[string]bool{}
@@ -211,30 +218,30 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *packets < 1 || *packets > maxBenchPackets {
 		fmt.Fprintf(stderr, "ringlab bench: --packets %d: want 1..%d\n", *packets, uint64(maxBenchPackets))
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if *runs < 1 || *runs > maxBenchRuns {
 		fmt.Fprintf(stderr, "ringlab bench: --runs %d: want 1..%d\n", *runs, maxBenchRuns)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	cases, err := selectCases(benchCases(), only)
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab bench: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	o := benchOptions{packets: *packets, runs: *runs, quick: *quick, web: *web, stderr: stderr}
 	results, failed := measureAll(cases, o)
-	code := exitOK
+	code := cli.ExitOK
 	if failed > 0 {
 		fmt.Fprintf(stderr, "ringlab bench: %d cases failed (their notes say how)\n", failed)
-		code = exitFail
+		code = cli.ExitFail
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(results); err != nil {
 			fmt.Fprintf(stderr, "ringlab bench: %v\n", err)
-			return exitFail
+			return cli.ExitFail
 		}
 		return code
 	}

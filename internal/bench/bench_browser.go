@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -52,6 +52,10 @@ const (
 // wasmEnginePreset is the preset ?bench=engine runs (wasm/main.go).
 const wasmEnginePreset = "xdp-drop"
 
+// pageReadHeaderTimeout bounds a request's headers on the page's file
+// server, as `ringlab serve` does.
+const pageReadHeaderTimeout = 10 * time.Second
+
 // browserEnv serves the page for the browser cases. When they cannot run,
 // skip says why.
 type browserEnv struct {
@@ -86,7 +90,7 @@ func (b *benchRun) browser() (*browserEnv, error) {
 		if err != nil {
 			return nil, err
 		}
-		e := &browserEnv{chromium: path, url: "http://" + ln.Addr().String(), srv: &http.Server{Handler: h, ReadHeaderTimeout: serveReadHeaderTimeout}}
+		e := &browserEnv{chromium: path, url: "http://" + ln.Addr().String(), srv: &http.Server{Handler: h, ReadHeaderTimeout: pageReadHeaderTimeout}}
 		go e.srv.Serve(ln)
 		return e, nil
 	})

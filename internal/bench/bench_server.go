@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -440,7 +440,7 @@ var servingLine = regexp.MustCompile(`serving http://([^/\s]+)/`)
 // startServeChild starts `ringlab serve --source sim` on a random loopback port
 // and waits until it serves.
 func startServeChild() (*serveChild, error) {
-	cmd, err := selfCommand("serve", "--addr", "127.0.0.1:0", "--source", simKind)
+	cmd, err := selfCommand("serve", "--addr", "127.0.0.1:0", "--source", "sim")
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,10 @@
-package main
+package bench
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -11,45 +12,61 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/internal/cli"
 	"ringlab/internal/testenv"
 	"ringlab/internal/wasmbuild"
 )
 
-// runMainEnv makes the test binary run ringlab's main instead of its
-// tests: the server load case starts `ringlab serve` from its own binary,
-// which in a test is this one.
-const runMainEnv = "RINGLAB_TEST_RUN_MAIN"
+// The server load case starts `ringlab serve` from its own binary; a test
+// binary is not ringlab, so the tests build it once (go build
+// ringlab/cmd/ringlab) and start that.
+var (
+	ringlabOnce sync.Once
+	ringlabBin  string
+	ringlabErr  error
+)
 
 func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+	dir, err := os.MkdirTemp("", "ringlab-bench-")
+	if err != nil {
+		panic(err)
 	}
 	selfCommand = func(args ...string) (*exec.Cmd, error) {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
+		ringlabOnce.Do(func() {
+			ringlabBin = filepath.Join(dir, "ringlab")
+			out, err := exec.Command("go", "build", "-o", ringlabBin, "ringlab/cmd/ringlab").CombinedOutput()
+			if err != nil {
+				ringlabErr = fmt.Errorf("go build ringlab/cmd/ringlab: %v\n%s", err, out)
+			}
+		})
+		if ringlabErr != nil {
+			return nil, ringlabErr
 		}
-		cmd := exec.Command(exe, args...)
-		cmd.Env = append(os.Environ(), runMainEnv+"=1")
-		return cmd, nil
+		return exec.Command(ringlabBin, args...), nil
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+// run is `ringlab bench args...`.
+func run(args []string, stdout, stderr io.Writer) int { return Run(args, stdout, stderr) }
 
 // benchJSON runs `ringlab bench --json args...` and returns its rows by
 // name, in order.
 func benchJSON(t *testing.T, args ...string) ([]benchResult, map[string]benchResult) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := dispatch(append([]string{"bench", "--json"}, args...), &out, &errb)
+	code := run(append([]string{"--json"}, args...), &out, &errb)
 	t.Logf("stderr:\n%s", errb.String())
-	require.Equal(t, exitOK, code, errb.String())
+	require.Equal(t, cli.ExitOK, code, errb.String())
 	var got []benchResult
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
 	byName := map[string]benchResult{}
@@ -109,8 +126,8 @@ func TestBenchTable(t *testing.T) {
 		t.Skip("runs the engine presets")
 	}
 	var out, errb bytes.Buffer
-	code := dispatch([]string{"bench", "--only", "engine-allocs,wasm-size", "--packets", "1000", "--runs", "1"}, &out, &errb)
-	require.Equal(t, exitOK, code, errb.String())
+	code := run([]string{"--only", "engine-allocs,wasm-size", "--packets", "1000", "--runs", "1"}, &out, &errb)
+	require.Equal(t, cli.ExitOK, code, errb.String())
 	assert.Contains(t, out.String(), "engine-allocs-per-packet")
 	assert.Contains(t, out.String(), "wasm-size-gzip")
 	assert.NotContains(t, out.String(), "engine-xdp-drop", "--only leaves the other cases out")
@@ -197,7 +214,7 @@ func TestBenchBrowserWithoutWasm(t *testing.T) {
 func pageDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	entries, err := os.ReadDir(filepath.Join(root, "web"))
 	require.NoError(t, err)
@@ -216,7 +233,7 @@ func pageDir(t *testing.T) string {
 
 func TestBenchOnlyAndFailures(t *testing.T) {
 	var out, errb bytes.Buffer
-	assert.Equal(t, exitUsage, dispatch([]string{"bench", "--only", "engine,nope"}, &out, &errb))
+	assert.Equal(t, cli.ExitUsage, run([]string{"--only", "engine,nope"}, &out, &errb))
 	assert.Contains(t, errb.String(), "--only nope: no case")
 	assert.Contains(t, errb.String(), "server-1000-clients-p99", "the error lists the cases")
 	assert.Empty(t, out.String())
@@ -297,20 +314,20 @@ func TestBenchUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"zero runs", []string{"bench", "--runs", "0"}, "--runs 0"},
-		{"zero packets", []string{"bench", "--packets", "0"}, "--packets 0"},
-		{"an argument", []string{"bench", "xdp-drop"}, `unexpected argument "xdp-drop"`},
-		{"a bad flag", []string{"bench", "--nope"}, "flag provided but not defined"},
+		{"zero runs", []string{"--runs", "0"}, "--runs 0"},
+		{"zero packets", []string{"--packets", "0"}, "--packets 0"},
+		{"an argument", []string{"xdp-drop"}, `unexpected argument "xdp-drop"`},
+		{"a bad flag", []string{"--nope"}, "flag provided but not defined"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			assert.Equal(t, exitUsage, dispatch(tc.args, &out, &errb))
+			assert.Equal(t, cli.ExitUsage, run(tc.args, &out, &errb))
 			assert.Contains(t, errb.String(), tc.want)
 			assert.Empty(t, out.String())
 		})
 	}
 	var out, errb bytes.Buffer
-	assert.Equal(t, exitOK, dispatch([]string{"help", "bench"}, &out, &errb))
+	assert.Equal(t, cli.ExitOK, run([]string{"-h"}, &out, &errb))
 	assert.Contains(t, errb.String(), "Usage: ringlab bench")
 }
