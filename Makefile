@@ -30,7 +30,7 @@ help:
 	@echo "make clean  remove what the build made"
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./server
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/ringlab
 
 wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags "-s -w" -o $(WASM) ./wasm
@@ -44,7 +44,7 @@ run: wasm build
 vet:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	GOOS=js GOARCH=wasm $(GO) vet ./engine/... ./wasm/...
+	GOOS=js GOARCH=wasm $(GO) vet ./engine/... ./play/... ./wasm/...
 
 # Every test runs under the race detector. The engine is single-threaded
 # by construction (engine/purity_test.go forbids go statements and sync
@@ -58,13 +58,13 @@ vet:
 test: vet
 	$(GO) test -race $(TESTFLAGS) ./...
 	$(GO) test $(TESTFLAGS) -run '^TestSoakPresets$$' ./engine
-	$(GO) test $(TESTFLAGS) -run '^TestBenchBrowserQuick$$' ./server
-	$(GO) run ./server tutorial check
+	$(GO) test $(TESTFLAGS) -run '^TestBenchBrowserQuick$$' ./internal/bench
+	$(GO) run ./cmd/ringlab tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
 
 bench: wasm
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/...
-	$(GO) run ./server bench
+	$(GO) run ./cmd/ringlab bench
 
 # Every Fuzz function in the tree, FUZZTIME each; the seed corpora live in
 # each package's testdata/fuzz and also run as plain tests in make test.
@@ -76,8 +76,8 @@ fuzz:
 # remake them when the engine's hot paths change (the build works with a
 # stale profile, just with less gain).
 pgo:
-	$(GO) test ./engine -run '^$$' -bench Preset -benchtime 5000000x -o engine.test -cpuprofile server/default.pgo
-	cp server/default.pgo wasm/default.pgo
+	$(GO) test ./engine -run '^$$' -bench Preset -benchtime 5000000x -o engine.test -cpuprofile cmd/ringlab/default.pgo
+	cp cmd/ringlab/default.pgo wasm/default.pgo
 	rm -f engine.test
 
 clean:

@@ -1,11 +1,13 @@
 package engine
 
 import (
-	"fmt"
-
+	"ringlab/engine/device"
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
+	"ringlab/engine/skb"
 	"ringlab/engine/virtionet"
+	"ringlab/engine/vocab"
+	"ringlab/engine/xdp"
 )
 
 // Counter is one named counter.
@@ -14,8 +16,138 @@ type Counter struct {
 	Value uint64
 }
 
+// Stats is every counter of the world, typed: the driver's, the host's,
+// the page_pools', the maps', the stack's and the page allocator's.
+// Totals and Queues are its named forms; each name is in engine/vocab.
+type Stats struct {
+	RX       virtionet.RQStats         // summed over receive queues
+	TX       virtionet.SQStats         // summed over send queues
+	PagePool [pagepool.NumStats]uint64 // summed over pools, in pagepool.StatNames order
+	Host     device.Counters           // the host side, summed over receive queues
+	Cpumap   *xdp.CpumapCounters       // nil without a cpumap
+	Devmap   *DevmapStats              // nil without a devmap
+	Stack    skb.StackCounters
+	Socket   SocketStats // what the sockets hold now
+	Refill   virtionet.RefillStats
+	Mem      mem.Stats
+	Queues   []QueueStats // per queue pair
+}
+
+// SocketStats is what the receiving sockets hold: skbs and their memory
+// (sk_rmem_alloc: truesize with the struct sk_buff).
+type SocketStats struct {
+	SKBs     uint64
+	Truesize uint64
+}
+
+// QueueStats are one queue pair's counters.
+type QueueStats struct {
+	RX   virtionet.RQStats
+	TX   virtionet.SQStats
+	Host device.Counters
+}
+
+// DevmapStats are the devmap's counters and its next device's completions.
+type DevmapStats struct {
+	xdp.DevmapCounters
+	Completed uint64
+}
+
+// Stats returns the world's counters.
+func (w *World) Stats() Stats {
+	var s Stats
+	w.ReadStats(&s)
+	return s
+}
+
+// ReadStats fills s, reusing s.Queues (it allocates only when the world
+// has more queues than s held).
+func (w *World) ReadStats(s *Stats) {
+	qs := s.Queues[:0]
+	*s = Stats{}
+	for i, rq := range w.Driver.RQ {
+		q := QueueStats{RX: rq.Stats, Host: rq.Dev.Counters()}
+		if i < len(w.Driver.SQ) {
+			q.TX = w.Driver.SQ[i].Stats
+		}
+		qs = append(qs, q)
+		addRQ(&s.RX, &q.RX)
+		addHost(&s.Host, &q.Host)
+	}
+	for _, sq := range w.Driver.SQ {
+		addSQ(&s.TX, &sq.Stats)
+	}
+	s.Queues = qs
+	for _, p := range w.Pools.List(nil) {
+		for i, st := range p.Stats() {
+			s.PagePool[i] += st.Value
+		}
+	}
+	if w.Cpumap != nil {
+		c := w.Cpumap.C
+		s.Cpumap = &c
+	}
+	if w.Devmap != nil {
+		s.Devmap = &DevmapStats{w.Devmap.C, w.Devmap.Next().Completed}
+	}
+	s.Stack = w.Stack.Counters()
+	n, mem := w.Stack.SocketMem()
+	s.Socket = SocketStats{uint64(n), mem}
+	s.Refill = w.Driver.Refill
+	s.Mem = w.Mem.Stats()
+}
+
+func addRQ(d, s *virtionet.RQStats) {
+	d.Packets += s.Packets
+	d.Bytes += s.Bytes
+	d.Drops += s.Drops
+	d.XDPPackets += s.XDPPackets
+	d.XDPTx += s.XDPTx
+	d.XDPRedirects += s.XDPRedirects
+	d.XDPDrops += s.XDPDrops
+	d.Kicks += s.Kicks
+	d.LengthErrors += s.LengthErrors
+	d.NAPIPolls += s.NAPIPolls
+	d.IRQs += s.IRQs
+	d.Refills += s.Refills
+	d.AllocFails += s.AllocFails
+	d.XDPAborted += s.XDPAborted
+	d.Linearized += s.Linearized
+	d.Copied += s.Copied
+	d.Coalesced += s.Coalesced
+	d.BigBuilt += s.BigBuilt
+	d.FragList += s.FragList
+}
+
+func addSQ(d, s *virtionet.SQStats) {
+	d.Packets += s.Packets
+	d.Bytes += s.Bytes
+	d.XDPTx += s.XDPTx
+	d.XDPTxDrops += s.XDPTxDrops
+	d.Kicks += s.Kicks
+	d.TxTimeouts += s.TxTimeouts
+}
+
+func addHost(d, s *device.Counters) {
+	d.Packets += s.Packets
+	d.Bytes += s.Bytes
+	d.Buffers += s.Buffers
+	d.Drops += s.Drops
+	d.TooBig += s.TooBig
+	d.Starved += s.Starved
+	d.Wakeups += s.Wakeups
+	d.Interrupts += s.Interrupts
+	d.RingErrors += s.RingErrors
+	d.Busy += s.Busy
+	d.StarvedTime += s.StarvedTime
+	d.NoBufferDrops += s.NoBufferDrops
+	d.UsedPublishes += s.UsedPublishes
+	d.Runs += s.Runs
+	d.PublishWaitNs += s.PublishWaitNs
+}
+
 // rqCounters lists a receive queue's ethtool counters (virtnet_rq_stats_desc
-// order, rx%u_ prefix).
+// order), without the rx_ or rx%u_ prefix.
 func rqCounters(s *virtionet.RQStats) [8]Counter {
 	return [8]Counter{
 		{"packets", s.Packets}, {"bytes", s.Bytes}, {"drops", s.Drops},
@@ -25,7 +157,7 @@ func rqCounters(s *virtionet.RQStats) [8]Counter {
 }
 
 // sqCounters lists a send queue's ethtool counters (virtnet_sq_stats_desc
-// order, tx%u_ prefix).
+// order), without the tx_ or tx%u_ prefix.
 func sqCounters(s *virtionet.SQStats) [6]Counter {
 	return [6]Counter{
 		{"packets", s.Packets}, {"bytes", s.Bytes}, {"xdp_tx", s.XDPTx},
@@ -33,94 +165,91 @@ func sqCounters(s *virtionet.SQStats) [6]Counter {
 	}
 }
 
-// Totals returns the device's counters summed over queues with the
+// Totals names the counters: the device's summed over queues with the
 // ethtool names (rx_packets, rx_xdp_drops, tx_kicks, ...), then the
 // page_pool stats (rx_pp_*) summed over pools, then engine counters that
-// have no ethtool name (prefixed with what they count).
-func (w *World) Totals() []Counter {
-	var rx [8]Counter
-	for _, rq := range w.Driver.RQ {
-		for i, c := range rqCounters(&rq.Stats) {
-			rx[i].Name = "rx_" + c.Name
-			rx[i].Value += c.Value
-		}
+// have no ethtool name (prefixed with what they count). It appends to
+// dst[:0].
+func (s *Stats) Totals(dst []Counter) []Counter {
+	out := dst[:0]
+	for _, c := range rqCounters(&s.RX) {
+		out = append(out, Counter{vocab.Total("rx", c.Name), c.Value})
 	}
-	var tx [6]Counter
-	for _, sq := range w.Driver.SQ {
-		for i, c := range sqCounters(&sq.Stats) {
-			tx[i].Name = "tx_" + c.Name
-			tx[i].Value += c.Value
-		}
+	for _, c := range sqCounters(&s.TX) {
+		out = append(out, Counter{vocab.Total("tx", c.Name), c.Value})
 	}
-	out := make([]Counter, 0, 64)
-	out = append(out, rx[:]...)
-	out = append(out, tx[:]...)
-	out = append(out, w.PagePoolStats()...)
-	var irqs, polls, lenErr, devDrops, starved, tooBig, kicksDev, aborted, noBuf, publishes, fragList uint64
-	for _, rq := range w.Driver.RQ {
-		aborted += rq.Stats.XDPAborted
-		fragList += rq.Stats.FragList
-		irqs += rq.Stats.IRQs
-		polls += rq.Stats.NAPIPolls
-		lenErr += rq.Stats.LengthErrors
-		c := rq.Dev.Counters()
-		devDrops += c.Drops
-		starved += c.Starved
-		tooBig += c.TooBig
-		kicksDev += c.Wakeups
-		noBuf += c.NoBufferDrops
-		publishes += c.UsedPublishes
+	for i, n := range pagepool.StatNames {
+		out = append(out, Counter{n, s.PagePool[i]})
 	}
 	out = append(out,
-		Counter{"rx_length_errors", lenErr},
-		Counter{"xdp_aborted", aborted},
-		Counter{"napi_polls", polls},
-		Counter{"interrupts", irqs},
-		Counter{"host_drops", devDrops},
-		Counter{"host_too_big", tooBig},
-		Counter{"host_starved", starved},
-		Counter{"host_wakeups", kicksDev},
-		Counter{"host_no_buffer_drops", noBuf},
-		Counter{"host_used_publishes", publishes},
-		Counter{"frag_list_skbs", fragList},
-		Counter{"refill_work_runs", w.Driver.Refill.Runs},
-		Counter{"refill_work_retries", w.Driver.Refill.Retries},
+		Counter{"rx_length_errors", s.RX.LengthErrors},
+		Counter{"xdp_aborted", s.RX.XDPAborted},
+		Counter{"napi_polls", s.RX.NAPIPolls},
+		Counter{"interrupts", s.RX.IRQs},
+		Counter{"host_drops", s.Host.Drops},
+		Counter{"host_too_big", s.Host.TooBig},
+		Counter{"host_starved", s.Host.Starved},
+		Counter{"host_wakeups", s.Host.Wakeups},
+		Counter{"host_no_buffer_drops", s.Host.NoBufferDrops},
+		Counter{"host_used_publishes", s.Host.UsedPublishes},
+		Counter{"frag_list_skbs", s.RX.FragList},
+		Counter{"refill_work_runs", s.Refill.Runs},
+		Counter{"refill_work_retries", s.Refill.Retries},
 	)
-	if w.Cpumap != nil {
-		out = append(out, Counter{"cpumap_enqueued", w.Cpumap.C.Enqueued}, Counter{"cpumap_drops", w.Cpumap.C.Drops},
-			Counter{"cpumap_passed", w.Cpumap.C.Passed})
+	if c := s.Cpumap; c != nil {
+		out = append(out, Counter{"cpumap_enqueued", c.Enqueued}, Counter{"cpumap_drops", c.Drops},
+			Counter{"cpumap_passed", c.Passed})
 	}
-	if w.Devmap != nil {
-		out = append(out, Counter{"devmap_sent", w.Devmap.C.Sent}, Counter{"devmap_drops", w.Devmap.C.Drops},
-			Counter{"devmap_completed", w.Devmap.Next().Completed})
+	if d := s.Devmap; d != nil {
+		out = append(out, Counter{"devmap_sent", d.Sent}, Counter{"devmap_drops", d.Drops},
+			Counter{"devmap_completed", d.Completed})
 	}
-	st := w.Stack.Counters()
-	out = append(out, Counter{"stack_delivered", st.Delivered}, Counter{"stack_deferred_frees", st.Deferred},
-		Counter{"stack_defer_full", st.DeferFull}, Counter{"stack_defer_ipis", st.DeferIPIs},
-		Counter{"socket_drops", st.SockDrops})
-	sockSKBs, sockMem := w.Stack.SocketMem()
-	out = append(out, Counter{"socket_queued", st.SockQueued}, Counter{"tcp_rcv_coalesce", st.Coalesced},
-		Counter{"socket_skbs", uint64(sockSKBs)}, Counter{"socket_truesize", sockMem},
-		Counter{"packet_socket_clones", st.Cloned})
-	ms := w.Mem.Stats()
-	out = append(out, Counter{"page_allocs", ms.Allocs}, Counter{"page_frees", ms.Frees},
-		Counter{"page_remote_frees", ms.RemoteFrees}, Counter{"page_ref_transfers", ms.RefTransfers},
-		Counter{"pcp_free_high", ms.FreeHighDrains},
-		Counter{"zone_lock_contended", ms.ZoneLock.Contended},
-		Counter{"zone_lock_wait_ns", uint64(ms.ZoneLock.Wait)})
+	out = append(out, Counter{"stack_delivered", s.Stack.Delivered}, Counter{"stack_deferred_frees", s.Stack.Deferred},
+		Counter{"stack_defer_full", s.Stack.DeferFull}, Counter{"stack_defer_ipis", s.Stack.DeferIPIs},
+		Counter{"socket_drops", s.Stack.SockDrops})
+	out = append(out, Counter{"socket_queued", s.Stack.SockQueued}, Counter{"tcp_rcv_coalesce", s.Stack.Coalesced},
+		Counter{"socket_skbs", s.Socket.SKBs}, Counter{"socket_truesize", s.Socket.Truesize},
+		Counter{"packet_socket_clones", s.Stack.Cloned})
+	out = append(out, Counter{"page_allocs", s.Mem.Allocs}, Counter{"page_frees", s.Mem.Frees},
+		Counter{"page_remote_frees", s.Mem.RemoteFrees}, Counter{"page_ref_transfers", s.Mem.RefTransfers},
+		Counter{"pcp_free_high", s.Mem.FreeHighDrains},
+		Counter{"zone_lock_contended", s.Mem.ZoneLock.Contended},
+		Counter{"zone_lock_wait_ns", uint64(s.Mem.ZoneLock.Wait)})
 	return out
 }
 
-// Queues returns each queue pair's ethtool counters (rx%u_*, tx%u_*).
+// Counters names the queue pair's ethtool counters as the totals name
+// them (rx_packets, tx_kicks: the queue is the index into Stats.Queues,
+// not part of the name). It appends to dst[:0].
+func (q *QueueStats) Counters(dst []Counter) []Counter {
+	out := dst[:0]
+	for _, c := range rqCounters(&q.RX) {
+		out = append(out, Counter{vocab.Total("rx", c.Name), c.Value})
+	}
+	for _, c := range sqCounters(&q.TX) {
+		out = append(out, Counter{vocab.Total("tx", c.Name), c.Value})
+	}
+	return out
+}
+
+// Totals returns the world's counters by name (Stats.Totals).
+func (w *World) Totals() []Counter {
+	s := w.Stats()
+	return s.Totals(make([]Counter, 0, 48))
+}
+
+// Queues returns each queue pair's ethtool counters under their per-queue
+// names (rx%u_*, tx%u_*).
 func (w *World) Queues() [][]Counter {
-	out := make([][]Counter, len(w.Driver.RQ))
-	for i, rq := range w.Driver.RQ {
+	s := w.Stats()
+	out := make([][]Counter, len(s.Queues))
+	for i := range s.Queues {
 		q := make([]Counter, 0, 14)
-		for _, c := range rqCounters(&rq.Stats) {
-			q = append(q, Counter{fmt.Sprintf("rx%d_%s", i, c.Name), c.Value})
+		for _, c := range rqCounters(&s.Queues[i].RX) {
+			q = append(q, Counter{vocab.Queue("rx", i, c.Name), c.Value})
 		}
-		for _, c := range sqCounters(&w.Driver.SQ[i].Stats) {
-			q = append(q, Counter{fmt.Sprintf("tx%d_%s", i, c.Name), c.Value})
+		for _, c := range sqCounters(&s.Queues[i].TX) {
+			q = append(q, Counter{vocab.Queue("tx", i, c.Name), c.Value})
 		}
 		out[i] = q
 	}
@@ -130,19 +259,15 @@ func (w *World) Queues() [][]Counter {
 // PagePoolStats sums the 11 page_pool stats over every pool, ethtool
 // names, kernel order.
 func (w *World) PagePoolStats() []Counter {
+	s := w.Stats()
 	out := make([]Counter, pagepool.NumStats)
 	for i, n := range pagepool.StatNames {
-		out[i].Name = n
-	}
-	for _, p := range w.Pools.List(nil) {
-		for i, s := range p.Stats() {
-			out[i].Value += s.Value
-		}
+		out[i] = Counter{n, s.PagePool[i]}
 	}
 	return out
 }
 
-// Pages returns how many pages are in each location.
+// Pages returns how many pages are in each location, by location name.
 func (w *World) Pages() map[string]int64 {
 	out := make(map[string]int64, int(mem.NumLocs))
 	counts := w.Mem.Counts()

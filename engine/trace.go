@@ -6,6 +6,7 @@ import (
 
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
+	"ringlab/engine/vocab"
 )
 
 // TraceEvent describes one event of the world: its number, when it fired,
@@ -21,7 +22,8 @@ type TraceEvent struct {
 
 // Change is a figure an event moved: a counter, a receive ring's index
 // (rq0.avail_idx, rq0.last_avail, rq0.used_idx, rq0.last_used,
-// rq0.num_free) or the pages in a location (pages.skb).
+// rq0.num_free) or the pages in a location (pages.skb), each under its
+// engine/vocab name.
 type Change struct {
 	Name string `json:"name"`
 	From int64  `json:"from"`
@@ -116,12 +118,12 @@ func (w *World) traceFigures(out []Change) []Change {
 			{"used_idx", int64(q.UsedIdx())}, {"last_used", int64(q.LastUsed())},
 			{"num_free", int64(q.NumFree())},
 		} {
-			out = append(out, Change{Name: fmt.Sprintf("rq%d.%s", i, f.name), To: f.v})
+			out = append(out, Change{Name: vocab.Ring(i, f.name), To: f.v})
 		}
 	}
 	counts := w.Mem.Counts()
 	for l := mem.Loc(0); l < mem.NumLocs; l++ {
-		out = append(out, Change{Name: "pages." + l.String(), To: counts[l]})
+		out = append(out, Change{Name: vocab.Pages(l.String()), To: counts[l]})
 	}
 	return out
 }

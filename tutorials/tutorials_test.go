@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/vocab"
 )
 
 // fakeHost reads an interface the way the server's host source does, with
@@ -276,4 +278,23 @@ func TestJSONRoundTrip(t *testing.T) {
 	err = back.Compile()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "tutorials/05-xdp-verdicts.md:")
+}
+
+// TestEveryFigureIsInTheVocabulary: what a check can read of a world is
+// named as the page, the traces and /metrics name it (engine/vocab).
+func TestEveryFigureIsInTheVocabulary(t *testing.T) {
+	for _, preset := range []string{"cpumap", "devmap", "big-9000", "xdp-tx"} {
+		tt := parseT(t, block3("preset "+preset, "run packets=10", "check rx_packets > 0"))
+		s := NewSession(tt, Options{})
+		s.RunStep()
+		for name, v := range worldFigures(s.World()) {
+			d, ok := vocab.Lookup(name)
+			if !assert.True(t, ok, "%s (preset %s) is not in engine/vocab", name, preset) {
+				continue
+			}
+			if !strings.Contains(d.Name, "*") { // scenario.* holds words and numbers
+				assert.Equal(t, d.Kind == vocab.Text, v.Kind == KindString, "%s: a text in the vocabulary is a string here", name)
+			}
+		}
+	}
 }

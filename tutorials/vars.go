@@ -5,17 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"ringlab/engine"
 	"ringlab/engine/pagepool"
 	"ringlab/engine/scenario"
+	"ringlab/engine/vocab"
 )
 
 // Figures are the names a check can read from a world, with their values.
-// Counters keep the kernel's names (rx_packets, rx_xdp_drops,
-// rx_pp_recycle_cached ...); the rest are namespaced by what they belong
-// to (rq0.num_free, pool0.cache, pages.buddy, cpu1.util, scenario.mtu).
+// Every name is engine/vocab's, the one table the page, the traces and
+// /metrics read too: counters keep the kernel's names (rx_packets,
+// rx_xdp_drops, rx_pp_recycle_cached ...); the rest are namespaced by what
+// they belong to (rq0.num_free, pool0.cache, pages.buddy, cpu1.util,
+// scenario.mtu).
 type Figures map[string]Value
 
 // FigureDocs lists the kinds of names a check can read, each with what it
@@ -56,11 +58,12 @@ func worldFigures(w *engine.World) Figures {
 		}
 	}
 	for loc, n := range w.Pages() {
-		num("pages."+loc, float64(n))
+		num(vocab.Pages(loc), float64(n))
 	}
 	now := w.Now()
 	el := now.Sub(0)
-	u("time_ns", uint64(now))
+	u("sim_time_ns", uint64(now))
+	u("time_ns", uint64(now)) // the older name tutorials use
 	num("time_us", float64(now)/1e3)
 	u("events", w.Sim.Queue.Fired())
 	u("packets", w.Received())
@@ -81,12 +84,12 @@ func worldFigures(w *engine.World) Figures {
 		num("delivered_gbps", 0)
 	}
 	for i := 0; i < w.Sim.NumCPU(); i++ {
-		num(fmt.Sprintf("cpu%d.util", i), w.Sim.CPU(i).Utilisation(el))
+		num(vocab.CPUUtil(i), w.Sim.CPU(i).Utilisation(el))
 	}
 	f["mode"] = Str(w.Driver.Mode())
 	num("big_packets_num_skbfrags", float64(w.Driver.NumSkbFrags()))
 	for _, rq := range w.Driver.RQ {
-		p := fmt.Sprintf("rq%d.", rq.Index)
+		p := vocab.Ring(rq.Index, "")
 		q := rq.VQ
 		num(p+"size", float64(q.Size()))
 		num(p+"num_free", float64(q.NumFree()))
@@ -132,14 +135,14 @@ func worldFigures(w *engine.World) Figures {
 		u(p+"host_interrupts", dc.Interrupts)
 	}
 	for _, sq := range w.Driver.SQ {
-		p := fmt.Sprintf("sq%d.", sq.Index)
+		p := vocab.SendRing(sq.Index, "")
 		num(p+"size", float64(sq.VQ.Size()))
 		num(p+"num_free", float64(sq.VQ.NumFree()))
 		num(p+"avail_idx", float64(sq.VQ.AvailIdx()))
 		num(p+"used_idx", float64(sq.VQ.UsedIdx()))
 	}
 	for i, pool := range w.Pools.List(nil) {
-		p := fmt.Sprintf("pool%d.", i)
+		p := vocab.Pool(i, "")
 		num(p+"cache", float64(pool.CacheLen()))
 		num(p+"ring", float64(pool.Ring().Len()))
 		num(p+"ring_size", float64(pool.Ring().Size()))
@@ -150,7 +153,7 @@ func worldFigures(w *engine.World) Figures {
 		u(p+"producer_lock", pool.Ring().ProducerLock.Stats().Acquisitions)
 		u(p+"consumer_lock", pool.Ring().ConsumerLock.Stats().Acquisitions)
 		for j, st := range pool.Stats() {
-			u(p+strings.TrimPrefix(pagepool.StatNames[j], "rx_pp_"), st.Value)
+			u(p+vocab.PagePoolStat(pagepool.StatNames[j]), st.Value)
 		}
 	}
 	if w.Cpumap != nil {

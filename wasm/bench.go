@@ -7,13 +7,29 @@ import (
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
+
+	"ringlab/internal/loadmark"
 )
 
+// loadmarkFrame marks the first frame presented and tells the page.
+func loadmarkFrame() {
+	loadmark.Mark("frame")
+	post(map[string]any{"type": "frame"})
+}
+
+// benchTick sets window.ringlabBench once a second (and posts it to the
+// page in a ?bench= mode): frames and ticks per second, simulated packets
+// per second of wall time and of engine time.
 func (g *game) benchTick(now time.Time) {
+	var packets uint64
+	var simNs int64
+	if len(g.frame.Panes) > 0 {
+		packets, simNs = g.frame.Panes[0].Snap.Packets, g.frame.Panes[0].Snap.Now
+	}
 	if g.benchT0.IsZero() {
 		g.benchT0, g.benchLast = now, now
 		g.benchF0, g.benchK = g.frames, g.ticks
-		g.benchP0 = g.sess.Panes[0].World.Received()
+		g.benchP0 = packets
 		g.engineTime = 0
 		return
 	}
@@ -22,9 +38,9 @@ func (g *game) benchTick(now time.Time) {
 	}
 	g.benchLast = now
 	secs := now.Sub(g.benchT0).Seconds()
-	pk := g.sess.Panes[0].World.Received() - g.benchP0
+	pk := packets - g.benchP0
 	obj := map[string]any{
-		"mode":       g.bench,
+		"mode":       g.ctl.Bench(),
 		"seconds":    secs,
 		"frames":     g.frames - g.benchF0,
 		"ticks":      g.ticks - g.benchK,
@@ -35,10 +51,10 @@ func (g *game) benchTick(now time.Time) {
 		"draw_calls": g.b.calls,
 		"sim_pps":    float64(pk) / secs,
 		"engine_pps": float64(pk) / g.engineTime.Seconds(),
-		"sim_ns":     int64(g.sess.Panes[0].World.Now()),
+		"sim_ns":     simNs,
 	}
 	js.Global().Set("ringlabBench", js.ValueOf(obj))
-	if g.bench != "" {
+	if g.ctl.Bench() != "" {
 		post(map[string]any{"type": "bench", "bench": obj})
 	}
 }

@@ -3,55 +3,39 @@
 package main
 
 import (
-	"encoding/json"
 	"sync"
 	"syscall/js"
+
+	"ringlab/play"
 )
 
 // The page and the game talk with postMessage (web/README.md has the
 // protocol). Messages from the page arrive on the browser's event loop;
-// the listener only queues them, and Update handles them, so the engine is
-// touched from one place.
-
-// inMsg is any message from the page; each type uses some of the fields.
-type inMsg struct {
-	Type  string   `json:"type"`
-	ID    int      `json:"id,omitempty"` // echoed in the reply
-	Unit  string   `json:"unit,omitempty"`
-	N     uint64   `json:"n,omitempty"`
-	EPS   *float64 `json:"eps,omitempty"`
-	Name  string   `json:"name,omitempty"`
-	Key   string   `json:"key,omitempty"`
-	Value string   `json:"value,omitempty"`
-	Pane  int      `json:"pane,omitempty"`
-	On    bool     `json:"on,omitempty"`
-	JSON  string   `json:"json,omitempty"`
-	Query string   `json:"query,omitempty"`
-	Kind  string   `json:"kind,omitempty"`
-	Index int      `json:"index,omitempty"`
-	Queue int      `json:"queue,omitempty"`
-	X     float64  `json:"x,omitempty"`
-	Y     float64  `json:"y,omitempty"`
-
-	bytes []byte // xdp_object's file, copied from a Uint8Array
-}
+// the listener only decodes and queues them, and Update hands them to the
+// controller, so the engine is touched from one place.
 
 type inbox struct {
-	mu   sync.Mutex
-	msgs []inMsg
-	bad  []string
+	mu  sync.Mutex
+	ins []play.In
 }
 
-func (b *inbox) take() ([]inMsg, []string) {
+func (b *inbox) take() []play.In {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	m, e := b.msgs, b.bad
-	b.msgs, b.bad = nil, nil
-	return m, e
+	ins := b.ins
+	b.ins = nil
+	return ins
+}
+
+func (b *inbox) put(in play.In) {
+	b.mu.Lock()
+	b.ins = append(b.ins, in)
+	b.mu.Unlock()
 }
 
 // listen installs the message listener. Only messages from this origin
-// and from another window (the host page) are taken.
+// and from another window (the host page) are taken. A message the codec
+// cannot read is answered with an error at once.
 func (b *inbox) listen() {
 	win := js.Global()
 	origin := win.Get("location").Get("origin").String()
@@ -65,33 +49,25 @@ func (b *inbox) listen() {
 		if data.Type() != js.TypeObject {
 			return nil
 		}
-		var raw []byte
-		var m inMsg
 		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "xdp_object" {
-			u8 := data.Get("bytes")
-			if u8.Type() == js.TypeObject && u8.InstanceOf(win.Get("Uint8Array")) {
-				m.bytes = make([]byte, u8.Get("length").Int())
-				js.CopyBytesToGo(m.bytes, u8)
-			}
-			m.Type = "xdp_object"
-			if n := data.Get("name"); n.Type() == js.TypeString {
-				m.Name = n.String()
-			}
-			if p := data.Get("pane"); p.Type() == js.TypeNumber {
-				m.Pane = p.Int()
-			}
-		} else {
-			raw = []byte(jsonObj.Call("stringify", data).String())
-			if err := json.Unmarshal(raw, &m); err != nil {
-				b.mu.Lock()
-				b.bad = append(b.bad, "bad message: "+err.Error())
-				b.mu.Unlock()
-				return nil
-			}
+			b.put(xdpObject(data))
+			return nil
 		}
-		b.mu.Lock()
-		b.msgs = append(b.msgs, m)
-		b.mu.Unlock()
+		raw := []byte(jsonObj.Call("stringify", data).String())
+		in, err := play.Decode(raw)
+		if err != nil {
+			src := play.MessageType(raw)
+			if src == "" {
+				src = "message"
+			}
+			out := play.ErrorOut{Source: src, Message: err.Error()}
+			if id := data.Get("id"); id.Type() == js.TypeNumber {
+				out.ID = id.Int()
+			}
+			postAll([]play.Out{out})
+			return nil
+		}
+		b.put(in)
 		return nil
 	})
 	win.Call("addEventListener", "message", f)
@@ -104,26 +80,57 @@ func (b *inbox) listen() {
 		if ev.Get("button").Int() != 0 {
 			return nil
 		}
-		b.mu.Lock()
-		b.msgs = append(b.msgs, inMsg{Type: "click", X: ev.Get("clientX").Float(), Y: ev.Get("clientY").Float()})
-		b.mu.Unlock()
+		b.put(play.Click{X: ev.Get("clientX").Float(), Y: ev.Get("clientY").Float()})
 		return nil
 	})
 	win.Call("addEventListener", "mousedown", click, true)
 }
 
-// post sends v (marshalled to JSON, then parsed into a JS object) to the
-// host page, or nowhere when the game runs on its own.
-func post(v any) {
+// xdpObject reads the xdp_object message, whose file is a Uint8Array
+// JSON cannot carry.
+func xdpObject(data js.Value) play.In {
+	win := js.Global()
+	var m play.XDPObject
+	if u8 := data.Get("bytes"); u8.Type() == js.TypeObject && u8.InstanceOf(win.Get("Uint8Array")) {
+		m.Bytes = make([]byte, u8.Get("length").Int())
+		js.CopyBytesToGo(m.Bytes, u8)
+	}
+	if n := data.Get("name"); n.Type() == js.TypeString {
+		m.Name = n.String()
+	}
+	if p := data.Get("pane"); p.Type() == js.TypeNumber {
+		m.Pane = p.Int()
+	}
+	if id := data.Get("id"); id.Type() == js.TypeNumber && id.Int() != 0 {
+		return play.Request{ID: id.Int(), In: m}
+	}
+	return m
+}
+
+// postAll sends the controller's messages to the host page.
+func postAll(outs []play.Out) {
+	for _, o := range outs {
+		b, err := play.MarshalOut(o)
+		if err != nil {
+			continue
+		}
+		postJSON(string(b))
+	}
+}
+
+// post sends v (marshalled to JSON) to the host page.
+func post(v map[string]any) {
+	postJSON(js.Global().Get("JSON").Call("stringify", js.ValueOf(v)).String())
+}
+
+// postJSON sends a JSON object to the host page, or nowhere when the game
+// runs on its own.
+func postJSON(s string) {
 	win := js.Global()
 	parent := win.Get("parent")
 	if parent.IsUndefined() || parent.Equal(win) {
 		return
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	obj := win.Get("JSON").Call("parse", string(b))
+	obj := win.Get("JSON").Call("parse", s)
 	parent.Call("postMessage", obj, win.Get("location").Get("origin"))
 }

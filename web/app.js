@@ -1,6 +1,8 @@
 // ringlab's host page: the controls, the counters table, inspect and
-// compare. The engine runs in the game (game.html, an iframe); the two
-// talk with postMessage, with the messages of web/README.md.
+// compare. The engine and the playground's controller (package play) run
+// in the game (game.html, an iframe); the two talk with postMessage, with
+// the messages of web/README.md. This page only renders what the
+// controller says and sends it what the person does.
 "use strict";
 
 (function () {
@@ -17,7 +19,10 @@
     state: null,       // the last state message
     params: [],        // parameter descriptions from the game
     presets: [],
+    keyMetrics: [],    // the rows a compare pane shows first (ready)
+    numbers: new Map(), // row name -> {unit, kind, help} (engine/vocab, from states)
     rows: new Map(),   // counter name -> {tr, a, b, r}
+    listeners: [],     // other parts of the page (tutorial.js, workshop.js) hearing the game
     readyAt: 0,        // ms after navigation: the engine's first message
     frameAt: 0,        // ms after navigation: the game's first frame
     nextID: 1,
@@ -29,10 +34,6 @@
   // ---- messages ----
 
   function send(msg) {
-    if (ui.intercept && ui.intercept(msg)) return; // workshop hook (web/workshop.js)
-    post(msg);
-  }
-  function post(msg) {
     if (game.contentWindow) game.contentWindow.postMessage(msg, location.origin);
   }
   // request sends a message with an id and resolves with the reply.
@@ -44,7 +45,8 @@
     });
   };
   ui.send = send;
-  ui.post = post; // workshop hook: to the game, past ui.intercept
+  // listen adds a function that hears every message of the game.
+  ui.listen = (fn) => ui.listeners.push(fn);
 
   window.addEventListener("message", (e) => {
     if (e.origin !== location.origin || e.source !== game.contentWindow) return;
@@ -63,6 +65,7 @@
       case "bench": window.ringlabBench = m.bench; break;
       case "frame": if (!ui.frameAt) ui.frameAt = performance.now(); break;
     }
+    for (const fn of ui.listeners) fn(m);
   });
 
   // ---- status ----
@@ -82,6 +85,7 @@
     if (!ui.readyAt) ui.readyAt = performance.now();
     ui.presets = m.presets || [];
     ui.params = m.params || [];
+    ui.keyMetrics = m.key_metrics || [];
     const sel = $("preset");
     sel.textContent = "";
     for (const p of ui.presets) {
@@ -180,11 +184,11 @@
       $("col-a").textContent = st.compare ? "A" : "value";
       buildParams();
     }
+    for (const [name, d] of Object.entries(st.numbers || {})) ui.numbers.set(name, d);
     const a = st.panes[0];
     const ps = $("preset");
-    const presetName = a.config.startsWith("preset ") ? a.config.slice(7).split(",")[0] : "";
-    if (presetName && ps.value !== presetName && ps !== document.activeElement) ps.value = presetName;
-    $("description").textContent = a.description + (a.config.includes(",") ? "  Changed: " + a.config.split(", ").slice(1).join(", ") + "." : "");
+    if (a.preset && ps.value !== a.preset && ps !== document.activeElement) ps.value = a.preset;
+    $("description").textContent = a.description + (a.changed ? "  Changed: " + a.changed.join(", ") + "." : "");
     fillQueues(st);
     fillParams(st);
     fillCounters(st);
@@ -281,6 +285,8 @@
         tr.dataset.name = name;
         const th = document.createElement("td");
         th.textContent = name;
+        const d = ui.numbers.get(name);
+        if (d) th.title = d.help + (d.unit ? " (" + d.unit + ", " + d.kind + ")" : " (" + d.kind + ")");
         const a = document.createElement("td");
         const bb = document.createElement("td");
         const r = document.createElement("td");
@@ -318,10 +324,6 @@
 
   // ---- compare panes ----
 
-  const KEY = ["pps", "gbps", "rx_packets", "rx_drops", "host_drops", "rx_xdp_drops", "rx_pp_alloc_fast",
-    "rx_pp_alloc_slow", "rx_pp_recycle_cached", "rx_pp_recycle_ring", "page_allocs", "page_frees",
-    "zone_lock_contended", "cpu0_util_pct", "cpu1_util_pct", "cpu2_util_pct"];
-
   function fillCompare(st) {
     const ma = new Map(st.panes[0].metrics);
     const mb = new Map(st.panes[1].metrics);
@@ -332,9 +334,10 @@
         `<div class="big">${fmtRate(pps)} packets/s</div>` +
         `<div class="mono">${(m.get("gbps") || 0).toFixed(3)} Gbit/s${base ? ", " + ratio(base.get("pps"), pps) + " of A" : ""}</div>` +
         `<table><tbody>`;
-      for (const k of KEY) {
+      for (const k of ui.keyMetrics) {
         if (!m.has(k)) continue;
-        html += `<tr><td>${k}</td><td>${fmt(m.get(k))}</td>${base ? `<td>${ratio(base.get(k), m.get(k))}</td>` : ""}</tr>`;
+        const d = ui.numbers.get(k);
+        html += `<tr><td${d ? ` title="${esc(d.help)}"` : ""}>${k}</td><td>${fmt(m.get(k))}</td>${base ? `<td>${ratio(base.get(k), m.get(k))}</td>` : ""}</tr>`;
       }
       box.innerHTML = html + "</tbody></table>";
     });
@@ -527,8 +530,7 @@
       $("server-text").textContent = "ringlab serve: connected";
       $("live-btn").disabled = false;
       $("live-btn").title = "Show the server's live metrics";
-      $("workshop-btn").title = "Workshop rooms are run by the server; their page panel is not in this page yet";
-      if (ui.onServer) ui.onServer(); // workshop hook (web/workshop.js)
+      if (ui.onServer) ui.onServer(); // web/workshop.js enables the Workshop button
     } else {
       $("server-text").innerHTML = "static files: the live backend and workshops need <code>ringlab serve</code>";
       for (const id of ["live-btn", "workshop-btn"]) {

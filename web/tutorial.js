@@ -2,7 +2,10 @@
 // by step beside the views. The game holds the tutorials (the tutorials
 // package is embedded in main.wasm) and answers `tutorials`, `tutorial`
 // and `tutorial_step` (web/README.md). A step's world is shown in pane A;
-// its checks and the answer to its question come back from the game.
+// its checks and the answer to its question come back from the game. In
+// a workshop room the game also says which step the room is at
+// (`tutorial_step` with `room`) and which question its instructor
+// revealed (`tutorial_reveal`); the panel follows.
 // Progress is kept in localStorage; ?tutorial=NAME&step=N opens a step.
 "use strict";
 
@@ -170,9 +173,11 @@
     await go(step);
   }
 
-  async function go(n) {
+  // go shows step n (0: the introduction) and runs it in the game; given
+  // is the result when the game ran it already (a room's step).
+  async function go(n, given) {
     const t = tut.t;
-    if (!t || tut.busy) return;
+    if (!t || (tut.busy && !given)) return;
     n = Math.max(0, Math.min(n, t.steps.length));
     tut.step = n;
     predicting(false);
@@ -198,15 +203,17 @@
     predicting(tut.unrevealed > 0);
     $("tut-step-title").textContent = `Step ${n}: ${st.title}`;
     $("tut-body").innerHTML = '<p class="tut-running">Running the step…</p>';
-    tut.busy = true;
-    let r;
-    try {
-      r = await request({ type: "tutorial_step", name: t.name, index: n });
-      await request({ type: "sync" });
-    } catch (e) {
-      r = { type: "error", message: String(e) };
-    } finally {
-      tut.busy = false;
+    let r = given;
+    if (!r) {
+      tut.busy = true;
+      try {
+        r = await request({ type: "tutorial_step", tutorial: t.name, step: n });
+        await request({ type: "sync" });
+      } catch (e) {
+        r = { type: "error", message: String(e) };
+      } finally {
+        tut.busy = false;
+      }
     }
     if (tut.step !== n || tut.t !== t) return;
     if (r.type !== "tutorial_step") {
@@ -219,22 +226,26 @@
     const ok = r.result.failed === 0;
     panel.dataset.checks = ok ? "ok" : "fail";
     remember(t.name, n, ok);
-    // A workshop instructor's step goes to the room (workshop.js).
-    if (window.ringlab.onTutorialStep && !tut.fromRoom) window.ringlab.onTutorialStep(t.name, n);
   }
 
-  // openFromRoom is how workshop.js applies a room's tutorial_step: the
-  // panel opens at that step and runs it, without sending it back.
-  window.ringlab.tutorialFromRoom = async (name, step) => {
+  // The room's steps and reveals, in the order the game sent them: the
+  // game ran the step already (the room's log goes on from its world);
+  // the panel opens there and shows its result.
+  let fromRoom = Promise.resolve();
+  function follow(f) {
+    fromRoom = fromRoom.then(f).catch((e) => { $("tut-body").textContent = "The room's step could not be shown: " + e; });
+  }
+  async function showRoomStep(m) {
     setOpen(true);
-    tut.fromRoom = true;
-    try {
-      if (!tut.t || tut.t.name !== name) await openTutorial(name, step);
-      else await go(step);
-    } finally {
-      tut.fromRoom = false;
+    if (!tut.t || tut.t.name !== m.tutorial) {
+      const r = await request({ type: "tutorial", name: m.tutorial });
+      if (r.type !== "tutorial") return;
+      tut.t = r.tutorial;
+      $("tut-select").value = tut.t.name;
+      $("tut-h").textContent = "Tutorial: " + tut.t.title;
     }
-  };
+    await go(m.step, m.step > 0 ? m : undefined);
+  }
 
   function itemHTML(it) {
     const mark = it.status === "ok" ? "✓" : it.status === "skip" ? "–" : "✗";
@@ -311,20 +322,21 @@
     const b = e.target.closest(".tut-reveal");
     if (!b) return;
     const q = Number(b.dataset.target.slice("tut-q".length));
-    // A workshop instructor's reveal goes to the room (workshop.js): every
-    // student's panel reveals the same question.
     if (!reveal(q)) return;
     const el = $(b.dataset.target);
     el.tabIndex = -1;
     el.focus(); // a screen reader reads the answer next
-    if (window.ringlab.onTutorialReveal) window.ringlab.onTutorialReveal(tut.t.name, tut.step, q);
+    // In a room the instructor's reveal goes to every student (the game
+    // decides: play/room.go).
+    window.ringlab.send({ type: "tutorial_reveal", tutorial: tut.t.name, step: tut.step, question: q });
   });
 
-  // tutorialRevealFromRoom is how workshop.js applies a room's
-  // tutorial_reveal: the question is revealed if the panel is at that step.
-  window.ringlab.tutorialRevealFromRoom = (name, step, q) => {
-    if (tut.t && tut.t.name === name && tut.step === step) reveal(q);
-  };
+  window.ringlab.listen((m) => {
+    if (m.type === "tutorial_step" && m.room) follow(() => showRoomStep(m));
+    if (m.type === "tutorial_reveal") {
+      follow(() => { if (tut.t && tut.t.name === m.tutorial && tut.step === m.step) reveal(m.question); });
+    }
+  });
 
   $("tut-select").addEventListener("change", (e) => {
     if (!e.target.value) return;

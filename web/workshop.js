@@ -1,17 +1,12 @@
 // ringlab's workshop client: rooms of `ringlab serve` (docs/protocol.md,
-// "Workshop rooms"). Every browser in a room runs its own engine on the
-// room's scenario and applies the same numbered command log, in order.
-//
-// The instructor's actions in the page (preset, parameter, step, play,
-// pause) are not applied locally: they go to the room as commands and are
-// applied when the server's broadcast of them comes back, exactly as the
-// students apply them, so both engines see the same sequence. While the
-// instructor plays, a seek to the instructor's simulated time goes out
-// about once a second; students do not run a clock of their own, they
-// follow those seeks. A student can detach (explore freely; the room's
-// commands are still recorded) and snap back (the room's log replayed from
-// the scenario). The page hooks are ringlab.intercept, ringlab.post and
-// ringlab.onServer (marked in app.js).
+// "Workshop rooms"). This file is the room's panel and its socket, and
+// nothing more: the game's controller (package play, play/room.go) does
+// the following. It gets the server's welcome and commands
+// (room_welcome, room_command), applies the numbered log in order, takes
+// over the instructor's controls, and says what to send to the room
+// (room_send) and what to tell the person (note); its state's room part
+// is what the panel shows. The page hooks are ringlab.listen and
+// ringlab.onServer (app.js).
 "use strict";
 
 (function () {
@@ -27,18 +22,16 @@
     role: "",          // "instructor" or "student" once welcomed
     token: "",         // the instructor's token
     joinURL: "",
-    scenario: null,    // the room's scenario (null: the page's default)
     log: [],           // [{seq, cmd}] as received, gap-free
-    applied: 0,        // seq of the last command applied to the game
+    applied: 0,        // seq of the last command the game applied (its state)
     attached: true,    // a detached student explores; the log still grows
-    playing: false,    // the room's play/pause
+    playing: false,    // the room's play/pause (the game's state)
     students: 0,
     instructors: 0,
     conn: null,
-    queue: Promise.resolve(), // applies run one after another
     error: "",
     closed: false,
-    replaying: false, // a replay is applying the log from the start
+    replaying: false,  // the game is applying the log from the start (its state)
   };
   ui.workshop = ws; // for tests and the curious
 
@@ -127,7 +120,8 @@
   $("ws-create").addEventListener("click", createRoom);
   async function createRoom() {
     status("Creating a room…", "info");
-    const preset = presetName();
+    const st = ui.state;
+    const preset = (st && st.panes && st.panes[0] && st.panes[0].preset) || ($("preset") && $("preset").value) || "";
     let r, body;
     try {
       r = await fetch(base + "api/rooms", {
@@ -146,15 +140,6 @@
     }
     ws.joinURL = location.origin + base + "index.html?room=" + encodeURIComponent(body.room);
     connect(body.room, "instructor", body.instructor_token);
-  }
-
-  function presetName() {
-    const st = ui.state;
-    if (st && st.panes && st.panes[0]) {
-      const c = st.panes[0].config || "";
-      if (c.startsWith("preset ")) return c.slice(7).split(",")[0];
-    }
-    return $("preset") && $("preset").value || "";
   }
 
   function connect(room, role, token) {
@@ -196,6 +181,7 @@
     ws.conn = null;
     if (c) c.close();
     Object.assign(ws, { role: "", room: "", token: "", log: [], applied: 0, attached: true, playing: false });
+    ui.send({ type: "room_leave" });
     status("Left the room.", "info");
     render();
   });
@@ -210,24 +196,26 @@
     }
   });
 
+  // The server's messages: the room's ones go on to the game, which
+  // applies them once it has sent its first state (messages posted
+  // before it runs would be lost).
   function onRoomMessage(m) {
     switch (m.type) {
       case "welcome":
         ws.role = m.you;
-        ws.scenario = m.scenario || null;
         ws.log = (m.log || []).slice();
         ws.students = m.students || 0;
         ws.instructors = m.instructors || 0;
         status(`In room ${m.room} as ${m.you}.`, "info");
         render();
-        replay();
+        toGame({ type: "room_welcome", room: m.room, you: m.you, scenario: m.scenario || null, log: m.log || [] });
         break;
       case "command": {
         const last = ws.log.length ? ws.log[ws.log.length - 1].seq : 0;
         if (m.seq <= last) break;
         ws.log.push({ seq: m.seq, cmd: m.cmd });
         render();
-        if (ws.attached) enqueue(() => applyUpTo(m.seq));
+        toGame({ type: "room_command", seq: m.seq, cmd: m.cmd });
         break;
       }
       case "presence":
@@ -248,41 +236,10 @@
     }
   }
 
-  // ---- applying the log ----
-
-  function enqueue(f) {
-    ws.queue = ws.queue.then(f).catch((e) => status("Could not apply a room command: " + e, "error"));
-    return ws.queue;
+  let ready = Promise.resolve();
+  function toGame(msg) {
+    ready = ready.then(gameReady).then(() => ui.send(msg));
   }
-
-  // replay starts again from the room's scenario and applies the whole log.
-  function replay() {
-    return enqueue(async () => {
-      await gameReady();
-      ws.replaying = true;
-      ws.applied = 0;
-      ws.playing = false;
-      ui.post({ type: "pause" });
-      if (ui.state && ui.state.compare) ui.post({ type: "compare", on: false });
-      const sc = ws.scenario;
-      if (sc && typeof sc === "object" && Object.keys(sc).length === 1 && typeof sc.preset === "string") {
-        ui.post({ type: "preset", name: sc.preset, pane: 0 });
-      } else if (sc && typeof sc === "object") {
-        ui.post({ type: "scenario", json: JSON.stringify(sc), pane: 0 });
-      } else {
-        const names = (ui.presets || []).map((p) => p.name);
-        ui.post({ type: "preset", name: names.includes("default") || !names.length ? "default" : names[0], pane: 0 });
-      }
-      try {
-        await applyUpTo(Infinity);
-      } finally {
-        ws.replaying = false;
-      }
-    });
-  }
-
-  // gameReady resolves once the game has sent its first state (messages
-  // posted before it runs would be lost).
   function gameReady() {
     return new Promise((resolve) => {
       const check = () => (document.body.dataset.ready === "1" ? resolve() : setTimeout(check, 50));
@@ -290,155 +247,50 @@
     });
   }
 
-  async function applyUpTo(seq) {
-    for (const e of ws.log) {
-      if (e.seq <= ws.applied || e.seq > seq) continue;
-      if (!ws.attached) return;
-      await apply(e.cmd);
-      ws.applied = e.seq;
-    }
-    await ui.request({ type: "sync" });
-    render();
-  }
-
-  function simTime() {
-    const st = ui.state;
-    if (!st || !st.panes || !st.panes[0]) return 0;
-    for (const [k, v] of st.panes[0].metrics) if (k === "sim_time_ns") return v;
-    return 0;
-  }
-
-  async function apply(c) {
-    switch (c.type) {
-      case "preset":
-        ui.post({ type: "preset", name: c.name, pane: 0 });
-        break;
-      case "set":
-        ui.post({ type: "set", key: c.param, value: String(c.value), pane: 0 });
-        break;
-      case "step":
-        ui.post({ type: "step", unit: "event", n: c.n || 1 });
-        break;
-      case "play":
-        ws.playing = true;
-        // The instructor's clock drives the room; students follow its seeks.
-        if (ws.role === "instructor") ui.post({ type: "play" });
-        break;
-      case "pause":
-        ws.playing = false;
-        ui.post({ type: "pause" });
-        if (ws.role === "instructor" && !ws.replaying) {
-          await ui.request({ type: "sync" });
-          sendCommand({ type: "seek", t_ns: simTime() });
+  // What the game says: commands for the room, notes for the person, and
+  // the room's state as the game applies it.
+  ui.listen((m) => {
+    switch (m.type) {
+      case "room_send":
+        if (!ws.conn || ws.conn.readyState !== WebSocket.OPEN) {
+          status("Not connected to the room: the command was not sent.", "error");
+          return;
         }
+        ws.conn.send(JSON.stringify({ type: "command", token: ws.token, cmd: m.cmd }));
         break;
-      case "seek": {
-        if (ws.role === "instructor") break; // its own time, already there
-        await ui.request({ type: "sync" });
-        const d = c.t_ns - simTime();
-        if (d > 0) ui.post({ type: "step", unit: "ns", n: d });
+      case "note":
+        if (m.source === "room") status(m.text, "info");
+        break;
+      case "state": {
+        const r = m.room;
+        if (!r || !ws.role) return;
+        ws.applied = r.applied;
+        ws.replaying = r.replaying;
+        ws.attached = r.attached;
+        ws.playing = r.playing;
+        render();
         break;
       }
-      case "tutorial_step":
-        // The instructor ran the step before sending it; everyone else
-        // opens the panel there and runs the same step (tutorial.js).
-        if (ws.role !== "instructor" && ui.tutorialFromRoom) await ui.tutorialFromRoom(c.tutorial, c.step);
-        break;
-      case "tutorial_reveal":
-        // The instructor revealed a question: every student sees the answer.
-        if (ws.role !== "instructor" && ui.tutorialRevealFromRoom) ui.tutorialRevealFromRoom(c.tutorial, c.step, c.question);
-        break;
     }
-  }
-
-  // The instructor's tutorial panel reports each step it runs.
-  ui.onTutorialStep = (name, step) => {
-    if (ws.role === "instructor" && !ws.replaying) sendCommand({ type: "tutorial_step", tutorial: name, step });
-  };
-  ui.onTutorialReveal = (name, step, question) => {
-    if (ws.role === "instructor" && !ws.replaying) sendCommand({ type: "tutorial_reveal", tutorial: name, step, question });
-  };
-
-  // ---- the instructor's actions ----
-
-  function sendCommand(cmd) {
-    if (!ws.conn || ws.conn.readyState !== WebSocket.OPEN) {
-      status("Not connected to the room: the command was not sent.", "error");
-      return;
-    }
-    ws.conn.send(JSON.stringify({ type: "command", token: ws.token, cmd }));
-  }
-
-  // What a following student may not do to its engine (it would leave the room's state).
-  const BLOCKED_FOR_STUDENT = new Set(["preset", "set", "step", "play", "pause", "toggle", "reset",
-    "compare", "scenario", "xdp_object", "load"]);
-  const LOCAL = new Set(["sync", "hello", "inspect", "click", "where", "layout", "queue", "speed"]);
-
-  // intercept sees every message the page sends the game; it returns true
-  // for those the room takes over.
-  ui.intercept = function (msg) {
-    if (!ws.role || !msg || LOCAL.has(msg.type) || msg.id) return false;
-    if (ws.role === "student") {
-      if (!ws.attached || !BLOCKED_FOR_STUDENT.has(msg.type)) return false;
-      status("You are following the room: detach to explore on your own.", "info");
-      return true;
-    }
-    // The instructor.
-    const pane = msg.pane || 0;
-    switch (msg.type) {
-      case "preset":
-        if (pane === 0) sendCommand({ type: "preset", name: msg.name });
-        return true;
-      case "set":
-        if (pane === 0) sendCommand({ type: "set", param: msg.key, value: msg.value });
-        return true;
-      case "step":
-        if (!msg.unit || msg.unit === "event") {
-          sendCommand({ type: "step", n: Math.min(1000000, Math.max(1, msg.n || 1)) });
-          return true;
-        }
-        // A packet or time step runs here; the room gets the time it reached.
-        ui.post(msg);
-        ui.request({ type: "sync" }).then(() => sendCommand({ type: "seek", t_ns: simTime() }));
-        return true;
-      case "play": case "pause": case "toggle": {
-        const play = msg.type === "toggle" ? !(ui.state && ui.state.playing) : msg.type === "play";
-        const cmd = { type: play ? "play" : "pause" };
-        if (play && ui.speed > 0 && ui.speed <= 1000) cmd.speed = ui.speed;
-        if (!play) ws.playing = false; // no periodic seek between this pause and its echo
-        sendCommand(cmd);
-        return true;
-      }
-      case "reset": case "compare": case "scenario": case "xdp_object": case "load":
-        // These would take the instructor off the room's log.
-        status(`"${msg.type}" is not shared with the room; leave the room to use it.`, "info");
-        return true;
-      default:
-        return false;
-    }
-  };
-
-  // While the instructor plays, the room gets its simulated time.
-  setInterval(() => {
-    if (ws.role === "instructor" && ws.playing && ui.state && ui.state.playing) {
-      sendCommand({ type: "seek", t_ns: simTime() });
-    }
-  }, SEEK_EVERY_MS);
+  });
 
   // ---- detach and snap back ----
 
   $("ws-detach").addEventListener("click", () => {
     ws.attached = false;
+    ui.send({ type: "room_detach" });
     status("Detached: explore freely; the room's commands are kept for when you snap back.", "info");
     render();
   });
   $("ws-snap").addEventListener("click", () => {
     ws.attached = true;
+    ws.replaying = true;
     status("Snapping back: replaying the room's log…", "info");
     render();
-    replay().then(() => status("Back in step with the room.", "info"));
+    ui.send({ type: "room_snap" });
+    ui.request({ type: "sync" }).then(() => status("Back in step with the room.", "info"));
   });
   ui.workshopDetach = () => $("ws-detach").click();
-  ui.workshopSnap = () => { $("ws-snap").click(); return ws.queue; };
+  ui.workshopSnap = () => { $("ws-snap").click(); return ui.request({ type: "sync" }); };
   ui.workshopCreate = createRoom;
 })();

@@ -1,12 +1,11 @@
-// Package view is what the browser playground reads of a world: a snapshot
-// the game draws (the receive virtqueue's descriptors and rings with their
-// indices, every page by location, CPU lanes, rates over time), inspect
-// records for a descriptor, a page or a CPU, the parameters the page lets a
-// person change, and the command log with its URL encoding.
+// Package view is what the playground draws of a world: a snapshot (the
+// receive virtqueue's descriptors and rings with their indices, every page
+// by location, CPU lanes), rates over time, the rows of the counters
+// table, inspect records for a descriptor, a page or a CPU, and the
+// layout and hit test of the canvas.
 //
-// Everything here is plain data and pure functions of a world, so it builds
-// for linux and js/wasm alike and is tested natively. A run is a State
-// (configuration plus command log); Session applies it to worlds, in small
-// budgets of events so a browser tab stays responsive, and the result of a
-// replay never depends on how the work was split.
+// Everything here is plain data and pure functions of a world, so it
+// builds for linux and js/wasm alike and is tested natively. What runs
+// the worlds (the run's state, its command log, sessions) is the
+// controller's, package play.
 package view

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +10,10 @@ import (
 	"ringlab/engine/mem"
 	"ringlab/engine/virtq"
 )
+
+// ErrTarget is wrapped by every error of Inspect: a target that is not
+// there.
+var ErrTarget = errors.New("view: no such thing to inspect")
 
 // Kind is what a click or an inspect request points at.
 type Kind string
@@ -53,11 +58,11 @@ func Inspect(w *engine.World, queue int, t Target) (Record, error) {
 	switch t.Kind {
 	case KindDesc, KindAvail, KindUsed:
 		if queue < 0 || queue >= len(w.Driver.RQ) {
-			return r, fmt.Errorf("%w: no receive queue %d", ErrParam, queue)
+			return r, fmt.Errorf("%w: no receive queue %d", ErrTarget, queue)
 		}
 		vq := w.Driver.RQ[queue].VQ
 		if t.Index < 0 || t.Index >= vq.Size() {
-			return r, fmt.Errorf("%w: %s %d: the ring has %d entries", ErrParam, t.Kind, t.Index, vq.Size())
+			return r, fmt.Errorf("%w: %s %d: the ring has %d entries", ErrTarget, t.Kind, t.Index, vq.Size())
 		}
 		i := uint16(t.Index)
 		switch t.Kind {
@@ -101,7 +106,7 @@ func Inspect(w *engine.World, queue int, t Target) (Record, error) {
 		id := mem.PageID(t.Index)
 		pg := w.Mem.Page(id)
 		if pg == nil {
-			return r, fmt.Errorf("%w: no page %d (memory has %d)", ErrParam, t.Index, w.Mem.NumPages())
+			return r, fmt.Errorf("%w: no page %d (memory has %d)", ErrTarget, t.Index, w.Mem.NumPages())
 		}
 		h := w.Mem.Head(id)
 		head := w.Mem.Page(h)
@@ -130,7 +135,7 @@ func Inspect(w *engine.World, queue int, t Target) (Record, error) {
 		}
 	case KindCPU:
 		if t.Index < 0 || t.Index >= w.Sim.NumCPU() {
-			return r, fmt.Errorf("%w: no CPU %d (the world has %d)", ErrParam, t.Index, w.Sim.NumCPU())
+			return r, fmt.Errorf("%w: no CPU %d (the world has %d)", ErrTarget, t.Index, w.Sim.NumCPU())
 		}
 		c := w.Sim.CPU(t.Index)
 		now := w.Now()
@@ -157,7 +162,7 @@ func Inspect(w *engine.World, queue int, t Target) (Record, error) {
 			add("NAPI", "%s", strings.Join(qs, ", "))
 		}
 	default:
-		return r, fmt.Errorf("%w: cannot inspect %q", ErrParam, t.Kind)
+		return r, fmt.Errorf("%w: cannot inspect %q", ErrTarget, t.Kind)
 	}
 	return r, nil
 }

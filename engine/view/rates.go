@@ -3,8 +3,8 @@ package view
 import "ringlab/engine"
 
 // Series are the rates the charts and the flow view show, per second of
-// simulated time. Each is a counter of World.Totals (or the host's), or a
-// sum or difference of them.
+// simulated time. Each is a counter of World.Stats, or a sum or
+// difference of them (the names below are their engine/vocab names).
 type Series int
 
 const (
@@ -74,7 +74,7 @@ type Rates struct {
 	cn    int // readings held
 	chead int
 
-	idx map[string]int // counter name -> index in Totals
+	stats engine.Stats // the last reading, reused
 }
 
 // Reset forgets every sample (the world was rebuilt).
@@ -182,40 +182,23 @@ func (r *Rates) Sample(w *engine.World) bool {
 	return true
 }
 
-// read returns the cumulative value behind every series.
+// read returns the cumulative value behind every series, from the
+// world's typed counters.
 func (r *Rates) read(w *engine.World) [NumSeries]uint64 {
-	tot := w.Totals()
-	if r.idx == nil || len(r.idx) != len(tot) {
-		r.idx = make(map[string]int, len(tot))
-		for i, c := range tot {
-			r.idx[c.Name] = i
-		}
-	}
-	get := func(name string) uint64 {
-		if i, ok := r.idx[name]; ok && i < len(tot) && tot[i].Name == name {
-			return tot[i].Value
-		}
-		for _, c := range tot { // the list changed shape: look it up
-			if c.Name == name {
-				return c.Value
-			}
-		}
-		return 0
-	}
-	var host uint64
-	for _, rq := range w.Driver.RQ {
-		host += rq.Dev.Counters().Packets
-	}
+	w.ReadStats(&r.stats)
+	st := &r.stats
 	var v [NumSeries]uint64
-	rx, xdpAll := get("rx_packets"), get("rx_xdp_packets")
+	rx, xdpAll := st.RX.Packets, st.RX.XDPPackets
 	v[RxPPS] = rx
-	v[HostPPS] = host
-	v[HostDrops] = get("host_drops")
-	v[RxDrops] = get("rx_drops")
-	v[XDPDrop] = get("rx_xdp_drops")
-	v[XDPTx] = get("rx_xdp_tx")
-	v[XDPRedirect] = get("rx_xdp_redirects")
-	v[CpumapPass] = get("cpumap_passed")
+	v[HostPPS] = st.Host.Packets
+	v[HostDrops] = st.Host.Drops
+	v[RxDrops] = st.RX.Drops
+	v[XDPDrop] = st.RX.XDPDrops
+	v[XDPTx] = st.RX.XDPTx
+	v[XDPRedirect] = st.RX.XDPRedirects
+	if st.Cpumap != nil {
+		v[CpumapPass] = st.Cpumap.Passed
+	}
 	if v[XDPRedirect] > v[CpumapPass] {
 		v[RedirectFree] = v[XDPRedirect] - v[CpumapPass]
 	}
@@ -225,14 +208,36 @@ func (r *Rates) read(w *engine.World) [NumSeries]uint64 {
 	if rx > xdpAll {
 		v[NoXDP] = rx - xdpAll
 	}
-	v[Delivered] = get("stack_delivered")
-	v[SockDrops] = get("socket_drops") + get("cpumap_drops") + get("devmap_drops")
-	v[RecycleCache] = get("rx_pp_recycle_cached")
-	v[RecycleRing] = get("rx_pp_recycle_ring")
-	v[PoolRelease] = get("rx_pp_recycle_ring_full") + get("rx_pp_recycle_released_ref")
-	v[AllocFast] = get("rx_pp_alloc_fast")
-	v[AllocSlow] = get("rx_pp_alloc_slow") + get("rx_pp_alloc_slow_ho")
-	v[PageAllocs] = get("page_allocs")
-	v[PageFrees] = get("page_frees")
+	v[Delivered] = st.Stack.Delivered
+	v[SockDrops] = st.Stack.SockDrops
+	if st.Cpumap != nil {
+		v[SockDrops] += st.Cpumap.Drops
+	}
+	if st.Devmap != nil {
+		v[SockDrops] += st.Devmap.Drops
+	}
+	pp := &st.PagePool
+	v[RecycleCache] = pp[ppRecycleCached]
+	v[RecycleRing] = pp[ppRecycleRing]
+	v[PoolRelease] = pp[ppRecycleRingFull] + pp[ppRecycleReleasedRef]
+	v[AllocFast] = pp[ppAllocFast]
+	v[AllocSlow] = pp[ppAllocSlow] + pp[ppAllocSlowHO]
+	v[PageAllocs] = st.Mem.Allocs
+	v[PageFrees] = st.Mem.Frees
 	return v
 }
+
+// Indices of engine.Stats.PagePool (pagepool.StatNames order).
+const (
+	ppAllocFast = iota
+	ppAllocSlow
+	ppAllocSlowHO
+	_ // alloc_empty
+	_ // alloc_refill
+	_ // alloc_waive
+	ppRecycleCached
+	_ // recycle_cache_full
+	ppRecycleRing
+	ppRecycleRingFull
+	ppRecycleReleasedRef
+)

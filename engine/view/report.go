@@ -1,10 +1,9 @@
 package view
 
 import (
-	"strconv"
-
 	"ringlab/engine"
 	"ringlab/engine/mem"
+	"ringlab/engine/vocab"
 )
 
 // Metric is one row of the page's counters table.
@@ -13,23 +12,19 @@ type Metric struct {
 	Value float64
 }
 
-// Report lists what the page's counters table shows, in a fixed order:
-// time and events, average throughput, each CPU's utilisation, pages per
-// location, then every counter of World.Totals under its kernel name. It
-// appends to dst[:0].
+// Report lists what the page's counters table shows, in a fixed order,
+// each number under its engine/vocab name: time and events, average
+// throughput, each CPU's utilisation, pages per location, then every
+// counter of World.Totals under its kernel name. It appends to dst[:0].
 func Report(w *engine.World, dst []Metric) []Metric {
 	out := dst[:0]
 	now := w.Now()
 	secs := now.Sub(0).Seconds()
-	rx := w.Received()
-	var bytes uint64
-	for _, rq := range w.Driver.RQ {
-		bytes += rq.Stats.Bytes
-	}
+	st := w.Stats()
 	pps, gbps := 0.0, 0.0
 	if secs > 0 {
-		pps = float64(rx) / secs
-		gbps = float64(bytes) * 8 / secs / 1e9
+		pps = float64(st.RX.Packets) / secs
+		gbps = float64(st.RX.Bytes) * 8 / secs / 1e9
 	}
 	out = append(out,
 		Metric{"sim_time_ns", float64(now)},
@@ -38,13 +33,13 @@ func Report(w *engine.World, dst []Metric) []Metric {
 		Metric{"gbps", gbps},
 	)
 	for i := 0; i < w.Sim.NumCPU(); i++ {
-		out = append(out, Metric{"cpu" + strconv.Itoa(i) + "_util_pct", 100 * w.Sim.CPU(i).Utilisation(now.Sub(0))})
+		out = append(out, Metric{vocab.CPUUtil(i), w.Sim.CPU(i).Utilisation(now.Sub(0))})
 	}
 	counts := w.Mem.Counts()
 	for l := mem.Loc(0); l < mem.NumLocs; l++ {
-		out = append(out, Metric{"pages_" + l.String(), float64(counts[l])})
+		out = append(out, Metric{vocab.Pages(l.String()), float64(counts[l])})
 	}
-	for _, c := range w.Totals() {
+	for _, c := range st.Totals(nil) {
 		out = append(out, Metric{c.Name, float64(c.Value)})
 	}
 	return out
@@ -54,5 +49,5 @@ func Report(w *engine.World, dst []Metric) []Metric {
 var KeyMetrics = []string{
 	"pps", "gbps", "rx_packets", "rx_drops", "host_drops", "rx_xdp_drops",
 	"rx_pp_alloc_fast", "rx_pp_alloc_slow", "rx_pp_recycle_cached", "rx_pp_recycle_ring",
-	"page_allocs", "page_frees", "zone_lock_contended", "cpu0_util_pct", "cpu1_util_pct",
+	"page_allocs", "page_frees", "zone_lock_contended", vocab.CPUUtil(0), vocab.CPUUtil(1), vocab.CPUUtil(2),
 }

@@ -2,21 +2,14 @@ package hostsrc
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
-	"sync"
 
 	"ringlab/server/metrics"
 )
 
-// perQueueName matches per-queue ethtool names: virtio_net's rx0_kicks and
-// veth's rx_queue_0_xdp_packets.
-var perQueueName = regexp.MustCompile(`^(rx|tx)(?:_queue_)?(\d+)_(.+)$`)
-
-// MetricsSource adapts a Source to metrics.Source ("host:IFNAME").
+// MetricsSource adapts a Source to metrics.Source ("host:IFNAME"). Like
+// every metrics.Source it is used by one goroutine at a time.
 type MetricsSource struct {
-	mu    sync.Mutex
 	src   *Source
 	smp   Sample
 	info  metrics.SourceInfo
@@ -62,8 +55,6 @@ func interfaceList() string {
 
 // Info implements metrics.Source.
 func (m *MetricsSource) Info() metrics.SourceInfo {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	i := m.info
 	i.Counters = append([]string(nil), i.Counters...)
 	i.Notes = append([]string(nil), m.notes...)
@@ -72,8 +63,6 @@ func (m *MetricsSource) Info() metrics.SourceInfo {
 
 // Sample implements metrics.Source.
 func (m *MetricsSource) Sample() (metrics.Sample, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if err := m.src.ReadInto(&m.smp); err != nil {
 		return metrics.Sample{}, err
 	}
@@ -82,59 +71,12 @@ func (m *MetricsSource) Sample() (metrics.Sample, error) {
 	return metrics.Sample{Time: m.smp.Time, Totals: tot, Queues: queues}, nil
 }
 
-// convert maps a Sample to totals and per-queue counters: sysfs statistics
-// as they are named there (rx_packets ...), ethtool device-wide counters by
-// their name, per-queue ones under rx_/tx_ names in their queue, page pools
-// summed (page_pool_inflight, page_pool_inflight_mem, page_pools), softnet
-// summed over CPUs (softnet_processed, softnet_dropped,
-// softnet_time_squeeze).
+// convert is the sample's one flattening (Sample.Counters).
 func (m *MetricsSource) convert() (map[string]uint64, []map[string]uint64) {
-	s := &m.smp
-	tot := make(map[string]uint64, len(s.Stats)+len(s.Ethtool)+8)
-	for k, v := range s.Stats {
-		tot[k] = v
-	}
-	var queues []map[string]uint64
-	for _, c := range s.Ethtool {
-		if g := perQueueName.FindStringSubmatch(c.Name); g != nil {
-			q, err := strconv.Atoi(g[2])
-			if err == nil && q < 4096 {
-				for len(queues) <= q {
-					queues = append(queues, map[string]uint64{})
-				}
-				queues[q][g[1]+"_"+g[3]] = c.Value
-				continue
-			}
-		}
-		if _, dup := tot[c.Name]; dup {
-			tot["ethtool_"+c.Name] = c.Value
-			continue
-		}
-		tot[c.Name] = c.Value
-	}
-	var inflight, mem uint64
-	for _, p := range s.PagePools {
-		inflight += p.Inflight
-		mem += p.InflightMem
-	}
-	tot["page_pools"] = uint64(len(s.PagePools))
-	tot["page_pool_inflight"] = inflight
-	tot["page_pool_inflight_mem"] = mem
-	var proc, drop, sq uint64
-	for _, c := range s.Softnet {
-		proc += uint64(c.Processed)
-		drop += uint64(c.Dropped)
-		sq += uint64(c.TimeSqueeze)
-	}
-	tot["softnet_processed"] = proc
-	tot["softnet_dropped"] = drop
-	tot["softnet_time_squeeze"] = sq
-	return tot, queues
+	return m.smp.Counters()
 }
 
 // Close implements metrics.Source.
 func (m *MetricsSource) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return m.src.Close()
 }

@@ -60,7 +60,6 @@ type snapshotMsg struct {
 	Counters map[string]uint64   `json:"counters"`
 	Queues   []map[string]uint64 `json:"queues,omitempty"`
 	Rates    map[string]float64  `json:"rates"` // per second since the previous sample; empty at first
-	View     json.RawMessage     `json:"view,omitempty"`
 }
 
 type pongMsg struct {
@@ -122,7 +121,7 @@ func rates(prev *metrics.Sample, cur metrics.Sample) map[string]float64 {
 
 // encodeSnapshot builds the snapshot message of a sample for one filter.
 func encodeSnapshot(seq uint64, source string, s metrics.Sample, r map[string]float64, f *filter) ([]byte, error) {
-	m := snapshotMsg{Type: typeSnapshot, Seq: seq, Time: s.Time, Source: source, View: s.View,
+	m := snapshotMsg{Type: typeSnapshot, Seq: seq, Time: s.Time, Source: source,
 		Counters: pick(s.Totals, f), Rates: map[string]float64{}}
 	for name, v := range r {
 		if f.allows(name) {

@@ -106,7 +106,7 @@ func (s *sampler) tick() {
 		b, ok := encoded[f.cacheKey()]
 		if !ok {
 			b, err = encodeSnapshot(s.seq, s.key.spec, sample, r, f)
-			if err != nil { // only a source's malformed View can do this
+			if err != nil { // a bug: snapshots are maps of numbers
 				s.log.Error("encoding snapshot", "source", s.key.spec, "err", err)
 				return
 			}

@@ -50,8 +50,10 @@ const prefixLen = 24
 // labSeq numbers the labs of this process.
 var labSeq atomic.Uint64
 
-// Lab is one running lab. It implements metrics.Source; its methods may be
-// called from several goroutines.
+// Lab is one running lab. It implements metrics.Source. It runs
+// goroutines of its own (the sender and the receiver, stopped by Close),
+// so, as metrics.Source allows, it locks its state itself: its methods
+// may also be called from several goroutines.
 type Lab struct {
 	mu      sync.Mutex
 	cfg     Config

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"fmt"
 	"sync"
 	"time"
 )
@@ -21,8 +20,9 @@ const FakeInterval = 100 * time.Millisecond
 
 // Fake is a deterministic Source for tests: its n-th Sample (from 1) reports
 // time FakeEpoch + n*FakeInterval, queue q's counter i equal to
-// n*fakeSteps[i]*(q+1), totals the sum over queues, and the view {"n":n}.
-// It is safe for concurrent use.
+// n*fakeSteps[i]*(q+1) (so queue 0's rx_packets is 100*n) and totals the
+// sum over queues. Beyond metrics.Source's rule it locks: a test calls its
+// controls (Fail, Samples, Tries, Closed) while the server samples it.
 type Fake struct {
 	mu      sync.Mutex
 	name    string
@@ -75,7 +75,6 @@ func (f *Fake) Sample() (Sample, error) {
 		Time:   FakeEpoch.Add(time.Duration(f.n) * FakeInterval),
 		Totals: make(map[string]uint64, len(FakeCounters)),
 		Queues: make([]map[string]uint64, f.queues),
-		View:   fmt.Appendf(nil, `{"n":%d}`, f.n),
 	}
 	for q := range s.Queues {
 		s.Queues[q] = make(map[string]uint64, len(FakeCounters))

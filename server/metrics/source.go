@@ -4,17 +4,21 @@
 package metrics
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
 )
 
-// Source is one backend of counters. The server samples it periodically and
-// computes rates from successive samples itself, so a Source only reports
-// monotonically growing totals.
+// Source is one backend of numbers, each under its engine/vocab name:
+// counters, which only grow, and gauges (vocab.Kind says which). The
+// server samples it periodically and computes rates from successive
+// samples itself.
 //
-// Implementations need not be safe for concurrent use: the server shares a
-// source only through Serialized.
+// Concurrency, the one rule: a Source is used by one goroutine at a time.
+// Whoever shares one between goroutines wraps it with Serialized, the only
+// place that locks for it (serve shares its source between the hub and
+// /metrics through one Serialized; the hub wraps every source it opens).
+// An implementation locks only what goroutines of its own share with its
+// methods, and says so.
 type Source interface {
 	// Info describes the source. It does not change while the source is open.
 	Info() SourceInfo
@@ -34,9 +38,9 @@ type SourceInfo struct {
 	Name string `json:"name"`
 	// Description is one human sentence about what the counters come from.
 	Description string `json:"description"`
-	// Counters lists, in a stable order, the kernel counter names a Sample
-	// may carry (ethtool or netlink names, for instance "rx_kicks",
-	// "rx_pp_recycle_cached").
+	// Counters lists, in a stable order, the names a Sample may carry
+	// (engine/vocab names: ethtool's and netlink's where the kernel has
+	// one, for instance "rx_kicks", "rx_pp_recycle_cached").
 	Counters []string `json:"counters"`
 	// Notes are caveats worth showing next to the numbers, for instance
 	// "page_pool stats need CONFIG_PAGE_POOL_STATS".
@@ -55,9 +59,6 @@ type Sample struct {
 	// names as Totals (rx_kicks, not rx0_kicks). Nil when the source has no
 	// per-queue counters.
 	Queues []map[string]uint64
-	// View is the simulated source's ring and page state for the browser's
-	// views, already JSON; nil for real sources.
-	View json.RawMessage
 }
 
 // ErrClosed is returned by Sample on a closed source.

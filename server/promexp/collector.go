@@ -1,6 +1,7 @@
-// Package promexp exports a metrics.Source's counters in the Prometheus
-// format: one counter family per kernel counter, named
-// ringlab_<kernel name>_total, with source and queue labels.
+// Package promexp exports a metrics.Source's numbers in the Prometheus
+// format: one family per name, with source and queue labels. A counter is
+// ringlab_<name>_total, a gauge ringlab_<name>; the kind and the HELP
+// line come from engine/vocab, the table that names every number.
 package promexp
 
 import (
@@ -9,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"ringlab/engine/vocab"
 	"ringlab/server/metrics"
 )
 
@@ -18,13 +20,15 @@ import (
 // packet twice.
 const QueueAll = "all"
 
-// Collector samples its source at every scrape. It is safe for concurrent
-// use when the source is (wrap it with metrics.Serialized).
+// Collector samples its source at every scrape, from the scrape's
+// goroutine: by metrics.Source's rule the source it is given is shared
+// through metrics.Serialized, as serve does.
 type Collector struct {
 	src    metrics.Source
 	source string   // the source label
-	names  []string // kernel counter names, in the source's order
+	names  []string // the source's names, in its order
 	descs  map[string]*prometheus.Desc
+	kinds  map[string]prometheus.ValueType
 	up     *prometheus.Desc
 }
 
@@ -35,37 +39,65 @@ func New(src metrics.Source) *Collector {
 		src:    src,
 		source: info.Name,
 		descs:  map[string]*prometheus.Desc{},
+		kinds:  map[string]prometheus.ValueType{},
 		up:     prometheus.NewDesc("ringlab_source_up", "1 when the last scrape could sample the source, 0 when sampling failed.", []string{"source"}, nil),
 	}
 	seen := map[string]bool{}
 	for _, name := range info.Counters {
 		metric := MetricName(name)
-		if seen[metric] { // two kernel names that differ only in punctuation
+		if seen[metric] { // two names that differ only in punctuation
 			continue
 		}
 		seen[metric] = true
 		c.names = append(c.names, name)
-		c.descs[name] = prometheus.NewDesc(metric,
-			"Kernel counter "+name+" as read from the source (per receive queue, or queue=\"all\" when the source has only the total).",
-			[]string{"source", "queue"}, nil)
+		c.kinds[name] = prometheus.CounterValue
+		if gauge(name) {
+			c.kinds[name] = prometheus.GaugeValue
+		}
+		c.descs[name] = prometheus.NewDesc(metric, Help(name), []string{"source", "queue"}, nil)
 	}
 	return c
 }
 
-// MetricName returns the Prometheus name of a kernel counter:
-// "rx_kicks" -> "ringlab_rx_kicks_total". Characters other than letters,
-// digits and '_' become '_' ("alloc-fast" -> "ringlab_alloc_fast_total").
-func MetricName(kernel string) string {
+// gauge reports whether engine/vocab says name goes up and down.
+func gauge(name string) bool {
+	d, ok := vocab.Lookup(name)
+	return ok && d.Kind == vocab.Gauge
+}
+
+// Help is the HELP line of a name: its engine/vocab entry (what it is, its
+// unit), or, for a name the vocabulary does not know (a driver's own
+// ethtool statistic), what little can be said; then what the queue label
+// means, the same for every family.
+func Help(name string) string {
+	const queues = " Per receive queue, or queue=\"all\" when the source has only the total."
+	d, ok := vocab.Lookup(name)
+	if !ok {
+		return name + " as read from the source (a driver's own statistic, not in ringlab's vocabulary)." + queues
+	}
+	help := strings.ToUpper(d.Help[:1]) + d.Help[1:]
+	if d.Unit != "" {
+		help += " (" + d.Unit + ")"
+	}
+	return help + "." + queues
+}
+
+// MetricName returns the Prometheus name of a number: a counter's is
+// "ringlab_" + name + "_total" ("rx_kicks" -> "ringlab_rx_kicks_total"),
+// a gauge's has no suffix ("page_pool.inflight" ->
+// "ringlab_page_pool_inflight"). Characters other than letters, digits
+// and '_' become '_' ("alloc-fast" -> "ringlab_alloc_fast_total").
+func MetricName(name string) string {
 	var b strings.Builder
 	b.WriteString("ringlab_")
-	for _, r := range kernel {
+	for _, r := range name {
 		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
 			b.WriteRune(r)
 		} else {
 			b.WriteByte('_')
 		}
 	}
-	if !strings.HasSuffix(kernel, "_total") {
+	if !gauge(name) && !strings.HasSuffix(name, "_total") {
 		b.WriteString("_total")
 	}
 	return b.String()
@@ -94,11 +126,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for q, counters := range s.Queues {
 			if v, ok := counters[name]; ok {
 				perQueue = true
-				ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), c.source, strconv.Itoa(q))
+				ch <- prometheus.MustNewConstMetric(d, c.kinds[name], float64(v), c.source, strconv.Itoa(q))
 			}
 		}
 		if v, ok := s.Totals[name]; ok && !perQueue {
-			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), c.source, QueueAll)
+			ch <- prometheus.MustNewConstMetric(d, c.kinds[name], float64(v), c.source, QueueAll)
 		}
 	}
 }

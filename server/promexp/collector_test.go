@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/engine/vocab"
 	"ringlab/server/metrics"
 )
 
@@ -59,7 +60,9 @@ func TestCountersPerQueue(t *testing.T) {
 		fam := families[MetricName(name)]
 		require.NotNil(t, fam, name)
 		assert.Equal(t, dto.MetricType_COUNTER, fam.GetType(), name)
-		assert.Contains(t, fam.GetHelp(), name)
+		d, ok := vocab.Lookup(name)
+		require.True(t, ok, name)
+		assert.Contains(t, fam.GetHelp(), d.Help[1:], "HELP comes from engine/vocab: %s", name)
 		require.Len(t, fam.GetMetric(), 2, "one series per queue, no total: %s", name)
 	}
 	kicks := families["ringlab_rx_kicks_total"]
@@ -77,23 +80,31 @@ func TestCountersPerQueue(t *testing.T) {
 type totalsOnly struct{ metrics.Fake }
 
 func (s *totalsOnly) Info() metrics.SourceInfo {
-	return metrics.SourceInfo{Name: "host:eth0", Counters: []string{"rx_packets", "alloc-fast", "rx_bytes_total"}}
+	return metrics.SourceInfo{Name: "host:eth0", Counters: []string{"rx_packets", "alloc-fast", "rx_bytes_total", "page_pool.inflight", "softnet.processed"}}
 }
 
 func (s *totalsOnly) Sample() (metrics.Sample, error) {
-	return metrics.Sample{Totals: map[string]uint64{"rx_packets": 42, "alloc-fast": 7, "rx_bytes_total": 9}}, nil
+	return metrics.Sample{Totals: map[string]uint64{"rx_packets": 42, "alloc-fast": 7, "rx_bytes_total": 9, "page_pool.inflight": 5, "softnet.processed": 11}}, nil
 }
 
 func TestTotalsOnlyAndNames(t *testing.T) {
 	families := scrape(t, &totalsOnly{})
-	for name, want := range map[string]float64{"ringlab_rx_packets_total": 42, "ringlab_alloc_fast_total": 7, "ringlab_rx_bytes_total": 9} {
+	for name, want := range map[string]float64{"ringlab_rx_packets_total": 42, "ringlab_alloc_fast_total": 7, "ringlab_rx_bytes_total": 9, "ringlab_softnet_processed_total": 11} {
 		fam := families[name]
 		require.NotNil(t, fam, name)
+		assert.Equal(t, dto.MetricType_COUNTER, fam.GetType(), name)
 		require.Len(t, fam.GetMetric(), 1)
 		m := fam.GetMetric()[0]
 		assert.Equal(t, map[string]string{"source": "host:eth0", "queue": QueueAll}, labels(m))
 		assert.Equal(t, want, m.GetCounter().GetValue())
 	}
+	// A gauge (engine/vocab's kind) is a gauge family, without _total.
+	inflight := families["ringlab_page_pool_inflight"]
+	require.NotNil(t, inflight)
+	assert.Equal(t, dto.MetricType_GAUGE, inflight.GetType())
+	assert.Equal(t, 5.0, inflight.GetMetric()[0].GetGauge().GetValue())
+	assert.Contains(t, inflight.GetHelp(), "(pages)")
+	assert.Contains(t, families["ringlab_alloc_fast_total"].GetHelp(), "not in ringlab's vocabulary")
 }
 
 func TestFailingSourceIsDownNotAnError(t *testing.T) {

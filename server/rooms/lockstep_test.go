@@ -12,85 +12,58 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"ringlab/engine/sim"
-	"ringlab/engine/view"
+	"ringlab/play"
 )
 
-// replica is what every browser in a room does with the numbered log: it
-// runs its own engine and applies the commands in order. Play and pause
-// only start and stop the local clock; what the room shares is what they
-// lead to, which the instructor pins with step and seek.
+// replica is what every browser in a room does with the numbered log:
+// its controller (package play) runs its own engine and applies the
+// commands in order, each once the run is idle. Play and pause only start
+// and stop a clock (students have none); what the room shares is what
+// they lead to, which the instructor pins with step and seek.
 type replica struct {
 	t   *testing.T
-	cfg view.Config
-	s   *view.Session
+	c   *play.Controller
+	seq uint64
 }
 
 func newReplica(t *testing.T, preset string) *replica {
-	r := &replica{t: t, cfg: view.Config{Preset: preset}}
-	r.restart()
+	c, _ := play.New("preset=" + preset + "&speed=0")
+	r := &replica{t: t, c: c}
+	welcome, err := json.Marshal(map[string]string{"preset": preset})
+	require.NoError(t, err)
+	r.c.Handle(play.RoomWelcome{Room: "lockstep", You: play.RoleStudent, Scenario: welcome})
+	r.settle()
 	return r
 }
 
-func (r *replica) restart() {
-	s, err := view.NewSession(view.State{A: r.cfg, Speed: 0})
-	require.NoError(r.t, err)
-	r.s = s
-}
-
-func (r *replica) run(c view.Command) {
-	r.s.Do(c)
-	for r.s.Busy() {
-		r.s.Work(1 << 20)
+// settle works until the controller has applied everything it was given.
+func (r *replica) settle() {
+	for i := 0; ; i++ {
+		require.Less(r.t, i, 1_000_000, "the replica never settles")
+		r.c.Tick(0)
+		more := r.c.Work(1 << 16)
+		for _, o := range r.c.Ready().Send {
+			if e, ok := o.(play.ErrorOut); ok {
+				r.t.Fatalf("the replica refused a command: %s", e.Message)
+			}
+		}
+		if !more {
+			return
+		}
 	}
-	require.NoError(r.t, r.s.Stopped())
 }
 
 func (r *replica) apply(raw json.RawMessage) {
-	var c struct {
-		Type  string          `json:"type"`
-		Name  string          `json:"name"`
-		Param string          `json:"param"`
-		Value json.RawMessage `json:"value"`
-		N     *int            `json:"n"`
-		TNs   *int64          `json:"t_ns"`
-	}
-	require.NoError(r.t, json.Unmarshal(raw, &c))
-	switch c.Type {
-	case "preset":
-		r.cfg = view.Config{Preset: c.Name}
-		r.restart()
-	case "set":
-		var v string
-		if json.Unmarshal(c.Value, &v) != nil {
-			v = string(c.Value)
-		}
-		kept := r.cfg.Set[:0]
-		for _, kv := range r.cfg.Set {
-			if kv.Key != c.Param {
-				kept = append(kept, kv)
-			}
-		}
-		r.cfg.Set = append(kept, view.KV{Key: c.Param, Value: v})
-		r.restart()
-	case "step":
-		n := 1
-		if c.N != nil {
-			n = *c.N
-		}
-		r.run(view.Command{Op: view.OpEvents, N: uint64(n)})
-	case "seek":
-		now := r.s.Panes[0].World.Now()
-		if t := sim.Time(*c.TNs); t > now {
-			r.run(view.Command{Op: view.OpTime, N: uint64(t - now)})
-		}
-	}
+	r.seq++
+	r.c.Handle(play.RoomCommand{Seq: r.seq, Cmd: raw})
+	r.settle()
+	require.NoError(r.t, r.c.Session().Stopped())
 }
 
 // hash is the engine's state as a digest: time, events, every counter and
 // where every page is.
 func (r *replica) hash() string {
-	w := r.s.Panes[0].World
+	w := r.c.Session().Panes[0].World
 	h := sha256.New()
 	fmt.Fprintf(h, "t=%d events=%d\n", w.Now(), w.Sim.Queue.Fired())
 	for _, c := range w.Totals() {
@@ -125,11 +98,11 @@ func TestWorkshopLockstep(t *testing.T) {
 	}
 	cmds := []string{
 		`{"type":"preset","name":"cpumap"}`,
-		`{"type":"set","param":"ring_size","value":"256"}`,
+		`{"type":"set","key":"ring_size","value":"256"}`,
 		`{"type":"play","speed":2}`,
 		`{"type":"step","n":400}`,
 		`{"type":"pause"}`,
-		`{"type":"set","param":"xdp","value":"xdp_drop"}`,
+		`{"type":"set","key":"xdp","value":"xdp_drop"}`,
 		`{"type":"seek","t_ns":300000}`,
 		`{"type":"step","n":123}`,
 	}
@@ -152,8 +125,8 @@ func TestWorkshopLockstep(t *testing.T) {
 	ri, seqs := replay(instructor)
 	want := ri.hash()
 	assert.Equal(t, []uint64{1, 2, 3, 4, 5, 6, 7, 8}, seqs)
-	assert.Equal(t, "xdp_drop", ri.s.Panes[0].Scenario.XDP.Program)
-	assert.GreaterOrEqual(t, int64(ri.s.Panes[0].World.Now()), int64(300000))
+	assert.Equal(t, "xdp_drop", ri.c.Session().Panes[0].Scenario.XDP.Program)
+	assert.GreaterOrEqual(t, int64(ri.c.Session().Panes[0].World.Now()), int64(300000))
 	for i, c := range conns {
 		r, _ := replay(c)
 		assert.Equal(t, want, r.hash(), "student %d", i)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/internal/wstest"
+	"ringlab/play"
 	"ringlab/server/wsmsg"
 )
 
@@ -175,8 +176,8 @@ func TestWorkshopEveryoneSeesTheSameNumberedLog(t *testing.T) {
 
 	cmds := []struct{ in, canonical string }{
 		{`{"type":"preset","name":"virtio-mergeable"}`, `{"type":"preset","name":"virtio-mergeable"}`},
-		{`{"type":"set","param":"ring_size","value": 1024 }`, `{"type":"set","param":"ring_size","value":1024}`},
-		{`{"type":"set","param":"xdp.program","value":"xdp_drop"}`, `{"type":"set","param":"xdp.program","value":"xdp_drop"}`},
+		{`{"type":"set","key":"ring_size","value": 1024 }`, `{"type":"set","key":"ring_size","value":"1024"}`},
+		{`{"type":"set","key":"xdp.program","value":"xdp_drop"}`, `{"type":"set","key":"xdp.program","value":"xdp_drop"}`},
 		{`{"type":"play","speed":2.5}`, `{"type":"play","speed":2.5}`},
 		{`{"type":"pause"}`, `{"type":"pause"}`},
 		{`{"type":"step","n":5}`, `{"type":"step","n":5}`},
@@ -336,18 +337,23 @@ func TestDefaultValidator(t *testing.T) {
 		{`{"type":"preset","name":"virtio-small"}`, `{"type":"preset","name":"virtio-small"}`, "", ""},
 		{`{"type":"preset","name":"Virtio Small"}`, "", wsmsg.CodeOutOfRange, "name"},
 		{`{"type":"preset"}`, "", wsmsg.CodeOutOfRange, "name"},
-		{`{"type":"set","param":"mtu","value":-1.5e3}`, `{"type":"set","param":"mtu","value":-1.5e3}`, "", ""},
-		{`{"type":"set","param":"napi","value":true}`, `{"type":"set","param":"napi","value":true}`, "", ""},
-		{`{"type":"set","param":"mtu"}`, "", wsmsg.CodeBadField, "value"},
-		{`{"type":"set","param":"mtu","value":null}`, "", wsmsg.CodeBadField, "value"},
-		{`{"type":"set","param":"mtu","value":{"a":1}}`, "", wsmsg.CodeBadField, "value"},
-		{`{"type":"set","param":"mtu","value":"` + strings.Repeat("x", maxSetString+1) + `"}`, "", wsmsg.CodeOutOfRange, "value"},
-		{`{"type":"set","param":"9lives","value":1}`, "", wsmsg.CodeOutOfRange, "param"},
+		{`{"type":"set","key":"mtu","value":-1.5e3}`, `{"type":"set","key":"mtu","value":"-1.5e3"}`, "", ""},
+		{`{"type":"set","key":"napi","value":true}`, `{"type":"set","key":"napi","value":"true"}`, "", ""},
+		{`{"type":"set","key":"mtu"}`, "", wsmsg.CodeBadField, "value"},
+		{`{"type":"set","key":"mtu","value":null}`, "", wsmsg.CodeBadField, "value"},
+		{`{"type":"set","key":"mtu","value":{"a":1}}`, "", wsmsg.CodeBadField, "value"},
+		{`{"type":"set","key":"mtu","value":"` + strings.Repeat("x", play.MaxValue+1) + `"}`, "", wsmsg.CodeOutOfRange, "value"},
+		{`{"type":"set","key":"9lives","value":1}`, "", wsmsg.CodeOutOfRange, "key"},
+		{`{"type":"set","param":"mtu","value":1}`, "", wsmsg.CodeUnknownField, "param"},
+		{`{"type":"set","key":"mtu","value":"1500","pane":1}`, "", wsmsg.CodeOutOfRange, "pane"},
 		{`{"type":"play"}`, `{"type":"play"}`, "", ""},
 		{`{"type":"play","speed":1001}`, "", wsmsg.CodeOutOfRange, "speed"},
 		{`{"type":"play","speed":"fast"}`, "", wsmsg.CodeBadField, "speed"},
 		{`{"type":"pause"}`, `{"type":"pause"}`, "", ""},
 		{`{"type":"step"}`, `{"type":"step"}`, "", ""},
+		{`{"type":"step","unit":"event","n":3}`, `{"type":"step","n":3}`, "", ""},
+		{`{"type":"step","unit":"packet","n":3}`, `{"type":"step","unit":"packet","n":3}`, "", ""},
+		{`{"type":"step","unit":"byte"}`, "", wsmsg.CodeOutOfRange, "unit"},
 		{`{"type":"step","n":0}`, "", wsmsg.CodeOutOfRange, "n"},
 		{`{"type":"step","n":1000001}`, "", wsmsg.CodeOutOfRange, "n"},
 		{`{"type":"seek","t_ns":0}`, `{"type":"seek","t_ns":0}`, "", ""},
@@ -382,7 +388,7 @@ func TestDefaultValidator(t *testing.T) {
 }
 
 func FuzzDefaultValidator(f *testing.F) {
-	for _, s := range []string{`{"type":"set","param":"mtu","value":1}`, `{"type":"seek","t_ns":5}`, `{"type":"play","speed":1e308}`, `{"type":"set","param":"a","value":[]}`,
+	for _, s := range []string{`{"type":"set","key":"mtu","value":1}`, `{"type":"seek","t_ns":5}`, `{"type":"play","speed":1e308}`, `{"type":"set","param":"a","value":[]}`,
 		`{"type":"tutorial_step","tutorial":"xdp","step":2}`, `{"type":"tutorial_reveal","tutorial":"xdp","step":2,"question":0}`} {
 		f.Add([]byte(s))
 	}
@@ -586,7 +592,7 @@ func TestSlowStudentIsDisconnectedNotWaitedFor(t *testing.T) {
 	sent := 0
 	for slowIn() {
 		require.Less(t, sent, 5000, "the slow student was never dropped")
-		send(t, in, commandJSON(cr.InstructorToken, fmt.Sprintf(`{"type":"set","param":"pad","value":%q}`, pad)))
+		send(t, in, commandJSON(cr.InstructorToken, fmt.Sprintf(`{"type":"set","key":"pad","value":%q}`, pad)))
 		sent++
 		f.clock.Advance(time.Second / msgRatePerSecond) // within the message rate limit
 		time.Sleep(time.Millisecond)                    // a fast instructor, not a flood

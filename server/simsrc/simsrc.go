@@ -3,10 +3,7 @@
 package simsrc
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"ringlab/engine"
@@ -31,9 +28,9 @@ const (
 	maxLag = 200 * time.Millisecond
 )
 
-// Source runs one world.
+// Source runs one world. Like every metrics.Source it is used by one
+// goroutine at a time.
 type Source struct {
-	mu      sync.Mutex
 	w       *engine.World
 	preset  string
 	now     func() time.Time
@@ -42,6 +39,9 @@ type Source struct {
 	closed  bool
 	names   []string
 	noteLag string
+
+	stats engine.Stats     // the last reading, reused
+	buf   []engine.Counter // named counters, reused
 }
 
 // Open opens "sim" or "sim:PRESET".
@@ -71,8 +71,6 @@ func New(preset string, now func() time.Time) (*Source, error) {
 
 // Info implements metrics.Source.
 func (s *Source) Info() metrics.SourceInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	notes := []string{"simulated: counters come from the engine's clock and cost table, advanced with the wall clock"}
 	if s.noteLag != "" {
 		notes = append(notes, s.noteLag)
@@ -113,104 +111,37 @@ func (s *Source) advance() error {
 	return nil
 }
 
-// Sample implements metrics.Source.
+// Sample implements metrics.Source: the world's typed counters
+// (engine.Stats), named as the engine names them, totals and per queue.
 func (s *Source) Sample() (metrics.Sample, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
 		return metrics.Sample{}, metrics.ErrClosed
 	}
 	if err := s.advance(); err != nil {
 		return metrics.Sample{}, err
 	}
+	s.w.ReadStats(&s.stats)
 	out := metrics.Sample{Time: s.now(), Totals: map[string]uint64{}}
-	for _, c := range s.w.Totals() {
+	s.buf = s.stats.Totals(s.buf)
+	for _, c := range s.buf {
 		out.Totals[c.Name] = c.Value
 	}
-	for i, q := range s.w.Queues() {
-		m := make(map[string]uint64, len(q))
-		for _, c := range q {
-			m[unqueue(c.Name, i)] = c.Value
+	for i := range s.stats.Queues {
+		s.buf = s.stats.Queues[i].Counters(s.buf)
+		m := make(map[string]uint64, len(s.buf))
+		for _, c := range s.buf {
+			m[c.Name] = c.Value
 		}
 		out.Queues = append(out.Queues, m)
 	}
-	v, err := json.Marshal(view(s.w))
-	if err != nil {
-		return metrics.Sample{}, err
-	}
-	out.View = v
 	return out, nil
-}
-
-// unqueue turns rx0_packets into rx_packets (metrics.Sample names per-queue
-// counters like totals).
-func unqueue(name string, q int) string {
-	for _, dir := range []string{"rx", "tx"} {
-		p := fmt.Sprintf("%s%d_", dir, q)
-		if strings.HasPrefix(name, p) {
-			return dir + "_" + strings.TrimPrefix(name, p)
-		}
-	}
-	return name
 }
 
 // Close implements metrics.Source.
 func (s *Source) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
 	return nil
 }
 
 // World returns the world (for tests).
 func (s *Source) World() *engine.World { return s.w }
-
-// View is the ring and page state the browser's views draw.
-type View struct {
-	TimeNS int64            `json:"time_ns"`
-	Mode   string           `json:"mode"`
-	Queues []QueueView      `json:"queues"`
-	Pages  map[string]int64 `json:"pages"`
-	CPUs   []CPUView        `json:"cpus"`
-}
-
-// QueueView is one receive virtqueue.
-type QueueView struct {
-	Size       int    `json:"size"`
-	AvailIdx   uint16 `json:"avail_idx"`
-	UsedIdx    uint16 `json:"used_idx"`
-	LastUsed   uint16 `json:"last_used"`
-	NumFree    int    `json:"num_free"`
-	UsedEvent  uint16 `json:"used_event"`
-	AvailEvent uint16 `json:"avail_event"`
-	// Slots has one letter per descriptor: f free, a available, d taken
-	// by the device, u used (returned, not yet reclaimed).
-	Slots string `json:"slots"`
-}
-
-// CPUView is one CPU.
-type CPUView struct {
-	Utilisation float64 `json:"utilisation"`
-	Activity    string  `json:"activity"`
-}
-
-func view(w *engine.World) View {
-	v := View{TimeNS: int64(w.Now()), Mode: w.Driver.Mode(), Pages: w.Pages()}
-	for _, rq := range w.Driver.RQ {
-		q := rq.VQ
-		var b strings.Builder
-		for i := 0; i < q.Size(); i++ {
-			b.WriteByte("fadu"[q.Slot(uint16(i))&3])
-		}
-		v.Queues = append(v.Queues, QueueView{
-			Size: q.Size(), AvailIdx: q.AvailIdx(), UsedIdx: q.UsedIdx(), LastUsed: q.LastUsed(),
-			NumFree: q.NumFree(), UsedEvent: q.UsedEvent(), AvailEvent: q.AvailEvent(), Slots: b.String(),
-		})
-	}
-	el := w.Now().Sub(0)
-	for i := 0; i < w.Sim.NumCPU(); i++ {
-		c := w.Sim.CPU(i)
-		v.CPUs = append(v.CPUs, CPUView{Utilisation: c.Utilisation(el), Activity: c.Activity()})
-	}
-	return v
-}

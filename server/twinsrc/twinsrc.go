@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"ringlab/engine"
@@ -126,9 +125,9 @@ func BaseScenario(spec string) (scenario.Scenario, error) {
 	return s, s.Validate()
 }
 
-// Source is a twin. Its methods may be called from several goroutines.
+// Source is a twin. Like every metrics.Source it is used by one goroutine
+// at a time; it owns real and uses it from Sample only.
 type Source struct {
-	mu   sync.Mutex
 	real metrics.Source
 	base scenario.Scenario
 	now  func() time.Time // the wall clock, only to bound work per Sample
@@ -214,8 +213,6 @@ func New(real metrics.Source, base scenario.Scenario, now func() time.Time) (*So
 
 // Info implements metrics.Source.
 func (t *Source) Info() metrics.SourceInfo {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	i := t.info
 	i.Counters = slices.Clone(i.Counters)
 	i.Notes = slices.Clone(i.Notes)
@@ -228,8 +225,6 @@ func (t *Source) Info() metrics.SourceInfo {
 // Traffic returns the rate (packets per second) and frame size the engine
 // runs now; 0, 0 while it idles.
 func (t *Source) Traffic() (pps float64, size int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	return t.pps, t.size
 }
 
@@ -237,8 +232,6 @@ func (t *Source) Traffic() (pps float64, size int) {
 // plus predicted_NAME for each engine counter the real source also has,
 // and twin_rebuilds. An error of the real source is returned as it is.
 func (t *Source) Sample() (metrics.Sample, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
 		return metrics.Sample{}, metrics.ErrClosed
 	}
@@ -255,7 +248,7 @@ func (t *Source) Sample() (metrics.Sample, error) {
 		return metrics.Sample{}, err
 	}
 
-	out := metrics.Sample{Time: r.Time, Totals: make(map[string]uint64, len(r.Totals)+len(t.names)+1), Queues: r.Queues, View: r.View}
+	out := metrics.Sample{Time: r.Time, Totals: make(map[string]uint64, len(r.Totals)+len(t.names)+1), Queues: r.Queues}
 	for k, v := range r.Totals {
 		out.Totals[k] = v
 	}
@@ -372,8 +365,6 @@ func (t *Source) advance(at time.Time) error {
 
 // Close implements metrics.Source: it closes the real source.
 func (t *Source) Close() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
 		return nil
 	}

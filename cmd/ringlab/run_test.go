@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := dispatch(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestRunJSONHasTheDocumentedKeys(t *testing.T) {
+	code, out, errs := runCLI("run", "--packets", "2000", "--json", "cpumap")
+	require.Equal(t, exitOK, code, errs)
+	var got map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	for _, k := range []string{"sim_time_ns", "packets", "pps", "gbps", "cpus", "counters", "queues", "page_pool", "pages"} {
+		assert.Contains(t, got, k)
+	}
+	var s struct {
+		Packets  uint64            `json:"packets"`
+		CPUs     []float64         `json:"cpus"`
+		Counters map[string]uint64 `json:"counters"`
+		PagePool map[string]uint64 `json:"page_pool"`
+		Queues   []map[string]uint64
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.GreaterOrEqual(t, s.Packets, uint64(2000))
+	assert.Len(t, s.CPUs, 2)
+	assert.Equal(t, s.Counters["rx_packets"], s.Counters["rx_xdp_redirects"])
+	assert.Len(t, s.PagePool, 11)
+	require.Len(t, s.Queues, 1)
+	assert.Equal(t, s.Counters["rx_packets"], s.Queues[0]["rx0_packets"])
+}
+
+func TestRunTextAndDuration(t *testing.T) {
+	code, out, errs := runCLI("run", "--duration", "1ms", "xdp-drop")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, "rx_xdp_drops")
+	assert.Contains(t, out, "rx_pp_recycle_cached")
+	assert.Contains(t, out, "simulated 1ms")
+}
+
+// TestRunTrace: --trace prints the first events, one a line, before the
+// summary (in the JSON, as "trace"), and the run still ends where asked.
+func TestRunTrace(t *testing.T) {
+	code, out, errs := runCLI("run", "--trace", "5", "--packets", "100", "default")
+	require.Equal(t, exitOK, code, errs)
+	lines := strings.Split(out, "\n")
+	require.Greater(t, len(lines), 6)
+	for i := range 5 {
+		assert.True(t, strings.HasPrefix(lines[i], fmt.Sprintf("#%d ", i+1)), "line %d: %q", i, lines[i])
+	}
+	// vhost-net writes the first frame and publishes it with the second,
+	// at the end of its run (vhost_net_signal_used).
+	assert.Contains(t, lines[1], "host lands frames rx0: rq0.last_avail 0->1")
+	assert.Contains(t, lines[2], "host lands frames rx0: host_used_publishes 0->1, rq0.last_avail 1->2, rq0.used_idx 0->2")
+	assert.Equal(t, "", lines[5])
+	assert.Contains(t, lines[6], "scenario default")
+	assert.Contains(t, out, "simulated ")
+	assert.Contains(t, out, ", 100 packets,")
+
+	code, out, errs = runCLI("run", "--trace", "40", "--packets", "100", "--json", "xdp-drop")
+	require.Equal(t, exitOK, code, errs)
+	var s struct {
+		Packets uint64 `json:"packets"`
+		Trace   []struct {
+			Seq     uint64 `json:"seq"`
+			Handler string `json:"handler"`
+			Changes []struct {
+				Name     string `json:"name"`
+				From, To int64
+			} `json:"changes"`
+		} `json:"trace"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	require.Len(t, s.Trace, 40)
+	assert.Equal(t, uint64(40), s.Trace[39].Seq)
+	assert.GreaterOrEqual(t, s.Packets, uint64(100), "--packets counts from the start, the trace included")
+}
+
+func TestRunBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"traffic": {"size": "big"}}`), 0o644))
+	unknown := filepath.Join(dir, "unknown.json")
+	require.NoError(t, os.WriteFile(unknown, []byte(`{"ringsize": 8}`), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no scenario", []string{"run"}, "exactly one"},
+		{"unknown preset", []string{"run", "nosuch"}, `"nosuch" is neither a preset`},
+		{"missing file", []string{"run", "./nope.json"}, "no such file"},
+		{"wrong type", []string{"run", bad}, "traffic.size"},
+		{"unknown field", []string{"run", unknown}, "ringsize: unknown field"},
+		{"both limits", []string{"run", "--packets", "5", "--duration", "1ms", "default"}, "exclusive"},
+		{"object refused", []string{"run", "--xdp-object", "../../engine/bpf/testdata/xdp_tailcall.o", "xdp-pass"}, "FnTailCall"},
+		{"program without object", []string{"run", "--xdp-program", "x", "xdp-pass"}, "needs --xdp-object"},
+		{"negative trace", []string{"run", "--trace", "-1", "default"}, "--trace -1: want 0..100000"},
+		{"huge trace", []string{"run", "--trace", "100001", "default"}, "--trace 100001"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(tc.args...)
+			assert.Equal(t, exitUsage, code)
+			assert.Empty(t, out)
+			assert.Contains(t, errs, tc.want)
+		})
+	}
+}
+
+// TestRunSet: --set changes the scenario through its JSON paths, in
+// order; a bare word is a string for a string field (kernel=6.10 is not
+// the number 6.1), a number stays a number.
+func TestRunSet(t *testing.T) {
+	code, out, errs := runCLI("run", "--packets", "200", "--json",
+		"--set", "kernel=6.10", "--set", "driver.buffer_source=page_frag", "--set", "driver.dma=ring",
+		"--set", "mtu=9000", "--set", "traffic.size=4014", "--set", `traffic={"flows": 2}`, "default")
+	require.Equal(t, exitOK, code, errs)
+	var s struct {
+		Packets  uint64            `json:"packets"`
+		Counters map[string]uint64 `json:"counters"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.GreaterOrEqual(t, s.Packets, uint64(200))
+	assert.Zero(t, s.Counters["rx_pp_alloc_fast"], "page_frag, not page_pool")
+
+	var applied setFlags
+	for _, kv := range []string{"kernel=6.10", "mtu=9000", "traffic.size=9014", "driver.buffer_source=page_frag", "driver.dma=ring"} {
+		require.NoError(t, applied.Set(kv))
+	}
+	sc, err := loadScenario("default")
+	require.NoError(t, err)
+	sc, err = applied.apply(sc)
+	require.NoError(t, err)
+	assert.Equal(t, "6.10", sc.Kernel)
+	assert.Equal(t, 9000, sc.MTU)
+	assert.Equal(t, "page_frag", sc.Driver.BufferSource)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "traffic.sise=1"}, `--set traffic.sise: the scenario has no field "sise"`},
+		{[]string{"--set", "ring_size=100"}, "--set ring_size: 100: want a power of two"},
+		{[]string{"--set", "mtu=big"}, "--set mtu: the value big is not JSON"},
+		{[]string{"--set", "kernel=6.99"}, "--set kernel: "},
+		{[]string{"--set", "mtu"}, `"mtu": want PATH=VALUE`},
+		{[]string{"--set", "=1"}, `"=1": want PATH=VALUE`},
+	} {
+		code, out, errs := runCLI(append(append([]string{"run", "--packets", "10"}, tc.args...), "default")...)
+		assert.Equal(t, exitUsage, code, tc.args)
+		assert.Empty(t, out)
+		assert.Contains(t, errs, tc.want)
+	}
+}
+
+// TestRunCostsShowKinds: --costs prints each constant's kind, and an
+// override the preset declares fitted says on what; the fitted fields are
+// listed without --costs too.
+func TestRunCostsShowKinds(t *testing.T) {
+	code, out, errs := runCLI("run", "--packets", "200", "r1-upstream")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, "fitted, not sourced")
+	assert.Contains(t, out, "consumer.cost_ns on R1 (r1-page-pool)")
+	assert.NotContains(t, out, "vhost_desc", "the table needs --costs")
+
+	code, out, errs = runCLI("run", "--packets", "200", "--costs", "r1-upstream")
+	require.Equal(t, exitOK, code, errs)
+	assert.Regexp(t, `vhost_desc +150 +fitted on R2 +fitted on R2 \(r2-mtu9000-after`, out)
+	assert.Regexp(t, `atomic +5 +sourced +bench_page_pool_simple`, out)
+	assert.Regexp(t, `dma_map_iommu +4000 +override \(default 100 ns, sourced\) +fitted on R1 \(r1-upstream\)`, out)
+
+	code, out, errs = runCLI("run", "--packets", "200", "--costs", "--json", "r1-upstream")
+	require.Equal(t, exitOK, code, errs)
+	var s struct {
+		Fitted []struct{ Field, Result, Row string }
+		Costs  []struct {
+			Name      string `json:"name"`
+			NS        int64  `json:"ns"`
+			DefaultNS int64  `json:"default_ns"`
+			Kind      string `json:"kind"`
+			Fit       string `json:"fit"`
+			Override  string `json:"override"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Len(t, s.Fitted, 4)
+	kinds := map[string]string{}
+	for _, c := range s.Costs {
+		kinds[c.Name] = c.Kind + c.Fit
+		if c.Name == "dma_map_iommu" {
+			assert.Equal(t, int64(4000), c.NS)
+			assert.Equal(t, int64(100), c.DefaultNS)
+			assert.Contains(t, c.Override, "fitted on R1")
+		}
+	}
+	assert.Equal(t, "fittedR4", kinds["buddy_per_page"])
+	assert.Equal(t, "estimate", kinds["kick_vmexit"])
+}
+
+func TestRunELFObject(t *testing.T) {
+	code, out, errs := runCLI("run", "--packets", "500", "--json", "--xdp-object", "../../engine/bpf/testdata/xdp_filter.o", "xdp-pass")
+	require.Equal(t, exitOK, code, errs)
+	var s struct{ Counters map[string]uint64 }
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Equal(t, s.Counters["rx_packets"], s.Counters["rx_xdp_packets"])
+}
+
+// TestPresetListNamesKernels: each preset is listed with the kernel it
+// runs on, the published results on the kernel of their date.
+func TestPresetListNamesKernels(t *testing.T) {
+	code, out, errs := runCLI("preset")
+	require.Equal(t, exitOK, code, errs)
+	kernelOf := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(line)
+		require.GreaterOrEqual(t, len(f), 3, line)
+		kernelOf[f[0]] = f[2]
+	}
+	for name, want := range map[string]string{
+		"default": "7.0", "r1-upstream": "6.4", "r2-mtu9000-before": "6.0", "r2-mtu9000-after": "6.1",
+		"r3-napi-local-off": "6.4", "r3-napi-local-on": "6.5", "r4-page-pool-same-cpu": "4.17",
+	} {
+		assert.Equal(t, want, kernelOf[name], name)
+	}
+	code, out, errs = runCLI("preset", "r1-upstream")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, `"kernel": "6.4"`)
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"ringlab/internal/cli"
+	"ringlab/server/assets"
+	"ringlab/server/hub"
+	"ringlab/server/metrics"
+	"ringlab/server/promexp"
+	"ringlab/server/rooms"
+	"ringlab/server/wspeer"
+	"ringlab/web"
+)
+
+// HTTP server limits.
+const (
+	// serveDefaultAddr is loopback only: exposing the server to a LAN (for a
+	// workshop) is a deliberate --addr.
+	serveDefaultAddr = "127.0.0.1:8080"
+	// serveReadHeaderTimeout bounds a request's headers (slowloris).
+	serveReadHeaderTimeout = 10 * time.Second
+	// serveReadTimeout bounds reading a whole request; bodies are small.
+	serveReadTimeout = 30 * time.Second
+	// serveWriteTimeout bounds writing a response: main.wasm.gz is about
+	// 3 MB, a minute is 400 kbit/s. WebSockets clear it when they upgrade.
+	serveWriteTimeout = time.Minute
+	// serveIdleTimeout closes idle keep-alive connections.
+	serveIdleTimeout = 2 * time.Minute
+	// serveMaxHeaderBytes bounds request headers.
+	serveMaxHeaderBytes = 64 << 10
+	// serveShutdownTimeout bounds a clean shutdown: close frames, the
+	// peers' answers (wspeer.CloseGrace) and running requests.
+	serveShutdownTimeout = 5 * time.Second
+)
+
+// serveConfig is what serve runs with.
+type serveConfig struct {
+	addr         string
+	source       string           // the default source's spec
+	sources      []string         // other specs clients may subscribe to
+	allowOrigins []string         // origins allowed besides the same host
+	registry     metrics.Registry // the source kinds
+	files        fs.FS            // the page
+	logger       *slog.Logger
+}
+
+// listFlag is a flag that may be repeated or given a comma-separated list.
+type listFlag = cli.ListFlag
+
+func runServe(args []string, stdout, stderr io.Writer) int {
+	reg := sourceKinds()
+	cfg := serveConfig{registry: reg, files: web.Files}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.addr, "addr", serveDefaultAddr, "listen address; use a LAN address (or :8080) for a workshop")
+	fs.StringVar(&cfg.source, "source", simKind, fmt.Sprintf("metric source: KIND or KIND:ARG, kinds: %s", strings.Join(reg.Kinds(), ", ")))
+	fs.Var((*listFlag)(&cfg.sources), "allow-source", "another source clients may subscribe to (repeatable or comma-separated)")
+	fs.Var((*listFlag)(&cfg.allowOrigins), "allow-origin", "a browser origin allowed besides the server's own, as http://host:port (repeatable or comma-separated)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: ringlab serve [flags]
+
+Serves the playground page, live metrics over WebSocket (/ws/metrics),
+workshop rooms (POST /api/rooms, /ws/room/{id}) and Prometheus /metrics,
+until SIGINT or SIGTERM. docs/protocol.md describes the protocol.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab serve"); !ok {
+		return code
+	}
+	for _, spec := range append([]string{cfg.source}, cfg.sources...) {
+		if !reg.Has(spec) {
+			fmt.Fprintf(stderr, "ringlab serve: unknown source kind in %q; registered kinds: %s\n", spec, strings.Join(reg.Kinds(), ", "))
+			return exitUsage
+		}
+	}
+	if _, err := wspeer.NewOriginPolicy(cfg.allowOrigins); err != nil {
+		fmt.Fprintf(stderr, "ringlab serve: --allow-origin: %v\n", err)
+		return exitUsage
+	}
+	cfg.logger = slog.New(slog.NewTextHandler(stderr, nil))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := serve(ctx, cfg, func(addr net.Addr) {
+		fmt.Fprintf(stdout, "ringlab: serving http://%s/ with source %s (Ctrl-C stops)\n", addr, cfg.source)
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "ringlab serve: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// serve runs the server until ctx is done, then shuts it down cleanly:
+// WebSocket clients get a 1001 close frame, running requests finish, the
+// source is closed. ready is called with the bound address once the
+// server accepts connections.
+func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
+	log := cfg.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	static, err := assets.New(cfg.files)
+	if err != nil {
+		return err
+	}
+	if !static.WasmBuilt() {
+		log.Warn("the browser engine is not embedded: run `make wasm` and rebuild (`make run` does both); the page says so too")
+	}
+	origins, err := wspeer.NewOriginPolicy(cfg.allowOrigins)
+	if err != nil {
+		return fmt.Errorf("--allow-origin: %w", err)
+	}
+	src, err := cfg.registry.Open(cfg.source)
+	if err != nil {
+		return err
+	}
+	src = metrics.Serialized(src) // shared by the hub and /metrics
+	defer func() {
+		if err := src.Close(); err != nil {
+			log.Warn("closing the source", "source", cfg.source, "err", err)
+		}
+	}()
+
+	metricsHub, err := hub.New(hub.Options{Default: src, Open: cfg.registry.Open, Sources: cfg.sources, Origins: origins, Logger: log})
+	if err != nil {
+		return err
+	}
+	roomReg := rooms.New(rooms.Options{Origins: origins, Logger: log})
+	prom := prometheus.NewRegistry()
+	prom.MustRegister(promexp.New(src), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws/metrics", metricsHub)
+	roomReg.Register(mux)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prom, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.Handle("/", static)
+
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: serveReadHeaderTimeout,
+		ReadTimeout:       serveReadTimeout,
+		WriteTimeout:      serveWriteTimeout,
+		IdleTimeout:       serveIdleTimeout,
+		MaxHeaderBytes:    serveMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		roomReg.Close(context.Background()) // no connection yet: returns at once
+		metricsHub.Close(context.Background())
+		return fmt.Errorf("listening: %w", err)
+	}
+	log.Info("serving", "addr", ln.Addr().String(), "source", cfg.source, "wasm", static.WasmBuilt())
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case serveErr = <-served:
+	}
+	return errors.Join(serveErr, shutdown(srv, metricsHub, roomReg, served, serveErr == nil))
+}
+
+// shutdown stops the listener, sends the WebSocket clients their close
+// frames (http.Server.Shutdown does not see hijacked connections), lets
+// running requests finish, all within serveShutdownTimeout.
+func shutdown(srv *http.Server, h *hub.Hub, r *rooms.Registry, served <-chan error, running bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), serveShutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	var srvErr, hubErr, roomsErr error
+	wg.Go(func() { srvErr = srv.Shutdown(ctx) })
+	wg.Go(func() { hubErr = h.Close(ctx) })
+	wg.Go(func() { roomsErr = r.Close(ctx) })
+	wg.Wait()
+	if running {
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			srvErr = errors.Join(srvErr, err)
+		}
+	}
+	return errors.Join(srvErr, hubErr, roomsErr)
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/server/assets"
+	"ringlab/server/metrics"
+	"ringlab/web"
+)
+
+// served is a serve running in the background on a loopback port.
+type served struct {
+	base   string // http://127.0.0.1:port
+	cancel context.CancelFunc
+	done   chan error
+	mu     sync.Mutex
+	opened []*metrics.Fake
+}
+
+func startServe(t *testing.T) *served {
+	s := &served{done: make(chan error, 1)}
+	reg := metrics.Registry{"fake": func(arg string) (metrics.Source, error) {
+		src, err := metrics.OpenFake(arg)
+		s.mu.Lock()
+		s.opened = append(s.opened, src.(*metrics.Fake))
+		s.mu.Unlock()
+		return src, err
+	}}
+	cfg := serveConfig{
+		addr:     "127.0.0.1:0",
+		source:   "fake",
+		registry: reg,
+		files:    fstest.MapFS{"index.html": {Data: []byte("<title>ringlab</title>")}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	ready := make(chan net.Addr, 1)
+	go func() { s.done <- serve(ctx, cfg, func(a net.Addr) { ready <- a }) }()
+	select {
+	case a := <-ready:
+		s.base = "http://" + a.String()
+	case err := <-s.done:
+		t.Fatalf("serve: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-s.done:
+		case <-time.After(serveShutdownTimeout + time.Second):
+			t.Error("serve did not return after cancel")
+		}
+	})
+	return s
+}
+
+func (s *served) get(t *testing.T, path string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Get(s.base + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+func (s *served) dial(t *testing.T, path string) *websocket.Conn {
+	t.Helper()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(s.base, "http")+path, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func readJSON(t *testing.T, c *websocket.Conn) map[string]any {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, data, err := c.ReadMessage()
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(data, &m))
+	return m
+}
+
+// readCloseCode reads until the connection ends and returns the close code.
+func readCloseCode(t *testing.T, c *websocket.Conn) int {
+	t.Helper()
+	for {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _, err := c.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			require.ErrorAs(t, err, &ce)
+			return ce.Code
+		}
+	}
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	s := startServe(t)
+
+	resp, body := s.get(t, "/healthz")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "ok\n", body)
+
+	resp, body = s.get(t, "/")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, "make wasm", "no wasm in this file system: the page says how to build it")
+	resp, _ = s.get(t, "/main.wasm")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	resp, body = s.get(t, "/metrics")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	require.NoError(t, err)
+	kicks := families["ringlab_rx_kicks_total"]
+	require.NotNil(t, kicks, "the source's counters are exported")
+	require.Len(t, kicks.GetMetric(), 2)
+	for _, m := range kicks.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		assert.Equal(t, "fake", labels["source"])
+		assert.Contains(t, []string{"0", "1"}, labels["queue"])
+	}
+	assert.NotNil(t, families["go_goroutines"], "the Go runtime's metrics too")
+
+	metricsWS := s.dial(t, "/ws/metrics")
+	hello := readJSON(t, metricsWS)
+	assert.Equal(t, "hello", hello["type"])
+	assert.Equal(t, "fake", hello["source"])
+	assert.Equal(t, "snapshot", readJSON(t, metricsWS)["type"])
+
+	resp, err = http.Post(s.base+"/api/rooms", "application/json", nil)
+	require.NoError(t, err)
+	var created struct {
+		Room            string `json:"room"`
+		JoinURL         string `json:"join_url"`
+		InstructorToken string `json:"instructor_token"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&created))
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	assert.Equal(t, s.base+"/?room="+created.Room, created.JoinURL)
+	roomWS := s.dial(t, "/ws/room/"+created.Room)
+	require.NoError(t, roomWS.WriteMessage(websocket.TextMessage, []byte(`{"type":"join","role":"student"}`)))
+	assert.Equal(t, "welcome", readJSON(t, roomWS)["type"])
+
+	// SIGTERM's equivalent: both WebSockets get 1001, serve returns, the
+	// source is closed and the port is released.
+	s.cancel()
+	assert.Equal(t, websocket.CloseGoingAway, readCloseCode(t, metricsWS))
+	assert.Equal(t, websocket.CloseGoingAway, readCloseCode(t, roomWS))
+	select {
+	case err := <-s.done:
+		require.NoError(t, err)
+	case <-time.After(serveShutdownTimeout + time.Second):
+		t.Fatal("serve did not return")
+	}
+	s.done <- nil // for the cleanup
+	s.mu.Lock()
+	require.Len(t, s.opened, 1)
+	assert.True(t, s.opened[0].Closed(), "the source is closed on shutdown")
+	s.mu.Unlock()
+	_, err = net.DialTimeout("tcp", strings.TrimPrefix(s.base, "http://"), time.Second)
+	assert.Error(t, err, "nothing listens any more")
+}
+
+func TestServeTraversalOverTheWire(t *testing.T) {
+	s := startServe(t)
+	for _, target := range []string{"/../go.mod", "/%2e%2e/go.mod", "/%2e%2e%2fserver%2fmain.go", "/..%2f..%2fgo.mod"} {
+		req, err := http.NewRequest("GET", s.base+"/", nil)
+		require.NoError(t, err)
+		req.URL.Opaque = target
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.NotContains(t, string(b), "module ringlab", target)
+		assert.NotContains(t, string(b), "package main", target)
+	}
+}
+
+func TestServeFailsClearly(t *testing.T) {
+	reg := metrics.Registry{"fake": metrics.OpenFake}
+	base := serveConfig{addr: "127.0.0.1:0", source: "fake", registry: reg, files: fstest.MapFS{}}
+
+	cfg := base
+	cfg.source = "sim"
+	err := serve(context.Background(), cfg, nil)
+	require.ErrorIs(t, err, metrics.ErrUnknownKind)
+	assert.Contains(t, err.Error(), "registered: fake")
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	cfg = base
+	cfg.addr = ln.Addr().String()
+	err = serve(context.Background(), cfg, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "listening")
+}
+
+func TestRunServeArguments(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStderr string
+	}{
+		{"help", []string{"help", "serve"}, exitOK, "-allow-origin value"},
+		{"unknown source kind", []string{"serve", "--source", "nope"}, exitUsage, `unknown source kind in "nope"; registered kinds: demo`},
+		{"unknown allowed source", []string{"serve", "--allow-source", "demo,nope"}, exitUsage, `"nope"`},
+		{"bad origin", []string{"serve", "--allow-origin", "example.com"}, exitUsage, "--allow-origin"},
+		{"stray argument", []string{"serve", "now"}, exitUsage, `unexpected argument "now"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			assert.Equal(t, tc.wantCode, dispatch(tc.args, &out, &errb))
+			assert.Contains(t, errb.String(), tc.wantStderr)
+		})
+	}
+	var out bytes.Buffer
+	dispatch([]string{"help"}, &out, io.Discard)
+	assert.Contains(t, out.String(), "serve")
+}
+
+func TestDefaultSource(t *testing.T) {
+	assert.True(t, sourceKinds().Has(simKind), "the default source is registered")
+
+	var errb bytes.Buffer
+	require.Equal(t, exitOK, runServe([]string{"-h"}, io.Discard, &errb))
+	assert.Contains(t, errb.String(), `(default "`+simKind+`")`, "--source's default")
+	assert.Contains(t, errb.String(), `(default "`+serveDefaultAddr+`")`, "--addr's default")
+}
+
+func TestEmbeddedWebFiles(t *testing.T) {
+	h, err := assets.New(web.Files)
+	require.NoError(t, err, "the embedded main.wasm.gz, when built, is gzip")
+	for path, want := range map[string]int{"/index.html": http.StatusOK, "/embed.go": http.StatusNotFound} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		assert.Equal(t, want, w.Code, path)
+	}
+	_, err = web.Files.Open("main.wasm")
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the raw wasm is never embedded")
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"ringlab/server/hostsrc"
+	"ringlab/tutorials"
+)
+
+// maxTutorialBytes bounds a tutorial file read from disk.
+const maxTutorialBytes = 1 << 20
+
+func tutorialUsage(w io.Writer) {
+	fmt.Fprint(w, `Usage: ringlab tutorial <list|run|check|export> [flags] [NAME|FILE ...]
+
+  list [--json]                     the tutorials: number, name, level, duration, steps, checks
+  run [--json] [--no-prose] NAME    run one tutorial headless: each step's prose, the
+                                    engine's figures and every check with its operands
+  check [-v] [NAME|FILE ...]        run every step of every tutorial (or those named) and
+                                    fail on any check that does not hold or any file
+                                    that does not parse
+  export NAME                       the parsed tutorial as JSON (the browser's form)
+
+NAME is a tutorial's name, number or file name (see list); FILE is a path to a
+tutorial file being written (anything ending in .md). The format is described
+in tutorials/README.md.
+`)
+}
+
+func runTutorial(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		tutorialUsage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		tutorialUsage(stderr)
+		return exitOK
+	case "list":
+		return tutorialList(args[1:], stdout, stderr)
+	case "run":
+		return tutorialRun(args[1:], stdout, stderr)
+	case "check":
+		return tutorialCheck(args[1:], stdout, stderr)
+	case "export":
+		return tutorialExport(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "ringlab tutorial: unknown subcommand %q\n\n", args[0])
+	tutorialUsage(stderr)
+	return exitUsage
+}
+
+func tutorialFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("tutorial "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { tutorialUsage(stderr) }
+	return fs
+}
+
+// loadTutorial finds an embedded tutorial by name, or reads a file when
+// arg looks like a path.
+func loadTutorial(arg string) (*tutorials.Tutorial, error) {
+	if strings.HasSuffix(arg, ".md") && strings.ContainsRune(arg, filepath.Separator) || fileExists(arg) && strings.HasSuffix(arg, ".md") {
+		return loadTutorialFile(arg)
+	}
+	return tutorials.Find(arg)
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func loadTutorialFile(path string) (*tutorials.Tutorial, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxTutorialBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxTutorialBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxTutorialBytes)
+	}
+	t, err := tutorials.Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	base := strings.TrimSuffix(filepath.Base(path), ".md")
+	t.Name = base
+	if len(base) > 3 && base[2] == '-' && base[0] >= '0' && base[0] <= '9' && base[1] >= '0' && base[1] <= '9' {
+		t.Number = int(base[0]-'0')*10 + int(base[1]-'0')
+		t.Name = base[3:]
+	}
+	return t, nil
+}
+
+// tutorialOptions are the options every headless run uses: measurements
+// shared between tutorials, and the host read through server/hostsrc.
+func tutorialOptions() tutorials.Options {
+	return tutorials.Options{Host: readHost, Cache: tutorials.NewCache()}
+}
+
+// readHost reads a real interface's counters for the host directive,
+// named as everywhere else (hostsrc.Sample.Figures: sysfs statistics,
+// per-queue ethtool counters as rx0_kicks, ethtool.NAME, page_pools,
+// page_pool.*, softnet.*). It only reads.
+func readHost(iface string) (map[string]float64, error) {
+	src, err := hostsrc.Open(iface)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	smp, err := src.Read()
+	if err != nil {
+		return nil, err
+	}
+	return smp.Figures(), nil
+}
+
+// countChecks counts a tutorial's check and answer directives.
+func countChecks(t *tutorials.Tutorial) int {
+	n := 0
+	for _, st := range t.Steps {
+		for _, d := range st.Directives {
+			if d.Op == tutorials.OpCheck || d.Op == tutorials.OpAnswer {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func tutorialList(args []string, stdout, stderr io.Writer) int {
+	fs := tutorialFlags("list", stderr)
+	asJSON := fs.Bool("json", false, "print a JSON array")
+	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab tutorial list"); !ok {
+		return code
+	}
+	all, err := tutorials.All()
+	if err != nil {
+		fmt.Fprintf(stderr, "ringlab tutorial list: %v\n", err)
+		if len(all) == 0 {
+			return exitFail
+		}
+	}
+	if *asJSON {
+		type entry struct {
+			Number     int      `json:"number"`
+			Name       string   `json:"name"`
+			Title      string   `json:"title"`
+			Level      string   `json:"level"`
+			Minutes    int      `json:"minutes"`
+			Steps      int      `json:"steps"`
+			Checks     int      `json:"checks"`
+			Learn      []string `json:"learn"`
+			Reproduces []string `json:"reproduces,omitempty"`
+		}
+		out := []entry{}
+		for _, t := range all {
+			out = append(out, entry{t.Number, t.Name, t.Title, t.Level, t.Minutes, len(t.Steps), countChecks(t), t.Learn, t.Reproduces})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return exitFail
+		}
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "#\tname\tlevel\tduration\tsteps\tchecks\ttitle")
+		for _, t := range all {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", t.Number, t.Name, t.Level, t.Duration, len(t.Steps), countChecks(t), t.Title)
+		}
+		tw.Flush()
+	}
+	if err != nil {
+		return exitFail
+	}
+	return exitOK
+}
+
+func tutorialRun(args []string, stdout, stderr io.Writer) int {
+	fs := tutorialFlags("run", stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	noProse := fs.Bool("no-prose", false, "print the directives and figures without the prose")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "ringlab tutorial run: want one tutorial name or file")
+		return exitUsage
+	}
+	t, err := loadTutorial(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "ringlab tutorial run: %v\n", err)
+		return exitFail
+	}
+	opts := tutorialOptions()
+	if *asJSON {
+		r := tutorials.Run(t, opts)
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return exitFail
+		}
+		if r.Failed > 0 {
+			return exitFail
+		}
+		return exitOK
+	}
+	tutorials.WriteHeader(stdout, t)
+	if !*noProse {
+		tutorials.WriteIntro(stdout, t)
+	}
+	r := &tutorials.Report{Tutorial: t.Name, File: t.File}
+	s := tutorials.NewSession(t, opts)
+	for !s.Done() {
+		i := s.Next()
+		st := s.RunStep()
+		tutorials.WriteStep(stdout, &t.Steps[i], &st, !*noProse)
+		r.Steps = append(r.Steps, st)
+		r.Checks += st.Checks
+		r.Failed += st.Failed
+		r.Skipped += st.Skipped
+	}
+	fmt.Fprintf(stdout, "\n%s\n", r.Summary())
+	if r.Failed > 0 {
+		for _, f := range r.Failures() {
+			fmt.Fprintln(stderr, f)
+		}
+		return exitFail
+	}
+	return exitOK
+}
+
+func tutorialCheck(args []string, stdout, stderr io.Writer) int {
+	fs := tutorialFlags("check", stderr)
+	verbose := fs.Bool("v", false, "print every step's transcript")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	start := time.Now()
+	var list []*tutorials.Tutorial
+	badFiles := 0
+	if fs.NArg() == 0 {
+		all, err := tutorials.All()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			badFiles += countErrors(err)
+		}
+		list = all
+		if len(all) == 0 && err == nil {
+			fmt.Fprintln(stderr, "ringlab tutorial check: no tutorials are embedded")
+			return exitFail
+		}
+	} else {
+		for _, a := range fs.Args() {
+			t, err := loadTutorial(a)
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+				badFiles++
+				continue
+			}
+			list = append(list, t)
+		}
+	}
+	opts := tutorialOptions()
+	checks, failed, skipped := 0, 0, 0
+	for _, t := range list {
+		r := tutorials.Run(t, opts)
+		if *verbose {
+			tutorials.WriteHeader(stdout, t)
+			for i := range r.Steps {
+				tutorials.WriteStep(stdout, &t.Steps[i], &r.Steps[i], false)
+			}
+			fmt.Fprintln(stdout)
+		}
+		checks += r.Checks
+		failed += r.Failed
+		skipped += r.Skipped
+		fmt.Fprintln(stdout, r.Summary())
+		for _, f := range r.Failures() {
+			fmt.Fprintln(stderr, f)
+		}
+	}
+	summary := fmt.Sprintf("%d tutorials, %d checks, %d failed", len(list), checks, failed)
+	if skipped > 0 {
+		summary += fmt.Sprintf(", %d skipped", skipped)
+	}
+	if badFiles > 0 {
+		summary += fmt.Sprintf(", %d files that do not parse", badFiles)
+	}
+	fmt.Fprintf(stdout, "%s, in %s\n", summary, time.Since(start).Round(time.Millisecond))
+	if failed > 0 || badFiles > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// countErrors counts the files in a joined error from tutorials.All.
+func countErrors(err error) int {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return len(j.Unwrap())
+	}
+	return 1
+}
+
+func tutorialExport(args []string, stdout, stderr io.Writer) int {
+	fs := tutorialFlags("export", stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "ringlab tutorial export: want one tutorial name or file")
+		return exitUsage
+	}
+	t, err := loadTutorial(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "ringlab tutorial export: %v\n", err)
+		return exitFail
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(t); err != nil {
+		fmt.Fprintf(stderr, "ringlab tutorial export: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,0 +1,53 @@
+// Package cli holds the command-line conventions the ringlab binary
+// (cmd/ringlab) and the commands it runs from other packages
+// (internal/bench) share: exit statuses, flags of a command that takes
+// no arguments, and flags given as lists.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit statuses.
+const (
+	ExitOK    = 0
+	ExitFail  = 1 // the command ran and failed
+	ExitUsage = 2 // bad arguments or bad input
+)
+
+// ParseFlagsOnly parses the flags of a subcommand that takes no
+// arguments. ok is false when the caller should return code: ExitOK after
+// -h (the usage was printed), ExitUsage after a bad flag or an argument,
+// which it names as cmd's.
+func ParseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer, cmd string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, false
+		}
+		return ExitUsage, false
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", cmd, fs.Arg(0))
+		return ExitUsage, false
+	}
+	return ExitOK, true
+}
+
+// ListFlag is a flag that may be repeated or given a comma-separated list.
+type ListFlag []string
+
+func (l *ListFlag) String() string { return strings.Join(*l, ",") }
+
+// Set adds the comma-separated values of v.
+func (l *ListFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}

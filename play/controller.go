@@ -1,0 +1,623 @@
+package play
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+
+	"ringlab/engine/scenario"
+	"ringlab/engine/view"
+	"ringlab/engine/vocab"
+)
+
+// Wall-clock periods of the page's updates, in ns of wall time as the
+// shell reports it with Tick.
+const (
+	StatePeriod  = 125_000_000   // a state at least this often, about 8 a second
+	RecordPeriod = 250_000_000   // the selection's live inspect record at most this often
+	SeekPeriod   = 1_000_000_000 // an instructor's seek while the room plays
+)
+
+// Controller is the playground's logic, driven the way a raft node is:
+// Handle takes one input at a time and answers what must be answered at
+// once; Tick tells it how much wall time passed; Work runs the engine in
+// budgets of events; Ready says what to draw and what to send. It holds
+// the run (a Session: the configurations, the command log, compare
+// mode), the playing state and speed, the selection, the canvas layout,
+// the tutorial being read and the workshop room followed. It does no I/O
+// and reads no clock: the same inputs give the same outputs, which the
+// transcripts in testdata pin.
+type Controller struct {
+	sess    *Session
+	playing bool
+	bench   string
+
+	gap     int64   // wall ns between the last two ticks (Tick)
+	acc     float64 // events owed to the speed, less than one
+	owed    uint64  // whole events owed this tick
+	accrued bool    // owed is this tick's
+
+	sinceState, sinceRecord, sinceSeek int64 // wall ns
+	force                              bool  // a state is due
+	syncs                              []int // ids of Sync requests waiting for the work to end
+	outbox                             []Out // what Work produced for Ready
+
+	sel        view.Target
+	selChanged bool
+
+	w, h   float64 // canvas size (Resize)
+	layout view.Layout
+	laid   [2]int // panes and CPUs layout was made for
+	phase  float64
+
+	described map[string]bool // rows whose Number the page has
+
+	tut  tutorialRun
+	room room
+}
+
+// Bench modes of a ?bench= link (web/README.md, "Benchmark mode").
+var benchModes = []string{"", "empty", "view", "engine"}
+
+// New starts the playground on a link's query: the run it describes
+// (a bare link plays the default preset), or the default with an error
+// when the link does not describe one. It returns the first messages for
+// the page: ready, the error if any, and a state.
+func New(query string) (*Controller, []Out) {
+	c := &Controller{described: map[string]bool{}}
+	vals, _ := url.ParseQuery(strings.TrimPrefix(query, "?"))
+	c.bench = vals.Get("bench")
+	var problem string
+	if !contains(benchModes, c.bench) {
+		problem = fmt.Sprintf("unknown bench mode %q (empty, view, engine)", c.bench)
+		c.bench = ""
+	}
+	st, err := DecodeState(query)
+	if err != nil {
+		problem = "this link does not describe a run: " + err.Error()
+		st = State{A: DefaultConfig(), Speed: -1}
+	}
+	if c.bench == "engine" {
+		st = State{A: Config{Preset: "xdp-drop"}, Speed: 0}
+	}
+	if c.sess, err = NewSession(st); err != nil {
+		problem = "cannot start this run: " + err.Error()
+		c.sess, _ = NewSession(State{A: DefaultConfig(), Speed: -1})
+	}
+	// A bare link starts playing; a link with a log shows exactly where
+	// the sender stopped.
+	c.playing = len(st.Log) == 0
+	outs := []Out{c.ready()}
+	if problem != "" {
+		outs = append(outs, ErrorOut{Source: "url", Message: problem})
+	}
+	c.sess.Refresh()
+	return c, append(outs, c.state())
+}
+
+// Bench returns the link's benchmark mode ("" outside one).
+func (c *Controller) Bench() string { return c.bench }
+
+// Session returns the run (for the shell's benchmark counters and tests).
+func (c *Controller) Session() *Session { return c.sess }
+
+func (c *Controller) ready() ReadyOut {
+	var ps []PresetInfo
+	for _, p := range scenario.Presets() {
+		ps = append(ps, PresetInfo{p.Name, p.Description, p.Seed})
+	}
+	return ReadyOut{Presets: ps, Params: Params(), KeyMetrics: view.KeyMetrics, Bench: c.bench}
+}
+
+// Handle takes one input and returns what it answers right away: a reply,
+// an error naming the message, a command for the room. Every input but
+// Resize makes the next Ready send a state.
+func (c *Controller) Handle(in In) []Out {
+	id := 0
+	if r, ok := in.(Request); ok {
+		id, in = r.ID, r.In
+	}
+	if r, ok := in.(Resize); ok {
+		c.w, c.h = r.W, r.H
+		return nil
+	}
+	c.force = true
+	outs, err := c.handle(in, id)
+	if err != nil {
+		outs = append(outs, ErrorOut{Source: inType(in), ID: id, Message: err.Error()})
+	}
+	return outs
+}
+
+func (c *Controller) handle(in In, id int) ([]Out, error) {
+	if outs, taken := c.intercept(in, id); taken {
+		return outs, nil
+	}
+	return c.run(in, id)
+}
+
+// run does what in asks of the run itself.
+func (c *Controller) run(in In, id int) ([]Out, error) {
+	s := c.sess
+	switch m := in.(type) {
+	case Hello:
+		return []Out{c.ready()}, nil
+	case Click:
+		return c.click(m.X, m.Y, id), nil
+	case Sync:
+		c.syncs = append(c.syncs, id)
+	case Play:
+		c.playing = true
+	case Pause:
+		c.playing = false
+	case Toggle:
+		c.playing = !c.playing
+	case Step:
+		s.Do(m)
+		c.playing = false
+	case Seek:
+		c.seek(m.TNs)
+	case Speed:
+		s.Speed = m.EPS
+		c.acc = 0
+	case Reset:
+		c.sel = view.Target{}
+		return nil, s.Reset()
+	case Preset:
+		if _, err := scenario.LookupPreset(m.Name); err != nil {
+			return nil, err
+		}
+		return nil, c.reconfigure(m.Pane, Config{Preset: m.Name})
+	case Scenario:
+		sc, err := scenario.DecodeBytes([]byte(m.JSON))
+		if err != nil {
+			return nil, err
+		}
+		return nil, c.reconfigure(m.Pane, Config{Scenario: &sc})
+	case Set:
+		if m.Pane >= len(s.Panes) {
+			return nil, fmt.Errorf("set: no pane %d", m.Pane)
+		}
+		if err := s.Set(m.Pane, m.Key, m.Value); err != nil {
+			return nil, err
+		}
+		c.afterReconfigure(m.Pane)
+	case XDPObject:
+		if m.Pane < 0 || m.Pane >= len(s.Panes) {
+			return nil, fmt.Errorf("xdp_object: no pane %d", m.Pane)
+		}
+		if len(m.Bytes) == 0 {
+			return nil, errors.New("xdp_object: the file is empty")
+		}
+		cf, err := s.Panes[m.Pane].Config.WithObject(m.Name, m.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		return nil, c.reconfigure(m.Pane, cf)
+	case Compare:
+		if err := s.SetCompare(m.On); err != nil {
+			return nil, err
+		}
+		if !m.On && c.sel.Pane > 0 {
+			c.sel = view.Target{}
+		}
+	case Queue:
+		if m.Queue < 0 || m.Queue >= s.Panes[0].Snap.NumQueues {
+			return nil, fmt.Errorf("queue: no receive queue %d", m.Queue)
+		}
+		s.Queue = m.Queue
+		s.MarkDirty()
+	case Load:
+		st, err := DecodeState(m.Query)
+		if err != nil {
+			return nil, err
+		}
+		ns, err := NewSession(st)
+		if err != nil {
+			return nil, err
+		}
+		c.sess, c.sel = ns, view.Target{}
+		c.playing = len(st.Log) == 0
+	case Inspect:
+		out := c.record(m.Target, "request", id)
+		if _, ok := out.(InspectOut); ok {
+			c.sel = m.Target // its record follows while it changes
+		}
+		return []Out{out}, nil
+	case Layout:
+		l := c.lay()
+		conv := func(r view.Rect) Rect { return Rect{r.X, r.Y, r.W, r.H} }
+		out := LayoutOut{ID: id, W: c.w, H: c.h}
+		for _, p := range l.Panes {
+			out.Panes = append(out.Panes, map[string]Rect{"ring": conv(p.Ring), "flow": conv(p.Flow),
+				"cpus": conv(p.CPUs), "pages": conv(p.Pages), "rates": conv(p.Rates)})
+		}
+		return []Out{out}, nil
+	case Where:
+		x, y, ok := c.lay().Where(m.Target, c.snaps())
+		return []Out{WhereOut{ID: id, X: x, Y: y, OK: ok}}, nil
+	case Tutorials, Tutorial:
+		return c.tutorialInfo(in, id)
+	case TutorialStep:
+		out, err := c.tutorialStep(m.Tutorial, m.Step, id, false)
+		if err != nil {
+			return nil, err
+		}
+		outs := []Out{out}
+		if c.room.role == RoleInstructor && !c.room.replaying {
+			outs = append(outs, c.roomSend(m))
+		}
+		return outs, nil
+	case TutorialReveal:
+		// The panel revealed it already; a room's instructor shares it.
+		if c.room.role == RoleInstructor && !c.room.replaying {
+			return []Out{c.roomSend(m)}, nil
+		}
+	case RoomWelcome, RoomCommand, RoomLeave, RoomDetach, RoomSnap:
+		return c.roomInput(in)
+	default:
+		return nil, fmt.Errorf("unknown message %T", in)
+	}
+	return nil, nil
+}
+
+// seek queues what takes pane A to simulated time t (nothing when it is
+// there or past).
+func (c *Controller) seek(t int64) {
+	if d := t - int64(c.sess.Panes[0].World.Now()); d > 0 {
+		c.sess.Do(Step{UnitNs, uint64(d)})
+	}
+	c.playing = false
+}
+
+func (c *Controller) reconfigure(pane int, cf Config) error {
+	if err := c.sess.Reconfigure(pane, cf); err != nil {
+		return err
+	}
+	c.afterReconfigure(pane)
+	return nil
+}
+
+func (c *Controller) afterReconfigure(pane int) {
+	if pane == 0 {
+		c.sel = view.Target{}
+	}
+	c.sess.Queue = 0
+}
+
+func (c *Controller) snaps() []*view.Snapshot {
+	out := make([]*view.Snapshot, len(c.sess.Panes))
+	for i, p := range c.sess.Panes {
+		out[i] = &p.Snap
+	}
+	return out
+}
+
+// lay returns the layout of the canvas for the panes and CPUs now.
+func (c *Controller) lay() *view.Layout {
+	n := len(c.sess.Panes)
+	ncpu := 1
+	for _, p := range c.sess.Panes {
+		ncpu = max(ncpu, p.Scenario.CPUs)
+	}
+	if c.layout.W != c.w || c.layout.H != c.h || c.laid != [2]int{n, ncpu} || len(c.layout.Panes) != n {
+		c.layout = view.NewLayout(c.w, c.h, n, ncpu)
+		c.laid = [2]int{n, ncpu}
+	}
+	return &c.layout
+}
+
+func (c *Controller) click(x, y float64, id int) []Out {
+	t := c.lay().HitTest(x, y, c.snaps())
+	if t.Kind == view.KindNone {
+		if id != 0 {
+			return []Out{ErrorOut{Source: "click", ID: id, Message: fmt.Sprintf("nothing to inspect at (%.0f, %.0f)", x, y)}}
+		}
+		return nil
+	}
+	c.sel = t
+	c.sinceRecord = 0
+	return []Out{c.record(t, "click", id)}
+}
+
+func (c *Controller) record(t view.Target, source string, id int) Out {
+	if t.Pane < 0 || t.Pane >= len(c.sess.Panes) {
+		return ErrorOut{Source: "inspect", ID: id, Message: fmt.Sprintf("no pane %d", t.Pane)}
+	}
+	rec, err := view.Inspect(c.sess.Panes[t.Pane].World, c.sess.Queue, t)
+	if err != nil {
+		return ErrorOut{Source: "inspect", ID: id, Message: err.Error()}
+	}
+	return InspectOut{Source: source, ID: id, Record: rec}
+}
+
+// Tick tells the controller how much wall time passed since the previous
+// tick, in ns; playing runs what the speed owes for it. Call it once a
+// tick, before Work.
+func (c *Controller) Tick(elapsed int64) {
+	c.gap = max(elapsed, 0)
+	c.sinceState += c.gap
+	c.sinceRecord += c.gap
+	c.sinceSeek += c.gap
+}
+
+// Work runs at most about budget events of what is due: the room's next
+// command when the run is idle, then queued steps (a replay, the second
+// world catching up), then what playing owes this tick. It reports
+// whether more is due now; the shell calls it until then or until its
+// own deadline.
+func (c *Controller) Work(budget int) bool {
+	c.outbox = append(c.outbox, c.drainRoom()...)
+	s := c.sess
+	if s.Busy() {
+		s.Work(budget)
+		c.force = c.force || !s.Busy()
+		c.outbox = append(c.outbox, c.drainRoom()...)
+		return c.busy()
+	}
+	if !c.playing || c.room.pending() {
+		return false
+	}
+	if !c.accrued {
+		// What the speed owes for the wall time since the last tick: the
+		// speed holds whatever the tick rate.
+		c.accrued = true
+		if s.Speed <= 0 {
+			c.owed = math.MaxUint64
+		} else {
+			c.acc += s.Speed * float64(c.gap) / 1e9
+			c.owed = uint64(c.acc)
+			c.acc -= float64(c.owed)
+		}
+	}
+	if c.owed == 0 {
+		return false
+	}
+	n := s.Play(min(c.owed, uint64(budget)), budget)
+	if n == 0 {
+		if s.Stopped() != nil || !s.Pending() {
+			c.owed = 0 // idle or stopped: nothing more this tick
+			return false
+		}
+	}
+	c.owed -= uint64(n)
+	if s.Busy() { // the second world follows
+		s.Work(budget)
+	}
+	return c.owed > 0
+}
+
+// busy reports whether work is due that a Sync waits for.
+func (c *Controller) busy() bool { return c.sess.Busy() || c.room.pending() }
+
+// Frame is the result of a tick: what to send the page and what to draw.
+type Frame struct {
+	Send []Out
+	Draw Draw
+}
+
+// Draw is everything the shell draws; it reads nothing else.
+type Draw struct {
+	W, H    float64
+	Layout  *view.Layout
+	Header  string // the canvas's top line
+	Stopped string // why pane A's world stopped, "" while it runs
+	Panes   []DrawPane
+	Sel     view.Target
+	Phase   float64 // ticks so far, for the flow view's animation
+}
+
+// DrawPane is one pane's pictures.
+type DrawPane struct {
+	Label string // "A: preset default, ring_size=32" in compare mode
+	Snap  *view.Snapshot
+	Rates *view.Rates
+	XDP   bool // a program is attached: the flow view shows its verdicts
+}
+
+// Ready ends a tick: it refreshes the snapshots of what ran and returns
+// what to send (a state when one is due, the Syncs the finished work
+// answers, the selection's live record, the room's commands) and what to
+// draw.
+func (c *Controller) Ready() Frame {
+	s := c.sess
+	if s.Refresh() {
+		c.selChanged = true
+	}
+	if s.Stopped() != nil && c.playing {
+		c.playing = false
+		c.force = true
+	}
+	if s.Speed > 0 && c.owed > 0 {
+		c.acc = 0 // too slow to keep up: do not pile up a debt
+	}
+	c.owed, c.accrued = 0, false
+	c.phase++
+	out := c.outbox
+	c.outbox = nil
+	if c.room.role == RoleInstructor && c.room.playing && c.playing && c.sinceSeek >= SeekPeriod {
+		out = append(out, c.roomSend(Seek{int64(s.Panes[0].World.Now())}))
+		c.sinceSeek = 0
+	}
+	idle := !c.busy()
+	if c.force || c.sinceState >= StatePeriod || (len(c.syncs) > 0 && idle) {
+		out = append(out, c.state())
+		c.sinceState, c.force = 0, false
+	}
+	if len(c.syncs) > 0 && idle {
+		for _, id := range c.syncs {
+			out = append(out, SyncedOut{ID: id})
+		}
+		c.syncs = c.syncs[:0]
+	}
+	if c.sel.Kind != view.KindNone && c.selChanged && c.sinceRecord >= RecordPeriod {
+		out = append(out, c.record(c.sel, "live", 0))
+		c.sinceRecord, c.selChanged = 0, false
+	}
+	return Frame{Send: out, Draw: c.draw()}
+}
+
+func (c *Controller) draw() Draw {
+	s := c.sess
+	d := Draw{W: c.w, H: c.h, Layout: c.lay(), Sel: c.sel, Phase: c.phase}
+	a := &s.Panes[0].Snap
+	st := "paused"
+	if c.playing {
+		st = "playing, as fast as it goes"
+		if s.Speed > 0 {
+			st = fmt.Sprintf("playing, %g events/s", s.Speed)
+		}
+	}
+	if c.busy() {
+		st = "working through commands..."
+	}
+	d.Header = fmt.Sprintf("ringlab  %s  %s mode   t = %s   %d events   %d packets   %s",
+		a.Name, a.Mode, view.FormatNs(a.Now), a.Events, a.Packets, st)
+	d.Stopped = a.Err
+	for i, p := range s.Panes {
+		d.Panes = append(d.Panes, DrawPane{Label: []string{"A: ", "B: "}[i] + describe(&p.Config),
+			Snap: &p.Snap, Rates: &p.Rates, XDP: p.Scenario.XDP != nil})
+	}
+	return d
+}
+
+// state is the page's picture of the run.
+func (c *Controller) state() StateOut {
+	s := c.sess
+	st := s.State()
+	out := StateOut{Playing: c.playing, Speed: s.Speed, Busy: c.busy(), Query: st.Encode(),
+		Compare: len(s.Panes) > 1, Queue: s.Queue, NumQueues: s.Panes[0].Snap.NumQueues}
+	for i, p := range s.Panes {
+		ps := PaneState{Name: p.Scenario.Name, Description: p.Scenario.Description, Mode: p.Snap.Mode,
+			Config: describe(&p.Config), Params: map[string]string{}, Error: p.Snap.Err}
+		if p.Config.Scenario == nil {
+			ps.Preset = p.Config.presetName()
+		}
+		for _, kv := range p.Config.Set {
+			ps.Changed = append(ps.Changed, kv.Key+"="+kv.Value)
+		}
+		for _, k := range ParamKeys() {
+			ps.Params[k], _ = GetParam(&p.Scenario, k)
+		}
+		for _, m := range p.Metrics {
+			ps.Metrics = append(ps.Metrics, [2]any{m.Name, m.Value})
+			if !c.described[m.Name] {
+				c.described[m.Name] = true
+				if d, ok := vocab.Lookup(m.Name); ok {
+					if out.Numbers == nil {
+						out.Numbers = map[string]Number{}
+					}
+					out.Numbers[m.Name] = Number{d.Unit, d.Kind, d.Help}
+				}
+			}
+		}
+		if i == 0 {
+			for _, e := range p.Events {
+				ps.Events = append(ps.Events, EventState{e.Seq, e.Head(), e.ChangeList()})
+			}
+		}
+		out.Panes = append(out.Panes, ps)
+	}
+	if c.room.role != "" {
+		r := c.room.state()
+		out.Room = &r
+	}
+	return out
+}
+
+// describe writes a configuration in words: "preset default,
+// ring_size=32".
+func describe(c *Config) string {
+	var b strings.Builder
+	if c.Scenario != nil {
+		b.WriteString("scenario " + c.Scenario.Name)
+	} else {
+		b.WriteString("preset " + c.presetName())
+	}
+	for _, kv := range c.Set {
+		b.WriteString(", " + kv.Key + "=" + kv.Value)
+	}
+	return b.String()
+}
+
+// inType names an input as its JSON type does (for the source of an
+// error).
+func inType(in In) string {
+	switch in.(type) {
+	case Preset:
+		return "preset"
+	case Set:
+		return "set"
+	case Step:
+		return "step"
+	case Seek:
+		return "seek"
+	case Play:
+		return "play"
+	case Pause:
+		return "pause"
+	case TutorialStep:
+		return "tutorial_step"
+	case TutorialReveal:
+		return "tutorial_reveal"
+	case Hello:
+		return "hello"
+	case Toggle:
+		return "toggle"
+	case Speed:
+		return "speed"
+	case Reset:
+		return "reset"
+	case Scenario:
+		return "scenario"
+	case XDPObject:
+		return "xdp_object"
+	case Compare:
+		return "compare"
+	case Queue:
+		return "queue"
+	case Inspect:
+		return "inspect"
+	case Click:
+		return "click"
+	case Where:
+		return "where"
+	case Layout:
+		return "layout"
+	case Load:
+		return "load"
+	case Sync:
+		return "sync"
+	case Tutorials:
+		return "tutorials"
+	case Tutorial:
+		return "tutorial"
+	case RoomWelcome:
+		return "room_welcome"
+	case RoomCommand:
+		return "room_command"
+	case RoomLeave:
+		return "room_leave"
+	case RoomDetach:
+		return "room_detach"
+	case RoomSnap:
+		return "room_snap"
+	case Resize:
+		return "resize"
+	}
+	return fmt.Sprintf("%T", in)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// errNotInRoom is the room inputs' error outside a room.
+var errNotInRoom = errors.New("not in a workshop room")

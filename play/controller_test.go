@@ -1,0 +1,498 @@
+package play
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"ringlab/internal/datadriven"
+)
+
+// TestTranscripts runs testdata/*.txt: inputs to controllers (the page's
+// messages as JSON, ticks of wall time, a workshop room's server) and the
+// outputs they must give. `go test ./play -update` rewrites them.
+//
+// Commands:
+//
+//	new [name=N]              a controller on the link's query (the input line)
+//	handle [on=N]             one page message (JSON) per input line
+//	tick [on=N] [ms=125] [n=1] [events=4096] [only=(types)]
+//	                          n ticks of ms each, working at most events a tick;
+//	                          only prints the outputs of those types
+//	settle [on=N]             sync, and tick until it is answered; prints the last state
+//	draw [on=N]               what the last tick said to draw
+//	metrics [on=N] [pane=0] names=(a,b)
+//	                          rows of the last state's counters table
+//	parse                     room commands (JSON, one a line): canonical, or why refused
+//	room create               a room whose scenario is the input (JSON; empty for none)
+//	room join name=N role=R   N joins the room: welcome with the room's log
+//	room echo                 the server numbers what instructors sent and broadcasts it
+//	same a=N b=M              do N's and M's pane A hold the same world?
+func TestTranscripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := &harness{ctls: map[string]*ctl{}}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return h.run(t, d)
+		})
+	})
+}
+
+type ctl struct {
+	c     *Controller
+	last  Frame
+	state *stateSeen
+}
+
+type harness struct {
+	ctls    map[string]*ctl
+	cur     string
+	room    *fakeRoom
+	members []string
+}
+
+// fakeRoom is what server/rooms does with commands: check them, number
+// them in canonical form, keep the log, broadcast.
+type fakeRoom struct {
+	scenario json.RawMessage
+	log      []RoomEntry
+	sent     []json.RawMessage // instructors' commands not broadcast yet
+}
+
+func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
+	name, ok := d.Arg("on")
+	if !ok {
+		name, ok = d.Arg("name")
+	}
+	if !ok {
+		name = h.cur
+	}
+	if d.Cmd == "new" {
+		if name == "" {
+			name = "page"
+		}
+		c, outs := New(strings.TrimSpace(d.Input))
+		h.ctls[name] = &ctl{c: c}
+		h.cur = name
+		return h.print(name, outs)
+	}
+	if d.Cmd == "room" {
+		return h.roomCmd(t, d)
+	}
+	if d.Cmd == "parse" {
+		var b strings.Builder
+		for _, line := range strings.Split(d.Input, "\n") {
+			in, err := ParseCommand([]byte(line))
+			if err != nil {
+				fmt.Fprintf(&b, "refused: %s %v\n", codeOf(err), err)
+				continue
+			}
+			canon, err := EncodeCommand(in)
+			if err != nil {
+				d.Fatalf(t, "%v", err)
+			}
+			again, err := ParseCommand(canon)
+			if err != nil || again != in {
+				d.Fatalf(t, "%s does not read back as %#v: %#v, %v", canon, in, again, err)
+			}
+			fmt.Fprintf(&b, "%s\n", canon)
+		}
+		return b.String()
+	}
+	if d.Cmd == "same" {
+		a, _ := d.Arg("a")
+		b, _ := d.Arg("b")
+		return same(h.get(t, d, a).c, h.get(t, d, b).c)
+	}
+	k := h.get(t, d, name)
+	switch d.Cmd {
+	case "handle":
+		var b strings.Builder
+		for _, line := range strings.Split(d.Input, "\n") {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			in, err := Decode([]byte(line))
+			if err != nil {
+				fmt.Fprintf(&b, "decode: %s %v\n", codeOf(err), err)
+				continue
+			}
+			b.WriteString(h.print(name, k.c.Handle(in)))
+		}
+		return b.String()
+	case "tick":
+		ms := intArg(t, d, "ms", 125)
+		n := intArg(t, d, "n", 1)
+		events := intArg(t, d, "events", 4096)
+		var only []string
+		for _, a := range d.CmdArgs {
+			if a.Key == "only" {
+				only = a.Vals
+			}
+		}
+		var b strings.Builder
+		for range n {
+			outs := h.tick(k, int64(ms)*1e6, events)
+			if only != nil {
+				outs = keep(outs, only...)
+			}
+			b.WriteString(h.print(name, outs))
+		}
+		return b.String()
+	case "settle":
+		id := 1000
+		k.c.Handle(Request{ID: id, In: Sync{}})
+		var last []Out
+		for i := 0; ; i++ {
+			if i > 100_000 {
+				d.Fatalf(t, "sync never answered")
+			}
+			outs := h.tick(k, 125e6, 1<<16)
+			for _, o := range outs {
+				if s, ok := o.(SyncedOut); ok && s.ID == id {
+					return h.print(name, append(last, keep(outs, "state", "synced", "room_send", "note", "error", "tutorial_step", "tutorial_reveal")...))
+				}
+			}
+			last = keep(outs, "room_send", "note", "error", "tutorial_step", "tutorial_reveal")
+		}
+	case "draw":
+		return printDraw(&k.last.Draw)
+	case "metrics":
+		pane := intArg(t, d, "pane", 0)
+		var names []string
+		for _, a := range d.CmdArgs {
+			if a.Key == "names" {
+				names = a.Vals
+			}
+		}
+		if k.state == nil || pane >= len(k.state.Panes) {
+			return "no such pane in the last state\n"
+		}
+		rows := map[string]any{}
+		for _, m := range k.state.Panes[pane].Metrics {
+			rows[m[0].(string)] = m[1]
+		}
+		var b strings.Builder
+		for _, n := range names {
+			v, ok := rows[n]
+			if !ok {
+				fmt.Fprintf(&b, "%s: no such row\n", n)
+				continue
+			}
+			desc := ""
+			if nb, ok := k.state.numbersSeen[n]; ok {
+				desc = fmt.Sprintf(" (%s, %s)", nb.Unit, nb.Kind)
+			}
+			fmt.Fprintf(&b, "%s = %s%s\n", n, num(v), desc)
+		}
+		return b.String()
+	}
+	d.Fatalf(t, "unknown command %q", d.Cmd)
+	return ""
+}
+
+func (h *harness) get(t *testing.T, d *datadriven.TestData, name string) *ctl {
+	k, ok := h.ctls[name]
+	if !ok {
+		d.Fatalf(t, "no controller %q", name)
+	}
+	return k
+}
+
+// tick is one tick of the shell: Tick, Work until nothing is due (at most
+// events), Ready.
+func (h *harness) tick(k *ctl, ns int64, events int) []Out {
+	k.c.Tick(ns)
+	for done := 0; done < events; done += 256 {
+		if !k.c.Work(min(256, events-done)) {
+			break
+		}
+	}
+	k.last = k.c.Ready()
+	return k.last.Send
+}
+
+func keep(outs []Out, types ...string) []Out {
+	var out []Out
+	for _, o := range outs {
+		if contains(types, Type(o)) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func intArg(t *testing.T, d *datadriven.TestData, key string, def int) int {
+	v, ok := d.Arg(key)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		d.Fatalf(t, "%s=%q: %v", key, v, err)
+	}
+	return n
+}
+
+func codeOf(err error) string {
+	if e, ok := err.(*CodecError); ok {
+		return e.Code
+	}
+	return "?"
+}
+
+func (h *harness) roomCmd(t *testing.T, d *datadriven.TestData) string {
+	if len(d.CmdArgs) == 0 {
+		d.Fatalf(t, "room create, join or echo")
+	}
+	switch d.CmdArgs[0].Key {
+	case "create":
+		h.room = &fakeRoom{}
+		if s := strings.TrimSpace(d.Input); s != "" {
+			h.room.scenario = json.RawMessage(s)
+		}
+		h.members = nil
+		return ""
+	case "join":
+		name, _ := d.Arg("name")
+		role, _ := d.Arg("role")
+		k := h.get(t, d, name)
+		h.members = append(h.members, name)
+		w := RoomWelcome{Room: "r1", You: role, Scenario: h.room.scenario, Log: append([]RoomEntry(nil), h.room.log...)}
+		return h.print(name, k.c.Handle(w))
+	case "echo":
+		var b strings.Builder
+		sent := h.room.sent
+		h.room.sent = nil
+		for _, raw := range sent {
+			in, err := ParseCommand(raw)
+			if err != nil {
+				fmt.Fprintf(&b, "refused %s: %s %v\n", raw, codeOf(err), err)
+				continue
+			}
+			canon, err := EncodeCommand(in)
+			if err != nil {
+				d.Fatalf(t, "%v", err)
+			}
+			e := RoomEntry{Seq: uint64(len(h.room.log) + 1), Cmd: canon}
+			h.room.log = append(h.room.log, e)
+			fmt.Fprintf(&b, "seq %d: %s\n", e.Seq, canon)
+			for _, m := range h.members {
+				out := h.print(m, h.ctls[m].c.Handle(RoomCommand(e)))
+				if out != "" {
+					fmt.Fprintf(&b, "%s: %s", m, strings.ReplaceAll(strings.TrimSuffix(out, "\n"), "\n", "\n"+m+": ")+"\n")
+				}
+			}
+		}
+		return b.String()
+	}
+	d.Fatalf(t, "room %s?", d.CmdArgs[0].Key)
+	return ""
+}
+
+// same compares the worlds of two controllers' pane A: time, events,
+// every counter.
+func same(a, b *Controller) string {
+	wa, wb := a.sess.Panes[0].World, b.sess.Panes[0].World
+	var diff []string
+	if wa.Now() != wb.Now() {
+		diff = append(diff, fmt.Sprintf("time %d != %d", wa.Now(), wb.Now()))
+	}
+	if ea, eb := wa.Sim.Queue.Fired(), wb.Sim.Queue.Fired(); ea != eb {
+		diff = append(diff, fmt.Sprintf("events %d != %d", ea, eb))
+	}
+	ta, tb := wa.Totals(), wb.Totals()
+	if len(ta) != len(tb) {
+		diff = append(diff, fmt.Sprintf("%d counters != %d", len(ta), len(tb)))
+	} else {
+		for i := range ta {
+			if ta[i] != tb[i] {
+				diff = append(diff, fmt.Sprintf("%s %d != %d", ta[i].Name, ta[i].Value, tb[i].Value))
+			}
+		}
+	}
+	if len(diff) == 0 {
+		return fmt.Sprintf("same: t=%d events=%d rx_packets=%d\n", wa.Now(), wa.Sim.Queue.Fired(), wa.Received())
+	}
+	return "differ: " + strings.Join(diff, ", ") + "\n"
+}
+
+// print writes outs one a line (a state on a few), remembering the last
+// state and catching what is for the room.
+func (h *harness) print(name string, outs []Out) string {
+	k := h.ctls[name]
+	var b strings.Builder
+	for _, o := range outs {
+		switch m := o.(type) {
+		case ReadyOut:
+			var keys []string
+			for _, p := range m.Params {
+				keys = append(keys, p.Key)
+			}
+			fmt.Fprintf(&b, "ready: %d presets, params (%s), %d key metrics, bench %q\n", len(m.Presets), strings.Join(keys, ","), len(m.KeyMetrics), m.Bench)
+		case StateOut:
+			if k != nil {
+				k.state = &stateSeen{StateOut: m, numbersSeen: k.numbers(m)}
+			}
+			b.WriteString(printState(&m))
+		case InspectOut:
+			var fields []string
+			for _, f := range m.Record.Fields {
+				fields = append(fields, f.Name+"="+f.Value)
+			}
+			fmt.Fprintf(&b, "inspect %s: %s: %s\n", m.Source, m.Record.Title, strings.Join(fields, "; "))
+		case WhereOut:
+			fmt.Fprintf(&b, "where: ok=%v at (%.0f, %.0f)\n", m.OK, m.X, m.Y)
+		case LayoutOut:
+			var panes []string
+			for _, p := range m.Panes {
+				var names []string
+				for n, r := range p {
+					names = append(names, fmt.Sprintf("%s %.0fx%.0f", n, r.W, r.H))
+				}
+				sort.Strings(names)
+				panes = append(panes, strings.Join(names, ", "))
+			}
+			fmt.Fprintf(&b, "layout %.0fx%.0f: [%s]\n", m.W, m.H, strings.Join(panes, "] ["))
+		case SyncedOut:
+			fmt.Fprintf(&b, "synced %d\n", m.ID)
+		case ErrorOut:
+			fmt.Fprintf(&b, "error from %s: %s\n", m.Source, m.Message)
+		case TutorialsOut:
+			var names []string
+			for _, t := range m.Tutorials {
+				names = append(names, fmt.Sprintf("%d %s (%d steps)", t.Number, t.Name, t.Steps))
+			}
+			fmt.Fprintf(&b, "tutorials: %s\n", strings.Join(names, ", "))
+		case TutorialOut:
+			fmt.Fprintf(&b, "tutorial %s: %q, %d steps\n", m.Tutorial.Name, m.Tutorial.Title, len(m.Tutorial.Steps))
+		case TutorialStepOut:
+			room := ""
+			if m.Room {
+				room = " (from the room)"
+			}
+			fmt.Fprintf(&b, "tutorial_step %s %d of %d%s: %d checks, %d failed, %d skipped\n", m.Tutorial, m.Step, m.Steps, room, m.Result.Checks, m.Result.Failed, m.Result.Skipped)
+		case TutorialRevealOut:
+			fmt.Fprintf(&b, "tutorial_reveal %s step %d question %d\n", m.Tutorial, m.Step, m.Question)
+		case RoomSendOut:
+			if h.room != nil {
+				h.room.sent = append(h.room.sent, m.Cmd)
+			}
+			fmt.Fprintf(&b, "room_send %s\n", m.Cmd)
+		case NoteOut:
+			fmt.Fprintf(&b, "note (%s): %s\n", m.Source, m.Text)
+		default:
+			fmt.Fprintf(&b, "%s\n", Type(o))
+		}
+	}
+	return b.String()
+}
+
+// stateSeen is a state with every row description the controller sent
+// so far.
+type stateSeen struct {
+	StateOut
+	numbersSeen map[string]Number
+}
+
+func (k *ctl) numbers(m StateOut) map[string]Number {
+	seen := map[string]Number{}
+	if k.state != nil {
+		for n, d := range k.state.numbersSeen {
+			seen[n] = d
+		}
+	}
+	for n, d := range m.Numbers {
+		seen[n] = d
+	}
+	return seen
+}
+
+func printState(m *StateOut) string {
+	var b strings.Builder
+	flags := []string{}
+	if m.Playing {
+		flags = append(flags, "playing")
+	} else {
+		flags = append(flags, "paused")
+	}
+	if m.Busy {
+		flags = append(flags, "busy")
+	}
+	if m.Compare {
+		flags = append(flags, "compare")
+	}
+	fmt.Fprintf(&b, "state: %s, speed %g, queue %d of %d, link %q\n", strings.Join(flags, ", "), m.Speed, m.Queue, m.NumQueues, m.Query)
+	for i, p := range m.Panes {
+		rows := map[string]any{}
+		for _, r := range p.Metrics {
+			rows[r[0].(string)] = r[1]
+		}
+		preset := p.Preset
+		if preset == "" {
+			preset = "(whole scenario)"
+		}
+		fmt.Fprintf(&b, "  %c: %s [%s, %s mode]", 'A'+i, p.Config, preset, p.Mode)
+		if len(p.Changed) > 0 {
+			fmt.Fprintf(&b, " changed %s", strings.Join(p.Changed, " "))
+		}
+		fmt.Fprintf(&b, ": t=%s events=%s rx_packets=%s\n", num(rows["sim_time_ns"]), num(rows["events"]), num(rows["rx_packets"]))
+		if p.Error != "" {
+			fmt.Fprintf(&b, "     stopped: %s\n", p.Error)
+		}
+		if n := len(p.Events); n > 0 {
+			e := p.Events[n-1]
+			fmt.Fprintf(&b, "     %d events logged, the last %s: %s\n", n, e.Head, e.Changes)
+		}
+	}
+	if r := m.Room; r != nil {
+		flags := []string{r.Role}
+		if r.Role == RoleStudent && !r.Attached {
+			flags = append(flags, "detached")
+		}
+		if r.Playing {
+			flags = append(flags, "room playing")
+		}
+		if r.Replaying {
+			flags = append(flags, "replaying")
+		}
+		fmt.Fprintf(&b, "  room %s: %s, applied %d of %d\n", r.Room, strings.Join(flags, ", "), r.Applied, r.Seq)
+	}
+	if len(m.Numbers) > 0 {
+		fmt.Fprintf(&b, "  %d rows described\n", len(m.Numbers))
+	}
+	return b.String()
+}
+
+func printDraw(d *Draw) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "canvas %.0fx%.0f, %d panes laid out\n", d.W, d.H, len(d.Layout.Panes))
+	fmt.Fprintf(&b, "header: %s\n", d.Header)
+	if d.Stopped != "" {
+		fmt.Fprintf(&b, "stopped: %s\n", d.Stopped)
+	}
+	for _, p := range d.Panes {
+		q := &p.Snap.Queue
+		fmt.Fprintf(&b, "%s: rx%d avail_idx=%d last_avail=%d used_idx=%d last_used=%d num_free=%d of %d, %d CPUs, %d pages touched, xdp=%v, %d rate samples\n",
+			p.Label, q.Index, q.AvailIdx, q.LastAvail, q.UsedIdx, q.LastUsed, q.NumFree, q.Size, len(p.Snap.CPUs), p.Snap.Pages.Working, p.XDP, p.Rates.Len())
+	}
+	if d.Sel.Kind != "" {
+		fmt.Fprintf(&b, "selected: %s %d of pane %d\n", d.Sel.Kind, d.Sel.Index, d.Sel.Pane)
+	}
+	return b.String()
+}
+
+// num writes a row's value: whole numbers without a fraction, others to
+// 6 significant digits.
+func num(v any) string {
+	f, ok := v.(float64)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	if f == float64(int64(f)) {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', 6, 64)
+}

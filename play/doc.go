@@ -1,0 +1,22 @@
+// Package play is the playground's controller: everything the page does
+// with a run, as a pure, typed state machine the way etcd's raft is one.
+// Inputs are typed messages (In: the page's controls, a workshop room's
+// commands, the shell's canvas size); Handle answers each at once, Tick
+// tells it how much wall time passed, Work runs the engine in budgets of
+// events, and Ready returns one result per tick: what to draw (Draw) and
+// what to send the page (Out). It holds the run's State (configuration
+// and command log, the link's form of it), the Session that replays a
+// log in budgets of events (compare mode: two worlds in lockstep), the
+// one table of parameters, the tutorial being read and the room
+// followed.
+//
+// One command language serves the link, the page and the rooms: a Step
+// ("e12", {"type":"step","n":12}), Seek, Preset, Set, Play, Pause,
+// TutorialStep and TutorialReveal, with one JSON codec (Decode,
+// ParseCommand, EncodeCommand) and one text form for a link's log.
+//
+// Nothing here touches the browser, the screen or the clock
+// (purity_test.go), so the controller is tested natively: the
+// transcripts in testdata pin what every input gives. The wasm shell
+// (wasm/) bridges it to postMessage and draws what it says.
+package play

@@ -1,0 +1,169 @@
+package play
+
+import (
+	"encoding/json"
+
+	"ringlab/engine/view"
+)
+
+// In is one input of the controller: a message of the page, a command of
+// the workshop room it follows, or the shell's own (Resize). Each is a
+// plain value; Decode reads the page's JSON form of every one, and the
+// commands (Preset, Set, Step, Seek, Play, Pause, TutorialStep,
+// TutorialReveal) have one canonical JSON form, the same in the page's
+// messages and in a room's log (EncodeCommand).
+type In interface{ isIn() }
+
+// Request asks for a reply: the reply, or the error, echoes ID.
+type Request struct {
+	ID int
+	In In
+}
+
+// The commands: what a link's log, a room's log and the page's controls
+// all say.
+type (
+	// Preset loads a preset into a pane (0: A, 1: B), its parameters reset.
+	Preset struct {
+		Name string
+		Pane int
+	}
+	// Set changes one parameter (a key of Params) of a pane.
+	Set struct {
+		Key, Value string
+		Pane       int
+	}
+	// Seek runs pane A until simulated time TNs (nothing when it is
+	// there already): how a room follows its instructor's clock.
+	Seek struct{ TNs int64 }
+	// Play starts playing; Speed, when above 0, is the player's events
+	// per second (a room's command carries it; the page's does not).
+	Play struct{ Speed float64 }
+	// Pause stops playing.
+	Pause struct{}
+	// TutorialStep runs a tutorial to step Step (from 1; 0 is the
+	// introduction) and shows that step's world in pane A.
+	TutorialStep struct {
+		Tutorial string
+		Step     int
+	}
+	// TutorialReveal reveals question Question (from 0) of a step: the
+	// instructor's reveal, applied by every student's panel.
+	TutorialReveal struct {
+		Tutorial       string
+		Step, Question int
+	}
+)
+
+// The page's other messages (web/README.md).
+type (
+	// Hello asks for Ready again.
+	Hello struct{}
+	// Toggle plays when paused, pauses when playing.
+	Toggle struct{}
+	// Speed sets the events per second of playing; 0 is as fast as it
+	// goes.
+	Speed struct{ EPS float64 }
+	// Reset starts the run again from time zero, same configuration.
+	Reset struct{}
+	// Scenario loads a whole scenario (the engine's JSON) into a pane.
+	Scenario struct {
+		JSON string
+		Pane int
+	}
+	// XDPObject runs an ELF object's XDP program in a pane.
+	XDPObject struct {
+		Name  string
+		Bytes []byte
+		Pane  int
+	}
+	// Compare turns compare mode on or off.
+	Compare struct{ On bool }
+	// Queue picks the receive queue the ring view shows.
+	Queue struct{ Queue int }
+	// Inspect asks for the inspect record of a thing; it becomes the
+	// selection, whose record follows while it changes.
+	Inspect struct{ Target view.Target }
+	// Click inspects what is drawn at (X, Y), in canvas pixels.
+	Click struct{ X, Y float64 }
+	// Where asks where a thing is drawn.
+	Where struct{ Target view.Target }
+	// Layout asks for the canvas size and each pane's view rectangles.
+	Layout struct{}
+	// Load replaces the run with the state of a link's query.
+	Load struct{ Query string }
+	// Sync asks for Synced once everything before it is handled and the
+	// work it queued is done.
+	Sync struct{}
+	// Tutorials asks for the list of the embedded tutorials.
+	Tutorials struct{}
+	// Tutorial asks for one tutorial as `ringlab tutorial export` prints it.
+	Tutorial struct{ Name string }
+)
+
+// The workshop room the page is in (web/workshop.js holds the socket and
+// passes the server's messages on).
+type (
+	// RoomWelcome is the room's welcome: this page's role ("instructor"
+	// or "student"), the room's scenario (nil: the page's default) and
+	// its log so far. The controller replays the log from the scenario.
+	RoomWelcome struct {
+		Room     string
+		You      string
+		Scenario json.RawMessage
+		Log      []RoomEntry
+	}
+	// RoomCommand is a numbered command the room broadcast.
+	RoomCommand RoomEntry
+	// RoomLeave leaves the room: the run stays as it is.
+	RoomLeave struct{}
+	// RoomDetach lets a student explore on its own; the room's commands
+	// are kept for RoomSnap.
+	RoomDetach struct{}
+	// RoomSnap brings a detached student back: the room's scenario, then
+	// its whole log.
+	RoomSnap struct{}
+)
+
+// RoomEntry is one command of a room's log: its number and the command in
+// canonical JSON.
+type RoomEntry struct {
+	Seq uint64          `json:"seq"`
+	Cmd json.RawMessage `json:"cmd"`
+}
+
+// Resize tells the controller the canvas's size in CSS pixels (the
+// layout's units); the shell sends it when Ebitengine lays the game out.
+type Resize struct{ W, H float64 }
+
+func (Request) isIn()        {}
+func (Preset) isIn()         {}
+func (Set) isIn()            {}
+func (Step) isIn()           {}
+func (Seek) isIn()           {}
+func (Play) isIn()           {}
+func (Pause) isIn()          {}
+func (TutorialStep) isIn()   {}
+func (TutorialReveal) isIn() {}
+func (Hello) isIn()          {}
+func (Toggle) isIn()         {}
+func (Speed) isIn()          {}
+func (Reset) isIn()          {}
+func (Scenario) isIn()       {}
+func (XDPObject) isIn()      {}
+func (Compare) isIn()        {}
+func (Queue) isIn()          {}
+func (Inspect) isIn()        {}
+func (Click) isIn()          {}
+func (Where) isIn()          {}
+func (Layout) isIn()         {}
+func (Load) isIn()           {}
+func (Sync) isIn()           {}
+func (Tutorials) isIn()      {}
+func (Tutorial) isIn()       {}
+func (RoomWelcome) isIn()    {}
+func (RoomCommand) isIn()    {}
+func (RoomLeave) isIn()      {}
+func (RoomDetach) isIn()     {}
+func (RoomSnap) isIn()       {}
+func (Resize) isIn()         {}

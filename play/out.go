@@ -1,0 +1,214 @@
+package play
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"ringlab/engine/view"
+	"ringlab/engine/vocab"
+	"ringlab/tutorials"
+)
+
+// Out is one message the controller has for the page. MarshalOut writes
+// it as the page reads it: a JSON object whose "type" comes first.
+type Out interface{ outType() string }
+
+// MarshalOut writes o as the page reads it.
+func MarshalOut(o Out) ([]byte, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("play: encoding %s: %w", o.outType(), err)
+	}
+	head := `{"type":"` + o.outType() + `"`
+	if string(b) == "{}" {
+		return []byte(head + "}"), nil
+	}
+	return append([]byte(head+","), b[1:]...), nil
+}
+
+// Type returns o's message type, as MarshalOut writes it.
+func Type(o Out) string { return o.outType() }
+
+// ReadyOut tells the page what it can offer: the presets, the parameters,
+// the rows a compare pane shows first, and the benchmark mode.
+type ReadyOut struct {
+	Presets    []PresetInfo `json:"presets"`
+	Params     []Param      `json:"params"`
+	KeyMetrics []string     `json:"key_metrics"`
+	Bench      string       `json:"bench"`
+}
+
+// PresetInfo is one preset as the page lists it.
+type PresetInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Seed        string `json:"seed,omitempty"`
+}
+
+// StateOut is what the page shows of the run: sent about 8 times a
+// second, after every message, and before every Synced.
+type StateOut struct {
+	Playing   bool        `json:"playing"`
+	Speed     float64     `json:"speed"`
+	Busy      bool        `json:"busy"`  // steps, a replay or a room's log being worked through
+	Query     string      `json:"query"` // the state for the link
+	Compare   bool        `json:"compare"`
+	Queue     int         `json:"queue"`
+	NumQueues int         `json:"num_queues"`
+	Panes     []PaneState `json:"panes"`
+	// Numbers describes the rows of Metrics not described in an
+	// earlier state (engine/vocab): the page's tooltips.
+	Numbers map[string]Number `json:"numbers,omitempty"`
+	Room    *RoomState        `json:"room,omitempty"`
+}
+
+// Number is what the page says of a row: its unit, kind and meaning.
+type Number struct {
+	Unit string     `json:"unit"`
+	Kind vocab.Kind `json:"kind"`
+	Help string     `json:"help"`
+}
+
+// PaneState is one configuration running.
+type PaneState struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Mode        string            `json:"mode"`
+	Config      string            `json:"config"`           // in words: "preset default, ring_size=32"
+	Preset      string            `json:"preset,omitempty"` // the preset it starts from; "" for a whole scenario
+	Changed     []string          `json:"changed,omitempty"`
+	Params      map[string]string `json:"params"`  // key -> value
+	Metrics     [][2]any          `json:"metrics"` // [name, value]: the counters table's rows (view.Report)
+	Error       string            `json:"error,omitempty"`
+	Events      []EventState      `json:"events,omitempty"` // pane A's event log (Pane.Events)
+}
+
+// EventState is one logged event: its number, when and what ran, and
+// what it changed.
+type EventState struct {
+	Seq     uint64 `json:"seq"`
+	Head    string `json:"head"`
+	Changes string `json:"changes"`
+}
+
+// RoomState is the workshop room the page follows or leads.
+type RoomState struct {
+	Room      string `json:"room"`
+	Role      string `json:"role"`      // "instructor" or "student"
+	Attached  bool   `json:"attached"`  // a detached student explores on its own
+	Playing   bool   `json:"playing"`   // the room's play or pause
+	Seq       uint64 `json:"seq"`       // the last command received
+	Applied   uint64 `json:"applied"`   // the last command applied
+	Replaying bool   `json:"replaying"` // the room's log is being applied from the start
+}
+
+// InspectOut is an inspect record: picked by a click, asked for, or the
+// selection's record while it changes ("live").
+type InspectOut struct {
+	Source string      `json:"source"` // click, request or live
+	ID     int         `json:"id,omitempty"`
+	Record view.Record `json:"record"`
+}
+
+// WhereOut says where a thing is drawn.
+type WhereOut struct {
+	ID int     `json:"id,omitempty"`
+	X  float64 `json:"x"`
+	Y  float64 `json:"y"`
+	OK bool    `json:"ok"`
+}
+
+// Rect is a rectangle of the canvas, as LayoutOut writes it.
+type Rect struct{ X, Y, W, H float64 }
+
+// LayoutOut is the canvas's size and each pane's view rectangles (ring,
+// flow, cpus, pages, rates).
+type LayoutOut struct {
+	ID    int               `json:"id,omitempty"`
+	W     float64           `json:"w"`
+	H     float64           `json:"h"`
+	Panes []map[string]Rect `json:"panes"`
+}
+
+// SyncedOut answers Sync.
+type SyncedOut struct {
+	ID int `json:"id,omitempty"`
+}
+
+// ErrorOut is a refusal or a failure: Source is the message type at
+// fault, or url, load, message (one the codec could not read), game.
+type ErrorOut struct {
+	Source  string `json:"source"`
+	ID      int    `json:"id,omitempty"`
+	Message string `json:"message"`
+}
+
+// TutorialInfo is one tutorial as the list shows it.
+type TutorialInfo struct {
+	Number  int    `json:"number"`
+	Name    string `json:"name"`
+	Title   string `json:"title"`
+	Level   string `json:"level"`
+	Minutes int    `json:"minutes"`
+	Steps   int    `json:"steps"`
+}
+
+// TutorialsOut lists the embedded tutorials.
+type TutorialsOut struct {
+	ID        int            `json:"id,omitempty"`
+	Tutorials []TutorialInfo `json:"tutorials"`
+	Error     string         `json:"error,omitempty"`
+}
+
+// TutorialOut is one tutorial as `ringlab tutorial export` prints it.
+type TutorialOut struct {
+	ID       int                 `json:"id,omitempty"`
+	Tutorial *tutorials.Tutorial `json:"tutorial"`
+}
+
+// TutorialStepOut is a step that ran: its checks, and pane A shows its
+// world. Room is set when the room's log ran it, not the page's panel:
+// the panel then opens at that step.
+type TutorialStepOut struct {
+	ID       int                  `json:"id,omitempty"`
+	Tutorial string               `json:"tutorial"`
+	Step     int                  `json:"step"`
+	Steps    int                  `json:"steps"`
+	Result   tutorials.StepResult `json:"result"`
+	Room     bool                 `json:"room,omitempty"`
+}
+
+// TutorialRevealOut reveals a question in the panel: the room's
+// instructor revealed it.
+type TutorialRevealOut struct {
+	Tutorial string `json:"tutorial"`
+	Step     int    `json:"step"`
+	Question int    `json:"question"`
+}
+
+// RoomSendOut is a command for the room the page leads: the page sends
+// it with its instructor token. Cmd is canonical (EncodeCommand).
+type RoomSendOut struct {
+	Cmd json.RawMessage `json:"cmd"`
+}
+
+// NoteOut is a sentence for the person: why the room took over or
+// refused what they did.
+type NoteOut struct {
+	Source string `json:"source"` // room
+	Text   string `json:"text"`
+}
+
+func (ReadyOut) outType() string          { return "ready" }
+func (StateOut) outType() string          { return "state" }
+func (InspectOut) outType() string        { return "inspect" }
+func (WhereOut) outType() string          { return "where" }
+func (LayoutOut) outType() string         { return "layout" }
+func (SyncedOut) outType() string         { return "synced" }
+func (ErrorOut) outType() string          { return "error" }
+func (TutorialsOut) outType() string      { return "tutorials" }
+func (TutorialOut) outType() string       { return "tutorial" }
+func (TutorialStepOut) outType() string   { return "tutorial_step" }
+func (TutorialRevealOut) outType() string { return "tutorial_reveal" }
+func (RoomSendOut) outType() string       { return "room_send" }
+func (NoteOut) outType() string           { return "note" }

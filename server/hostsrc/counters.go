@@ -1,0 +1,146 @@
+package hostsrc
+
+import (
+	"regexp"
+	"strconv"
+
+	"ringlab/engine/vocab"
+)
+
+// perQueueName matches per-queue ethtool names: virtio_net's rx0_kicks and
+// veth's rx_queue_0_xdp_packets.
+var perQueueName = regexp.MustCompile(`^(rx|tx)(?:_queue_)?(\d+)_(.+)$`)
+
+// maxQueue bounds the queue numbers taken from ethtool names.
+const maxQueue = 4096
+
+// Counters is the one flattening of a Sample into named numbers, each
+// under its engine/vocab name, which the live stream, /metrics and the
+// tutorials' host directive all read:
+//
+//   - sysfs statistics as sysfs names them (rx_packets, rx_dropped);
+//   - ethtool statistics by the driver's name, per-queue ones in Queues
+//     under the totals' names (rx0_kicks and rx_queue_0_kicks are queue 0's
+//     rx_kicks); a device-wide one a sysfs statistic already names is
+//     ethtool.NAME; ethtool_count says how many the driver has;
+//   - page pools summed: page_pools, page_pool.inflight,
+//     page_pool.inflight_mem, page_pool.alloc_fast ... when the kernel
+//     has CONFIG_PAGE_POOL_STATS;
+//   - /proc/net/softnet_stat summed over CPUs: softnet.processed,
+//     softnet.dropped, softnet.time_squeeze, and softnet.cpus.
+//
+// Totals holds every device-wide number; Queues[q] the per-queue ones
+// (nil when the driver has none).
+func (s *Sample) Counters() (totals map[string]uint64, queues []map[string]uint64) {
+	tot := make(map[string]uint64, len(s.Stats)+len(s.Ethtool)+24)
+	for k, v := range s.Stats {
+		tot[k] = v
+	}
+	for _, c := range s.Ethtool {
+		if g := perQueueName.FindStringSubmatch(c.Name); g != nil {
+			if q, err := strconv.Atoi(g[2]); err == nil && q < maxQueue {
+				for len(queues) <= q {
+					queues = append(queues, map[string]uint64{})
+				}
+				queues[q][vocab.Total(g[1], g[3])] = c.Value
+				continue
+			}
+		}
+		if _, dup := s.Stats[c.Name]; dup {
+			tot[ethtoolName(c.Name)] = c.Value
+			continue
+		}
+		tot[c.Name] = c.Value
+	}
+	tot["ethtool_count"] = uint64(len(s.Ethtool))
+	tot["page_pools"] = uint64(len(s.PagePools))
+	var inflight, mem uint64
+	var stats [pagePoolStats]uint64
+	for _, p := range s.PagePools {
+		inflight += p.Inflight
+		mem += p.InflightMem
+		if st := p.Stats; st != nil {
+			for i, v := range st.values() {
+				stats[i] += v
+			}
+		}
+	}
+	tot["page_pool.inflight"] = inflight
+	tot["page_pool.inflight_mem"] = mem
+	if s.pagePoolStats() {
+		for i, n := range pagePoolStatNames {
+			tot["page_pool."+n] = stats[i]
+		}
+	}
+	var proc, drop, squeeze uint64
+	for _, c := range s.Softnet {
+		proc += uint64(c.Processed)
+		drop += uint64(c.Dropped)
+		squeeze += uint64(c.TimeSqueeze)
+	}
+	tot["softnet.cpus"] = uint64(len(s.Softnet))
+	tot["softnet.processed"] = proc
+	tot["softnet.dropped"] = drop
+	tot["softnet.time_squeeze"] = squeeze
+	return tot, queues
+}
+
+// ethtoolName is the name of an ethtool statistic in its own namespace:
+// "ethtool.rx_packets".
+func ethtoolName(driver string) string { return "ethtool." + driver }
+
+// pagePoolStats is the number of page-pool-stats-get counters.
+const pagePoolStats = 11
+
+// pagePoolStatNames are their names, as engine/vocab and the page_pool's
+// ethtool names (rx_pp_*) have them, in the kernel's order.
+var pagePoolStatNames = [pagePoolStats]string{
+	"alloc_fast", "alloc_slow", "alloc_slow_ho", "alloc_empty", "alloc_refill", "alloc_waive",
+	"recycle_cached", "recycle_cache_full", "recycle_ring", "recycle_ring_full", "recycle_released_ref",
+}
+
+func (p *PagePoolStats) values() [pagePoolStats]uint64 {
+	return [pagePoolStats]uint64{p.AllocFast, p.AllocSlow, p.AllocSlowHighOrder, p.AllocEmpty, p.AllocRefill, p.AllocWaive,
+		p.RecycleCached, p.RecycleCacheFull, p.RecycleRing, p.RecycleRingFull, p.RecycleReleasedRefcnt}
+}
+
+// pagePoolStats reports whether any pool has statistics.
+func (s *Sample) pagePoolStats() bool {
+	for _, p := range s.PagePools {
+		if p.Stats != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Figures is the sample as the tutorials' host directive reads it:
+// Counters' totals, each queue's numbers under their per-queue names
+// (rx0_kicks), and every ethtool statistic as ethtool.NAME by the
+// driver's own name, so a tutorial can name one whatever the driver
+// calls it.
+func (s *Sample) Figures() map[string]float64 {
+	tot, queues := s.Counters()
+	out := make(map[string]float64, len(tot)+len(s.Ethtool))
+	for k, v := range tot {
+		out[k] = float64(v)
+	}
+	for q, m := range queues {
+		for k, v := range m {
+			dir, name, _ := cutDir(k)
+			out[vocab.Queue(dir, q, name)] = float64(v)
+		}
+	}
+	for _, c := range s.Ethtool {
+		out[ethtoolName(c.Name)] = float64(c.Value)
+	}
+	return out
+}
+
+// cutDir splits "rx_kicks" into "rx" and "kicks".
+func cutDir(total string) (dir, name string, ok bool) {
+	if len(total) > 3 && total[2] == '_' {
+		return total[:2], total[3:], true
+	}
+	return "", total, false
+}

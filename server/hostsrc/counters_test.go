@@ -1,0 +1,60 @@
+package hostsrc
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"ringlab/engine/vocab"
+)
+
+func sampleOfEveryKind() *Sample {
+	return &Sample{
+		Stats:   map[string]uint64{"rx_packets": 100, "rx_dropped": 2},
+		Ethtool: []Counter{{"rx0_kicks", 3}, {"rx_queue_1_kicks", 4}, {"rx_packets", 101}, {"rx_csum_good", 7}},
+		PagePools: []PagePool{
+			{Inflight: 5, InflightMem: 5 << 12, Stats: &PagePoolStats{AllocFast: 10, RecycleRing: 2}},
+			{Inflight: 1, InflightMem: 1 << 12},
+		},
+		Softnet: []SoftnetCPU{{Processed: 50, Dropped: 1, TimeSqueeze: 2}, {Processed: 60}},
+	}
+}
+
+// TestCountersNameEveryNumberOnce: the one flattening, which the live
+// stream, /metrics and the tutorials read, names every number once, each
+// under a name of engine/vocab.
+func TestCountersNameEveryNumberOnce(t *testing.T) {
+	tot, queues := sampleOfEveryKind().Counters()
+	assert.Equal(t, map[string]uint64{
+		"rx_packets": 100, "rx_dropped": 2, "ethtool.rx_packets": 101, "rx_csum_good": 7,
+		"ethtool_count": 4, "page_pools": 2, "page_pool.inflight": 6, "page_pool.inflight_mem": 6 << 12,
+		"page_pool.alloc_fast": 10, "page_pool.alloc_slow": 0, "page_pool.alloc_slow_ho": 0, "page_pool.alloc_empty": 0,
+		"page_pool.alloc_refill": 0, "page_pool.alloc_waive": 0, "page_pool.recycle_cached": 0,
+		"page_pool.recycle_cache_full": 0, "page_pool.recycle_ring": 2, "page_pool.recycle_ring_full": 0,
+		"page_pool.recycle_released_ref": 0,
+		"softnet.cpus":                   2, "softnet.processed": 110, "softnet.dropped": 1, "softnet.time_squeeze": 2,
+	}, tot)
+	assert.Equal(t, []map[string]uint64{{"rx_kicks": 3}, {"rx_kicks": 4}}, queues)
+	for name := range tot {
+		if name == "rx_csum_good" {
+			continue // a driver's own statistic: only the driver knows it
+		}
+		_, ok := vocab.Lookup(name)
+		assert.True(t, ok, "%s is in engine/vocab", name)
+	}
+}
+
+func TestFiguresAreCountersUnderTheTutorialsNames(t *testing.T) {
+	f := sampleOfEveryKind().Figures()
+	assert.Equal(t, 3.0, f["rx0_kicks"], "per-queue under the per-queue name")
+	assert.Equal(t, 4.0, f["rx1_kicks"])
+	assert.Equal(t, 3.0, f["ethtool.rx0_kicks"], "every ethtool statistic by the driver's name")
+	assert.Equal(t, 7.0, f["ethtool.rx_csum_good"])
+	assert.Equal(t, 110.0, f["softnet.processed"])
+	assert.Equal(t, 4.0, f["ethtool_count"])
+
+	lo := (&Sample{Stats: map[string]uint64{"rx_packets": 1}}).Counters
+	tot, queues := lo()
+	assert.Nil(t, queues)
+	assert.NotContains(t, tot, "page_pool.alloc_fast", "no pool statistics without CONFIG_PAGE_POOL_STATS")
+}
