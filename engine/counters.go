@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"ringlab/engine/transport"
 
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
@@ -97,11 +98,31 @@ func (w *World) Totals() []Counter {
 	st := w.Stack.Counters()
 	out = append(out, Counter{"stack_delivered", st.Delivered}, Counter{"stack_deferred_frees", st.Deferred},
 		Counter{"stack_defer_full", st.DeferFull}, Counter{"stack_defer_ipis", st.DeferIPIs},
-		Counter{"socket_drops", st.SockDrops})
+		Counter{"socket_drops", st.SockDrops}, Counter{"app_bytes", st.AppBytes})
 	sockSKBs, sockMem := w.Stack.SocketMem()
 	out = append(out, Counter{"socket_queued", st.SockQueued}, Counter{"tcp_rcv_coalesce", st.Coalesced},
 		Counter{"socket_skbs", uint64(sockSKBs)}, Counter{"socket_truesize", sockMem},
 		Counter{"packet_socket_clones", st.Cloned})
+	if w.streams != nil {
+		var tc transport.TCPCounters
+		var cwnd float64
+		for _, rq := range w.Driver.RQ {
+			if t := rq.Dev.Traffic().TCP(); t != nil {
+				c := t.Counters()
+				tc.Frames += c.Frames
+				tc.Retransmits += c.Retransmits
+				tc.FastRecovery += c.FastRecovery
+				tc.Timeouts += c.Timeouts
+				tc.LostFrames += c.LostFrames
+				tc.RcvWndLimit += c.RcvWndLimit
+				cwnd += t.Cwnd()
+			}
+		}
+		out = append(out, Counter{"tcp_frames_sent", tc.Frames}, Counter{"tcp_lost_frames", tc.LostFrames},
+			Counter{"tcp_retransmits", tc.Retransmits}, Counter{"tcp_fast_recovery", tc.FastRecovery},
+			Counter{"tcp_timeouts", tc.Timeouts}, Counter{"tcp_rcvwnd_limited", tc.RcvWndLimit},
+			Counter{"tcp_cwnd", uint64(cwnd)})
+	}
 	ms := w.Mem.Stats()
 	out = append(out, Counter{"page_allocs", ms.Allocs}, Counter{"page_frees", ms.Frees},
 		Counter{"page_remote_frees", ms.RemoteFrees}, Counter{"page_ref_transfers", ms.RefTransfers},

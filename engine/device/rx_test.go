@@ -25,7 +25,8 @@ func TestWindowHoldsTheFrameBuiltWhenRead(t *testing.T) {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	r := NewRX(q, &s, 0, &costs)
+	r, err := NewRX(q, &s, 0, &costs)
+	require.NoError(t, err)
 	ref := NewTraffic(s.Traffic, 0, 1, s.Seed) // the same packets, built eagerly
 
 	var tok virtq.Token
@@ -81,7 +82,8 @@ func TestHostBusyAndStarvedTime(t *testing.T) {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	r := NewRX(q, &s, 0, &costs)
+	r, err := NewRX(q, &s, 0, &costs)
+	require.NoError(t, err)
 	per := r.cost(64, 1, 1)
 	var tok virtq.Token
 	post := func(at sim.Time) {
@@ -122,7 +124,9 @@ func newRig(t *testing.T, s scenario.Scenario, ring int) *rig {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", EventIdx: s.Features.EventIdx, Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	return &rig{q: q, r: NewRX(q, &s, 0, &costs)}
+	r, err := NewRX(q, &s, 0, &costs)
+	require.NoError(t, err)
+	return &rig{q: q, r: r}
 }
 
 // post adds n receive buffers of l bytes, kicking as virtqueue_kick

@@ -109,7 +109,9 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 		rq.bufs[j].page = mem.NoPage
 	}
 	rq.bufs[len(rq.bufs)-1].next = -1
-	rq.Dev = device.NewRX(vq, s, i, &env.Sim.Costs)
+	if rq.Dev, err = device.NewRX(vq, s, i, &env.Sim.Costs); err != nil {
+		return nil, err
+	}
 	rq.minBufLen = d.mergeableMinBufLen()
 	switch s.Driver.BufferSource {
 	case scenario.SourcePageFrag:
