@@ -5,6 +5,7 @@ import (
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
 	"ringlab/engine/skb"
+	"ringlab/engine/transport"
 	"ringlab/engine/virtionet"
 	"ringlab/engine/vocab"
 	"ringlab/engine/xdp"
@@ -29,8 +30,16 @@ type Stats struct {
 	Stack    skb.StackCounters
 	Socket   SocketStats // what the sockets hold now
 	Refill   virtionet.RefillStats
+	TCP      *TCPStats // the tcp_stream senders, summed; nil for other workloads
 	Mem      mem.Stats
 	Queues   []QueueStats // per queue pair
+}
+
+// TCPStats are the tcp_stream senders' counters, summed over streams,
+// and their congestion windows.
+type TCPStats struct {
+	transport.TCPCounters
+	Cwnd uint64 // segments, summed
 }
 
 // SocketStats is what the receiving sockets hold: skbs and their memory
@@ -94,6 +103,25 @@ func (w *World) ReadStats(s *Stats) {
 	n, mem := w.Stack.SocketMem()
 	s.Socket = SocketStats{uint64(n), mem}
 	s.Refill = w.Driver.Refill
+	if w.streams != nil {
+		var ts TCPStats
+		for _, rq := range w.Driver.RQ {
+			if t := rq.Dev.Traffic().TCP(); t != nil {
+				c := t.Counters()
+				ts.Frames += c.Frames
+				ts.Segments += c.Segments
+				ts.Retransmits += c.Retransmits
+				ts.Acked += c.Acked
+				ts.LostFrames += c.LostFrames
+				ts.FastRecovery += c.FastRecovery
+				ts.Timeouts += c.Timeouts
+				ts.Probes += c.Probes
+				ts.RcvWndLimit += c.RcvWndLimit
+				ts.Cwnd += uint64(t.Cwnd())
+			}
+		}
+		s.TCP = &ts
+	}
 	s.Mem = w.Mem.Stats()
 }
 
@@ -206,10 +234,16 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 	}
 	out = append(out, Counter{"stack_delivered", s.Stack.Delivered}, Counter{"stack_deferred_frees", s.Stack.Deferred},
 		Counter{"stack_defer_full", s.Stack.DeferFull}, Counter{"stack_defer_ipis", s.Stack.DeferIPIs},
-		Counter{"socket_drops", s.Stack.SockDrops})
+		Counter{"socket_drops", s.Stack.SockDrops}, Counter{"app_bytes", s.Stack.AppBytes})
 	out = append(out, Counter{"socket_queued", s.Stack.SockQueued}, Counter{"tcp_rcv_coalesce", s.Stack.Coalesced},
 		Counter{"socket_skbs", s.Socket.SKBs}, Counter{"socket_truesize", s.Socket.Truesize},
 		Counter{"packet_socket_clones", s.Stack.Cloned})
+	if c := s.TCP; c != nil {
+		out = append(out, Counter{"tcp_frames_sent", c.Frames}, Counter{"tcp_lost_frames", c.LostFrames},
+			Counter{"tcp_retransmits", c.Retransmits}, Counter{"tcp_fast_recovery", c.FastRecovery},
+			Counter{"tcp_probes", c.Probes}, Counter{"tcp_timeouts", c.Timeouts},
+			Counter{"tcp_rcvwnd_limited", c.RcvWndLimit}, Counter{"tcp_cwnd", c.Cwnd})
+	}
 	out = append(out, Counter{"page_allocs", s.Mem.Allocs}, Counter{"page_frees", s.Mem.Frees},
 		Counter{"page_remote_frees", s.Mem.RemoteFrees}, Counter{"page_ref_transfers", s.Mem.RefTransfers},
 		Counter{"pcp_free_high", s.Mem.FreeHighDrains},

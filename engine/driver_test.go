@@ -130,7 +130,10 @@ func TestNAPILocalRecycling(t *testing.T) {
 	assert.Zero(t, counter(t, off, "rx_pp_recycle_cached"))
 	assert.Positive(t, counter(t, off, "rx_pp_recycle_ring"))
 	assert.Positive(t, counter(t, on, "rx_pp_recycle_cached"))
-	assert.Zero(t, counter(t, on, "rx_pp_recycle_ring"))
+	// On, only the frees that find the alloc cache full take the ring
+	// (recycle_cache_full, then recycle_ring).
+	assert.Less(t, counter(t, on, "rx_pp_recycle_ring"), counter(t, on, "rx_pp_recycle_cached")/20)
+	assert.LessOrEqual(t, counter(t, on, "rx_pp_recycle_ring"), counter(t, on, "rx_pp_recycle_cache_full"))
 	assert.Positive(t, counter(t, on, "stack_deferred_frees"), "frees on the app CPU are deferred to the NAPI CPU")
 }
 

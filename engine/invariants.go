@@ -59,11 +59,10 @@ func (w *World) Check() error {
 // located in skbs are the page references live skbs hold, the skbs
 // chained through frag_list included (skb_release_data gives back each
 // one: a page in an skb that no skb holds is lost, one held but located
-// elsewhere is counted twice). O(skb pool). Worlds with a cpumap are
-// left out: the engine's __xdp_build_skb_from_frame leaves the page
-// where the frame was.
+// elsewhere is counted twice). O(skb pool). The cpumap kthread moves a
+// frame's pages to the skb it builds (Cpumap.SetMem).
 func (w *World) checkSKBPages() error {
-	if w.Driver.RQ[0].PagesPerBuf() == 0 || w.Cpumap != nil {
+	if w.Driver.RQ[0].PagesPerBuf() == 0 {
 		return nil
 	}
 	if refs, n := w.SKBs.PageRefs(), w.Mem.Count(mem.SKB); refs != n {

@@ -83,6 +83,11 @@ func TestSkbAttemptDeferFreeByProtocol(t *testing.T) {
 			w := checked(t, "r3-napi-local-off", 20000, func(s *scenario.Scenario) {
 				s.Kernel = tc.kernel
 				s.Traffic.Proto = tc.proto
+				if tc.proto == "udp" {
+					s.Traffic.Kind = scenario.TrafficUDPStream
+					s.Traffic.LineGbps = 0
+					s.Traffic.RatePPS = 5e6
+				}
 			})
 			d := counter(t, w, "stack_deferred_frees")
 			if !tc.deferred {

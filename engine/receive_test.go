@@ -107,7 +107,11 @@ func TestSocketCoalescingIsTCPInProcessContext(t *testing.T) {
 		require.NoError(t, w.RunUntil(sim.Time(5*sim.Millisecond)))
 		assert.Zero(t, counter(t, w, "tcp_rcv_coalesce"))
 	}
-	assert.Equal(t, counter(t, udp, "rx_packets"), counter(t, udp, "socket_queued"))
+	// The UDP socket queues every packet it has room for; a 5 µs reader
+	// of 400,000 packets a second fills its 212992-byte buffer and the
+	// rest is dropped (__udp_enqueue_schedule_skb).
+	assert.Equal(t, counter(t, udp, "rx_packets"), counter(t, udp, "socket_queued")+counter(t, udp, "socket_drops"))
+	assert.Positive(t, counter(t, udp, "socket_drops"))
 	assert.Zero(t, counter(t, soft, "socket_queued"))
 }
 

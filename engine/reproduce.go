@@ -44,17 +44,18 @@ type Row struct {
 
 // snapshot is what a metric is computed from.
 type snapshot struct {
-	t       sim.Time
-	bytes   uint64
-	txDone  uint64
-	cached  uint64
-	ring    uint64
-	refill  uint64
-	packets uint64
+	t        sim.Time
+	bytes    uint64
+	appBytes uint64 // payload the applications read
+	txDone   uint64
+	cached   uint64
+	ring     uint64
+	refill   uint64
+	packets  uint64
 }
 
 func (w *World) snap() snapshot {
-	s := snapshot{t: w.Now(), bytes: w.Stack.Counters().Bytes, packets: w.Received()}
+	s := snapshot{t: w.Now(), bytes: w.Stack.Counters().Bytes, appBytes: w.Stack.Counters().AppBytes, packets: w.Received()}
 	if w.Devmap != nil {
 		s.txDone = w.Devmap.Next().Completed
 	}
@@ -111,6 +112,8 @@ func metricValue(metric string, a, b snapshot) (float64, error) {
 	switch metric {
 	case "delivered_gbps":
 		return float64(b.bytes-a.bytes) * 8 / secs / 1e9, nil
+	case "goodput_gbps":
+		return float64(b.appBytes-a.appBytes) * 8 / secs / 1e9, nil
 	case "tx_mpps":
 		return float64(b.txDone-a.txDone) / secs / 1e6, nil
 	case "recycle_cached_share", "recycle_ring_share":

@@ -42,28 +42,29 @@ func TestReproductionTargets(t *testing.T) {
 		assert.Equal(t, want, get(config, metric).Limit.Name, "%s: %s", config, get(config, metric).Limit.Why)
 	}
 
-	// R1: page_pool delivers more than page_frag. Today upstream is held
-	// by CPU 0's ring mapping through the virtual IOMMU (fitted), the
-	// pool by the cpumap CPU's stack work (consumer.cost_ns, fitted).
-	up := get("r1-upstream", "delivered_gbps").Simulated
-	assert.Greater(t, get("r1-page-pool", "delivered_gbps").Simulated, up, "R1: page_pool over upstream")
-	assert.Greater(t, get("r1-page-pool-frag", "delivered_gbps").Simulated, up, "R1: page_pool fragments over upstream")
-	limit("r1-upstream", "delivered_gbps", "cpu0")
-	limit("r1-page-pool", "delivered_gbps", "cpu1")
-	limit("r1-page-pool-frag", "delivered_gbps", "cpu1")
-
-	// R2: at MTU 9000 sizing big buffers to the MTU helps; at 1500 the
-	// fix does not apply (small buffers) and nothing moves. Today the
-	// vhost worker holds every configuration but the 53-buffer ring,
-	// which vhost-net's used batches (VHOST_NET_BATCH) leave empty while
-	// the guest waits for the batch: the model's host side (FIDELITY), on
-	// presets that still run vhost where R2 ran vDPA.
-	assert.Greater(t, get("r2-mtu9000-after", "delivered_gbps").Ratio, 1.0, "R2 MTU 9000: after over before")
-	assert.InDelta(t, 1.0, get("r2-mtu1500-after", "delivered_gbps").Ratio, 0.05, "R2 MTU 1500: the fix does not apply")
-	for _, c := range []string{"r2-mtu1500-before", "r2-mtu1500-after", "r2-mtu9000-after"} {
-		limit(c, "delivered_gbps", "host rx0")
+	// R1, rebuilt from its setup (no IOMMU, no premapping, order-3 pool
+	// pages for fragments, a TCP stream): page_pool delivers at least as
+	// much as page_frag, and CPU 1, the cpumap CPU that builds, reads and
+	// frees every packet, limits all three, as published. The ratio is
+	// what the sourced costs give (docs/published.md: not reproduced).
+	up := get("r1-upstream", "goodput_gbps").Simulated
+	assert.GreaterOrEqual(t, get("r1-page-pool", "goodput_gbps").Simulated, up, "R1: page_pool over upstream")
+	assert.GreaterOrEqual(t, get("r1-page-pool-frag", "goodput_gbps").Simulated, up, "R1: page_pool fragments over upstream")
+	for _, c := range []string{"r1-upstream", "r1-page-pool", "r1-page-pool-frag"} {
+		limit(c, "goodput_gbps", "cpu1")
 	}
-	limit("r2-mtu9000-before", "delivered_gbps", "the ring")
+
+	// R2, rebuilt on a vDPA virtqueue with a TCP stream: at MTU 1500 the
+	// fix does not apply (small buffers) and nothing moves; at 9000 the
+	// 204-buffer ring delivers at least what the 53-buffer one does. The
+	// receiving application (CPU 1) limits all four: the 53 buffers hold
+	// more than the stream's bandwidth-delay product, so the ring's
+	// capacity, the commit's mechanism, never binds (not reproduced).
+	assert.GreaterOrEqual(t, get("r2-mtu9000-after", "goodput_gbps").Ratio, 0.99, "R2 MTU 9000: after over before")
+	assert.InDelta(t, 1.0, get("r2-mtu1500-after", "goodput_gbps").Ratio, 0.05, "R2 MTU 1500: the fix does not apply")
+	for _, c := range []string{"r2-mtu1500-before", "r2-mtu1500-after", "r2-mtu9000-before", "r2-mtu9000-after"} {
+		limit(c, "goodput_gbps", "cpu1")
+	}
 
 	// R3: NAPI-local recycling moves the frees from the ptr_ring to the
 	// alloc cache, and the refills all but vanish.
@@ -105,9 +106,19 @@ func TestReproductionTargets(t *testing.T) {
 func TestReproductionVerdicts(t *testing.T) {
 	rows, err := Reproduce(nil)
 	require.NoError(t, err)
-	want := map[string]Verdict{"R1": Calibrated, "R2": Calibrated, "R3": Explained, "R4": Explained}
+	want := map[string]Verdict{"R1": NotReproduced, "R3": Explained, "R4": Explained}
 	for _, r := range rows {
-		assert.Equal(t, want[r.ID], r.Verdict, "%s %s %s: %s", r.ID, r.Config, r.Metric, r.Why)
+		w, ok := want[r.ID]
+		if r.ID == "R2" {
+			// MTU 1500 is flat, as published; at 9000 the ring does not
+			// bind (TestReproductionTargets).
+			w, ok = Explained, true
+			if strings.Contains(r.Config, "9000") {
+				w = NotReproduced
+			}
+		}
+		require.True(t, ok, r.ID)
+		assert.Equal(t, w, r.Verdict, "%s %s %s: %s", r.ID, r.Config, r.Metric, r.Why)
 	}
 }
 

@@ -135,8 +135,10 @@ func TestCheckerCatchesCorruption(t *testing.T) {
 		assert.Contains(t, ie.Error(), "pp_ref_count 0")
 	})
 	t.Run("used entries published behind vhost-net's back", func(t *testing.T) {
-		s, err := scenario.LookupPreset("r2-mtu1500-before")
+		s, err := scenario.LookupPreset("small-mode")
 		require.NoError(t, err)
+		s.RingSize = 1024 // room for vhost-net to hold a batch
+		s.Traffic.Size = 1514
 		w, err := New(s)
 		require.NoError(t, err)
 		require.NoError(t, w.CheckEveryEvent(1<<10))
@@ -146,10 +148,13 @@ func TestCheckerCatchesCorruption(t *testing.T) {
 		}
 		require.Positive(t, rq.Dev.Unpublished(), "the host holds a batch")
 		// used.idx moves while handle_rx still holds the heads in
-		// vq->heads: the driver would see entries twice over.
+		// vq->heads: the driver would see entries twice over. The check
+		// runs at once: the next event may be one that catches the host
+		// up, whose next publish would hide the fault.
 		rq.VQ.DevicePublishUsed()
-		ie := requireCaught(t, w, 1)
-		assert.Contains(t, ie.Error(), "the host's batch holds")
+		err = w.CheckNow()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "the host's batch holds")
 	})
 	t.Run("free block marked without the memory", func(t *testing.T) {
 		w, _ := faultWorld(t, "r4-page-pool-same-cpu", mem.Virtqueue)

@@ -90,21 +90,16 @@ func TestMatches(t *testing.T) {
 func TestFittedOn(t *testing.T) {
 	r1, err := scenario.LookupPreset("r1-upstream")
 	require.NoError(t, err)
-	var names []string
-	for _, f := range FittedOn(&r1, "R1") {
-		names = append(names, f.Name)
-	}
-	assert.Equal(t, []string{"driver.iommu", "costs.dma_map_iommu", "costs.dma_unmap_iommu", "consumer.cost_ns"}, names)
-	r2, err := scenario.LookupPreset("r2-mtu9000-after")
+	assert.Empty(t, FittedOn(&r1, "R1"), "R1 rebuilt from its setup fits nothing")
+	r4, err := scenario.LookupPreset("r4-page-alloc-2flows")
 	require.NoError(t, err)
-	got := FittedOn(&r2, "R2")
-	require.Len(t, got, 2)
-	assert.Equal(t, FittedValue{Name: "vhost_copy_64b", Row: "r2-mtu9000-after", Why: got[0].Why}, got[0])
-	assert.Equal(t, "vhost_desc", got[1].Name)
-	assert.Empty(t, FittedOn(&r2, "R3"))
+	got := FittedOn(&r4, "R4")
+	require.Len(t, got, 1)
+	assert.Equal(t, FittedValue{Name: "buddy_per_page", Row: "r4-page-alloc-2flows", Why: got[0].Why}, got[0])
+	assert.Empty(t, FittedOn(&r4, "R3"))
 	// A scenario that overrides a fitted constant does not use it.
-	r2.Costs = map[string]int64{"vhost_desc": 20}
-	assert.Len(t, FittedOn(&r2, "R2"), 1)
+	r4.Costs = map[string]int64{"buddy_per_page": 60}
+	assert.Empty(t, FittedOn(&r4, "R4"))
 }
 
 // TestEveryMechanismIsAResource: each row declares its mechanism as a

@@ -39,6 +39,7 @@ type World struct {
 	Driver *virtionet.Driver
 
 	napiLocal napiLocal
+	streams   *streams // a tcp_stream's sockets and senders, nil otherwise
 	err       error
 	checker   *eventChecker // CheckEveryEvent, nil when off
 	live      *liveness     // CheckLiveness, nil when off
@@ -99,7 +100,12 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	inflight := s.Queues*(s.RingSize+s.TxRingSize) + skb.SocketQueueLimit*s.CPUs + 4096
 	w.SKBs = skb.NewPool(inflight)
 	w.Frames = xdp.NewFramePool(inflight + 16384*s.CPUs)
-	w.Stack = skb.NewStack(w.Sim, w.SKBs, w, stackConfig(&s))
+	cfg := stackConfig(&s)
+	if s.Traffic.Kind == scenario.TrafficTCPStream {
+		w.streams = newStreams(w)
+		cfg.Observer = w.streams
+	}
+	w.Stack = skb.NewStack(w.Sim, w.SKBs, w, cfg)
 	w.Stack.SetSocket(s.Traffic.Proto == "tcp", s.Driver.CloneSKBs)
 	if s.XDP != nil {
 		if err := w.buildXDP(spec, progName); err != nil {
@@ -152,6 +158,7 @@ func stackConfig(s *scenario.Scenario) skb.StackConfig {
 	if b.SKBDeferMax128 {
 		cfg.DeferMax = skb.DeferMax619
 	}
+	streamConfig(s, &cfg)
 	return cfg
 }
 
@@ -205,6 +212,7 @@ func (w *World) buildXDP(spec *bpf.CollectionSpec, name string) error {
 				LockedConsume: !b.CpumapLocklessConsume,
 				ReleaseFrames: !b.CpumapSKBRecycle,
 			})
+			w.Cpumap.SetMem(w.Mem)
 		case bpf.DevMap:
 			n := w.Scenario.Next
 			if n == nil {

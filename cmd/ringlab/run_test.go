@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"ringlab/engine/scenario"
 	"strings"
 	"testing"
 
@@ -171,19 +172,35 @@ func TestRunSet(t *testing.T) {
 // override the preset declares fitted says on what; the fitted fields are
 // listed without --costs too.
 func TestRunCostsShowKinds(t *testing.T) {
-	code, out, errs := runCLI("run", "--packets", "200", "r1-upstream")
+	// A scenario file that fits two values on R1, as its presets once
+	// did (no preset fits a field now).
+	sc, err := scenario.LookupPreset("r1-upstream")
+	require.NoError(t, err)
+	sc.Driver.IOMMU = true
+	sc.Costs = map[string]int64{"dma_map_iommu": 4000}
+	sc.Consumer.CostNs = 1000
+	sc.Fitted = []scenario.Fit{
+		{Field: "costs.dma_map_iommu", Result: "R1", Row: "r1-upstream", Why: "puts upstream at its figure"},
+		{Field: "consumer.cost_ns", Result: "R1", Row: "r1-page-pool", Why: "puts page_pool at its figure"},
+	}
+	js, err := json.Marshal(sc)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "fitted.json")
+	require.NoError(t, os.WriteFile(file, js, 0o644))
+
+	code, out, errs := runCLI("run", "--packets", "200", file)
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, "fitted, not sourced")
 	assert.Contains(t, out, "consumer.cost_ns on R1 (r1-page-pool)")
 	assert.NotContains(t, out, "vhost_desc", "the table needs --costs")
 
-	code, out, errs = runCLI("run", "--packets", "200", "--costs", "r1-upstream")
+	code, out, errs = runCLI("run", "--packets", "200", "--costs", file)
 	require.Equal(t, exitOK, code, errs)
-	assert.Regexp(t, `vhost_desc +150 +fitted on R2 +fitted on R2 \(r2-mtu9000-after`, out)
+	assert.Regexp(t, `buddy_per_page +180 +fitted on R4 +fitted on R4 \(r4-page-alloc-2flows`, out)
 	assert.Regexp(t, `atomic +5 +sourced +bench_page_pool_simple`, out)
 	assert.Regexp(t, `dma_map_iommu +4000 +override \(default 100 ns, sourced\) +fitted on R1 \(r1-upstream\)`, out)
 
-	code, out, errs = runCLI("run", "--packets", "200", "--costs", "--json", "r1-upstream")
+	code, out, errs = runCLI("run", "--packets", "200", "--costs", "--json", file)
 	require.Equal(t, exitOK, code, errs)
 	var s struct {
 		Fitted []struct{ Field, Result, Row string }
@@ -197,7 +214,7 @@ func TestRunCostsShowKinds(t *testing.T) {
 		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &s))
-	assert.Len(t, s.Fitted, 4)
+	assert.Len(t, s.Fitted, 2)
 	kinds := map[string]string{}
 	for _, c := range s.Costs {
 		kinds[c.Name] = c.Kind + c.Fit

@@ -102,11 +102,17 @@ type RX struct {
 	first virtq.ChainInfo // scratch: plan's first chain, for deliver
 }
 
-// NewRX returns the backend of receive queue index out of nq.
-func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) *RX {
+// NewRX returns the backend of receive queue index out of nq. It fails
+// only when the scenario's stream cannot be built (a validated scenario's
+// always can).
+func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) (*RX, error) {
+	tr, err := NewStreamTraffic(s, index)
+	if err != nil {
+		return nil, err
+	}
 	r := &RX{
 		q:       q,
-		traffic: NewTraffic(s.Traffic, index, s.Queues, s.Seed),
+		traffic: tr,
 		costs:   costs,
 		kind:    s.Device.Kind,
 		mode:    s.Mode(),
@@ -125,7 +131,7 @@ func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) *R
 		r.minGap = sim.Duration(1e9 / s.Device.MaxPPS)
 	}
 	q.DeviceSetAvailEventOnPop(s.Device.AvailEvent == scenario.AvailEventPop)
-	return r
+	return r, nil
 }
 
 // Counters returns the backend's counters.
@@ -189,6 +195,11 @@ func (r *RX) CopyFrame(head uint16, dst []byte) {
 	off := int(head)*WindowSize + VirtioNetHdrLen
 	copy(dst, r.window[off:off+len(dst)])
 }
+
+// FrameSeq is the number of the frame written into the buffer whose chain
+// starts at head: the order its sender sent it in (a tcp_stream's frames
+// are numbered by the stream's sender).
+func (r *RX) FrameSeq(head uint16) uint64 { return r.pend[head].seq }
 
 // NumBuffers is num_buffers of the header in the buffer whose chain
 // starts at head: NumBuffers(Window(head)), without writing the window.
@@ -421,7 +432,11 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 		return 0, false
 	}
 	start := r.cursor
-	if a := r.traffic.NextArrival(); a > start {
+	a := r.traffic.NextArrival()
+	if a == Never {
+		return 0, false // nothing will arrive until the receiver reports
+	}
+	if a > start {
 		start = a
 	}
 	end := start.Add(r.cost(size, nbuf, ndesc))

@@ -25,7 +25,8 @@ func TestWindowHoldsTheFrameBuiltWhenRead(t *testing.T) {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	r := NewRX(q, &s, 0, &costs)
+	r, err := NewRX(q, &s, 0, &costs)
+	require.NoError(t, err)
 	ref := NewTraffic(s.Traffic, 0, 1, s.Seed) // the same packets, built eagerly
 
 	var tok virtq.Token
@@ -81,7 +82,8 @@ func TestHostBusyAndStarvedTime(t *testing.T) {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	r := NewRX(q, &s, 0, &costs)
+	r, err := NewRX(q, &s, 0, &costs)
+	require.NoError(t, err)
 	per := r.cost(64, 1, 1)
 	var tok virtq.Token
 	post := func(at sim.Time) {
@@ -122,7 +124,9 @@ func newRig(t *testing.T, s scenario.Scenario, ring int) *rig {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", EventIdx: s.Features.EventIdx, Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	return &rig{q: q, r: NewRX(q, &s, 0, &costs)}
+	r, err := NewRX(q, &s, 0, &costs)
+	require.NoError(t, err)
+	return &rig{q: q, r: r}
 }
 
 // post adds n receive buffers of l bytes, kicking as virtqueue_kick
@@ -168,9 +172,10 @@ func TestVhostWritesAvailEventOnlyWhenItRunsOut(t *testing.T) {
 			g.r.CatchUp(0) // the host finds the ring empty and sleeps
 			require.True(t, g.r.Starved())
 			assert.True(t, g.post(t, 8, 2048, 0), "the first buffers wake it")
-			// The kick wakes it 4 µs later (vhost_wake_latency); frames
-			// take 412 ns each.
-			g.r.CatchUp(sim.Time(5300)) // three frames in, five buffers left
+			// The kick wakes it 4 µs later (vhost_wake_latency), with
+			// frames waiting; they take cost(64, 1, 1) each.
+			per := g.r.cost(64, 1, 1)
+			g.r.CatchUp(sim.Time(4000).Add(3*per + per/2)) // three frames in, five buffers left
 			require.Equal(t, uint64(3), g.r.Counters().Packets)
 			want := uint16(0) // still what it wrote when it slept
 			if rule == scenario.AvailEventPop {

@@ -6,7 +6,12 @@ import (
 
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
+	"ringlab/engine/transport"
 )
+
+// Never is the arrival time of a frame that is not coming: a TCP sender
+// waiting for the receiver to report something.
+const Never = sim.Time(math.MaxInt64)
 
 // Traffic generates the arrivals of one queue: the flows that hash to it,
 // at its share of the rate, with the configured sizes and bursts.
@@ -23,7 +28,48 @@ type Traffic struct {
 	flowIdx  int
 	rng      *rand.Rand // random_sizes: the scenario's seeded generator
 	size     int        // the next frame's size when drawn at random
+	// tcp is the queue's tcp_stream sender (at most one stream a queue):
+	// it decides when each frame arrives and how many segments it
+	// carries; seq numbers its frames as it does.
+	tcp *transport.TCP
 }
+
+// NewStreamTraffic is NewTraffic for the scenario's workload: the open
+// generator as given, a udp_stream as an open generator of its
+// datagrams' frames, a tcp_stream with a transport.TCP sender for the
+// queue's stream. A queue without a stream has no flows.
+func NewStreamTraffic(s *scenario.Scenario, q int) (*Traffic, error) {
+	spec := s.Traffic
+	switch spec.Kind {
+	case scenario.TrafficUDPStream:
+		_, spec.Size = s.UDPFrame()
+		return NewTraffic(spec, q, s.Queues, s.Seed), nil
+	case scenario.TrafficTCPStream:
+		mss, hdr, segs := s.TCPFrame()
+		spec.Size = mss + hdr
+		t := NewTraffic(spec, q, s.Queues, s.Seed)
+		t.interval = 0
+		if !t.Active() {
+			return t, nil
+		}
+		rtt := spec.RTTUs
+		if rtt == 0 {
+			rtt = scenario.DefaultRTTUs
+		}
+		var err error
+		t.tcp, err = transport.NewTCP(transport.TCPConfig{
+			MSS: mss, HdrBytes: hdr, MaxSegs: segs,
+			RTT:     sim.Duration(rtt * 1000),
+			LineBps: spec.LineGbps * 1e9, WireOverhead: scenario.WireOverhead,
+			RcvWnd: transport.WinFromSpace(s.Rcvbuf(), transport.DefaultScalingRatio, s.Behaviours().TCPScalingRatio),
+		})
+		return t, err
+	}
+	return NewTraffic(spec, q, s.Queues, s.Seed), nil
+}
+
+// TCP is the queue's tcp_stream sender, nil for other workloads.
+func (t *Traffic) TCP() *transport.TCP { return t.tcp }
 
 // NewTraffic returns the generator of queue q out of nq. Flow f goes to
 // queue f mod nq (a stand-in for the device's RSS); the rate is shared by
@@ -63,16 +109,30 @@ func NewTraffic(spec scenario.Traffic, q, nq int, seed uint64) *Traffic {
 func (t *Traffic) Active() bool { return len(t.flows) > 0 }
 
 // Saturating reports whether packets are always waiting.
-func (t *Traffic) Saturating() bool { return t.interval == 0 }
+func (t *Traffic) Saturating() bool { return t.interval == 0 && t.tcp == nil }
 
-// NextArrival is the arrival time of the next packet.
-func (t *Traffic) NextArrival() sim.Time { return t.next }
+// NextArrival is the arrival time of the next packet: Never when a TCP
+// sender waits for the receiver.
+func (t *Traffic) NextArrival() sim.Time {
+	if t.tcp != nil {
+		at, _, ok := t.tcp.Next()
+		if !ok {
+			return Never
+		}
+		return at
+	}
+	return t.next
+}
 
 // Seq is the number of packets generated so far.
 func (t *Traffic) Seq() uint64 { return t.seq }
 
 // Peek returns the flow and frame size of the next packet.
 func (t *Traffic) Peek() (*Flow, int) {
+	if t.tcp != nil {
+		_, segs, _ := t.tcp.Next()
+		return &t.flows[0], t.tcp.FrameBytes(max(segs, 1))
+	}
 	if t.rng != nil {
 		return &t.flows[t.flowIdx], t.size
 	}
@@ -86,7 +146,14 @@ func (t *Traffic) build(f int, b []byte, seq uint64, frameLen int) int {
 }
 
 // Advance consumes the next packet and computes the following arrival.
+// A TCP frame is on its way whether the device places it or drops it:
+// the sender learns which from what the receiver reports.
 func (t *Traffic) Advance() {
+	if t.tcp != nil {
+		t.tcp.Take()
+		t.seq++
+		return
+	}
 	t.seq++
 	if t.rng != nil {
 		t.size = t.spec.Sizes[t.rng.IntN(len(t.spec.Sizes))]

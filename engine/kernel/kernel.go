@@ -174,6 +174,12 @@ type Behaviours struct {
 	// release, 4.15; ptr_ring_consume_batched, which takes consumer_lock,
 	// from 5.2, 77361825bb01; __ptr_ring_consume_batched again from 5.9).
 	CpumapLocklessConsume bool
+	// TCPScalingRatio: the receive window is the free socket memory scaled
+	// by the payload-to-truesize ratio the socket measured
+	// (tp->scaling_ratio, tcp_win_from_space; dfa2f0483360 "tcp: get rid
+	// of sysctl_tcp_adv_win_scale", 6.6); before, half of it
+	// (tcp_adv_win_scale 1).
+	TCPScalingRatio bool
 	// UDPDeferFree: UDP defers remote skb frees as TCP does (6.18).
 	UDPDeferFree bool
 	// SKBDeferMax128: sysctl_skb_defer_max defaults to 128, not 64
@@ -221,6 +227,7 @@ func Changes() []Change {
 		{Name: "NAPILocalSKB", From: Version{Major: 6, Minor: 5}, What: "skbs freed in NAPI (napi_safe) on the CPU that has the pool's NAPI scheduled recycle into the alloc cache", Function: "page_pool_return_skb_page (net/core/page_pool.c)"},
 		{Name: "NAPILocalSKBSoftirq", From: Version{Major: 6, Minor: 6}, What: "any skb freed in softirq asks whether the pool's NAPI is scheduled on this CPU, napi_safe or not", Function: "napi_pp_put_page (net/core/skbuff.c)"},
 		{Name: "PageFragPremap", From: Version{Major: 6, Minor: 6}, Off: Version{Major: 6, Minor: 11}, On: Version{Major: 6, Minor: 13}, OffByDefault: true, What: "virtio_net premaps each page_frag block once for DMA", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
+		{Name: "TCPScalingRatio", From: Version{Major: 6, Minor: 6}, What: "the receive window is free socket memory scaled by the payload-to-truesize ratio measured, not half of it", Function: "tcp_win_from_space (include/net/tcp.h)"},
 		{Name: "PCPFreeCount", From: Version{Major: 6, Minor: 7}, What: "free_high counts the pages freed since the last allocation and needs the previous free to be high-order too", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame and bulk returns included", Function: "page_pool_napi_local (net/core/page_pool.c)"},
 		{Name: "PCPFreeCountHighMin", From: Version{Major: 6, Minor: 16}, What: "free_high waits for batch + high_min / 2 pages freed without an allocation", Function: "free_frozen_page_commit (mm/page_alloc.c)"},
@@ -276,6 +283,8 @@ func (v Version) Behaviours() Behaviours {
 			b.NAPILocalAll = true
 		case "CpumapLocklessConsume":
 			b.CpumapLocklessConsume = true
+		case "TCPScalingRatio":
+			b.TCPScalingRatio = true
 		case "UDPDeferFree":
 			b.UDPDeferFree = true
 		case "SKBDeferMax128":

@@ -98,6 +98,8 @@ func TestBehavioursByVersion(t *testing.T) {
 	assert.False(t, on("6.11").PageFragPremap)
 	assert.False(t, on("6.12").PageFragPremap)
 	assert.True(t, on("6.13").PageFragPremap)
+	assert.False(t, on("6.5").TCPScalingRatio)
+	assert.True(t, on("6.6").TCPScalingRatio)
 	assert.False(t, on("6.17").UDPDeferFree)
 	assert.True(t, on("6.18").UDPDeferFree)
 	assert.False(t, on("6.18").SKBDeferMax128)

@@ -135,6 +135,10 @@ type Driver struct {
 	PoolSize     int    `json:"pool_size"`     // ptr_ring size; 0 = ring size
 	CloneSKBs    bool   `json:"clone_skbs"`    // a packet socket listens: TCP's receive queue cannot coalesce
 	Budget       int    `json:"napi_budget"`   // NAPI weight, 64
+	// PoolOrder is the page_pool's page order (page_pool_params.order):
+	// 0, or 3 (SKB_FRAG_PAGE_ORDER, 32 KiB pages split into fragments,
+	// as the 2023 series' 3/5 created its pool) with page_pool_frag.
+	PoolOrder int `json:"pool_order,omitempty"`
 }
 
 // XDP is the program attached to every receive queue.
@@ -153,10 +157,41 @@ type Consumer struct {
 	CPU     int    `json:"cpu"`     // -1: the CPU that received the packet
 	Context string `json:"context"` // softirq or process
 	CostNs  int64  `json:"cost_ns"` // stack + application cost per packet
+	// RcvbufBytes is the receiving socket's sk_rcvbuf for the stream
+	// workloads (its memory is counted in truesize, as sk_rmem_alloc is);
+	// 0 takes the protocol's: TCP's receive buffer autotuned to
+	// tcp_rmem[2] (6 MiB), UDP's net.core.rmem_default (212992).
+	RcvbufBytes int `json:"rcvbuf_bytes,omitempty"`
 }
+
+// Traffic kinds: what sends the frames.
+const (
+	// TrafficOpen is an open-loop generator, as pktgen is: a rate (or a
+	// line rate, or as fast as the device goes), sizes, bursts.
+	TrafficOpen = "open"
+	// TrafficTCPStream is an iperf3-like bulk TCP sender (engine/transport):
+	// frames leave as its congestion window and the receiver's window
+	// allow, clocked by the receiver's ACKs over rtt_us.
+	TrafficTCPStream = "tcp_stream"
+	// TrafficUDPStream is netperf's UDP_STREAM: datagrams of
+	// message_bytes, open loop, into a UDP socket that drops what its
+	// receive buffer cannot hold.
+	TrafficUDPStream = "udp_stream"
+)
+
+// Stream defaults: iperf3's TCP write size (-l, 128 KiB) and a round trip
+// between two hosts on one switch.
+const (
+	DefaultWriteBytes = 128 << 10
+	DefaultRTTUs      = 50
+	TCPRmemMax        = 6 << 20 // tcp_rmem[2]
+	UDPRmemDefault    = 212992  // net.core.rmem_default
+)
 
 // Traffic is what the device receives from the outside.
 type Traffic struct {
+	// Kind is open (the default), tcp_stream or udp_stream.
+	Kind    string  `json:"kind,omitempty"`
 	RatePPS float64 `json:"rate_pps"` // 0 = as fast as the device goes
 	Size    int     `json:"size"`     // Ethernet frame size in bytes (no FCS)
 	Sizes   []int   `json:"sizes,omitempty"`
@@ -176,6 +211,78 @@ type Traffic struct {
 	// the 24 bytes of preamble, FCS and inter-frame gap each takes on the
 	// wire, at the mean frame size.
 	LineGbps float64 `json:"line_gbps,omitempty"`
+	// RTTUs is tcp_stream's round trip outside the receiver, in µs: the
+	// wire both ways and the sender (default 50).
+	RTTUs float64 `json:"rtt_us,omitempty"`
+	// WriteBytes is tcp_stream's write size (iperf3 -l; default 128 KiB).
+	// The sender keeps its socket full, and Nagle and autocorking merge
+	// small writes into full segments, so it changes nothing the receiver
+	// sees; it is there to say so.
+	WriteBytes int `json:"write_bytes,omitempty"`
+	// MessageBytes is udp_stream's datagram payload (netperf -m; default
+	// the MTU less the IP and UDP headers).
+	MessageBytes int `json:"message_bytes,omitempty"`
+}
+
+// Stream is the kind of a stream workload: TrafficTCPStream or
+// TrafficUDPStream, or "" for open traffic.
+func (t *Traffic) Stream() string {
+	if t.Kind == TrafficTCPStream || t.Kind == TrafficUDPStream {
+		return t.Kind
+	}
+	return ""
+}
+
+// TCPFrame is how a Linux sender segments a tcp_stream for this
+// scenario: the MSS (the MTU less the IP and TCP headers and the 12
+// bytes of timestamps option, as tcp_mss_to_mtu leaves it), the headers
+// of each frame (Ethernet, IP, TCP with timestamps), and the segments one
+// frame may carry: with guest GSO negotiated on a vhost device the host
+// hands the guest whole TSO/GSO packets of up to 64 KiB (GSO_MAX_SIZE of
+// IP packet); a NIC or a vDPA virtqueue gets them off the wire, one
+// segment each.
+func (s *Scenario) TCPFrame() (mss, hdr, maxSegs int) {
+	ip := 20
+	if s.Traffic.IPv6 {
+		ip = 40
+	}
+	const tcpHdr = 20 + 12
+	mss = s.MTU - ip - tcpHdr
+	hdr = 14 + ip + tcpHdr
+	maxSegs = 1
+	// With XDP attached the guest's offloads are off (virtnet_xdp_set
+	// refuses XDP while they are on, or clears them with
+	// CTRL_GUEST_OFFLOADS): no GSO frame reaches it.
+	if s.Features.GuestGSO && s.Device.Kind == DeviceVhost && s.XDP == nil {
+		maxSegs = (65536 - ip - tcpHdr) / mss
+	}
+	return mss, hdr, maxSegs
+}
+
+// UDPFrame is udp_stream's frame: message_bytes of payload (the MTU less
+// the IP and UDP headers when 0) with its Ethernet, IP and UDP headers.
+func (s *Scenario) UDPFrame() (payload, frame int) {
+	ip := 20
+	if s.Traffic.IPv6 {
+		ip = 40
+	}
+	payload = s.Traffic.MessageBytes
+	if payload == 0 {
+		payload = s.MTU - ip - 8
+	}
+	return payload, payload + 14 + ip + 8
+}
+
+// Rcvbuf is the receiving socket's sk_rcvbuf in bytes
+// (Consumer.RcvbufBytes, or the protocol's default).
+func (s *Scenario) Rcvbuf() int {
+	if n := s.Consumer.RcvbufBytes; n > 0 {
+		return n
+	}
+	if s.Traffic.Kind == TrafficUDPStream || (s.Traffic.Stream() == "" && s.Traffic.Proto == "udp") {
+		return UDPRmemDefault
+	}
+	return TCPRmemMax
 }
 
 // WireOverhead is what an Ethernet frame costs on the wire beyond its

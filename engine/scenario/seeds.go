@@ -12,7 +12,7 @@ type Reproduction struct {
 	Baseline  string  // the row this one is compared with; "" for a baseline
 	Unit      string  // Gbit/s, Mpps, share, count
 	Published float64 // the published figure
-	Metric    string  // what is measured: delivered_gbps, tx_mpps, recycle_cached_share, recycle_ring_share, alloc_refill_per_mpkt
+	Metric    string  // what is measured: goodput_gbps (what the application reads, as iperf reports it), delivered_gbps, tx_mpps, recycle_cached_share, recycle_ring_share, alloc_refill_per_mpkt
 	Source    string
 	// Mechanism is the resource the published setup is expected to be
 	// limited by in this configuration, as a kind of engine.LimitOf
@@ -59,13 +59,13 @@ func Reproductions() []Reproduction {
 	const r3 = "page_pool: allow caching from safely localized NAPI (2023), bnxt TCP stream, page per packet"
 	const r4 = "mlx5 XDP_REDIRECT with page_pool (2018), devmap to ixgbe"
 	rows := []Reproduction{
-		{"R1", "r1-upstream", "", "Gbit/s", 1.38, "delivered_gbps", r1, "", ""},
-		{"R1", "r1-page-pool", "r1-upstream", "Gbit/s", 9.74, "delivered_gbps", r1, "", ""},
-		{"R1", "r1-page-pool-frag", "r1-upstream", "Gbit/s", 10.3, "delivered_gbps", r1, "", ""},
-		{"R2", "r2-mtu1500-before", "", "Gbit/s", 22.5, "delivered_gbps", r2, "", ""},
-		{"R2", "r2-mtu1500-after", "r2-mtu1500-before", "Gbit/s", 22.4, "delivered_gbps", r2, "", ""},
-		{"R2", "r2-mtu9000-before", "", "Gbit/s", 12.8, "delivered_gbps", r2, "", ""},
-		{"R2", "r2-mtu9000-after", "r2-mtu9000-before", "Gbit/s", 25.9, "delivered_gbps", r2, "", ""},
+		{"R1", "r1-upstream", "", "Gbit/s", 1.38, "goodput_gbps", r1, "", ""},
+		{"R1", "r1-page-pool", "r1-upstream", "Gbit/s", 9.74, "goodput_gbps", r1, "", ""},
+		{"R1", "r1-page-pool-frag", "r1-upstream", "Gbit/s", 10.3, "goodput_gbps", r1, "", ""},
+		{"R2", "r2-mtu1500-before", "", "Gbit/s", 22.5, "goodput_gbps", r2, "", ""},
+		{"R2", "r2-mtu1500-after", "r2-mtu1500-before", "Gbit/s", 22.4, "goodput_gbps", r2, "", ""},
+		{"R2", "r2-mtu9000-before", "", "Gbit/s", 12.8, "goodput_gbps", r2, "", ""},
+		{"R2", "r2-mtu9000-after", "r2-mtu9000-before", "Gbit/s", 25.9, "goodput_gbps", r2, "", ""},
 		{"R3", "r3-napi-local-off", "", "share", 0, "recycle_cached_share", r3, "", ""},
 		{"R3", "r3-napi-local-on", "r3-napi-local-off", "share", 150_197_505.0 / (150_197_505 + 0), "recycle_cached_share", r3, "", ""},
 		{"R3", "r3-napi-local-off", "", "share", 149_299_454.0 / (149_299_454 + 0), "recycle_ring_share", r3, "", ""},
@@ -85,51 +85,42 @@ func Reproductions() []Reproduction {
 }
 
 // vmNotes describes the R2 virtual machine.
-const vmNotes = "a KVM guest with vhost-net and no IOMMU: the default cost table"
+const vmNotes = "a KVM guest on a vDPA virtqueue (a Mellanox NIC), no IOMMU: the default cost table"
 
-// R1's presets give the VM a virtual IOMMU (VIRTIO_F_ACCESS_PLATFORM): a
-// buffer mapped by the ring costs a request to the VMM to map it and
-// another to unmap it, each a VM exit and an IOTLB update. Nothing in the
-// thread says the measured VM had an IOMMU (docs/published.md): the IOMMU
-// and its cost are fitted on R1's upstream figure, and the consumer's cost
-// on its page_pool figure. Today's pool premaps its pages, which is what
-// takes the cost away; the 2023 series did not (FIDELITY row 1).
+// R2's link and round trip, which the commit does not give: a 100 Gbit/s
+// Mellanox NIC and two hosts on one switch are assumed.
 const (
-	r1IOMMUMap   = 4000
-	r1IOMMUUnmap = 4000
-	r1Consumer   = 1000
-	r1Notes      = "a KVM guest with a virtual IOMMU: dma_map_iommu and dma_unmap_iommu are requests to the VMM (4 us each, fitted on R1's upstream figure; see fitted)"
+	r2LineGbps = 100
+	r2RTTUs    = 30
 )
 
-// r1Fitted declares what R1's presets fit, and on which row.
-var r1Fitted = []Fit{
-	{Field: "driver.iommu", Result: "R1", Row: "r1-upstream",
-		Why: "an IOMMU makes the ring's map and unmap of every buffer expensive, which is what holds upstream at its published figure; nothing in the thread says the VM had one"},
-	{Field: "costs.dma_map_iommu", Result: "R1", Row: "r1-upstream",
-		Why: "4 us per map puts upstream at its published figure; the sourced figure for one page is 0.1 us on bare metal (dma_map_iommu), and a virtual IOMMU's exit to the VMM is not measured anywhere in the thread"},
-	{Field: "costs.dma_unmap_iommu", Result: "R1", Row: "r1-upstream",
-		Why: "4 us per unmap, with the map, puts upstream at its published figure; the sourced figure for one page is 0.6 us on bare metal (dma_unmap_iommu)"},
-	{Field: "consumer.cost_ns", Result: "R1", Row: "r1-page-pool",
-		Why: "1 us of stack and application work per packet on the cpumap CPU puts page_pool at its published figure; nothing in the thread measures it"},
-}
+// R1 as the thread describes it: a multi-core VM on vhost-net, XDP
+// redirecting every packet to CPU 1 through a cpumap, the throughput in
+// Gbit/s (a TCP stream, as iperf reports it). Nothing in it says the VM
+// had an IOMMU, so it has none; the 2023 series' pools have no
+// PP_FLAG_DMA_MAP, so every buffer is still mapped by the ring. The round
+// trip of a stream from the host into its guest is not given: 20 µs is
+// assumed.
+const (
+	r1RTTUs = 20
+	r1Notes = "a KVM guest on vhost-net without an IOMMU: the default cost table"
+)
 
 func seedPresets() []Preset {
 	// R1 ran a 6.4-era net-next with the 2023 series applied.
-	r1 := func(src, dma string) func() Scenario {
+	r1 := func(src string, order int) func() Scenario {
 		return with(func(s *Scenario) {
 			s.Kernel = "6.4"
 			s.CPUs = 2
 			s.RingSize = 256
 			s.TxRingSize = 256
 			s.Driver.BufferSource = src
-			s.Driver.DMA = dma
+			s.Driver.DMA = DMARing
+			s.Driver.PoolOrder = order
 			s.XDP = &XDP{Program: "xdp_redirect_cpu", CpumapCPUs: []int{1}, CpumapQsize: 2048}
-			s.Traffic.Size = 1514
-			s.Consumer.CostNs = r1Consumer
-			s.Driver.IOMMU = true
-			s.Costs = map[string]int64{"dma_map_iommu": r1IOMMUMap, "dma_unmap_iommu": r1IOMMUUnmap}
+			s.Traffic = Traffic{Kind: TrafficTCPStream, Proto: "tcp", Flows: 1, RTTUs: r1RTTUs, DstPort: 5201}
+			s.Consumer = Consumer{CPU: 1, Context: FreeProcess, CostNs: 300}
 			s.CostNotes = r1Notes
-			s.Fitted = append([]Fit(nil), r1Fitted...)
 		})
 	}
 	// R2's "before" is 6.0, the last release that posted MAX_SKB_FRAGS
@@ -145,8 +136,11 @@ func seedPresets() []Preset {
 			s.Features.MrgRxbuf = false
 			s.Driver.BufferSource = SourcePage
 			s.Driver.DMA = DMARing
-			s.Traffic.Size = mtu + 14
-			s.Traffic.Proto = "tcp"
+			// iperf TCP into the guest over a vDPA virtqueue: the NIC
+			// takes buffers as frames come off the wire and drops a
+			// frame that finds none; TCP answers by slowing down.
+			s.Device.Kind = DeviceVDPA
+			s.Traffic = Traffic{Kind: TrafficTCPStream, Proto: "tcp", Flows: 1, LineGbps: r2LineGbps, RTTUs: r2RTTUs, DstPort: 5201}
 			s.Consumer = Consumer{CPU: 1, Context: FreeProcess, CostNs: 300}
 			s.CostNotes = vmNotes
 		})
@@ -159,8 +153,16 @@ func seedPresets() []Preset {
 			s.CPUs = 2
 			s.RingSize = 1024
 			s.Device.Kind = DeviceNIC
-			s.Traffic.Size = 1514
-			s.Traffic.Proto = "tcp"
+			// A TCP stream (the thread's test): the sender's windows
+			// follow the application, so the socket never overflows and
+			// every page comes back through the application's frees,
+			// deferred to the NAPI CPU (skb_attempt_defer_free, TCP
+			// 5.17+). The link speed is not in the thread: 25 Gbit/s,
+			// a common bnxt port, is assumed. A stream the application
+			// keeps up with sends steadily; one it cannot (a faster
+			// link) closes its window in bursts, and the deferred frees
+			// then come back in chunks larger than the alloc cache.
+			s.Traffic = Traffic{Kind: TrafficTCPStream, Proto: "tcp", Flows: 1, LineGbps: 25, DstPort: 5201}
 			s.Consumer = Consumer{CPU: 1, Context: FreeProcess, CostNs: 300}
 		})
 	}
@@ -184,12 +186,12 @@ func seedPresets() []Preset {
 		})
 	}
 	return []Preset{
-		{Name: "r1-upstream", Seed: "R1", Description: "R1 before: XDP redirects every packet to CPU 1 through a cpumap; buffers come from page_frag, so pages freed on CPU 1 go back to the page allocator from the wrong CPU.",
-			Build: r1(SourcePageFrag, DMARing)},
-		{Name: "r1-page-pool", Seed: "R1", Description: "R1 with page_pool: pages freed on CPU 1 return through the pool's ptr_ring and are reused without the page allocator.",
-			Build: r1(SourcePagePool, DMAPremapped)},
-		{Name: "r1-page-pool-frag", Seed: "R1", Description: "R1 with page_pool fragments.",
-			Build: r1(SourcePagePoolFrag, DMAPremapped)},
+		{Name: "r1-upstream", Seed: "R1", Description: "R1 before (6.4): a TCP stream into the VM; XDP redirects every packet to CPU 1 through a cpumap. Buffers come from page_frag: CPU 0 takes a reference on the 32 KiB block for every buffer, CPU 1 frees them (page_frag_free), so the block's refcount line moves between the CPUs and CPU 1 frees every block to the page allocator.",
+			Build: r1(SourcePageFrag, 0)},
+		{Name: "r1-page-pool", Seed: "R1", Description: "R1 with the 2023 series' page_pool (2/5): a whole order-0 pool page per buffer, no PP_FLAG_DMA_MAP (the ring still maps every buffer); the skbs CPU 1 frees recycle through the pool's ptr_ring (6.4 marks cpumap skbs for recycling) and CPU 0 refills 64 at a time.",
+			Build: r1(SourcePagePool, 0)},
+		{Name: "r1-page-pool-frag", Seed: "R1", Description: "R1 with the series' fragments (3/5, PP_FLAG_PAGE_FRAG): order-3 pool pages, eight one-page XDP buffers each, allocated one at a time (slow_high_order).",
+			Build: r1(SourcePagePoolFrag, 3)},
 		{Name: "r2-mtu1500-before", Seed: "R2", Description: "R2, MTU 1500, before the fix: without guest GSO the driver uses small buffers; the fix does not apply.",
 			Build: r2(1500, "6.0")},
 		{Name: "r2-mtu1500-after", Seed: "R2", Description: "R2, MTU 1500, after the fix.",

@@ -95,6 +95,15 @@ func TestSetErrorsNameThePath(t *testing.T) {
 func TestSetDropsFittedEntries(t *testing.T) {
 	s, err := LookupPreset("r1-upstream")
 	require.NoError(t, err)
+	// A scenario that fitted two values on R1, as its presets once did.
+	s.Consumer.CostNs = 1000
+	s.Driver.IOMMU = true
+	s.Costs = map[string]int64{"dma_map_iommu": 4000}
+	s.Fitted = []Fit{
+		{Field: "consumer.cost_ns", Result: "R1", Row: "r1-page-pool", Why: "puts page_pool at its figure"},
+		{Field: "costs.dma_map_iommu", Result: "R1", Row: "r1-upstream", Why: "puts upstream at its figure"},
+	}
+	require.NoError(t, s.Validate())
 	fields := func(s Scenario) []string {
 		var out []string
 		for _, f := range s.Fitted {

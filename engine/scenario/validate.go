@@ -76,6 +76,73 @@ func Default() Scenario {
 	}
 }
 
+// validateStream checks a tcp_stream or udp_stream workload: one stream
+// per queue pair at most, a socket read by an application, and none of
+// the open generator's shaping (the sender's window or its line paces
+// it, and the stream decides its frames' sizes).
+func (s *Scenario) validateStream() error {
+	t := s.Traffic
+	kind := t.Kind
+	switch {
+	case len(t.Sizes) > 0 || t.RandomSizes:
+		return bad("traffic.sizes", "a %s decides its frames' sizes (traffic.size, sizes and random_sizes are the open generator's)", kind)
+	case t.Burst != 0:
+		return bad("traffic.burst", "a %s has no bursts of its own", kind)
+	case t.GSOSize != 0:
+		return bad("traffic.gso_size", "a %s builds GSO frames itself when guest GSO is negotiated on a vhost device", kind)
+	case t.LineGbps < 0 || t.LineGbps > 10_000:
+		return bad("traffic.line_gbps", "%g: want 0..10000", t.LineGbps)
+	case t.RatePPS < 0 || t.RatePPS > 1e9:
+		return bad("traffic.rate_pps", "%g: want 0..1e9", t.RatePPS)
+	case t.LineGbps > 0 && t.RatePPS > 0:
+		return bad("traffic.line_gbps", "rate_pps and line_gbps are exclusive")
+	case t.Flows < 1 || t.Flows > s.Queues:
+		return bad("traffic.flows", "%d: a %s has one stream per queue pair at most (1..%d)", t.Flows, kind, s.Queues)
+	case t.DstPort < 0 || t.DstPort > 65535:
+		return bad("traffic.dst_port", "%d: want 0..65535", t.DstPort)
+	case s.Consumer.Context != FreeProcess:
+		return bad("consumer.context", "a %s is read by an application: want %q", kind, FreeProcess)
+	case s.Consumer.RcvbufBytes < 0 || s.Consumer.RcvbufBytes > 1<<30:
+		return bad("consumer.rcvbuf_bytes", "%d: want 0 (the protocol's default) .. %d", s.Consumer.RcvbufBytes, 1<<30)
+	}
+	if kind == TrafficTCPStream {
+		switch {
+		case t.Proto != "tcp":
+			return bad("traffic.proto", "%q: a tcp_stream sends tcp", t.Proto)
+		case t.RatePPS != 0:
+			return bad("traffic.rate_pps", "a tcp_stream is paced by its windows (and traffic.line_gbps, its link), not a rate")
+		case t.RTTUs < 0 || t.RTTUs > 1e6:
+			return bad("traffic.rtt_us", "%g: want 0 (%d) .. 1000000", t.RTTUs, DefaultRTTUs)
+		case t.WriteBytes < 0 || t.WriteBytes > 64<<20:
+			return bad("traffic.write_bytes", "%d: want 0 (%d) .. %d", t.WriteBytes, DefaultWriteBytes, 64<<20)
+		case t.MessageBytes != 0:
+			return bad("traffic.message_bytes", "is udp_stream's (a tcp_stream has write_bytes)")
+		}
+		mss, hdr, segs := s.TCPFrame()
+		if mss < 88 {
+			return bad("mtu", "%d: a TCP stream needs an MSS of at least 88 bytes", s.MTU)
+		}
+		if frame := mss*segs + hdr; s.Mode() == ModeMergeable && frame+12 > s.RingSize*4096 {
+			return bad("ring_size", "%d mergeable buffers of at most a page cannot hold a %d-byte GSO frame", s.RingSize, frame)
+		}
+		return nil
+	}
+	switch {
+	case t.Proto != "udp":
+		return bad("traffic.proto", "%q: a udp_stream sends udp", t.Proto)
+	case t.RTTUs != 0 || t.WriteBytes != 0:
+		return bad("traffic", "rtt_us and write_bytes are tcp_stream's")
+	}
+	ip := 20
+	if t.IPv6 {
+		ip = 40
+	}
+	if most := s.MTU - ip - 8; t.MessageBytes < 0 || t.MessageBytes > most {
+		return bad("traffic.message_bytes", "%d: want 0 (%d) .. %d, the MTU less the IP and UDP headers (IP fragments are not modelled)", t.MessageBytes, most, most)
+	}
+	return nil
+}
+
 // removedFields are fields older scenario files had, with what replaced
 // them (encoding/json names a nested unknown field by its own name).
 var removedFields = map[string]string{
@@ -279,6 +346,12 @@ func (s *Scenario) validateDriver() error {
 		return bad("driver.buffer_source", "%q in small mode: on kernel %s a virtio_net page_pool is the 2023 series, which creates one for mergeable buffers only; small mode has one from %s (the 2026 driver): use page_frag, or kernel %q",
 			d.BufferSource, s.KernelVersion(), first, first.String())
 	}
+	switch {
+	case d.PoolOrder < 0 || d.PoolOrder > 3:
+		return bad("driver.pool_order", "%d: want 0..3", d.PoolOrder)
+	case d.PoolOrder > 0 && d.BufferSource != SourcePagePoolFrag:
+		return bad("driver.pool_order", "%d: pool pages larger than a page are split into fragments: needs driver.buffer_source page_pool_frag", d.PoolOrder)
+	}
 	if d.PoolSize < 0 || d.PoolSize > MaxPoolSize {
 		return bad("driver.pool_size", "%d: want 0 (ring size) .. %d", d.PoolSize, MaxPoolSize)
 	}
@@ -331,6 +404,16 @@ var xdpFragsOldest = kernel.Version{Major: 6, Minor: 3}
 
 func (s *Scenario) validateTraffic() error {
 	t := s.Traffic
+	switch t.Kind {
+	case "", TrafficOpen:
+	case TrafficTCPStream, TrafficUDPStream:
+		return s.validateStream()
+	default:
+		return bad("traffic.kind", "%q: want %q, %q or %q", t.Kind, TrafficOpen, TrafficTCPStream, TrafficUDPStream)
+	}
+	if t.RTTUs != 0 || t.WriteBytes != 0 || t.MessageBytes != 0 {
+		return bad("traffic", "rtt_us, write_bytes and message_bytes belong to the stream kinds (traffic.kind tcp_stream or udp_stream)")
+	}
 	if t.RatePPS < 0 || t.RatePPS > 1e9 {
 		return bad("traffic.rate_pps", "%g: want 0 (device speed) .. 1e9", t.RatePPS)
 	}

@@ -73,6 +73,7 @@ type Costs struct {
 	IRQVirt         Duration // an injected interrupt in a VM: exit, handler, EOI
 	IRQLatencyVirt  Duration // vhost's eventfd signal to the guest handler running
 	Memcpy64        Duration // memcpy of 64 bytes in cache
+	CopyUser64      Duration // recvmsg copying 64 bytes of payload to the application (skb_copy_datagram_iter)
 	XDPProg         Duration // bpf_prog_run_xdp: dispatcher and xdp_buff setup
 	XDPInsn8        Duration // eight eBPF instructions, JIT-compiled
 
@@ -168,11 +169,11 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.DMAUnmapIOMMU }},
 	{"vhost_packet", 250, Estimate, "", "estimate: vhost-net handle_rx per frame (tap recvmsg, descriptor walk, used ring update); rests on a vhost-net worker forwarding on the order of 2-4 Mpps of small frames, a figure often quoted without a citable measurement",
 		func(c *Costs) *Duration { return &c.VhostPacket }},
-	{"vhost_copy_64b", 12, Fitted, "R2", "fitted on R2 (r2-mtu9000-after): copy_to_iter into guest pages at about 5 GB/s, 12 ns per 64 bytes, puts a 9000-byte frame at about 2.7 us, the frame time of that row's figure. R2 ran on vDPA hardware, which has no vhost thread (FIDELITY, the model's host side)",
+	{"vhost_copy_64b", 6, Sourced, "", "vhost-net's copy_to_iter of the frame into guest pages is the same kind of kernel copy into user memory as recvmsg's (copy_user_64b): derived from Cai et al., SIGCOMM 2021, about 0.095 ns a byte. It was fitted on R2 (12 ns) while R2's presets ran vhost; R2 ran on vDPA hardware and its presets now do",
 		func(c *Costs) *Duration { return &c.VhostCopy64 }},
 	{"vhost_buffer", 30, Estimate, "", "estimate: one more descriptor chain per mergeable buffer (vhost get_rx_bufs); rests on it being a few cache misses on the ring",
 		func(c *Costs) *Duration { return &c.VhostBuffer }},
-	{"vhost_desc", 150, Fitted, "R2", "fitted on R2 (r2-mtu9000-after against r2-mtu9000-before): a 19-descriptor big buffer takes the host about twice as long as a 5-descriptor one; stands for vhost_get_vq_desc + translate_desc per descriptor. The commit names ring capacity, not the host, as the mechanism, and R2 ran on vDPA (FIDELITY row 2)",
+	{"vhost_desc", 25, Estimate, "", "estimate: vhost_get_vq_desc reading one descriptor and translate_desc finding its guest address in the vhost umem tree or IOTLB cache, a few cache misses; it was fitted on R2 (150 ns), where the commit names ring capacity and the device was vDPA hardware (FIDELITY row 2)",
 		func(c *Costs) *Duration { return &c.VhostDesc }},
 	{"vhost_wake_latency", 4000, Estimate, "", "estimate: ioeventfd signal to the vhost worker thread running on another host CPU; rests on a thread wake-up across CPUs taking a few us",
 		func(c *Costs) *Duration { return &c.VhostWakeLatency }},
@@ -216,6 +217,8 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.IRQVirt }},
 	{"irq_latency_virt", 5000, Estimate, "", "estimate: vhost signals an irqfd, KVM injects it, the vCPU takes it (several us)",
 		func(c *Costs) *Duration { return &c.IRQLatencyVirt }},
+	{"copy_user_64b", 6, Sourced, "", "derived from Cai et al., \"Understanding Host Network Stack Overheads\" (SIGCOMM 2021): one core receiving a single long TCP flow (TSO/GRO, 9000-byte MTU, aRFS, DDIO) reaches about 42 Gbit/s and spends about half of its cycles in the data copy to the application: 0.5 s of copy per 5.25 GB, 0.095 ns a byte, 6 ns per 64 bytes. A share read off the paper's CPU breakdown, not a microbenchmark of the copy alone",
+		func(c *Costs) *Duration { return &c.CopyUser64 }},
 	{"memcpy_64b", 2, Estimate, "", "estimate: memcpy within cache at about 32 bytes per cycle",
 		func(c *Costs) *Duration { return &c.Memcpy64 }},
 	{"xdp_prog", 8, Estimate, "", "estimate: bpf_prog_run_xdp through the dispatcher with xdp_buff set up",

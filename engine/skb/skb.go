@@ -67,6 +67,10 @@ type SKB struct {
 	Segs     uint16
 	AllocCPU int16 // skb->alloc_cpu: where the skb was allocated
 	Queue    int16 // receive queue
+	// Seq is the number of the frame the skb was built from, as its
+	// sender numbered it (device.RX.FrameSeq): a stream's receiver
+	// reports it to the sender.
+	Seq uint64
 	// FragList is skb_shinfo(skb)->frag_list: the first skb chained
 	// behind this one when its frags ran out (receive_mergeable at
 	// MAX_SKB_FRAGS), NoSKB when none. The chain continues through each
@@ -116,6 +120,7 @@ func (p *Pool) Alloc(cpu int, queue int, now sim.Time) ID {
 	s.Head, s.Len, s.Truesize, s.NrFrags = mem.NoPage, 0, 0, 0
 	s.PPRecycle, s.Cloned, s.Tailroom, s.Segs = false, false, 0, 1
 	s.AllocCPU, s.Queue, s.Born, s.next, s.FragList = int16(cpu), int16(queue), now, NoSKB, NoSKB
+	s.Seq = 0
 	s.inUse = true
 	p.live++
 	return id

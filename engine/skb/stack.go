@@ -56,6 +56,12 @@ type Stack struct {
 	// (tcp_queue_rcv); packetSocket: a packet socket listens on the
 	// device and clones every skb (packet_rcv). Set by SetSocket.
 	tcp, packetSocket bool
+	rcvbuf            int
+	hdrBytes          uint32
+	obs               SocketObserver
+	// rmem[cpu] is the memory of the socket on cpu: sk_rmem_alloc, the
+	// truesize of the skbs it holds with their struct sk_buff.
+	rmem []uint64
 
 	wake     sim.Kind
 	ipi      sim.Kind
@@ -81,6 +87,28 @@ type StackConfig struct {
 	DeferFree bool
 	// DeferMax is sysctl_skb_defer_max; 0 means DeferMax.
 	DeferMax int
+	// Rcvbuf, when not 0, is each socket's sk_rcvbuf in bytes: a socket
+	// whose memory (sk_rmem_alloc: the truesize of the skbs it holds,
+	// with their struct sk_buff) is past it drops what arrives
+	// (tcp_data_queue's tcp_try_rmem_schedule, __udp_enqueue_schedule_skb).
+	// 0 keeps only the SocketQueueLimit packet bound (the open workload).
+	Rcvbuf int
+	// HdrBytes is what of each packet the application does not read
+	// (Ethernet, IP and transport headers): recvmsg copies the rest.
+	HdrBytes int
+	// Observer, when not nil, hears what the sockets take and what their
+	// applications read (a stream's sender is told).
+	Observer SocketObserver
+}
+
+// SocketObserver hears what a stream's receiving sockets do.
+type SocketObserver interface {
+	// Queued: at c.Now() the socket on CPU cpu took the packet built
+	// from frame seq of receive queue queue (tcp_data_queue,
+	// __udp_enqueue_schedule_skb), len bytes held in truesize bytes.
+	Queued(c *sim.CPU, cpu, queue int, seq uint64, len, truesize uint32)
+	// Read: the application on CPU cpu read from its socket.
+	Read(c *sim.CPU, cpu int)
 }
 
 // StackCounters count what the stack did.
@@ -90,7 +118,8 @@ type StackCounters struct {
 	Deferred  uint64 // frees deferred to the allocating CPU
 	DeferFull uint64 // frees done where they were because the defer list was full
 	DeferIPIs uint64 // IPIs sent to a CPU whose defer list reached half of DeferMax
-	SockDrops uint64 // socket queue full
+	SockDrops uint64 // socket queue full (SocketQueueLimit packets, or sk_rcvbuf bytes)
+	AppBytes  uint64 // bytes recvmsg copied to applications (payload)
 	// SockQueued counts skbs added to a socket's receive queue as skbs
 	// of their own; Coalesced those TCP merged into the queue's tail skb
 	// instead (tcp_try_coalesce, the TCPRcvCoalesce MIB counter).
@@ -128,10 +157,24 @@ func (st *Stack) SocketMem() (skbs int, truesize uint64) {
 	return skbs, truesize
 }
 
+// RcvbufFree is the room left in the socket on cpu: sk_rcvbuf less
+// sk_rmem_alloc (negative when over), or 0 without a byte bound.
+func (st *Stack) RcvbufFree(cpu int) int {
+	if st.rcvbuf == 0 {
+		return 0
+	}
+	return st.rcvbuf - int(st.rmem[cpu])
+}
+
+// Rmem is sk_rmem_alloc of the socket on cpu (the running count
+// SocketMem checks by walking the queue).
+func (st *Stack) Rmem(cpu int) uint64 { return st.rmem[cpu] }
+
 // NewStack builds the consumer side for the CPUs of s.
 func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 	st := &Stack{sim: s, pool: pool, rel: rel, cpu: cfg.CPU, process: cfg.Process, cost: cfg.Cost,
-		deferFree: cfg.DeferFree, deferMax: cfg.DeferMax}
+		deferFree: cfg.DeferFree, deferMax: cfg.DeferMax,
+		rcvbuf: cfg.Rcvbuf, hdrBytes: uint32(max(cfg.HdrBytes, 0)), obs: cfg.Observer}
 	if st.deferMax <= 0 {
 		st.deferMax = DeferMax
 	}
@@ -140,6 +183,7 @@ func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 	st.awake = make([]bool, n)
 	st.deferred = make([][]ID, n)
 	st.ipiSent = make([]bool, n)
+	st.rmem = make([]uint64, n)
 	for i := 0; i < n; i++ {
 		st.sockq[i] = make([]ID, 0, 256)
 		st.deferred[i] = make([]ID, 0, st.deferMax)
@@ -212,15 +256,16 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 	}
 	st.packetTap(c, id)
 	q := st.sockq[target]
-	if len(q) >= SocketQueueLimit {
-		st.c.SockDrops++
+	sk := st.pool.Get(id)
+	queue, seq, n, ts := int(sk.Queue), sk.Seq, sk.Len, sk.Truesize
+	if len(q) >= SocketQueueLimit || (st.rcvbuf > 0 && st.rmem[target] > uint64(st.rcvbuf)) {
+		st.c.SockDrops++ // a stream's sender learns of it from the next packet's report
 		return st.pool.Free(c, id, st.rel, Context{Softirq: true})
 	}
 	if st.tcp && len(q) > 0 {
 		// tcp_queue_rcv: in-order data goes into the tail skb when
 		// skb_try_coalesce allows. A queue that is not empty has its
 		// application thread scheduled already.
-		n := st.pool.Get(id).Len
 		how, err := st.pool.TryCoalesce(c, q[len(q)-1], id, st.rel, Context{Softirq: true})
 		switch how {
 		case CoalescedCopy:
@@ -230,14 +275,27 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 		}
 		if how != NotCoalesced {
 			st.c.Coalesced++
+			st.rmem[target] += uint64(ts) // the tail skb holds its memory now
+			if st.obs != nil {
+				st.obs.Queued(c, target, queue, seq, n, ts)
+			}
 			return err
 		}
 	}
 	st.c.SockQueued++
+	st.rmem[target] += uint64(ts) + StructTruesize
 	st.sockq[target] = append(q, id)
+	if st.obs != nil {
+		st.obs.Queued(c, target, queue, seq, n, ts)
+	}
 	if !st.awake[target] {
+		// The application wakes after the wake-up latency, and not
+		// before its CPU is free: what it reads leaves the socket at the
+		// time it runs, so an application slower than its packets fills
+		// its socket (the socket's bound then drops).
 		st.awake[target] = true
-		st.sim.Queue.Schedule(c.Now().Add(c.Costs().TaskWakeLatency), st.wake, uint64(target))
+		at := max(c.Now().Add(c.Costs().TaskWakeLatency), st.sim.CPU(target).BusyUntil())
+		st.sim.Queue.Schedule(at, st.wake, uint64(target))
 	}
 	return nil
 }
@@ -259,6 +317,13 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 		c.Spend(st.cost * sim.Duration(s.Segs)) // per packet, coalesced ones too
 		st.c.Delivered += uint64(s.Segs)
 		st.c.Bytes += uint64(s.Len)
+		// recvmsg's copy to the application (skb_copy_datagram_iter):
+		// every byte of payload, charged to the CPU that reads it.
+		if pay := uint64(s.Len) - min(uint64(s.Len), uint64(st.hdrBytes)*uint64(s.Segs)); pay > 0 {
+			c.Spend(sim.Duration((pay + 63) / 64 * uint64(c.Costs().CopyUser64)))
+			st.c.AppBytes += pay
+		}
+		st.rmem[cpu] -= min(st.rmem[cpu], uint64(s.Truesize)+StructTruesize)
 		if st.deferFree && int(s.AllocCPU) != cpu && st.attemptDeferFree(c, id, int(s.AllocCPU)) {
 			continue
 		}
@@ -267,6 +332,9 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 		}
 	}
 	st.sockq[cpu] = append(q[:0], q[n:]...)
+	if st.obs != nil {
+		st.obs.Read(c, cpu)
+	}
 	end := c.End()
 	if len(st.sockq[cpu]) > 0 {
 		st.sim.Queue.Schedule(end, st.wake, arg)

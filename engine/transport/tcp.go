@@ -26,8 +26,9 @@ import (
 
 // Constants of the Linux TCP stack (include/net/tcp.h).
 const (
-	InitCwnd = 10                    // TCP_INIT_CWND
-	RTOMin   = 200 * sim.Millisecond // TCP_RTO_MIN
+	InitCwnd   = 10                    // TCP_INIT_CWND
+	RTOMin     = 200 * sim.Millisecond // TCP_RTO_MIN
+	TimeoutMin = 2 * sim.Millisecond   // TCP_TIMEOUT_MIN: 2 jiffies at HZ=1000
 	// GSOMaxSize is the largest TSO/GSO packet a Linux sender builds
 	// (GSO_LEGACY_MAX_SIZE, 65536 bytes of IP packet).
 	GSOMaxSize = 65536
@@ -65,6 +66,11 @@ var ErrConfig = errors.New("transport: bad TCP configuration")
 // so nothing allocates and nothing is lost, only delayed.
 const maxEvents = 8192
 
+// MaxInFlight is the most frames a sender keeps unacknowledged, whatever
+// its windows say: a send buffer (Linux's tcp_wmem maximum, 4 MiB, holds
+// about 2900 MSS-sized segments).
+const MaxInFlight = 4096
+
 type evKind uint8
 
 const (
@@ -81,6 +87,12 @@ type event struct {
 }
 
 // TCP is the sender of one connection.
+//
+// Tail losses: when nothing comes back and the window is closed, the
+// sender sends a tail loss probe (RACK-TLP, RFC 8985; Linux since 4.18)
+// after 2 RTT + TCP_TIMEOUT_MIN; the probe's report reveals the hole and
+// the window halves. Only when the probe is lost too does the
+// retransmission timer collapse the window.
 type TCP struct {
 	cfg TCPConfig
 
@@ -89,13 +101,17 @@ type TCP struct {
 	rwnd     int // receiver's advertised window, bytes
 	inflight int // segments sent and neither acked nor known lost
 	recovery sim.Time
-	// lost counts segments dropped whose loss the sender has not learned
-	// yet; lostAt is when the oldest of them was dropped and lostSeq its
-	// frame: a frame sent after it that arrives brings the duplicate ACKs
-	// that reveal the loss.
-	lost    int
-	lostAt  sim.Time
-	lostSeq uint64
+	// sent[seq % len(sent)] is how many segments frame seq carries, for
+	// the frames in flight: [expected, next frame). expected is the
+	// oldest frame the receiver has not reported: a report of a later one
+	// means those before it were lost on the way (the path is FIFO), as
+	// the duplicate ACKs it brings tell a real sender.
+	sent     []int32
+	expected uint64
+	// progress is when the sender last heard anything (an ACK or a
+	// window update arriving): with segments in flight and nothing heard
+	// for a retransmission timeout, they are taken as lost.
+	progress sim.Time
 
 	// linkFree is when the sender's link is free again: no frame leaves
 	// before it, and frames leave in order.
@@ -105,10 +121,17 @@ type TCP struct {
 	// later for an earlier time takes effect at the clock.
 	clock sim.Time
 
-	// The next frame, decided and not yet taken.
-	next     sim.Time // when it reaches the receiver
-	nextSegs int
-	haveNext bool
+	// The next frame, decided and not yet taken. nextRTO: it is the
+	// retransmission after a timeout, which happens only if nothing is
+	// reported before it (Take applies the timeout; a report plans again).
+	// nextProbe: it is a tail loss probe.
+	next      sim.Time // when it reaches the receiver
+	nextSegs  int
+	haveNext  bool
+	nextRTO   bool
+	nextProbe bool
+	// probed: a tail loss probe went out since the last ACK.
+	probed bool
 
 	ev         []event // ring of events, ordered by time
 	head, size int
@@ -122,8 +145,10 @@ type TCPCounters struct {
 	Segments     uint64 // segments sent, retransmissions included
 	Retransmits  uint64 // segments sent again after a loss
 	Acked        uint64 // segments acknowledged
+	LostFrames   uint64 // frames the receiver's reports showed lost (timeouts aside)
 	FastRecovery uint64 // window reductions on duplicate ACKs
 	Timeouts     uint64 // retransmission timeouts
+	Probes       uint64 // tail loss probes sent
 	RcvWndLimit  uint64 // times the receiver's window, not cwnd, held a frame back
 }
 
@@ -143,6 +168,7 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 		ssthresh: 1 << 30,
 		rwnd:     cfg.RcvWnd,
 		ev:       make([]event, maxEvents),
+		sent:     make([]int32, MaxInFlight),
 	}, nil
 }
 
@@ -160,6 +186,9 @@ func (t *TCP) RcvWnd() int { return t.rwnd }
 
 // InFlight is the segments sent and not yet acknowledged or known lost.
 func (t *TCP) InFlight() int { return t.inflight }
+
+// Expected is the oldest frame the receiver has not reported.
+func (t *TCP) Expected() uint64 { return t.expected }
 
 // FrameBytes is the size of a frame of segs segments as the receiver gets
 // it (the frame, without FCS).
@@ -186,9 +215,20 @@ func (t *TCP) Take() uint64 {
 			return t.c.Frames
 		}
 	}
+	send := t.next.Add(-t.cfg.RTT / 2)
+	if t.nextRTO {
+		t.timeout(send)
+	}
+	if t.nextProbe {
+		t.c.Probes++
+		t.probed, t.nextProbe = true, false
+	}
 	seq := t.c.Frames
 	segs := t.nextSegs
-	send := t.next.Add(-t.cfg.RTT / 2)
+	if t.inflight == 0 {
+		t.progress = send // the retransmission timer starts with the first segment out
+	}
+	t.sent[seq%MaxInFlight] = int32(segs)
 	t.inflight += segs
 	t.c.Frames++
 	t.c.Segments += uint64(segs)
@@ -216,6 +256,9 @@ func (t *TCP) window() (segs int, byRcv bool) {
 	return cw, false
 }
 
+// frames is how many frames are in flight.
+func (t *TCP) frames() uint64 { return t.c.Frames - t.expected }
+
 // plan decides the next frame: the first time from the link being free at
 // which the windows, with every event up to then applied, let a segment
 // go. An event reported after the plan was made (the receiver runs ahead
@@ -225,7 +268,7 @@ func (t *TCP) plan() {
 	for {
 		t.apply(s)
 		w, byRcv := t.window()
-		if room := w - t.inflight; room >= 1 {
+		if room := w - t.inflight; room >= 1 && t.frames() < MaxInFlight {
 			segs := min(room, t.cfg.MaxSegs)
 			t.next, t.nextSegs, t.haveNext = s.Add(t.cfg.RTT/2), segs, true
 			return
@@ -233,32 +276,41 @@ func (t *TCP) plan() {
 		if byRcv {
 			t.c.RcvWndLimit++
 		}
-		at, ok := t.nextEvent()
-		if !ok {
+		if t.size == 0 {
+			if t.inflight > 0 {
+				// Nothing will come back unless the receiver reports
+				// something. RACK-TLP (tcp_schedule_loss_probe): after
+				// two round trips and TCP_TIMEOUT_MIN the sender probes
+				// with one more segment, whose ACK shows the receiver's
+				// hole and starts a fast recovery; if that is lost too,
+				// the retransmission timer.
+				if !t.probed {
+					at := max(s, t.progress.Add(2*t.cfg.RTT+TimeoutMin))
+					t.next, t.nextSegs, t.haveNext, t.nextProbe = at.Add(t.cfg.RTT/2), 1, true, true
+				} else {
+					at := max(s, t.progress.Add(t.rto()))
+					t.next, t.nextSegs, t.haveNext, t.nextRTO = at.Add(t.cfg.RTT/2), 1, true, true
+				}
+			}
 			return
 		}
-		if at > s {
+		if at := t.ev[t.head].at; at > s {
 			s = at
 		}
 	}
 }
 
-// nextEvent is the time of the next thing that can open the window: an
-// event coming back, or the retransmission timeout of a loss nothing will
-// reveal.
-func (t *TCP) nextEvent() (sim.Time, bool) {
-	var at sim.Time
-	ok := false
-	if t.size > 0 {
-		at, ok = t.ev[t.head].at, true
-	}
-	if t.lost > 0 {
-		rto := t.lostAt.Add(t.rto())
-		if !ok || rto < at {
-			at, ok = rto, true
-		}
-	}
-	return at, ok
+// timeout is tcp_retransmit_timer at time at: nothing came back for an
+// RTO; what is in flight is lost and the window collapses to one segment.
+func (t *TCP) timeout(at sim.Time) {
+	t.c.Timeouts++
+	t.ssthresh = max(t.cwnd/2, 2)
+	t.cwnd = 1
+	t.recovery = at.Add(t.cfg.RTT)
+	t.drop(t.inflight)
+	t.expected = t.c.Frames
+	t.progress = at
+	t.nextRTO = false
 }
 
 // rto is the retransmission timeout: Linux's max(TCP_RTO_MIN, srtt +
@@ -272,26 +324,14 @@ func (t *TCP) rto() sim.Duration {
 
 // apply runs every event up to s, in time order.
 func (t *TCP) apply(s sim.Time) {
-	for {
-		at, ok := t.nextEvent()
-		if !ok || at > s {
-			break
-		}
-		if t.lost > 0 && (t.size == 0 || t.lostAt.Add(t.rto()) <= t.ev[t.head].at) {
-			// tcp_retransmit_timer: the window collapses to one segment.
-			t.c.Timeouts++
-			t.ssthresh = max(t.cwnd/2, 2)
-			t.cwnd = 1
-			t.recovery = at.Add(t.cfg.RTT)
-			t.drop(t.lost)
-			t.lost = 0
-			continue
-		}
+	for t.size > 0 && t.ev[t.head].at <= s {
 		e := t.ev[t.head]
+		t.progress = e.at
 		t.head = (t.head + 1) % len(t.ev)
 		t.size--
 		switch e.kind {
 		case evAck:
+			t.probed = false
 			t.inflight -= int(e.segs)
 			t.c.Acked += uint64(e.segs)
 			t.rwnd = int(e.wnd)
@@ -340,6 +380,7 @@ func (t *TCP) push(e event) {
 		if e.kind == evAck || e.kind == evWindow {
 			last.wnd = e.wnd
 		}
+		t.haveNext, t.nextRTO, t.nextProbe = false, false, false
 		return
 	}
 	i := t.size
@@ -349,35 +390,72 @@ func (t *TCP) push(e event) {
 	}
 	t.ev[(t.head+i)%len(t.ev)] = e
 	t.size++
-	t.haveNext = false // the plan may change
+	t.haveNext, t.nextRTO, t.nextProbe = false, false, false // the plan may change
 }
 
-// Delivered reports that frame seq, segs segments, reached the receiving
-// socket at time at, which then advertised wnd bytes: the ACK reaches the
-// sender half a round trip later. A frame sent after one the sender does
-// not know is lost brings the duplicate ACKs that reveal the loss.
-func (t *TCP) Delivered(at sim.Time, seq uint64, segs, wnd int) {
-	t.push(event{at: at.Add(t.cfg.RTT / 2), kind: evAck, segs: int32(segs), wnd: int32(min(wnd, 1<<30))})
-	if t.lost > 0 && seq > t.lostSeq {
-		t.push(event{at: at.Add(t.cfg.RTT / 2), kind: evLoss, segs: int32(t.lost)})
-		t.lost = 0
+// Delivered reports that frame seq reached the receiving socket at time
+// at, which then advertised wnd bytes: the ACK reaches the sender half a
+// round trip later. Frames sent before seq and not reported were lost on
+// the way (the path keeps order): the duplicate ACKs this frame brings
+// tell the sender so. A report for a frame already given up on (taken as
+// lost at a timeout) only updates the window.
+func (t *TCP) Delivered(at sim.Time, seq uint64, wnd int) {
+	ackAt := at.Add(t.cfg.RTT / 2)
+	wnd = min(wnd, 1<<30)
+	if seq < t.expected || seq >= t.c.Frames {
+		t.push(event{at: ackAt, kind: evWindow, wnd: int32(wnd)})
+		return
 	}
-}
-
-// Lost reports that frame seq, segs segments, was dropped at time at (no
-// buffer posted, a full host queue, a full socket). The sender learns of
-// it from the duplicate ACKs of a later frame, or at its retransmission
-// timeout.
-func (t *TCP) Lost(at sim.Time, seq uint64, segs int) {
-	if t.lost == 0 {
-		t.lostAt, t.lostSeq = at, seq
+	if seq > t.expected {
+		lost := int32(0)
+		for s := t.expected; s < seq; s++ {
+			lost += t.sent[s%MaxInFlight]
+		}
+		t.c.LostFrames += seq - t.expected
+		t.push(event{at: ackAt, kind: evLoss, segs: lost})
 	}
-	t.lost += segs
-	t.haveNext = false
+	t.push(event{at: ackAt, kind: evAck, segs: t.sent[seq%MaxInFlight], wnd: int32(wnd)})
+	t.expected = seq + 1
 }
 
 // Window reports that the receiver's window became wnd bytes at time at
 // (the application read: tcp_cleanup_rbuf sends a window update).
 func (t *TCP) Window(at sim.Time, wnd int) {
 	t.push(event{at: at.Add(t.cfg.RTT / 2), kind: evWindow, wnd: int32(min(wnd, 1<<30))})
+}
+
+// The receive window (net/ipv4/tcp_output.c tcp_select_window,
+// include/net/tcp.h tcp_win_from_space).
+const (
+	// RmemToWinScale is TCP_RMEM_TO_WIN_SCALE: scaling ratios are in
+	// 1/256ths.
+	RmemToWinScale = 8
+	// DefaultScalingRatio is TCP_DEFAULT_SCALING_RATIO, what a socket
+	// assumes before it has measured a packet: 1200 bytes of payload in
+	// SKB_TRUESIZE(4096) = 4096 + 256 + 320 bytes of memory.
+	DefaultScalingRatio = (1200 << RmemToWinScale) / (4096 + 256 + 320)
+)
+
+// WinFromSpace is tcp_win_from_space: how much window space bytes of
+// socket memory (counted in truesize, as sk_rmem_alloc is) are worth.
+// With scaling (6.6+) the socket scales by the payload-to-truesize ratio
+// it measured on its last full-sized packet (tp->scaling_ratio, in 1/256:
+// ScalingRatio); before, it kept half for overhead (tcp_adv_win_scale 1).
+func WinFromSpace(space, ratio int, scaling bool) int {
+	if space <= 0 {
+		return 0
+	}
+	if scaling {
+		return int(int64(space) * int64(ratio) >> RmemToWinScale)
+	}
+	return space - space>>1
+}
+
+// ScalingRatio is the scaling ratio tcp_measure_rcv_mss takes from a
+// packet of len bytes held in truesize bytes (at least 1).
+func ScalingRatio(len, truesize int) int {
+	if truesize <= 0 {
+		return DefaultScalingRatio
+	}
+	return max(1, len<<RmemToWinScale/truesize)
 }

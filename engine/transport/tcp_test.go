@@ -39,7 +39,7 @@ func (b *bottleneck) run(tb testing.TB, from, end sim.Time) uint64 {
 			if headDone >= end {
 				return inWindow
 			}
-			b.t.Delivered(headDone, b.queue[0], b.queueSegs[0], b.wnd)
+			b.t.Delivered(headDone, b.queue[0], b.wnd)
 			b.delivered += uint64(b.queueSegs[0])
 			if headDone >= from {
 				inWindow += uint64(b.queueSegs[0])
@@ -57,8 +57,7 @@ func (b *bottleneck) run(tb testing.TB, from, end sim.Time) uint64 {
 		}
 		seq := b.t.Take()
 		if len(b.queue) >= b.capacity {
-			b.t.Lost(at, seq, segs)
-			b.lost += uint64(segs)
+			b.lost += uint64(segs) // the sender learns of it from the next frame's report
 			continue
 		}
 		if len(b.queue) == 0 {
@@ -128,32 +127,58 @@ func TestOneLossHalvesTheWindow(t *testing.T) {
 	b := &bottleneck{t: s, capacity: 1 << 20, wnd: 1 << 30}
 	b.run(t, 0, sim.Time(2*sim.Millisecond))
 	before := s.Cwnd()
-	at, segs, ok := s.Next()
+	_, _, ok := s.Next()
 	require.True(t, ok)
-	s.Lost(at, s.Take(), segs)
+	s.Take() // lost on the way: never reported
 	b.run(t, 0, sim.Time(2*sim.Millisecond)+sim.Time(3*base.RTT))
 	assert.Equal(t, uint64(1), s.Counters().FastRecovery)
 	assert.Equal(t, uint64(0), s.Counters().Timeouts)
 	assert.Less(t, s.Cwnd(), before*0.6, "cwnd halved (then grows one segment per RTT)")
 	assert.Equal(t, uint64(1), s.Counters().Retransmits)
+	assert.Equal(t, uint64(1), s.Counters().LostFrames)
 }
 
-// A loss nothing reveals (no frame behind it arrives) waits for the
-// retransmission timeout, at least TCP_RTO_MIN, and restarts from one
-// segment.
-func TestLossOfEverythingWaitsForTheTimeout(t *testing.T) {
-	s := newTCP(t, base)
-	for i := 0; i < InitCwnd; i++ {
-		at, segs, ok := s.Next()
-		require.True(t, ok)
-		assert.Equal(t, sim.Time(base.RTT/2), at, "the initial window leaves at once")
-		s.Lost(at, s.Take(), segs)
+// A loss nothing reveals (no frame behind it arrives) is probed first: a
+// tail loss probe after 2 RTT + TCP_TIMEOUT_MIN, whose report shows the
+// hole and halves the window. If the probe is lost too, the sender waits
+// for the retransmission timeout, at least TCP_RTO_MIN, and restarts from
+// one segment.
+func TestTailLossIsProbedThenTimedOut(t *testing.T) {
+	lostWindow := func() *TCP {
+		s := newTCP(t, base)
+		for i := 0; i < InitCwnd; i++ {
+			at, _, ok := s.Next()
+			require.True(t, ok)
+			assert.Equal(t, sim.Time(base.RTT/2), at, "the initial window leaves at once")
+			s.Take() // and is lost: nothing is ever reported
+		}
+		require.Equal(t, 10, s.InFlight())
+		return s
 	}
-	assert.Equal(t, 10, s.InFlight(), "the initial window went out and was lost")
+	s := lostWindow()
 	at, segs, ok := s.Next()
+	require.True(t, ok, "the probe")
+	assert.Equal(t, sim.Time(2*base.RTT+TimeoutMin+base.RTT/2), at)
+	assert.Equal(t, 1, segs)
+	seq := s.Take()
+	assert.Equal(t, uint64(1), s.Counters().Probes)
+	s.Delivered(at, seq, 1<<20) // the probe arrives: its ACK shows the hole
+	_, _, ok = s.Next()
+	require.True(t, ok)
+	assert.Equal(t, uint64(1), s.Counters().FastRecovery, "recovery, not a timeout")
+	assert.Zero(t, s.Counters().Timeouts)
+	assert.Equal(t, uint64(10), s.Counters().LostFrames)
+	assert.InDelta(t, 5.0, s.Cwnd(), 0.5, "halved, then the probe's own ACK")
+
+	s = lostWindow()
+	s.Next()
+	s.Take() // the probe is lost as well
+	at, segs, ok = s.Next()
 	require.True(t, ok, "the timeout sends again")
 	assert.GreaterOrEqual(t, at, sim.Time(RTOMin))
 	assert.Equal(t, 1, segs)
+	assert.Zero(t, s.Counters().Timeouts, "a report before it would still cancel the timeout")
+	s.Take()
 	assert.Equal(t, uint64(1), s.Counters().Timeouts)
 	assert.Equal(t, 1.0, s.Cwnd())
 }
@@ -199,18 +224,24 @@ func TestNewTCPRefusesBadConfigs(t *testing.T) {
 func TestEventsMergeWhenFull(t *testing.T) {
 	s := newTCP(t, base)
 	for i := 0; i < maxEvents+100; i++ {
-		s.Delivered(sim.Time(i), uint64(i), 1, 1<<20)
+		s.Window(sim.Time(i), 1<<20)
+	}
+	assert.Equal(t, maxEvents, s.size)
+	last := s.ev[(s.head+s.size-1)%len(s.ev)]
+	assert.Equal(t, sim.Time(maxEvents+99).Add(base.RTT/2), last.at, "the newest merged event carries the latest time")
+	s2 := newTCP(t, base)
+	for i := 0; i < maxEvents+100; i++ {
+		s2.push(event{at: sim.Time(i), kind: evAck, segs: 1, wnd: 1 << 20})
 	}
 	total := 0
-	for i := 0; i < s.size; i++ {
-		total += int(s.ev[(s.head+i)%len(s.ev)].segs)
+	for i := 0; i < s2.size; i++ {
+		total += int(s2.ev[(s2.head+i)%len(s2.ev)].segs)
 	}
-	assert.Equal(t, maxEvents+100, total)
-	assert.Equal(t, maxEvents, s.size)
+	assert.Equal(t, maxEvents+100, total, "merged ACKs keep every segment")
 	allocs := testing.AllocsPerRun(100, func() {
-		at, segs, ok := s.Next()
+		at, _, ok := s.Next()
 		if ok {
-			s.Delivered(at, s.Take(), segs, 1<<20)
+			s.Delivered(at, s.Take(), 1<<20)
 		}
 	})
 	assert.Zero(t, allocs)

@@ -218,8 +218,31 @@ func (rq *RQ) armIRQ(now sim.Time) {
 	if at < now {
 		at = now
 	}
-	rq.irqArmed = true
+	rq.irqArmed, rq.armedAt = true, at
 	rq.d.env.Sim.Queue.Schedule(at, rq.d.landKind, uint64(rq.Index))
+}
+
+// WakeRX is told that queue i's sender may send sooner than the host's
+// armed landing knows: a stream's receiver reported something (a TCP ACK
+// or window update opens its window). While NAPI owns the queue its poll
+// catches the host up and re-arms when it completes; otherwise the
+// landing is armed, or moved earlier (the later event, superseded, is
+// ignored when it fires).
+func (d *Driver) WakeRX(i int, now sim.Time) {
+	rq := d.RQ[i]
+	if rq.napiOn {
+		return
+	}
+	at, ok := rq.Dev.NextLanding()
+	if !ok {
+		return
+	}
+	at = max(at, now)
+	if rq.irqArmed && at >= rq.armedAt {
+		return
+	}
+	rq.irqArmed, rq.armedAt = true, at
+	d.env.Sim.Queue.Schedule(at, d.landKind, uint64(i))
 }
 
 // landing is the first phase of an interrupt on queue arg: the host lands
@@ -227,6 +250,9 @@ func (rq *RQ) armIRQ(now sim.Time) {
 // (vring_need_event); the signal reaches the guest later, in interrupt.
 func (d *Driver) landing(now sim.Time, arg uint64) {
 	rq := d.RQ[arg]
+	if rq.irqArmed && now != rq.armedAt {
+		return // superseded by an earlier landing (WakeRX)
+	}
 	rq.irqArmed = false
 	irq, at := rq.Dev.CatchUp(now)
 	if irq {

@@ -48,7 +48,7 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	// = PAGE_SIZE in mergeable mode, 2176 bytes in small) leaves no room
 	// for a second one in its page.
 	d.wholePage = d.bigPackets || d.source == srcPage || (d.source == srcPagePool && !d.poolFrags) ||
-		(d.poolFrags && d.xdpEnabled)
+		(d.poolFrags && d.xdpEnabled && s.Driver.PoolOrder == 0)
 	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", d.napiPoll)
 	d.landKind = env.Sim.Queue.RegisterArg("host lands frames", "rx", d.landing)
 	d.irqKind = env.Sim.Queue.RegisterArg("rx interrupt", "rx", d.interrupt)
@@ -109,7 +109,9 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 		rq.bufs[j].page = mem.NoPage
 	}
 	rq.bufs[len(rq.bufs)-1].next = -1
-	rq.Dev = device.NewRX(vq, s, i, &env.Sim.Costs)
+	if rq.Dev, err = device.NewRX(vq, s, i, &env.Sim.Costs); err != nil {
+		return nil, err
+	}
 	rq.minBufLen = d.mergeableMinBufLen()
 	switch s.Driver.BufferSource {
 	case scenario.SourcePageFrag:
@@ -129,6 +131,7 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 		}
 	case scenario.SourcePagePool, scenario.SourcePagePoolFrag:
 		p := pagepool.Params{
+			Order:    s.Driver.PoolOrder,
 			PoolSize: s.Driver.PoolSize,
 			CPUID:    -1, // page_pool_create
 			NAPIID:   uint32(i + 1),
@@ -148,7 +151,7 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 		if s.Driver.DMA == scenario.DMAPremapped {
 			p.Flags = pagepool.DMAMap | pagepool.DMASyncDev
 			p.DMA = env.DMA
-			p.MaxLen = mem.PageSize
+			p.MaxLen = mem.PageSize << s.Driver.PoolOrder
 		}
 		rq.Pool, err = env.Pools.New(p)
 		if err != nil {

@@ -60,6 +60,7 @@ func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 		return 0, 0, false
 	}
 	*b = rq.bufs[slot]
+	b.seq = rq.Dev.FrameSeq(b.head)
 	rq.putSlot(slot)
 	if b.mapped || b.blk != 0 {
 		rq.unmap(b) // vring_unmap_one_split, or virtnet_rq_get_buf's virtnet_rq_unmap
@@ -168,6 +169,7 @@ func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 		return
 	}
 	s := env.SKBs.Get(id)
+	s.Seq = b.seq
 	s.Head = b.page
 	s.Len = n
 	s.Truesize = b.truesize
@@ -363,6 +365,7 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 			return skb.NoSKB
 		}
 		s := env.SKBs.Get(id)
+		s.Seq = b.seq
 		s.Head, s.Len, s.Truesize, s.PPRecycle = b.page, n, truesize, b.pool
 		s.Tailroom = clampTailroom(tailroom - ShinfoSize)
 		rq.move(b.page, mem.SKB)
@@ -374,6 +377,7 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 		return skb.NoSKB
 	}
 	s := env.SKBs.Get(id)
+	s.Seq = b.seq
 	s.PPRecycle = b.pool
 	cp := uint32(EthHlen)
 	if n <= GoodCopyLen {
@@ -436,6 +440,7 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 		return
 	}
 	s := env.SKBs.Get(id)
+	s.Seq = b.seq
 	s.Cloned = rq.d.s.Driver.CloneSKBs
 	cp := uint32(EthHlen)
 	if n <= GoodCopyLen {
@@ -490,6 +495,7 @@ func (rq *RQ) bigBuildSKB(b *rxBuf, n uint32) {
 		rq.givePages(rest)
 	}
 	s := env.SKBs.Get(id)
+	s.Seq = b.seq
 	s.Head, s.Len, s.Truesize = b.page, n, mem.PageSize
 	s.Cloned = rq.d.s.Driver.CloneSKBs
 	rq.Stats.BigBuilt++

@@ -157,6 +157,7 @@ type rxBuf struct {
 	mapped   bool
 	pool     bool   // from this queue's page_pool
 	head     uint16 // descriptor head it was posted at (where the device wrote)
+	seq      uint64 // the frame's number (device.RX.FrameSeq), set when taken back
 	next     int32  // free list
 	blk      int32  // 1 + its block's virtnet_rq_dma slot in RQ.rqDMA (fragPremap), 0 none
 }
@@ -200,7 +201,8 @@ type RQ struct {
 	// napi is what page_pool reads of rq->napi: list_owner, this queue's
 	// CPU while napiOn, else -1 (____napi_schedule, napi_complete_done).
 	napi     pagepool.NAPI
-	irqArmed bool // an interrupt event is scheduled
+	irqArmed bool     // an interrupt event is scheduled
+	armedAt  sim.Time // for it
 	xdpXmit  uint8
 
 	xdpBuf []byte // scratch: headroom + stored window for the program

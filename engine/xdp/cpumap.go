@@ -1,6 +1,7 @@
 package xdp
 
 import (
+	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
 )
@@ -22,6 +23,10 @@ type Cpumap struct {
 	pools  PoolReleaser
 	k      CpumapKernel
 	frags  int // frags of the frames in bulk queues and rings
+	// mem, when set, locates whole-page buffers' pages: the driver put
+	// them in mem.CpumapRing; the kthread's skb holds them next
+	// (SetMem).
+	mem *mem.Mem
 
 	entries []*cpumapEntry // by target CPU; nil when the CPU has no entry
 	bq      [][]bulkQueue  // [source CPU][target CPU]
@@ -96,6 +101,30 @@ func NewCpumap(s *sim.Sim, frames *FramePool, skbs *skb.Pool, stack *skb.Stack, 
 	}
 	m.run = s.Queue.RegisterArg("cpumap kthread", "cpu", m.kthread)
 	return m
+}
+
+// SetMem has the kthread move the pages of frames located in a cpumap
+// ring (whole-page buffers) to mem.SKB when it builds their skbs, as a
+// page's location follows its buffer.
+func (m *Cpumap) SetMem(mm *mem.Mem) { m.mem = mm }
+
+// locate moves frame f's pages that wait in a cpumap ring to the skb.
+func (m *Cpumap) locate(f FrameID) {
+	fr := &m.frames.frames[f]
+	m.locatePage(fr.Page, int(fr.Queue))
+	if fr.NrFrags > 0 {
+		for _, g := range m.frames.Frags(f) {
+			m.locatePage(g.Page, int(fr.Queue))
+		}
+	}
+}
+
+func (m *Cpumap) locatePage(p mem.PageID, owner int) {
+	if loc, _ := m.mem.Loc(p); loc == mem.CpumapRing {
+		if err := m.mem.Move(p, mem.SKB, owner); err != nil && m.Err == nil {
+			m.Err = err
+		}
+	}
 }
 
 // Has reports whether cpu has an entry.
@@ -234,6 +263,9 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 		e.count--
 		m.frags -= int(m.frames.frames[f].NrFrags)
 		c.Spend(c.Costs().BuildSKB)
+		if m.mem != nil {
+			m.locate(f)
+		}
 		s, err := m.frames.ToSKB(f, m.skbs, c, m.k.ReleaseFrames, m.pools)
 		if err != nil && m.Err == nil {
 			m.Err = err

@@ -63,10 +63,11 @@ type Frame struct {
 	Headroom uint32
 	FrameSz  uint32
 	Mem      MemType
-	Queue    int16 // receive queue it came from (xdp_rxq_info)
-	RxCPU    int16 // CPU that received it
-	NrFrags  uint8 // skb_shared_info nr_frags; 0: a single buffer
-	shinfo   int32 // index of its shared info in the pool, when NrFrags > 0
+	Queue    int16  // receive queue it came from (xdp_rxq_info)
+	RxCPU    int16  // CPU that received it
+	NrFrags  uint8  // skb_shared_info nr_frags; 0: a single buffer
+	Seq      uint64 // the frame's number from its sender (skb.SKB.Seq)
+	shinfo   int32  // index of its shared info in the pool, when NrFrags > 0
 	next     FrameID
 }
 
@@ -77,6 +78,7 @@ type Frame struct {
 func (f *Frame) Set(page mem.PageID, off, n, headroom, frameSz uint32, mt MemType, queue, rxCPU int16) {
 	f.Page, f.Off, f.Len, f.Headroom, f.FrameSz = page, off, n, headroom, frameSz
 	f.Mem, f.Queue, f.RxCPU, f.NrFrags, f.next = mt, queue, rxCPU, 0, 0
+	f.Seq = 0
 }
 
 // shinfo is the part of a multi-buffer frame's skb_shared_info the engine
@@ -249,6 +251,7 @@ func (p *FramePool) ToSKB(id FrameID, skbs *skb.Pool, c *sim.CPU, release bool, 
 	b := skbs.Get(s)
 	b.Head = f.Page
 	b.Len = f.Len
+	b.Seq = f.Seq
 	b.Truesize = f.FrameSz
 	pool := f.Mem == MemPagePool
 	b.PPRecycle = pool && !release

@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+)
+
+// tcpStream is the default preset turned into an iperf3-like stream into
+// a vDPA virtqueue at 100 Gbit/s, read by an application on CPU 1.
+func tcpStream(edit func(*scenario.Scenario)) func(*scenario.Scenario) {
+	return func(s *scenario.Scenario) {
+		s.CPUs = 2
+		s.RingSize = 256
+		s.Device.Kind = scenario.DeviceVDPA
+		s.Traffic = scenario.Traffic{Kind: scenario.TrafficTCPStream, Proto: "tcp", Flows: 1, LineGbps: 100, DstPort: 5201}
+		s.Consumer = scenario.Consumer{CPU: 1, Context: scenario.FreeProcess, CostNs: 200}
+		if edit != nil {
+			edit(s)
+		}
+	}
+}
+
+// runStream runs a stream for d, checked after every event and for
+// liveness, and returns the application's goodput in Gbit/s.
+func runStream(t *testing.T, edit func(*scenario.Scenario), d sim.Duration) (*World, float64) {
+	t.Helper()
+	w := preset(t, "default", tcpStream(edit))
+	require.NoError(t, w.CheckEveryEvent(0))
+	w.CheckLiveness(0)
+	require.NoError(t, w.RunUntil(sim.Time(d)))
+	require.NoError(t, w.Check())
+	return w, float64(counter(t, w, "app_bytes")) * 8 / d.Seconds() / 1e9
+}
+
+// A TCP stream slows on loss: a ring too short for the bursts its window
+// sends drops frames (the vDPA device has nowhere else to put them), the
+// sender halves its window each time the next frames' duplicate ACKs
+// reveal it (tcp_enter_recovery), and the stream runs far below what a
+// longer ring lets it reach. Nothing is lost for good: what the
+// application reads is what the sender delivered.
+func TestTCPStreamSlowsOnLoss(t *testing.T) {
+	short, slow := runStream(t, func(s *scenario.Scenario) { s.RingSize = 64 }, 20*sim.Millisecond)
+	long, fast := runStream(t, nil, 20*sim.Millisecond)
+	t.Logf("64 entries: %.1f Gbit/s, %d frames lost, cwnd %d; 256 entries: %.1f Gbit/s, %d lost", slow,
+		counter(t, short, "tcp_lost_frames"), counter(t, short, "tcp_cwnd"), fast, counter(t, long, "tcp_lost_frames"))
+	assert.Positive(t, counter(t, short, "host_no_buffer_drops"))
+	assert.Positive(t, counter(t, short, "tcp_lost_frames"))
+	assert.Positive(t, counter(t, short, "tcp_fast_recovery"), "losses revealed by later frames halve the window")
+	assert.Zero(t, counter(t, short, "tcp_timeouts"), "no loss needs the retransmission timer")
+	assert.Less(t, slow*2, fast, "the longer ring more than doubles the stream")
+	assert.Equal(t, counter(t, short, "host_no_buffer_drops"), counter(t, short, "tcp_lost_frames"),
+		"every frame the device dropped, and only those, is what the sender found lost")
+}
+
+// The receiver's window holds the stream: a socket buffer smaller than
+// the bandwidth-delay product caps it at about rcvbuf's window per round
+// trip, and a larger one lifts the cap.
+func TestTCPStreamWindowFromTheSocketBuffer(t *testing.T) {
+	const rtt = 100 // µs
+	small := func(s *scenario.Scenario) {
+		s.Traffic.RTTUs = rtt
+		s.Consumer.RcvbufBytes = 256 << 10
+		s.Consumer.CostNs = 0
+	}
+	w, gbps := runStream(t, small, 20*sim.Millisecond)
+	// 6.6+: the window is the free buffer scaled by payload/truesize; the
+	// whole buffer's worth bounds the stream.
+	bound := float64(256<<10) * 8 / (rtt * 1e-6) / 1e9
+	t.Logf("rcvbuf 256 KiB, RTT %d µs: %.2f Gbit/s (the buffer's worth per RTT: %.2f)", rtt, gbps, bound)
+	assert.Positive(t, counter(t, w, "tcp_rcvwnd_limited"))
+	assert.Less(t, gbps, bound)
+	_, big := runStream(t, func(s *scenario.Scenario) { small(s); s.Consumer.RcvbufBytes = 4 << 20 }, 20*sim.Millisecond)
+	assert.Greater(t, big, 2*gbps, "sixteen times the buffer, more than twice the stream")
+}
+
+// Throughput is what the application reads, and an application slower
+// than the stream is what limits it: its socket fills, the window closes,
+// and the sender waits instead of losing frames.
+func TestTCPStreamIsPacedByTheApplication(t *testing.T) {
+	w, gbps := runStream(t, func(s *scenario.Scenario) { s.Consumer.CostNs = 2000 }, 20*sim.Millisecond)
+	pps := float64(counter(t, w, "stack_delivered")) / 0.020
+	t.Logf("a 2 µs-per-packet application: %.2f Gbit/s, %.0f packets/s, CPU 1 %.2f", gbps, pps, w.Sim.CPU(1).Utilisation(20*sim.Millisecond))
+	assert.InDelta(t, 1/2.15e-6, pps, 0.1/2.15e-6, "about one packet per 2 µs plus its copy")
+	// The window stops the sender before the socket overflows but for a
+	// few packets sent against a window that the payload-to-truesize
+	// ratio (which alternates between the page_pool fragments' two
+	// truesizes, as tp->scaling_ratio follows the last packet) overstated;
+	// Linux would collapse its queue (tcp_prune_queue), the engine drops
+	// them (docs/scenario.md).
+	assert.Less(t, float64(counter(t, w, "socket_drops")), 0.01*float64(counter(t, w, "stack_delivered")))
+	assert.Zero(t, counter(t, w, "tcp_timeouts"))
+	assert.Positive(t, counter(t, w, "tcp_rcvwnd_limited"))
+	assert.Greater(t, w.Sim.CPU(1).Utilisation(20*sim.Millisecond), 0.95)
+}
+
+// A udp_stream is open loop: an application slower than the datagrams
+// fills its receive buffer, and the socket drops what does not fit
+// (UDP_MIB_RCVBUFERRORS); what it reads is capped by the application.
+func TestUDPStreamDropsAtTheSocket(t *testing.T) {
+	w := preset(t, "default", func(s *scenario.Scenario) {
+		s.CPUs = 2
+		s.RingSize = 256
+		s.Traffic = scenario.Traffic{Kind: scenario.TrafficUDPStream, Proto: "udp", Flows: 1, RatePPS: 1e6, DstPort: 9}
+		s.Consumer = scenario.Consumer{CPU: 1, Context: scenario.FreeProcess, CostNs: 2000}
+	})
+	require.NoError(t, w.CheckEveryEvent(0))
+	require.NoError(t, w.RunUntil(sim.Time(20*sim.Millisecond)))
+	require.NoError(t, w.Check())
+	drops, read := counter(t, w, "socket_drops"), counter(t, w, "stack_delivered")
+	t.Logf("1 Mpps into a 2 µs application: %d read, %d dropped at the socket, %d bytes held", read, drops, w.Stack.Rmem(1))
+	assert.Positive(t, drops)
+	assert.InDelta(t, 20e-3/2.15e-6, float64(read), 0.15*20e-3/2.15e-6)
+	assert.LessOrEqual(t, w.Stack.Rmem(1), uint64(scenario.UDPRmemDefault+w.Scenario.RingSize*4096), "the buffer bounds what the socket holds")
+	_, frame := w.Scenario.UDPFrame()
+	assert.Equal(t, 1514, frame, "netperf's default message fills the MTU")
+}
+
+func TestStreamValidation(t *testing.T) {
+	base := func() scenario.Scenario {
+		s, err := scenario.LookupPreset("default")
+		require.NoError(t, err)
+		tcpStream(nil)(&s)
+		return s
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*scenario.Scenario)
+		field string
+	}{
+		{"softirq consumer", func(s *scenario.Scenario) { s.Consumer.Context = scenario.FreeSoftirq }, "consumer.context"},
+		{"udp proto", func(s *scenario.Scenario) { s.Traffic.Proto = "udp" }, "traffic.proto"},
+		{"a rate", func(s *scenario.Scenario) { s.Traffic.RatePPS = 1e6; s.Traffic.LineGbps = 0 }, "traffic.rate_pps"},
+		{"sizes", func(s *scenario.Scenario) { s.Traffic.Sizes = []int{100, 200} }, "traffic.sizes"},
+		{"more streams than queues", func(s *scenario.Scenario) { s.Traffic.Flows = 2 }, "traffic.flows"},
+		{"bad kind", func(s *scenario.Scenario) { s.Traffic.Kind = "tcp_rr" }, "traffic.kind"},
+		{"rtt on open traffic", func(s *scenario.Scenario) { s.Traffic.Kind = ""; s.Traffic.RTTUs = 10 }, "traffic"},
+		{"negative rtt", func(s *scenario.Scenario) { s.Traffic.RTTUs = -1 }, "traffic.rtt_us"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.edit(&s)
+			err := s.Validate()
+			var fe *scenario.FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tc.field, fe.Field, err.Error())
+		})
+	}
+	s := base()
+	require.NoError(t, s.Validate())
+}
