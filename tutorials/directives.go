@@ -315,7 +315,7 @@ func checkConfig(name string) error {
 }
 
 // Metrics engine.Measure knows.
-var Metrics = []string{"delivered_gbps", "tx_mpps", "recycle_cached_share", "recycle_ring_share", "alloc_refill_per_mpkt"}
+var Metrics = []string{"goodput_gbps", "delivered_gbps", "tx_mpps", "recycle_cached_share", "recycle_ring_share", "alloc_refill_per_mpkt"}
 
 func checkMetric(m string) error {
 	if !contains(Metrics, m) {

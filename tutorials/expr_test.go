@@ -73,7 +73,7 @@ func TestExprEval(t *testing.T) {
 		{"within(9.5, 10, 0.05)", Bool(true)},
 		{"within(9.4, 10, 0.05)", Bool(false)},
 		{"within(0, 0, 0)", Bool(true)},
-		{"published(\"r1-page-pool\", \"delivered_gbps\") > 9", Bool(true)},
+		{"published(\"r1-page-pool\", \"goodput_gbps\") > 9", Bool(true)},
 		{"(rx_kicks < 5)", Bool(true)},
 		{"\"a\\\"b\" == \"a\\\"b\"", Bool(true)},
 	}

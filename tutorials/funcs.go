@@ -54,7 +54,7 @@ var funcs = map[string]*function{
 			return Bool(math.Abs(a[0].Num-a[1].Num) <= a[2].Num*math.Abs(a[1].Num)), nil
 		}},
 	"published": {args: []Kind{KindString, KindString}, result: KindNumber,
-		doc: "the published figure of a configuration and metric (docs/published.md), e.g. published(\"r1-page-pool\", \"delivered_gbps\")"},
+		doc: "the published figure of a configuration and metric (docs/published.md), e.g. published(\"r1-page-pool\", \"goodput_gbps\")"},
 	"map": {args: []Kind{KindString, KindNumber}, optional: []Kind{KindNumber}, result: KindNumber,
 		doc: "the XDP program's map value at a key, as a u64 at a byte offset (default 0), summed over CPUs for per-CPU maps"},
 }

@@ -150,7 +150,7 @@ func TestShowGroupsAndFunctions(t *testing.T) {
 		"show counters, page_pool, ring, pages, program, scenario, queues, pools",
 		`check map("udp_drop", 0) == 9`,
 		`check map("udp_drop", 0, 8) == rx_xdp_drops`,
-		`check published("r1-page-pool", "delivered_gbps") == 9.74`))
+		`check published("r1-page-pool", "goodput_gbps") == 9.74`))
 	var out bytes.Buffer
 	r := Run(tt, Options{})
 	require.Zero(t, r.Failed, r.Failures())
