@@ -42,7 +42,10 @@ func (l Limit) String() string { return l.Why }
 //  3. the ring: nothing is saturated but a host waited at least RingBound
 //     of the window for buffers: the ring's capacity (the buffers in
 //     flight) holds the run.
-//  4. none: nothing is saturated and the ring rarely ran dry; the run
+//  4. the window: a TCP stream whose sender lost frames over the window
+//     (its congestion window halves on each) or whose receiver's window
+//     held it back, with nothing saturated.
+//  5. none: nothing is saturated and the ring rarely ran dry; the run
 //     waits on latencies (interrupts, wake-ups).
 func LimitOf(u Usage) Limit {
 	if u.OfferedPPS > 0 && u.DeliveredPPS >= WireBound*u.OfferedPPS {
@@ -83,6 +86,14 @@ func LimitOf(u Usage) Limit {
 	if u.RingWait >= RingBound {
 		return Limit{Kind: ResRing, Name: "the ring", Busy: u.RingWait,
 			Why: fmt.Sprintf("the ring's capacity: no CPU saturated, the host waited %.0f%% of the window for buffers (%d entries)", 100*u.RingWait, u.RingSize)}
+	}
+	switch {
+	case u.TCPLost > 0:
+		return Limit{Kind: ResWindow, Name: "the sender's window",
+			Why: fmt.Sprintf("the sender's congestion window: nothing saturated, %d frames lost over the window, each loss halving it", u.TCPLost)}
+	case u.TCPRcvWnd > 0:
+		return Limit{Kind: ResWindow, Name: "the receiver's window",
+			Why: "the receiver's window: nothing saturated, the socket's advertised window held the sender back"}
 	}
 	why := "nothing saturated; the run waits on latencies"
 	if top := busiest(cands); top >= 0 {

@@ -41,6 +41,10 @@ func TestLimitOf(t *testing.T) {
 		{"nothing saturated, the host waits for buffers: the ring", Usage{CPUs: []Resource{cpu("cpu0", 0.5, 0)}, Hosts: []Resource{host(0.4, 0.5)}, RingWait: 0.5, RingSize: 256}, ResRing, "the ring"},
 		{"nothing saturated, the ring rarely dry: nothing", Usage{CPUs: []Resource{cpu("cpu0", 0.5, 0)}, Hosts: []Resource{host(0.5, 0.05)}, RingWait: 0.05}, ResNone, "nothing"},
 		{"empty", Usage{}, ResNone, "nothing"},
+		{"a stream that loses frames, nothing saturated: the sender's window", Usage{CPUs: []Resource{cpu("cpu0", 0.3, 0)}, TCPLost: 40, TCPRcvWnd: 5}, ResWindow, "the sender's window"},
+		{"a stream held by the socket, nothing saturated: the receiver's window", Usage{CPUs: []Resource{cpu("cpu1", 0.8, 0)}, TCPRcvWnd: 100}, ResWindow, "the receiver's window"},
+		{"a stream whose reader is saturated: the CPU, not the window", Usage{CPUs: []Resource{cpu("cpu1", 1, 0)}, TCPRcvWnd: 100}, ResCPU, "cpu1"},
+		{"a stream at its sender's line: the wire", Usage{OfferedPPS: 2e6, DeliveredPPS: 1.98e6, TCPLost: 3}, ResWire, "the wire"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,9 +16,9 @@ const (
 	ResNext = "next" // the device a devmap transmits through, at its rate
 	ResRing = "ring" // the ring's capacity: the host waited for buffers while no CPU was busy
 	ResWire = "wire" // the offered rate: the traffic generator, the wire, delivered in full
-	// ResWindow is a TCP sender's window (the sender waits for acks). The
-	// engine's traffic has no sender yet, so no run is limited by it
-	// today; the kind is here for the TCP stream workload.
+	// ResWindow is a TCP sender's window: it waits for ACKs because its
+	// congestion window, halved on losses, or the receiver's advertised
+	// window holds it, while nothing in the machine is saturated.
 	ResWindow = "window"
 	ResNone   = "none" // nothing saturated: the run waits on latencies
 )
@@ -65,6 +65,11 @@ type Usage struct {
 	// of the window a host waited for buffers (Hosts' Wait).
 	RingSize int     `json:"ring_size"`
 	RingWait float64 `json:"ring_wait"`
+	// TCPLost and TCPRcvWnd are, for a tcp_stream, the frames its senders
+	// found lost over the window and the times the receiver's window held
+	// them back.
+	TCPLost   uint64 `json:"tcp_lost,omitempty"`
+	TCPRcvWnd uint64 `json:"tcp_rcvwnd_limited,omitempty"`
 	// Drops counts, by reason, what was lost in the window.
 	Drops []Counter `json:"drops,omitempty"`
 }
@@ -185,6 +190,17 @@ func (w *World) cpuRoles() []string {
 func (w *World) usage(a, b usageSnap) Usage {
 	win := b.t.Sub(a.t)
 	u := Usage{WindowNS: int64(win), OfferedPPS: w.Scenario.Traffic.PPS(), RingSize: w.Scenario.RingSize}
+	if tr := &w.Scenario.Traffic; tr.Kind == scenario.TrafficTCPStream {
+		// A stream offers what its sender's link carries of full frames
+		// (0: an unlimited link offers no rate).
+		u.OfferedPPS = 0
+		if tr.LineGbps > 0 {
+			mss, hdr, _ := w.Scenario.TCPFrame()
+			u.OfferedPPS = tr.LineGbps * 1e9 / 8 / float64(mss+hdr+scenario.WireOverhead)
+		}
+		u.TCPLost = b.totals["tcp_lost_frames"] - a.totals["tcp_lost_frames"]
+		u.TCPRcvWnd = b.totals["tcp_rcvwnd_limited"] - a.totals["tcp_rcvwnd_limited"]
+	}
 	if win <= 0 {
 		return u
 	}
