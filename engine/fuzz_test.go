@@ -23,6 +23,14 @@ const (
 	fuzzMrgOff                // no mergeable buffers: big or small mode
 )
 
+// FuzzWorld's ninth knob picks the workload (open, tcp_stream,
+// udp_stream) and its tenth a stream's round trip and receive buffer.
+const (
+	fuzzOpen = iota
+	fuzzTCPStream
+	fuzzUDPStream
+)
+
 // FuzzWorld builds worlds from arbitrary scenario bytes: a bad scenario is
 // an error, never a panic, and a valid one keeps the world's invariants
 // (CheckEveryEvent) and keeps delivering (CheckLiveness). The choices a
@@ -42,6 +50,11 @@ func FuzzWorld(f *testing.F) {
 	// vdpa: a hardware virtqueue at line rate.
 	f.Add([]byte{0, 1, 0, 2, 2, 0, fuzzSmallRing, 0}, []byte(`{"traffic": {"burst": 64, "rate_pps": 200000}}`))
 	f.Add([]byte{2, 0, 1, 0, 2, 4, fuzzGSO | fuzzEventIdx}, []byte(`{"traffic": {"line_gbps": 100}}`))
+	// Streams: TCP into a vdpa ring too short for its window, with XDP
+	// redirecting to another CPU; TCP with GSO on vhost; UDP.
+	f.Add([]byte{0, 0, 1, 4, 2, 0, fuzzSmallRing, 1, fuzzTCPStream, 3}, []byte(`{"traffic": {"line_gbps": 100}}`))
+	f.Add([]byte{2, 0, 1, 0, 0, 5, fuzzGSO | fuzzIOMMU, 0, fuzzTCPStream, 20}, []byte(`{}`))
+	f.Add([]byte{1, 1, 2, 0, 1, 3, 0, 0, fuzzUDPStream, 0}, []byte(`{"traffic": {"rate_pps": 2000000}}`))
 	programs := []string{"", "xdp_pass", "xdp_drop", "xdp_tx", "xdp_redirect_cpu", "xdp_redirect_dev", "xdp_drop_udp_port", "xdp_count_proto"}
 	sources := []string{scenario.SourcePagePool, scenario.SourcePagePoolFrag, scenario.SourcePageFrag, scenario.SourcePage}
 	kinds := []string{scenario.DeviceVhost, scenario.DeviceNIC, scenario.DeviceVDPA}
@@ -102,6 +115,17 @@ func FuzzWorld(f *testing.F) {
 		}
 		if combo&fuzzMrgOff != 0 {
 			s.Features.MrgRxbuf = false
+		}
+		switch k(8) % 3 {
+		case fuzzTCPStream:
+			s.Traffic = scenario.Traffic{Kind: scenario.TrafficTCPStream, Proto: "tcp", Flows: 1, DstPort: 5201,
+				LineGbps: s.Traffic.LineGbps, RTTUs: float64(5 + k(9)*4)}
+			s.Consumer.Context = scenario.FreeProcess
+			s.Consumer.RcvbufBytes = (64 << 10) << (k(9) % 7)
+		case fuzzUDPStream:
+			s.Traffic = scenario.Traffic{Kind: scenario.TrafficUDPStream, Proto: "udp", Flows: 1, DstPort: 9,
+				RatePPS: s.Traffic.RatePPS, LineGbps: s.Traffic.LineGbps}
+			s.Consumer.Context = scenario.FreeProcess
 		}
 		if s.MemoryPages > 1<<14 {
 			s.MemoryPages = 1 << 14
