@@ -68,6 +68,14 @@ func NewStreamTraffic(s *scenario.Scenario, q int) (*Traffic, error) {
 	return NewTraffic(spec, q, s.Queues, s.Seed), nil
 }
 
+// tcpTake is Advance for a TCP stream, out of line likewise.
+//
+//go:noinline
+func (t *Traffic) tcpTake() {
+	t.tcp.Take()
+	t.seq++
+}
+
 // TCP is the queue's tcp_stream sender, nil for other workloads.
 func (t *Traffic) TCP() *transport.TCP { return t.tcp }
 
@@ -115,13 +123,29 @@ func (t *Traffic) Saturating() bool { return t.interval == 0 && t.tcp == nil }
 // sender waits for the receiver.
 func (t *Traffic) NextArrival() sim.Time {
 	if t.tcp != nil {
-		at, _, ok := t.tcp.Next()
-		if !ok {
-			return Never
-		}
-		return at
+		return t.tcpArrival()
 	}
 	return t.next
+}
+
+// tcpArrival is NextArrival for a TCP stream, out of line so that the open
+// generator's NextArrival inlines.
+//
+//go:noinline
+func (t *Traffic) tcpArrival() sim.Time {
+	at, _, ok := t.tcp.Next()
+	if !ok {
+		return Never
+	}
+	return at
+}
+
+// tcpSize is Peek's frame size for a TCP stream, out of line likewise.
+//
+//go:noinline
+func (t *Traffic) tcpSize() int {
+	_, segs, _ := t.tcp.Next()
+	return t.tcp.FrameBytes(max(segs, 1))
 }
 
 // Seq is the number of packets generated so far.
@@ -130,8 +154,7 @@ func (t *Traffic) Seq() uint64 { return t.seq }
 // Peek returns the flow and frame size of the next packet.
 func (t *Traffic) Peek() (*Flow, int) {
 	if t.tcp != nil {
-		_, segs, _ := t.tcp.Next()
-		return &t.flows[0], t.tcp.FrameBytes(max(segs, 1))
+		return &t.flows[0], t.tcpSize()
 	}
 	if t.rng != nil {
 		return &t.flows[t.flowIdx], t.size
@@ -150,8 +173,7 @@ func (t *Traffic) build(f int, b []byte, seq uint64, frameLen int) int {
 // the sender learns which from what the receiver reports.
 func (t *Traffic) Advance() {
 	if t.tcp != nil {
-		t.tcp.Take()
-		t.seq++
+		t.tcpTake()
 		return
 	}
 	t.seq++

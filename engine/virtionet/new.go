@@ -38,6 +38,7 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	kb := s.Behaviours()
 	d.poolFrags = d.source == srcPagePoolFrag || (d.source == srcPagePool && kb.VirtioNetPagePool)
 	d.refillInNAPI = kb.RefillRetryInNAPI
+	d.stream = s.Traffic.Stream() != ""
 	d.premapped = s.Driver.DMA == scenario.DMAPremapped
 	// virtnet_rq_set_premapped (6.6 to 6.10) and its successor in 6.13
 	// premap in small and mergeable modes, never big.

@@ -60,7 +60,9 @@ func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 		return 0, 0, false
 	}
 	*b = rq.bufs[slot]
-	b.seq = rq.Dev.FrameSeq(b.head)
+	if rq.d.stream {
+		b.seq = rq.Dev.FrameSeq(b.head)
+	}
 	rq.putSlot(slot)
 	if b.mapped || b.blk != 0 {
 		rq.unmap(b) // vring_unmap_one_split, or virtnet_rq_get_buf's virtnet_rq_unmap

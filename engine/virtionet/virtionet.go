@@ -84,6 +84,7 @@ type Driver struct {
 	indirectBig bool // big buffers go indirect: one ring slot each (INDIRECT_DESC, no ctx)
 	buildBig    bool // page_to_skb builds big-mode skbs around the first page (5.13+)
 	xdpEnabled  bool
+	stream      bool // a stream workload: buffers carry their frame's number to the socket
 	budget      int
 
 	// poolFrags: page_pool buffers are fragments (page_pool_alloc_frag of
