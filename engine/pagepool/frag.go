@@ -29,6 +29,27 @@ func (p *Pool) AllocFrag(c *sim.CPU, size uint32) (mem.PageID, uint32, error) {
 	offset := p.fragOffset
 	id := p.fragPage
 	if id != mem.NoPage && uint64(offset)+uint64(size) > uint64(maxSize) {
+		if pg := p.m.Page(id); pg.PPRef > BiasMax-p.fragUsers && p.count > 0 {
+			// The common case of the page change, written out (every
+			// buffer that fills a page, as mergeable XDP buffers do):
+			// fragments of the old page are still out, so drainFrag's
+			// unref leaves them the page, and the alloc cache has the
+			// next one. drainFrag, getCached and fragReset in the same
+			// order, without their calls; the general path below stays
+			// the reference.
+			c.Spend(c.Costs().Atomic)
+			pg.PPRef -= BiasMax - p.fragUsers
+			p.alloc.Fast++
+			id = p.popCache(c)
+			p.fragPage = id
+			p.fragUsers = 1
+			p.fragOffset = size
+			p.m.Page(id).PPRef = BiasMax
+			if err := p.m.Move(id, mem.Driver, c.ID); err != nil { // p.move without the call
+				p.broken(err)
+			}
+			return id, 0, nil
+		}
 		id = p.drainFrag(c, id)
 		if id != mem.NoPage {
 			p.recycle.Cached++
