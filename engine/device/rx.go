@@ -296,7 +296,13 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.c.Drops += r.traffic.DropUntil(start, r.backlog)
 		}
 		_, size := r.traffic.Peek()
-		head, lone, nbuf, ndesc, fits, ok := r.planLone(size)
+		// A frame that fits the next available buffer when that is one
+		// writable descriptor (virtq.DevicePeekLone) needs no plan: lone
+		// is false when it is not, or the frame does not fit it, and
+		// plan decides.
+		head, writable, lone := r.q.DevicePeekLone()
+		lone = lone && uint64(size+VirtioNetHdrLen) <= uint64(writable)
+		nbuf, ndesc, fits, ok := 1, 1, true, true
 		if !lone {
 			nbuf, ndesc, fits, ok = r.plan(size, &r.first)
 		}
@@ -335,7 +341,20 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			}
 		}
 		r.traffic.Advance()
-		irq, irqAt = r.used(end, nbuf, size, irq, irqAt)
+		if r.batch {
+			irq, irqAt = r.used(end, nbuf, size, irq, irqAt)
+			continue
+		}
+		// used's hardware case without the call: publish and decide
+		// per frame (signal).
+		r.q.DevicePublishUsed()
+		r.c.UsedPublishes++
+		if r.q.DeviceNeedInterrupt() {
+			r.c.Interrupts++
+			if !irq {
+				irq, irqAt = true, end
+			}
+		}
 	}
 	return irq, irqAt
 }
@@ -568,18 +587,7 @@ func (r *RX) writeFirst(head uint16, nbuf, size int) {
 	}
 }
 
-// planLone is plan for a frame that fits the next available buffer when
-// that is one writable descriptor (virtq.DevicePeekLone): lone is false
-// when it is not, or the frame does not fit it, and plan must decide.
-func (r *RX) planLone(size int) (head uint16, lone bool, nbuf, ndesc int, fits, ok bool) {
-	head, writable, lone := r.q.DevicePeekLone()
-	if !lone || uint64(size+VirtioNetHdrLen) > uint64(writable) {
-		return 0, false, 0, 0, false, false
-	}
-	return head, true, 1, 1, true, true
-}
-
-// deliverLone is deliver of a frame into the one buffer planLone found.
+// deliverLone is deliver of a frame into the one buffer DevicePeekLone found.
 func (r *RX) deliverLone(head uint16, size int) {
 	r.writeFirst(head, 1, size)
 	r.q.DeviceAddUsedLone(head, uint32(size+VirtioNetHdrLen))

@@ -27,7 +27,7 @@ type Traffic struct {
 	seq      uint64
 	flowIdx  int
 	rng      *rand.Rand // random_sizes: the scenario's seeded generator
-	size     int        // the next frame's size when drawn at random
+	size     int        // the next frame's size (drawn at random, or SizeAt(seq)); not a TCP stream's
 	// tcp is the queue's tcp_stream sender (at most one stream a queue):
 	// it decides when each frame arrives and how many segments it
 	// carries; seq numbers its frames as it does.
@@ -88,6 +88,8 @@ func NewTraffic(spec scenario.Traffic, q, nq int, seed uint64) *Traffic {
 	if spec.RandomSizes {
 		t.rng = sim.NewRand(seed + uint64(q)*0x9e3779b97f4a7c15)
 		t.size = spec.Sizes[t.rng.IntN(len(spec.Sizes))]
+	} else {
+		t.size = spec.SizeAt(0)
 	}
 	proto := uint8(ProtoUDP)
 	if spec.Proto == "tcp" {
@@ -156,10 +158,7 @@ func (t *Traffic) Peek() (*Flow, int) {
 	if t.tcp != nil {
 		return &t.flows[0], t.tcpSize()
 	}
-	if t.rng != nil {
-		return &t.flows[t.flowIdx], t.size
-	}
-	return &t.flows[t.flowIdx], t.spec.SizeAt(t.seq)
+	return &t.flows[t.flowIdx], t.size
 }
 
 // build writes packet seq of flow f, frameLen bytes long, into b as
@@ -179,6 +178,8 @@ func (t *Traffic) Advance() {
 	t.seq++
 	if t.rng != nil {
 		t.size = t.spec.Sizes[t.rng.IntN(len(t.spec.Sizes))]
+	} else if len(t.spec.Sizes) > 0 {
+		t.size = t.spec.SizeAt(t.seq)
 	}
 	t.flowIdx++
 	if t.flowIdx == len(t.flows) {
