@@ -226,6 +226,17 @@ func (p *Pool) Chain(head, tail, nskb ID) {
 // chained skb.
 func (p *Pool) Free(c *sim.CPU, id ID, r Releaser, ctx Context) error {
 	s := &p.skbs[id]
+	if s.NrFrags == 0 && s.FragList == NoSKB && s.Head != mem.NoPage {
+		// An skb of one buffer, its head (every skb built around a
+		// buffer of one page): releaseData and the release without the
+		// calls and the chain walk.
+		err := r.Release(c, s.Head, s.PPRecycle, ctx)
+		p.release(id)
+		if err != nil {
+			return headErr(id, err)
+		}
+		return nil
+	}
 	err := p.releaseData(c, id, s.PPRecycle, r, ctx)
 	for n := s.FragList; n != NoSKB; {
 		next := p.skbs[n].next
@@ -245,7 +256,7 @@ func (p *Pool) releaseData(c *sim.CPU, id ID, ppRecycle bool, r Releaser, ctx Co
 	s := &p.skbs[id]
 	if s.Head != mem.NoPage {
 		if err := r.Release(c, s.Head, ppRecycle, ctx); err != nil {
-			return fmt.Errorf("skb %d head: %w", id, err)
+			return headErr(id, err)
 		}
 	}
 	for i := 0; i < int(s.NrFrags); i++ {
@@ -254,6 +265,13 @@ func (p *Pool) releaseData(c *sim.CPU, id ID, ppRecycle bool, r Releaser, ctx Co
 		}
 	}
 	return nil
+}
+
+// headErr is releaseData's error for skb id's head, out of line.
+//
+//go:noinline
+func headErr(id ID, err error) error {
+	return fmt.Errorf("skb %d head: %w", id, err)
 }
 
 // Pages calls f for every page reference the skb holds itself (its
