@@ -291,6 +291,20 @@ func (m *Mem) Move(id PageID, to Loc, owner int) error {
 	return m.moveChecked(id, to, owner)
 }
 
+// MoveFrom is Move when the block holding id is in from, and nothing
+// otherwise: Loc, then Move, in one call.
+func (m *Mem) MoveFrom(id PageID, from, to Loc, owner int) error {
+	if uint(id) < uint(len(m.pages)) && m.pages[id].isHead {
+		// Loc of a head, without the call.
+		if m.pages[id].loc != from {
+			return nil
+		}
+	} else if loc, _ := m.Loc(id); loc != from {
+		return nil
+	}
+	return m.Move(id, to, owner)
+}
+
 // moveChecked is Move for any page: tails resolve to their head, and a
 // free page, a bad location or owner is an error.
 func (m *Mem) moveChecked(id PageID, to Loc, owner int) error {

@@ -111,19 +111,16 @@ func (m *Cpumap) SetMem(mm *mem.Mem) { m.mem = mm }
 // locate moves frame f's pages that wait in a cpumap ring to the skb.
 func (m *Cpumap) locate(f FrameID) {
 	fr := &m.frames.frames[f]
-	m.locatePage(fr.Page, int(fr.Queue))
+	err := m.mem.MoveFrom(fr.Page, mem.CpumapRing, mem.SKB, int(fr.Queue))
 	if fr.NrFrags > 0 {
 		for _, g := range m.frames.Frags(f) {
-			m.locatePage(g.Page, int(fr.Queue))
+			if e := m.mem.MoveFrom(g.Page, mem.CpumapRing, mem.SKB, int(fr.Queue)); e != nil && err == nil {
+				err = e
+			}
 		}
 	}
-}
-
-func (m *Cpumap) locatePage(p mem.PageID, owner int) {
-	if loc, _ := m.mem.Loc(p); loc == mem.CpumapRing {
-		if err := m.mem.Move(p, mem.SKB, owner); err != nil && m.Err == nil {
-			m.Err = err
-		}
+	if err != nil && m.Err == nil {
+		m.Err = err
 	}
 }
 
