@@ -202,17 +202,17 @@ func (m *Mem) Page(id PageID) *Page {
 // NoPage when id is out of range. It is O(MaxOrder): blocks are aligned to
 // their size, so the head is the first aligned head whose order covers id.
 func (m *Mem) Head(id PageID) PageID {
-	if !m.Valid(id) {
-		return NoPage
-	}
-	if m.pages[id].isHead { // every order covers k = 0: the common case, inlined
+	if uint(id) < uint(len(m.pages)) && m.pages[id].isHead { // every order covers k = 0: the common case, inlined
 		return id
 	}
 	return m.headOfTail(id)
 }
 
-// headOfTail is Head for a page that is not itself a head.
+// headOfTail is Head for any other id: a tail, or out of range.
 func (m *Mem) headOfTail(id PageID) PageID {
+	if !m.Valid(id) {
+		return NoPage
+	}
 	for k := 1; k <= m.maxOrder; k++ {
 		c := id &^ PageID(1<<k-1)
 		if p := &m.pages[c]; p.isHead && int(p.order) >= k {
