@@ -22,7 +22,7 @@ func (p *Pool) AllocFrag(c *sim.CPU, size uint32) (mem.PageID, uint32, error) {
 	if p.state != Active {
 		return mem.NoPage, 0, ErrDestroyed
 	}
-	maxSize := uint32(mem.PageSize) << p.p.Order
+	maxSize := p.fragMax
 	if size > maxSize {
 		return mem.NoPage, 0, fmt.Errorf("pagepool: fragment of %d bytes in a %d-byte page", size, maxSize)
 	}
@@ -79,7 +79,7 @@ func (p *Pool) FragRemaining() uint32 {
 	if p.fragPage == mem.NoPage {
 		return 0
 	}
-	return uint32(mem.PageSize)<<p.p.Order - p.fragOffset
+	return p.fragMax - p.fragOffset
 }
 
 // FragOffsetAdd moves the current fragment page's offset n bytes on, so
@@ -90,7 +90,7 @@ func (p *Pool) FragOffsetAdd(n uint32) {
 	if p.fragPage == mem.NoPage {
 		return
 	}
-	p.fragOffset = min(p.fragOffset+n, uint32(mem.PageSize)<<p.p.Order)
+	p.fragOffset = min(p.fragOffset+n, p.fragMax)
 }
 
 // fragReset is the frag_reset label: the page's first fragment.
@@ -139,7 +139,7 @@ func (p *Pool) freeFrag(c *sim.CPU) {
 // rest of it is added to this one (so truesize is not underestimated). It
 // returns the page, the offset and the size actually given (truesize).
 func (p *Pool) AllocNetmem(c *sim.CPU, size uint32) (mem.PageID, uint32, uint32, error) {
-	maxSize := uint32(mem.PageSize) << p.p.Order
+	maxSize := p.fragMax
 	if uint64(size)<<1 > uint64(maxSize) {
 		id, err := p.Alloc(c)
 		return id, 0, maxSize, err

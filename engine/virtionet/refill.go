@@ -382,8 +382,9 @@ func (rq *RQ) addRecvbufMergeable() error {
 	switch {
 	case rq.d.poolFrags:
 		// hole = (PAGE_SIZE << order) - frag_offset: given to this
-		// buffer when another of this size would not fit.
-		if hole := rq.Pool.FragRemaining(); hole < length+room {
+		// buffer when another of this size would not fit. A buffer
+		// that fills its page (XDP's) leaves none: nothing to add.
+		if hole := rq.Pool.FragRemaining(); hole < length+room && hole > 0 {
 			if headroom == 0 {
 				length += hole
 				truesize += hole
