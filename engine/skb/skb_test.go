@@ -17,8 +17,9 @@ func (r *countingReleaser) Release(*sim.CPU, mem.PageID, bool, Context) error {
 	return nil
 }
 
-// TestAllocClearsWhatTheLastUserLeft guards Alloc's partial clear: an skb
-// that had frags, a head, flags and a length comes back as a fresh one.
+// TestAllocClearsWhatTheLastUserLeft guards the partial clear of release
+// and Alloc: an skb that had frags, a head, flags and a length comes back
+// as a fresh one.
 func TestAllocClearsWhatTheLastUserLeft(t *testing.T) {
 	p := NewPool(1)
 	id := p.Alloc(1, 2, 100)
@@ -36,7 +37,7 @@ func TestAllocClearsWhatTheLastUserLeft(t *testing.T) {
 
 	id = p.Alloc(0, 3, 200)
 	require.NotEqual(t, NoSKB, id)
-	assert.Equal(t, SKB{Head: mem.NoPage, Segs: 1, AllocCPU: 0, Queue: 3, FragList: NoSKB, Born: 200, next: NoSKB, inUse: true}, *p.Get(id))
+	assert.Equal(t, SKB{Head: mem.NoPage, Segs: 1, AllocCPU: 0, Queue: 3, FragList: NoSKB, Born: 200, next: NoSKB}, *p.Get(id))
 	assert.Equal(t, NoSKB, p.Alloc(0, 0, 0), "pool of one")
 }
 
