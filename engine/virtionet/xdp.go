@@ -188,7 +188,11 @@ func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) bool {
 		if f == xdp.NoFrame {
 			return false
 		}
-		rq.moveFrame(f, mem.CpumapRing)
+		if env.Frames.Get(f).NrFrags == 0 {
+			rq.move(b.page, mem.CpumapRing) // moveFrame of one buffer, without the call
+		} else {
+			rq.moveFrame(f, mem.CpumapRing)
+		}
 		return env.Cpumap.Enqueue(c, int(r.Key), f)
 	case bpf.DevMap:
 		if env.Devmap == nil {

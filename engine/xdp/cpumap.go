@@ -258,10 +258,18 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 		f := e.ring[e.head]
 		e.head = (e.head + 1) % len(e.ring)
 		e.count--
-		m.frags -= int(m.frames.frames[f].NrFrags)
+		fr := &m.frames.frames[f]
+		m.frags -= int(fr.NrFrags)
 		c.Spend(c.Costs().BuildSKB)
 		if m.mem != nil {
-			m.locate(f)
+			if fr.NrFrags == 0 {
+				// locate of a frame of one buffer, without the call.
+				if err := m.mem.MoveFrom(fr.Page, mem.CpumapRing, mem.SKB, int(fr.Queue)); err != nil && m.Err == nil {
+					m.Err = err
+				}
+			} else {
+				m.locate(f)
+			}
 		}
 		s, err := m.frames.ToSKB(f, m.skbs, c, m.k.ReleaseFrames, m.pools)
 		if err != nil && m.Err == nil {
