@@ -49,6 +49,26 @@ func (p *Pool) Put(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bo
 		p.recycle.Cached++
 		return nil
 	}
+	if !allowDirect && p.state == Active && pg.RefCount() == 1 {
+		// The other common case, written out likewise (every page an
+		// skb freed away from the pool's NAPI gives back, as a cpumap
+		// kthread's): no direct recycling, so into the ptr_ring.
+		// putPageState, recycleInRing and putUnrefed's ring_full in
+		// the same order, without their calls.
+		p.syncForDevice(c, id, dmaSyncSize)
+		ok := p.ring.Produce(c, int32(id)+1)
+		p.ring.ProducerLock.Hold(c, c.Costs().PPRingPut)
+		if ok {
+			if err := p.m.Move(id, mem.PoolRing, int(p.id)); err != nil { // p.move without the call
+				p.broken(err)
+			}
+			p.recycle.Ring++
+			return nil
+		}
+		p.recycle.RingFull++
+		p.returnPage(c, id)
+		return nil
+	}
 	p.putUnrefed(c, id, dmaSyncSize, allowDirect, ctx)
 	return nil
 }
