@@ -64,8 +64,9 @@ func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 		b.seq = rq.Dev.FrameSeq(b.head)
 	}
 	rq.putSlot(slot)
-	if b.mapped || b.blk != 0 {
-		rq.unmap(b) // vring_unmap_one_split, or virtnet_rq_get_buf's virtnet_rq_unmap
+	if b.mapped {
+		rq.unmap(slot) // vring_unmap_one_split, or virtnet_rq_get_buf's virtnet_rq_unmap
+		b.mapped = false
 	} else if b.pool && rq.d.premapped {
 		// The engine's own bound: virtio_ring returns the used length
 		// unchecked, and the driver checks it only after this sync
