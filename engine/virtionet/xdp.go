@@ -127,7 +127,7 @@ func (rq *RQ) toFrame(b *rxBuf, n uint32) xdp.FrameID {
 	}
 	f := env.Frames.Get(id)
 	f.Set(b.page, b.off, n, XDPHeadroom, b.truesize, xdp.MemPageShared, int16(rq.Index), int16(rq.CPU.ID))
-	f.Seq = b.seq
+	env.Frames.SetSeq(id, b.seq)
 	if b.pool {
 		f.Mem = xdp.MemPagePool
 	}
