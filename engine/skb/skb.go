@@ -50,7 +50,6 @@ type SKB struct {
 	// Truesize is the buffer memory the skb holds (skb->truesize less the
 	// struct sk_buff, StructTruesize): a head skb's includes its chain.
 	Truesize uint32
-	Frags    [MaxSkbFrags]Frag
 	NrFrags  uint8
 	// PPRecycle is skb->pp_recycle (skb_mark_for_recycle): pages go back
 	// to their page_pool, not to the page allocator.
@@ -81,6 +80,10 @@ type SKB struct {
 	// next links the free list while the skb is free, and the frag_list
 	// chain (skb->next) while it is chained.
 	next ID
+	// Frags come last: the fields above share the skb's first cache
+	// line, which is all that building and freeing an skb of one buffer
+	// touch.
+	Frags [MaxSkbFrags]Frag
 }
 
 // Pool is a preallocated array of SKBs with a free list. Alloc and Free are

@@ -2,6 +2,7 @@ package skb
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -170,4 +171,16 @@ func TestTryCoalesce(t *testing.T) {
 		assert.Equal(t, uint32(128), p.Get(to).Truesize, "delta truesize 0")
 		assert.Equal(t, 1, p.Live(), "the copied skb is freed")
 	})
+}
+
+// TestSKBHeaderFitsALine: the fields before Frags, all that building and
+// freeing an skb of one buffer touch, fit the skb's first cache line (the
+// pool's array is page-aligned, and an skb a whole number of lines).
+func TestSKBHeaderFitsALine(t *testing.T) {
+	if off := unsafe.Offsetof(SKB{}.Frags); off > 64 {
+		t.Fatalf("SKB.Frags starts at byte %d, want the fields before it in 64", off)
+	}
+	if n := unsafe.Sizeof(SKB{}); n%64 != 0 {
+		t.Fatalf("SKB is %d bytes, want a multiple of 64", n)
+	}
 }
