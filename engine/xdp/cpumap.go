@@ -224,7 +224,13 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 			}
 			continue
 		}
-		e.ring[(e.head+e.count)%len(e.ring)] = f
+		// (head + count) mod len without the division: both are below
+		// len (count is, as the ring is not full).
+		tail := e.head + e.count
+		if tail >= len(e.ring) {
+			tail -= len(e.ring)
+		}
+		e.ring[tail] = f
 		e.count++
 		m.C.Enqueued++
 	}
@@ -256,7 +262,9 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 	}
 	for i := 0; i < n; i++ {
 		f := e.ring[e.head]
-		e.head = (e.head + 1) % len(e.ring)
+		if e.head++; e.head == len(e.ring) { // (head + 1) mod len
+			e.head = 0
+		}
 		e.count--
 		fr := &m.frames.frames[f]
 		m.frags -= int(fr.NrFrags)
