@@ -188,14 +188,14 @@ func (m *Mem) CPUNode(cpu int) int {
 func (m *Mem) Sim() *sim.Sim { return m.sim }
 
 // Valid reports whether id is a page of this memory.
-func (m *Mem) Valid(id PageID) bool { return id >= 0 && int(id) < len(m.pages) }
+func (m *Mem) Valid(id PageID) bool { return uint(int(id)) < uint(len(m.pages)) }
 
 // Page returns the struct page of id, or nil when id is out of range.
 func (m *Mem) Page(id PageID) *Page {
-	if !m.Valid(id) {
-		return nil
+	if i := int(id); uint(i) < uint(len(m.pages)) { // Valid, in the form that spares the index its bounds check
+		return &m.pages[i]
 	}
-	return &m.pages[id]
+	return nil
 }
 
 // Head returns the first page of the block holding id (compound_head), or
@@ -269,11 +269,11 @@ func (m *Mem) Move(id PageID, to Loc, owner int) error {
 	// Fast path: an allocated head moved to a valid location (every move
 	// of a receive buffer). Anything else takes the checked path below,
 	// which reports what is wrong.
-	if uint(id) < uint(len(m.pages)) {
+	if i := int(id); uint(i) < uint(len(m.pages)) {
 		// Both locations are allocated ones (not Buddy, PCP or locTail):
 		// the unsigned subtraction wraps the others past NumLocs.
 		const first = PCP + 1
-		p := &m.pages[id]
+		p := &m.pages[i]
 		if from := p.loc; p.isHead && from-first < NumLocs-first && to-first < NumLocs-first && uint(owner+1) <= math.MaxInt16+1 {
 			// setLoc(id, to, owner), written out.
 			if from != to {
