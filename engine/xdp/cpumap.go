@@ -279,9 +279,21 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 				m.locate(f)
 			}
 		}
-		s, err := m.frames.ToSKB(f, m.skbs, c, m.k.ReleaseFrames, m.pools)
-		if err != nil && m.Err == nil {
-			m.Err = err
+		var s skb.ID
+		if fr.NrFrags == 0 && !m.k.ReleaseFrames {
+			// ToSKB of a frame of one buffer, marked for recycling when
+			// it is a page_pool's, without the call.
+			if s = m.skbs.Alloc(c.ID, int(fr.Queue), c.Now()); s != skb.NoSKB {
+				b := m.skbs.Get(s)
+				b.Head, b.Len, b.Seq, b.Truesize = fr.Page, fr.Len, m.frames.Seq(f), fr.FrameSz
+				b.PPRecycle = fr.Mem == MemPagePool
+				m.frames.put(f)
+			}
+		} else {
+			var err error
+			if s, err = m.frames.ToSKB(f, m.skbs, c, m.k.ReleaseFrames, m.pools); err != nil && m.Err == nil {
+				m.Err = err
+			}
 		}
 		if s == skb.NoSKB {
 			m.C.SKBFails++
