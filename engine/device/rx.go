@@ -334,7 +334,13 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.discard(nbuf)
 			r.c.TooBig++
 		case lone:
-			r.deliverLone(head, size)
+			// deliver of a frame into the one buffer DevicePeekLone
+			// found: no chain to walk, one used entry.
+			r.writeFirst(head, 1, size)
+			r.q.DeviceAddUsedLone(head, uint32(size+VirtioNetHdrLen))
+			r.c.Buffers++
+			r.c.Packets++
+			r.c.Bytes += uint64(size)
 		default:
 			if !r.deliver(size, nbuf, &r.first) {
 				return irq, irqAt
@@ -585,15 +591,6 @@ func (r *RX) writeFirst(head uint16, nbuf, size int) {
 	if !r.mergeable {
 		pf.numBuf = 0
 	}
-}
-
-// deliverLone is deliver of a frame into the one buffer DevicePeekLone found.
-func (r *RX) deliverLone(head uint16, size int) {
-	r.writeFirst(head, 1, size)
-	r.q.DeviceAddUsedLone(head, uint32(size+VirtioNetHdrLen))
-	r.c.Buffers++
-	r.c.Packets++
-	r.c.Bytes += uint64(size)
 }
 
 // discard takes nbuf buffers and returns them unused (length 0), as vhost
