@@ -117,8 +117,9 @@ func (p *Program) Run(in *Input, res *Result) {
 		m.in = in
 		m.data, m.end, m.meta = uint64(in.Data), uint64(in.DataEnd), uint64(in.DataMeta)
 		m.redirect = Redirect{}
-		r := p.callRegs
-		if v, ok := m.call(helperRedirectMap, &r); ok {
+		// call leaves the registers as they were: it may read the
+		// program's own, with no copy.
+		if v, ok := m.call(helperRedirectMap, &p.callRegs); ok {
 			res.Action = Action(uint32(v))
 			res.Data, res.DataEnd, res.DataMeta = in.Data, in.DataEnd, in.DataMeta
 			res.Redirect = m.redirect
