@@ -24,6 +24,10 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	}
 	d.mergeable = d.mode == scenario.ModeMergeable
 	d.bigPackets = d.mode == scenario.ModeBig
+	d.skbLead = int(d.headroom()) + HdrLen
+	if !d.mergeable {
+		d.skbLead += RxPad
+	}
 	d.buildBig = s.Behaviours().PageToSKBBuild
 	switch s.Driver.BufferSource {
 	case scenario.SourcePageFrag:

@@ -86,6 +86,10 @@ type Driver struct {
 	xdpEnabled  bool
 	stream      bool // a stream workload: buffers carry their frame's number to the socket
 	budget      int
+	// skbLead is what precedes the data in a buffer build_skb wraps: the
+	// headroom skb_reserve keeps, the header, and, for small buffers,
+	// VIRTNET_RX_PAD (fixed when the driver is built).
+	skbLead int
 
 	// poolFrags: page_pool buffers are fragments (page_pool_alloc_frag of
 	// len + room, the hole given to the last of a page): page_pool on a
