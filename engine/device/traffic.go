@@ -176,10 +176,8 @@ func (t *Traffic) Advance() {
 		return
 	}
 	t.seq++
-	if t.rng != nil {
-		t.size = t.spec.Sizes[t.rng.IntN(len(t.spec.Sizes))]
-	} else if len(t.spec.Sizes) > 0 {
-		t.size = t.spec.SizeAt(t.seq)
+	if len(t.spec.Sizes) > 0 { // a list of sizes, drawn or in turn; a single size stays
+		t.nextSize()
 	}
 	t.flowIdx++
 	if t.flowIdx == len(t.flows) {
@@ -197,6 +195,18 @@ func (t *Traffic) Advance() {
 	whole := math.Floor(d)
 	t.frac = d - whole
 	t.next = t.next.Add(sim.Duration(whole))
+}
+
+// nextSize is Advance's size for the next frame from a list of sizes, at
+// random or in turn; out of line.
+//
+//go:noinline
+func (t *Traffic) nextSize() {
+	if t.rng != nil {
+		t.size = t.spec.Sizes[t.rng.IntN(len(t.spec.Sizes))]
+		return
+	}
+	t.size = t.spec.SizeAt(t.seq)
 }
 
 // DropUntil discards the packets that arrived at or before t beyond the
