@@ -28,6 +28,9 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	if !d.mergeable {
 		d.skbLead += RxPad
 	}
+	if h := d.headroom(); h != 0 {
+		d.mrgRoom = uint32(skbDataAlign(int(h + ShinfoSize)))
+	}
 	d.buildBig = s.Behaviours().PageToSKBBuild
 	switch s.Driver.BufferSource {
 	case scenario.SourcePageFrag:

@@ -360,12 +360,7 @@ func (rq *RQ) getMergeableBufLen(room uint32) uint32 {
 //   - whole pages from the page allocator (source page, not a kernel
 //     variant): the truesize is the page.
 func (rq *RQ) addRecvbufMergeable() error {
-	headroom := rq.d.headroom()
-	var tailroom uint32
-	if headroom != 0 {
-		tailroom = ShinfoSize
-	}
-	room := uint32(skbDataAlign(int(headroom + tailroom)))
+	headroom, room := rq.d.headroom(), rq.d.mrgRoom
 	length := rq.getMergeableBufLen(room)
 	var page mem.PageID
 	var off uint32

@@ -90,6 +90,10 @@ type Driver struct {
 	// headroom skb_reserve keeps, the header, and, for small buffers,
 	// VIRTNET_RX_PAD (fixed when the driver is built).
 	skbLead int
+	// mrgRoom is add_recvbuf_mergeable's room: SKB_DATA_ALIGN(headroom +
+	// tailroom), the tailroom skb_shared_info's with XDP, none without
+	// (fixed when the driver is built).
+	mrgRoom uint32
 
 	// poolFrags: page_pool buffers are fragments (page_pool_alloc_frag of
 	// len + room, the hole given to the last of a page): page_pool on a
