@@ -28,6 +28,9 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	if !d.mergeable {
 		d.skbLead += RxPad
 	}
+	if env.Prog != nil {
+		d.constAct, d.constProg = env.Prog.ConstVerdict()
+	}
 	if h := d.headroom(); h != 0 {
 		d.mrgRoom = uint32(skbDataAlign(int(h + ShinfoSize)))
 	}

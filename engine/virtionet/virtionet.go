@@ -90,6 +90,10 @@ type Driver struct {
 	// headroom skb_reserve keeps, the header, and, for small buffers,
 	// VIRTNET_RX_PAD (fixed when the driver is built).
 	skbLead int
+	// constProg: the XDP program is constant, its verdict constAct
+	// (bpf.Program.ConstVerdict; fixed when the driver is built).
+	constProg bool
+	constAct  bpf.Action
 	// mrgRoom is add_recvbuf_mergeable's room: SKB_DATA_ALIGN(headroom +
 	// tailroom), the tailroom skb_shared_info's with XDP, none without
 	// (fixed when the driver is built).

@@ -34,21 +34,28 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	// allocation per packet). It is written field by field: a composite
 	// literal is built on the stack and copied in wide loads that stall on
 	// the narrow stores that built it.
-	in := &rq.xdpIn
-	in.Buf = buf
-	in.Data, in.DataEnd, in.DataMeta = XDPHeadroom, XDPHeadroom+int(stored), XDPHeadroom
-	in.IngressIfindex, in.RxQueueIndex, in.EgressIfindex = 1, uint32(rq.Index), 0
-	in.CPU = c.ID
-	in.Clock = env.Clock
 	res := &rq.xdpRes
-	env.Prog.Run(in, res)
+	newLen := int(n)
+	if rq.d.constProg {
+		// A constant program's verdict without building the input and
+		// without the run: what Run returns for it (bpf.ConstVerdict).
+		res.Action, res.Redirect, res.Fault, res.Insns = rq.d.constAct, bpf.Redirect{}, bpf.Fault{}, 2
+	} else {
+		in := &rq.xdpIn
+		in.Buf = buf
+		in.Data, in.DataEnd, in.DataMeta = XDPHeadroom, XDPHeadroom+int(stored), XDPHeadroom
+		in.IngressIfindex, in.RxQueueIndex, in.EgressIfindex = 1, uint32(rq.Index), 0
+		in.CPU = c.ID
+		in.Clock = env.Clock
+		env.Prog.Run(in, res)
+		// Length after bpf_xdp_adjust_head / adjust_tail.
+		newLen += -(res.Data - in.Data) + (res.DataEnd - in.DataEnd)
+		if newLen < 0 {
+			newLen = 0
+		}
+	}
 	c.Spend(c.Costs().XDPProg + sim.Duration((res.Insns+7)/8)*c.Costs().XDPInsn8)
 	rq.Stats.XDPPackets++
-	// Length after bpf_xdp_adjust_head / adjust_tail.
-	newLen := int(n) - (res.Data - in.Data) + (res.DataEnd - in.DataEnd)
-	if newLen < 0 {
-		newLen = 0
-	}
 	switch res.Action {
 	case bpf.XDPPass:
 		return bpf.XDPPass, uint32(newLen), true
