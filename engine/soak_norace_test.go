@@ -2,7 +2,7 @@
 
 package engine
 
-// soakPackets is the soak's length per preset: the million.
+// soakPackets is the soak's length per preset: a million packets.
 const soakPackets = 1_000_000
 
 // presetCheckEvents is how many events TestPresetsKeepInvariants runs per
