@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
 
 	"ringlab/engine/mem"
 )
@@ -109,4 +110,36 @@ func (c *eventChecker) copyFor(w *World) *eventChecker {
 	n.pools = w.Pools.List(nil)
 	n.availSeen = append([]uint16(nil), c.availSeen...)
 	return &n
+}
+
+// CopyFrom makes w's state src's, as Clone does, into a world already
+// built from src's scenario and XDP object (a clone of src, or of a world
+// built like it). It saves building the twin: a keeper of checkpoints
+// recycles the worlds of those it drops.
+func (w *World) CopyFrom(src *World) error {
+	if !sameOrigin(w, src) {
+		return fmt.Errorf("engine: copy: the worlds were built from different scenarios")
+	}
+	if err := w.copyFrom(src); err != nil {
+		return fmt.Errorf("engine: copy: %w", err)
+	}
+	return nil
+}
+
+// sameOrigin reports whether a and b were built from the same scenario and
+// XDP object.
+func sameOrigin(a, b *World) bool {
+	return a.origin.spec == b.origin.spec && reflect.DeepEqual(a.origin.s, b.origin.s)
+}
+
+// Footprint estimates the bytes w holds: its struct pages, frames, skbs
+// and descriptor windows, which are nearly all of it (a keeper of
+// checkpoints bounds their number by it).
+func (w *World) Footprint() int64 {
+	n := int64(w.Mem.NumPages()) * int64(reflect.TypeFor[mem.Page]().Size())
+	n += w.Frames.Footprint() + w.SKBs.Footprint()
+	for _, rq := range w.Driver.RQ {
+		n += rq.Dev.Footprint()
+	}
+	return n
 }

@@ -327,3 +327,21 @@ func BenchmarkCloneBuild(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCloneCopy is BenchmarkClone into a world built already (a
+// recycled checkpoint).
+func BenchmarkCloneCopy(b *testing.B) {
+	s, err := scenario.LookupPreset("default")
+	require.NoError(b, err)
+	w, err := New(s)
+	require.NoError(b, err)
+	require.NoError(b, w.RunPackets(100_000))
+	c, err := New(s)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.CopyFrom(w); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

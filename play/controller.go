@@ -159,6 +159,12 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		c.playing = false
 	case Seek:
 		c.seek(m.TNs)
+	case Back:
+		c.playing = false
+		return nil, s.Back(m.Unit, m.N)
+	case GoTo:
+		c.playing = false
+		return nil, s.GoTo(m.Unit, m.N)
 	case Speed:
 		s.Speed = m.EPS
 		c.acc = 0
@@ -389,6 +395,10 @@ func (c *Controller) Work(budget int) bool {
 	return c.owed > 0
 }
 
+// Rewinding reports whether a move backwards is running: the person
+// waits for it, and the shell may give it more of a frame.
+func (c *Controller) Rewinding() bool { return c.sess.Rewinding() }
+
 // busy reports whether work is due that a Sync waits for.
 func (c *Controller) busy() bool { return c.sess.Busy() || c.room.pending() }
 
@@ -524,6 +534,9 @@ func (c *Controller) state() StateOut {
 		r := c.room.state()
 		out.Room = &r
 	}
+	p, h := s.Position(), s.Horizon()
+	out.Position = PositionOut{Events: p.Events, Packets: p.Packets, AtNs: int64(p.At),
+		HorizonEvents: h.Events, HorizonNs: int64(h.At), Rewinding: s.Rewinding()}
 	return out
 }
 
@@ -554,6 +567,10 @@ func inType(in In) string {
 		return "step"
 	case Seek:
 		return "seek"
+	case Back:
+		return "back"
+	case GoTo:
+		return "goto"
 	case Play:
 		return "play"
 	case Pause:

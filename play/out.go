@@ -60,6 +60,21 @@ type StateOut struct {
 	// earlier state (engine/vocab): the page's tooltips.
 	Numbers map[string]Number `json:"numbers,omitempty"`
 	Room    *RoomState        `json:"room,omitempty"`
+	// Position is where pane A stands and how far the run has been: the
+	// timeline's scrubber and "go to event N".
+	Position PositionOut `json:"position"`
+}
+
+// PositionOut is pane A's place on its timeline: events, packets and
+// simulated time now, and the furthest the run has been (Horizon), which
+// a move back leaves reachable.
+type PositionOut struct {
+	Events        uint64 `json:"events"`
+	Packets       uint64 `json:"packets"`
+	AtNs          int64  `json:"at_ns"`
+	HorizonEvents uint64 `json:"horizon_events"`
+	HorizonNs     int64  `json:"horizon_ns"`
+	Rewinding     bool   `json:"rewinding,omitempty"`
 }
 
 // Number is what the page says of a row: its unit, kind and meaning.

@@ -54,6 +54,13 @@ type Session struct {
 	cur     target   // queue[0]'s absolute goal, valid when started
 	bAt     sim.Time // B has run every event up to here (valid when bRun)
 	bRun    bool
+
+	marks    [2]marks           // each pane's marks (timeline.go)
+	spare    [2][]*engine.World // worlds of dropped marks, to copy marks into
+	lastWork uint64             // pane A's work at its mark before the position
+	near     uint64             // pane A's near mark, 0 none
+	horizon  Position           // the furthest pane A has been (Horizon)
+	rw       *rewind            // the move backwards running, nil none
 }
 
 // target is a step's goal in absolute terms, fixed when it starts.
@@ -128,8 +135,9 @@ func (s *Session) Do(c Step) {
 	s.queue = append(s.queue, c)
 }
 
-// Pending reports whether steps are waiting or running.
-func (s *Session) Pending() bool { return len(s.queue) > 0 }
+// Pending reports whether steps, or a move backwards, are waiting or
+// running.
+func (s *Session) Pending() bool { return len(s.queue) > 0 || s.rw != nil }
 
 // Busy reports whether Work has anything to do: steps, or the second
 // world behind the first.
@@ -144,6 +152,12 @@ func (s *Session) bBehind() bool {
 // the next step. It returns the events run.
 func (s *Session) Work(budget int) int {
 	used := 0
+	if s.rw != nil {
+		used += s.workRewind(budget)
+		if s.rw != nil {
+			return used
+		}
+	}
 	for used < budget {
 		if s.bBehind() {
 			used += s.followB(budget - used)
@@ -228,20 +242,27 @@ func (s *Session) advance(budget int) (int, bool) {
 	return n, false
 }
 
-// stepA runs one event of pane A's world, and logs it while logging lasts.
+// stepA runs one event of pane A's world, and logs it while logging lasts;
+// it marks the world at each multiple of MarkEvery events.
 func (s *Session) stepA() bool {
 	a := s.Panes[0]
+	var ok bool
 	if s.logging <= 0 {
-		return a.World.Step()
-	}
-	s.logging--
-	ev, ok := a.World.StepTraced()
-	if ok {
-		if len(a.Events) == EventLogSize {
-			copy(a.Events, a.Events[1:])
-			a.Events = a.Events[:EventLogSize-1]
+		ok = a.World.Step()
+	} else {
+		s.logging--
+		var ev engine.TraceEvent
+		ev, ok = a.World.StepTraced()
+		if ok {
+			if len(a.Events) == EventLogSize {
+				copy(a.Events, a.Events[1:])
+				a.Events = a.Events[:EventLogSize-1]
+			}
+			a.Events = append(a.Events, ev)
 		}
-		a.Events = append(a.Events, ev)
+	}
+	if ok && a.World.Sim.Queue.Fired()%1024 == 0 {
+		s.markA()
 	}
 	return ok
 }
@@ -261,6 +282,7 @@ func (s *Session) followB(budget int) int {
 			}
 			s.bAt, s.bRun = t, true
 			b.dirty = true
+			s.markB(t)
 			return n
 		}
 		if !w.Step() {
@@ -342,6 +364,8 @@ func (s *Session) restart(a Config, b *Config) error {
 	}
 	s.Panes = panes
 	s.log, s.queue, s.cur, s.bRun = nil, nil, target{}, false
+	s.marks, s.spare, s.lastWork, s.near, s.rw = [2]marks{}, [2][]*engine.World{}, 0, 0, nil
+	s.horizon = Position{}
 	return nil
 }
 
@@ -370,6 +394,7 @@ func (s *Session) Reconfigure(pane int, c Config) error {
 		}
 		s.Panes[1] = p
 		s.bRun = false
+		s.marks[1], s.spare[1] = nil, nil
 		return nil
 	}
 	return fmt.Errorf("%w: no pane %d", ErrParam, pane)
@@ -398,8 +423,10 @@ func (s *Session) SetCompare(on bool) error {
 		}
 		s.Panes = append(s.Panes, p)
 		s.bRun = false
+		s.marks[1], s.spare[1] = nil, nil
 	case !on && len(s.Panes) > 1:
 		s.Panes = s.Panes[:1]
+		s.marks[1], s.spare[1] = nil, nil
 	}
 	return nil
 }

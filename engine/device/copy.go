@@ -46,3 +46,6 @@ func (x *TX) CopyFrom(src *TX) {
 	*x = *src
 	x.q, x.costs = own.q, own.costs
 }
+
+// Footprint is the bytes r's window of frame bytes takes.
+func (r *RX) Footprint() int64 { return int64(cap(r.window)) }

@@ -1,6 +1,9 @@
 package skb
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // CopyFrom makes p's state src's: every skb and the free list. p must have
 // src's size (see sim.Sim.CopyFrom for how a world is copied).
@@ -44,3 +47,6 @@ func copyLists(dst, src [][]ID) [][]ID {
 	}
 	return dst
 }
+
+// Footprint is the bytes p's skbs take.
+func (p *Pool) Footprint() int64 { return int64(cap(p.skbs)) * int64(reflect.TypeFor[SKB]().Size()) }

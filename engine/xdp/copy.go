@@ -1,6 +1,9 @@
 package xdp
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // CopyFrom makes p's state src's: every frame, every shared info and the
 // free lists. p must have src's size (see sim.Sim.CopyFrom for how a world
@@ -72,4 +75,9 @@ func (m *Devmap) CopyFrom(src *Devmap) error {
 	m.next.ring = ring
 	copy(ring, src.next.ring)
 	return nil
+}
+
+// Footprint is the bytes p's frames and shared infos take.
+func (p *FramePool) Footprint() int64 {
+	return int64(cap(p.frames))*int64(reflect.TypeFor[Frame]().Size()) + int64(cap(p.shinfos))*int64(reflect.TypeFor[shinfo]().Size())
 }
