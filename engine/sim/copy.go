@@ -47,7 +47,7 @@ func (q *Queue) CopyFrom(src *Queue) error {
 	}
 	own := *q
 	*q = *src
-	q.handlers, q.names, q.argPrefix = own.handlers, own.names, own.argPrefix
+	q.handlers, q.names, q.argPrefix, q.cites = own.handlers, own.names, own.argPrefix, own.cites
 	q.heap = append(own.heap[:0], src.heap...)
 	return nil
 }

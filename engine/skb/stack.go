@@ -149,6 +149,11 @@ type StackCounters struct {
 // before the world runs.
 func (st *Stack) SetSocket(tcp, packetSocket bool) {
 	st.tcp, st.packetSocket = tcp, packetSocket
+	if tcp {
+		st.sim.Queue.Cite(st.wake, "tcp_recvmsg", "skb_copy_datagram_iter")
+	} else {
+		st.sim.Queue.Cite(st.wake, "udp_recvmsg", "skb_copy_datagram_iter")
+	}
 }
 
 // SocketMem is what skbs waiting on sockets hold now: their number and
@@ -197,6 +202,8 @@ func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 	}
 	st.wake = s.Queue.RegisterArg("app", "cpu", st.runApp)
 	st.ipi = s.Queue.RegisterArg("defer list IPI", "cpu", st.deferIPI)
+	s.Queue.Cite(st.wake, "udp_recvmsg", "skb_copy_datagram_iter")
+	s.Queue.Cite(st.ipi, "skb_defer_free_flush")
 	return st
 }
 
