@@ -117,3 +117,51 @@ func middle(v []float64) float64 {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// TestKernelSourcePane: each listed event says what it did and names the
+// kernel functions it stands for, each linking its source at the
+// scenario's kernel; the pane follows a step back; a click on ▸ beside a
+// function runs to the next event that runs it.
+func TestKernelSourcePane(t *testing.T) {
+	ts := server(t)
+	p := open(t, browser(t), ts.URL, "?preset=cpumap&set=kernel:6.6")
+	p.pause()
+	p.send(map[string]any{"type": "goto", "unit": "event", "n": 40})
+	p.settle()
+	last := `document.querySelector("#events li:last-child")`
+	require.Equal(t, "40", eval[string](p, last+`.dataset.seq`), "the events up to a position are listed")
+	say := eval[string](p, last+`.querySelector(".say").textContent`)
+	assert.Regexp(t, `^[A-Z].+\.$`, say, "a sentence")
+	links := eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs a")].map(a => a.href)`)
+	require.NotEmpty(t, links)
+	for _, l := range links {
+		assert.Regexp(t, `^https://elixir\.bootlin\.com/linux/v6\.6/A/ident/[a-z_0-9]+$`, l, "the source at the scenario's kernel")
+	}
+	titles := eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs a")].map(a => a.title)`)
+	assert.Regexp(t, `^(drivers|net|kernel|mm|include)/.+\.[ch]: `, titles[0], "the file and what it does")
+
+	// Back one event: the pane follows.
+	p.do(chromedp.Click(chromedp.ID("description")), chromedp.KeyEvent(kb.ArrowLeft))
+	p.waitJS(`document.querySelector("#events li:last-child").dataset.seq === "39"`, 30*time.Second)
+
+	// ▸ beside cpu_map_kthread_run: the next event that runs it.
+	p.send(map[string]any{"type": "goto", "unit": "event", "n": 3})
+	p.settle()
+	p.send(map[string]any{"type": "until", "func": "cpu_map_kthread_run"})
+	p.settle()
+	t.Logf("status: %q, position %v", eval[string](p, `document.getElementById("status").textContent`), p.position())
+	head := eval[string](p, last+`.querySelector("strong").textContent`)
+	assert.Contains(t, head, "cpumap kthread", "the search stops at the kthread's event")
+	seq := eval[string](p, last+`.dataset.seq`)
+	btn := `#events li:last-child .funcs button[data-func="page_pool_recycle_in_ring"]`
+	p.waitJS(fmt.Sprintf(`!!document.querySelector(%q)`, btn), 10*time.Second)
+	p.do(chromedp.Click(btn))
+	p.waitJS(fmt.Sprintf(`document.querySelector("#events li:last-child").dataset.seq !== %q`, seq), 30*time.Second)
+	p.settle()
+	funcs := eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs a")].map(a => a.textContent)`)
+	assert.Contains(t, funcs, "page_pool_recycle_in_ring", "the click ran to an event that runs it")
+
+	p.send(map[string]any{"type": "until", "func": "receive_big"})
+	p.waitJS(`document.getElementById("status").textContent.includes("no event of this world runs receive_big")`, 10*time.Second)
+	screenshot(t, p.ctx, "kernel-source-pane")
+}

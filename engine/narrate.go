@@ -207,7 +207,8 @@ func sayAlloc(b *strings.Builder, d deltas) {
 		from = append(from, fmt.Sprintf("%s of the cache from the ptr_ring", count(n, "refill")))
 	}
 	if n := d.of("rx_pp_alloc_slow") + d.of("rx_pp_alloc_slow_ho"); n > 0 {
-		from = append(from, fmt.Sprintf("%s from the page allocator", count(n, "pool page")))
+		// alloc_stats.slow counts calls: each bulk-allocates a batch.
+		from = append(from, fmt.Sprintf("%s from the page allocator (%s)", count(n, "slow allocation"), count(d.of("page_allocs"), "block")))
 	} else if n := d.of("page_allocs"); n > 0 {
 		from = append(from, fmt.Sprintf("%s from the page allocator", count(n, "block")))
 	}

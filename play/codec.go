@@ -62,6 +62,9 @@ const (
 	MaxPane         = 1 // panes are 0 (A) and 1 (B)
 )
 
+// funcPattern is what a kernel function's name looks like.
+var funcPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
+
 // namePattern is what a preset, parameter or tutorial name looks like.
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
 
@@ -92,6 +95,10 @@ type (
 	wSeek struct {
 		envelope
 		TNs *int64 `json:"t_ns"`
+	}
+	wUntil struct {
+		envelope
+		Func string `json:"func"`
 	}
 	wMove struct { // back and goto
 		envelope
@@ -231,6 +238,16 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 	"goto": func(raw []byte) (In, int, error) {
 		u, n, id, err := decodeMove(raw, true)
 		return GoTo{u, n}, id, err
+	},
+	"until": func(raw []byte) (In, int, error) {
+		var w wUntil
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if !funcPattern.MatchString(w.Func) {
+			return nil, 0, codecErr(CodeOutOfRange, "func", "func must be a kernel function's name (%s), got %q", funcPattern, w.Func)
+		}
+		return Until{w.Func}, w.ID, nil
 	},
 	"play": func(raw []byte) (In, int, error) {
 		var w wPlay
@@ -434,9 +451,9 @@ func ParseCommand(raw []byte) (In, error) {
 		return nil, err
 	}
 	switch typ {
-	case "preset", "set", "play", "pause", "step", "seek", "back", "goto", "tutorial_step", "tutorial_reveal":
+	case "preset", "set", "play", "pause", "step", "seek", "back", "goto", "until", "tutorial_step", "tutorial_reveal":
 	default:
-		return nil, codecErr(CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, back, goto, tutorial_step and tutorial_reveal", typ)
+		return nil, codecErr(CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, back, goto, until, tutorial_step and tutorial_reveal", typ)
 	}
 	in, id, err := decoders[typ](raw)
 	if err != nil {
@@ -493,6 +510,8 @@ func EncodeCommand(in In) ([]byte, error) {
 		v = encodeMove("back", c.Unit, c.N, false)
 	case GoTo:
 		v = encodeMove("goto", c.Unit, c.N, true)
+	case Until:
+		v = wUntil{envelope{Type: "until"}, c.Func}
 	case Play:
 		w := wPlay{envelope: envelope{Type: "play"}}
 		if c.Speed > 0 {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"ringlab/engine/kernel"
 	"ringlab/engine/scenario"
 	"ringlab/engine/view"
 	"ringlab/engine/vocab"
@@ -165,6 +166,9 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case GoTo:
 		c.playing = false
 		return nil, s.GoTo(m.Unit, m.N)
+	case Until:
+		c.playing = false
+		return nil, s.Until(m.Func)
 	case Speed:
 		s.Speed = m.EPS
 		c.acc = 0
@@ -359,6 +363,9 @@ func (c *Controller) Work(budget int) bool {
 	s := c.sess
 	if s.Busy() {
 		s.Work(budget)
+		for _, n := range s.Notes() {
+			c.outbox = append(c.outbox, NoteOut{Source: "until", Text: n})
+		}
 		c.force = c.force || !s.Busy()
 		c.outbox = append(c.outbox, c.drainRoom()...)
 		return c.busy()
@@ -524,8 +531,14 @@ func (c *Controller) state() StateOut {
 			}
 		}
 		if i == 0 {
+			v := p.Scenario.KernelVersion()
 			for _, e := range p.Events {
-				ps.Events = append(ps.Events, EventState{e.Seq, e.Head(), e.ChangeList()})
+				es := EventState{Seq: e.Seq, Head: e.Head(), Changes: e.ChangeList(), Say: e.Say}
+				for _, f := range e.Funcs {
+					kf, _ := kernel.LookupFunc(f)
+					es.Funcs = append(es.Funcs, FuncRef{Name: f, File: kf.File, Does: kf.Does, URL: kernel.SourceURL(f, v)})
+				}
+				ps.Events = append(ps.Events, es)
 			}
 		}
 		out.Panes = append(out.Panes, ps)
@@ -571,6 +584,8 @@ func inType(in In) string {
 		return "back"
 	case GoTo:
 		return "goto"
+	case Until:
+		return "until"
 	case Play:
 		return "play"
 	case Pause:

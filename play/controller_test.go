@@ -452,6 +452,14 @@ func printState(m *StateOut) string {
 		if n := len(p.Events); n > 0 {
 			e := p.Events[n-1]
 			fmt.Fprintf(&b, "     %d events logged, the last %s: %s\n", n, e.Head, e.Changes)
+			var funcs []string
+			for _, f := range e.Funcs {
+				funcs = append(funcs, f.Name+" ("+f.File+")")
+			}
+			fmt.Fprintf(&b, "       %s\n       in %s\n", e.Say, strings.Join(funcs, ", "))
+			if len(e.Funcs) > 0 {
+				fmt.Fprintf(&b, "       source: %s\n", e.Funcs[0].URL)
+			}
 		}
 	}
 	if r := m.Room; r != nil {

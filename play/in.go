@@ -48,6 +48,9 @@ type (
 		Unit Unit
 		N    uint64
 	}
+	// Until runs pane A to the next event that runs kernel function Func
+	// (Session.Until): a click on a function beside an event.
+	Until struct{ Func string }
 	// Play starts playing; Speed, when above 0, is the player's events
 	// per second (a room's command carries it; the page's does not).
 	Play struct{ Speed float64 }
@@ -155,6 +158,7 @@ func (Step) isIn()           {}
 func (Seek) isIn()           {}
 func (Back) isIn()           {}
 func (GoTo) isIn()           {}
+func (Until) isIn()          {}
 func (Play) isIn()           {}
 func (Pause) isIn()          {}
 func (TutorialStep) isIn()   {}

@@ -101,9 +101,20 @@ type PaneState struct {
 // EventState is one logged event: its number, when and what ran, and
 // what it changed.
 type EventState struct {
-	Seq     uint64 `json:"seq"`
-	Head    string `json:"head"`
-	Changes string `json:"changes"`
+	Seq     uint64    `json:"seq"`
+	Head    string    `json:"head"`
+	Changes string    `json:"changes"`
+	Say     string    `json:"say"`   // what it did, in a sentence
+	Funcs   []FuncRef `json:"funcs"` // the kernel functions it stands for
+}
+
+// FuncRef is a kernel function beside an event: its name, file, role,
+// and its source at the scenario's kernel.
+type FuncRef struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+	Does string `json:"does"`
+	URL  string `json:"url"`
 }
 
 // RoomState is the workshop room the page follows or leads.
@@ -210,7 +221,7 @@ type RoomSendOut struct {
 // NoteOut is a sentence for the person: why the room took over or
 // refused what they did.
 type NoteOut struct {
-	Source string `json:"source"` // room
+	Source string `json:"source"` // room, or until (how a search for a function ended)
 	Text   string `json:"text"`
 }
 

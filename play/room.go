@@ -74,7 +74,7 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 		return nil, false
 	}
 	switch in.(type) {
-	case Preset, Set, Step, Back, GoTo, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
+	case Preset, Set, Step, Back, GoTo, Until, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
 	default:
 		return nil, false
 	}
@@ -100,7 +100,7 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 			m.N = min(max(m.N, 1), MaxRoomStep)
 		}
 		return []Out{c.roomSend(m)}, true
-	case Back, GoTo:
+	case Back, GoTo, Until:
 		return []Out{c.roomSend(in)}, true
 	case Play, Pause, Toggle:
 		play := false

@@ -61,6 +61,8 @@ type Session struct {
 	near     uint64             // pane A's near mark, 0 none
 	horizon  Position           // the furthest pane A has been (Horizon)
 	rw       *rewind            // the move backwards running, nil none
+	until    *until             // the search for a function running, nil none
+	notes    []string           // what the session has to say (Notes)
 }
 
 // target is a step's goal in absolute terms, fixed when it starts.
@@ -135,9 +137,9 @@ func (s *Session) Do(c Step) {
 	s.queue = append(s.queue, c)
 }
 
-// Pending reports whether steps, or a move backwards, are waiting or
-// running.
-func (s *Session) Pending() bool { return len(s.queue) > 0 || s.rw != nil }
+// Pending reports whether steps, a move backwards or a search are
+// waiting or running.
+func (s *Session) Pending() bool { return len(s.queue) > 0 || s.rw != nil || s.until != nil }
 
 // Busy reports whether Work has anything to do: steps, or the second
 // world behind the first.
@@ -155,6 +157,12 @@ func (s *Session) Work(budget int) int {
 	if s.rw != nil {
 		used += s.workRewind(budget)
 		if s.rw != nil {
+			return used
+		}
+	}
+	if s.until != nil {
+		used += s.workUntil(budget - used)
+		if s.until != nil || s.rw != nil {
 			return used
 		}
 	}
@@ -214,14 +222,25 @@ func (s *Session) advance(budget int) (int, bool) {
 		}
 	}()
 	for n < budget {
+		// The last events of a long step are listed too: the Events
+		// panel shows how the step ended, a link opens with them.
 		switch c.Unit {
 		case UnitEvent:
-			if w.Sim.Queue.Fired() >= s.cur.events {
+			fired := w.Sim.Queue.Fired()
+			if fired >= s.cur.events {
 				return n, true
 			}
+			if s.logging <= 0 && s.cur.events-fired <= EventLogSize {
+				s.logging = int(s.cur.events - fired)
+			}
 		case UnitPacket:
-			if w.Received() >= s.cur.packets {
+			got := w.Received()
+			if got >= s.cur.packets {
 				return n, true
+			}
+			// One NAPI poll receives up to its budget (64) at once.
+			if s.logging <= 0 && s.cur.packets-got <= EventLogPacket {
+				s.logging = EventLogPacket
 			}
 		case UnitNs:
 			if at, ok := w.Sim.Queue.Peek(); !ok || at > s.cur.at {
@@ -364,7 +383,7 @@ func (s *Session) restart(a Config, b *Config) error {
 	}
 	s.Panes = panes
 	s.log, s.queue, s.cur, s.bRun = nil, nil, target{}, false
-	s.marks, s.spare, s.lastWork, s.near, s.rw = [2]marks{}, [2][]*engine.World{}, 0, 0, nil
+	s.marks, s.spare, s.lastWork, s.near, s.rw, s.until = [2]marks{}, [2][]*engine.World{}, 0, 0, nil, nil
 	s.horizon = Position{}
 	return nil
 }

@@ -220,15 +220,88 @@ func (s *Session) GoTo(u Unit, n uint64) error {
 	return fmt.Errorf("%w: go to: unit %q", ErrParam, u)
 }
 
-// cancel drops the steps not run yet and a move backwards halfway: the
-// log becomes where pane A stands (an event boundary, as a move leaves
+// cancel drops the steps not run yet, and a move or a search halfway:
+// the log becomes where pane A stands (an event boundary, as each leaves
 // it between events).
 func (s *Session) cancel() {
-	if s.rw != nil || len(s.queue) > 0 {
+	if s.rw != nil || s.until != nil || len(s.queue) > 0 {
 		s.setLog(rewind{to: s.Panes[0].World.Sim.Queue.Fired()})
 	}
-	s.queue, s.cur, s.rw = nil, target{}, nil
+	s.queue, s.cur, s.rw, s.until = nil, target{}, nil, nil
 	s.logging = 0
+}
+
+// MaxUntil is how many events Until looks through.
+const MaxUntil = 100_000
+
+// until is a search for the next event that runs a kernel function.
+type until struct {
+	watch *engine.FuncWatch
+	left  uint64
+}
+
+// Until runs pane A to the next event that runs kernel function f (its
+// handler cites it, or it moves a counter f counts: engine.FuncWatch),
+// looking at most MaxUntil events on, and lists the events up to it. It
+// cancels the steps not run yet; it fails at once when no event of the
+// world can run f. Notes says how the search ended.
+func (s *Session) Until(f string) error {
+	s.Horizon()
+	fw, err := s.Panes[0].World.WatchFunc(f)
+	if err != nil {
+		return err
+	}
+	s.cancel()
+	s.until = &until{watch: fw, left: MaxUntil}
+	return nil
+}
+
+// workUntil runs up to budget events of the search; it returns the
+// events run.
+func (s *Session) workUntil(budget int) int {
+	u := s.until
+	w := u.watch.World()
+	n := 0
+	for n < budget {
+		if u.left == 0 {
+			s.until = nil
+			s.setLog(rewind{to: w.Sim.Queue.Fired()})
+			s.note(fmt.Sprintf("%s did not run in the next %d events; ask again to look further.", u.watch.Func, MaxUntil))
+			return n
+		}
+		ran, ok := u.watch.Step()
+		u.left--
+		if !ok {
+			s.until = nil
+			s.setLog(rewind{to: w.Sim.Queue.Fired()})
+			s.note(fmt.Sprintf("The world stopped before %s ran again.", u.watch.Func))
+			return n
+		}
+		n++
+		if ran {
+			// There: go back over the last events, listing them.
+			s.until = nil
+			to := w.Sim.Queue.Fired()
+			s.Panes[0].dirty = true
+			if err := s.restore(rewind{to: to}, to, 0, false); err != nil {
+				s.setLog(rewind{to: to})
+			}
+			return n
+		}
+	}
+	s.Panes[0].dirty = true
+	return n
+}
+
+// note keeps a sentence for the page (Notes).
+func (s *Session) note(text string) { s.notes = append(s.notes, text) }
+
+// Notes returns and forgets what the session has to say (how a search
+// ended).
+func (s *Session) Notes() []string {
+	n := s.notes
+	s.notes = nil
+	return n
 }
 
 // jumpForward goes forward to event to (or time at): from a mark past the

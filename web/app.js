@@ -61,6 +61,7 @@
       case "state": onState(m); break;
       case "inspect": showRecord(m.record, m.source); break;
       case "error": showStatus(m.message, "error"); break;
+      case "note": if (m.source !== "room") showStatus(m.text, "info"); break;
       case "key": onKey(m); break;
       case "bench": window.ringlabBench = m.bench; break;
       case "frame": if (!ui.frameAt) ui.frameAt = performance.now(); break;
@@ -193,6 +194,7 @@
     fillParams(st);
     fillCounters(st);
     fillEvents(st);
+    fillEventsMore(st);
     fillTimeline(st);
     if (st.compare) fillCompare(st);
     // The address follows the run (at most twice a second while playing:
@@ -286,15 +288,62 @@
       const li = document.createElement("li");
       const head = document.createElement("strong");
       head.textContent = e.head + ":";
+      li.append(head);
+      if (e.say) {
+        const say = document.createElement("span");
+        say.className = "say";
+        say.textContent = e.say;
+        li.append(say);
+      }
+      if (e.funcs && e.funcs.length) {
+        // The kernel functions the event stands for: each links its
+        // source at the scenario's kernel; ▸ runs to the next event that
+        // runs it.
+        const fs = document.createElement("span");
+        fs.className = "funcs";
+        fs.append("in ");
+        for (const f of e.funcs) {
+          const a = document.createElement("a");
+          a.href = f.url;
+          a.target = "_blank";
+          a.rel = "noopener";
+          a.textContent = f.name;
+          a.title = f.file + ": " + f.does;
+          const next = document.createElement("button");
+          next.type = "button";
+          next.textContent = "▸";
+          next.dataset.func = f.name;
+          next.title = "Run to the next event that runs " + f.name;
+          next.setAttribute("aria-label", next.title);
+          fs.append(a, next);
+        }
+        li.append(fs);
+      }
       const what = document.createElement("span");
-      what.textContent = " " + e.changes;
-      li.append(head, what);
+      what.className = "changes";
+      what.textContent = e.changes;
+      li.append(what);
       li.dataset.seq = String(e.seq);
       ol.appendChild(li);
       prev = e.seq;
     }
     ol.scrollTop = ol.scrollHeight;
   }
+  // fillEventsMore says how many events ran after the last one listed
+  // (playing fast lists none).
+  function fillEventsMore(st) {
+    const ev = st.panes[0].events || [];
+    const p = st.position;
+    const more = $("events-more");
+    const last = ev.length ? ev[ev.length - 1].seq : 0;
+    const n = p ? p.events - last : 0;
+    more.hidden = n <= 0;
+    if (n > 0) more.textContent = `… and ${intFmt.format(n)} events since, not listed (too fast to list: step, or play at 16 events a frame or fewer)`;
+  }
+  $("events").addEventListener("click", (e) => {
+    const b = e.target.closest("button[data-func]");
+    if (b) send({ type: "until", func: b.dataset.func });
+  });
 
   function fillCounters(st) {
     const tbody = document.querySelector("#counters tbody");
