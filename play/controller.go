@@ -56,6 +56,7 @@ type Controller struct {
 
 	tut  tutorialRun
 	room room
+	live liveView
 }
 
 // Bench modes of a ?bench= link (web/README.md, "Benchmark mode").
@@ -145,6 +146,9 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case Hello:
 		return []Out{c.ready()}, nil
 	case Click:
+		if c.live.on {
+			return nil, nil // the live views have nothing to inspect
+		}
 		return c.click(m.X, m.Y, id), nil
 	case Sync:
 		c.syncs = append(c.syncs, id)
@@ -257,6 +261,15 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		}
 	case RoomWelcome, RoomCommand, RoomLeave, RoomDetach, RoomSnap:
 		return c.roomInput(in)
+	case LiveHello:
+		c.live.start(m)
+		return []Out{c.live.liveOut()}, nil
+	case LiveSnapshot:
+		return nil, c.live.snapshot(m)
+	case LiveStatus:
+		c.live.connected, c.live.statusText = m.Connected, m.Text
+	case LiveOff:
+		c.live = liveView{}
 	default:
 		return nil, fmt.Errorf("unknown message %T", in)
 	}
@@ -341,6 +354,7 @@ func (c *Controller) Tick(elapsed int64) {
 	c.sinceState += c.gap
 	c.sinceRecord += c.gap
 	c.sinceSeek += c.gap
+	c.live.sinceSnap += c.gap
 }
 
 // Work runs at most about budget events of what is due: the room's next
@@ -398,7 +412,8 @@ type Frame struct {
 	Draw Draw
 }
 
-// Draw is everything the shell draws; it reads nothing else.
+// Draw is everything the shell draws; it reads nothing else. With Live
+// set the canvas draws the live source instead of the panes.
 type Draw struct {
 	W, H    float64
 	Layout  *view.Layout
@@ -407,6 +422,7 @@ type Draw struct {
 	Panes   []DrawPane
 	Sel     view.Target
 	Phase   float64 // ticks so far, for the flow view's animation
+	Live    *LiveDraw
 }
 
 // DrawPane is one pane's pictures.
@@ -476,6 +492,10 @@ func (c *Controller) draw() Draw {
 	d.Header = fmt.Sprintf("ringlab  %s  %s mode   t = %s   %d events   %d packets   %s",
 		a.Name, a.Mode, view.FormatNs(a.Now), a.Events, a.Packets, st)
 	d.Stopped = a.Err
+	if c.live.on {
+		d.Live = c.live.draw(c.w, c.h)
+		d.Header = d.Live.Header
+	}
 	for i, p := range s.Panes {
 		d.Panes = append(d.Panes, DrawPane{Label: []string{"A: ", "B: "}[i] + describe(&p.Config),
 			Snap: &p.Snap, Rates: &p.Rates, XDP: p.Scenario.XDP != nil})
@@ -523,6 +543,9 @@ func (c *Controller) state() StateOut {
 	if c.room.role != "" {
 		r := c.room.state()
 		out.Room = &r
+	}
+	if c.live.on {
+		out.Live = c.live.state(c.live.draw(c.w, c.h))
 	}
 	return out
 }
@@ -606,6 +629,14 @@ func inType(in In) string {
 		return "room_snap"
 	case Resize:
 		return "resize"
+	case LiveHello:
+		return "live_hello"
+	case LiveSnapshot:
+		return "live_snapshot"
+	case LiveStatus:
+		return "live_status"
+	case LiveOff:
+		return "live_off"
 	}
 	return fmt.Sprintf("%T", in)
 }

@@ -60,6 +60,8 @@ type StateOut struct {
 	// earlier state (engine/vocab): the page's tooltips.
 	Numbers map[string]Number `json:"numbers,omitempty"`
 	Room    *RoomState        `json:"room,omitempty"`
+	// Live is what the canvas shows of the live source, while it does.
+	Live *LiveState `json:"live,omitempty"`
 }
 
 // Number is what the page says of a row: its unit, kind and meaning.
