@@ -639,7 +639,7 @@ func printLive(b *strings.Builder, l *LiveDraw) {
 		for _, n := range ln.Numbers {
 			nums = append(nums, fmt.Sprintf("%s %s/s", n.Label, num(n.Rate)))
 		}
-		fmt.Fprintf(b, "  lane rx%d: %s; trace of %d points\n", ln.Queue, strings.Join(nums, ", "), len(ln.Trace))
+		fmt.Fprintf(b, "  lane rx%d: %s; trace of %s, %d points\n", ln.Queue, strings.Join(nums, ", "), ln.TraceLabel, len(ln.Trace))
 	}
 	p := l.Pools
 	if p.Listed {

@@ -390,8 +390,11 @@ type LiveLine struct {
 type LiveLane struct {
 	Queue   int
 	Numbers []LaneNumber
-	Trace   []float64 // the first number's rate at each point of history
-	TraceT  []float64
+	// Trace is the history of one number's rate (the first that moved,
+	// else the first), at TraceT; TraceLabel says which.
+	Trace      []float64
+	TraceT     []float64
+	TraceLabel string
 }
 
 // LaneNumber is one rate of a lane.
@@ -614,32 +617,41 @@ func (l *liveView) lanes(d *LiveDraw) {
 		}
 		return rate(a.queues[q][i], b.queues[q][i], a.t, b.t)
 	}
+	history := func(q int, name string) (ts, vs []float64, moved bool) {
+		for i := 1; i < len(l.hist); i++ {
+			a, b := &l.hist[i-1], &l.hist[i]
+			t := (b.t - l.last.t) / 1000
+			if t < -d.Span {
+				continue
+			}
+			v := qrate(q, name, a, b)
+			ts, vs = append(ts, t), append(vs, v)
+			moved = moved || v > 0
+		}
+		return ts, vs, moved
+	}
 	for q := 0; q < l.queues; q++ {
 		lane := LiveLane{Queue: q}
-		trace := ""
+		var shown []laneDef
 		for _, def := range liveLane {
 			name := def.name
 			if math.IsNaN(l.last.queues[q][l.laneIndex[name]]) || len(lane.Numbers) == maxLaneNumbers {
 				continue
 			}
-			if trace == "" {
-				trace = name
-			}
+			shown = append(shown, def)
 			r := math.NaN()
 			if len(l.recent) >= 2 {
 				r = qrate(q, name, &l.recent[0], &l.recent[len(l.recent)-1])
 			}
 			lane.Numbers = append(lane.Numbers, LaneNumber{def.label, def.unit, r})
 		}
-		if trace != "" {
-			for i := 1; i < len(l.hist); i++ {
-				a, b := &l.hist[i-1], &l.hist[i]
-				t := (b.t - l.last.t) / 1000
-				if t < -d.Span {
-					continue
-				}
-				lane.TraceT = append(lane.TraceT, t)
-				lane.Trace = append(lane.Trace, qrate(q, trace, a, b))
+		for i, def := range shown {
+			ts, vs, moved := history(q, def.name)
+			if moved || i == 0 {
+				lane.TraceT, lane.Trace, lane.TraceLabel = ts, vs, def.label
+			}
+			if moved {
+				break
 			}
 		}
 		d.Lanes = append(d.Lanes, lane)

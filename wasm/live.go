@@ -262,9 +262,10 @@ func (d *drawer) liveLanes(r view.Rect, lanes []play.LiveLane, span float64) {
 		}
 		// The trace: under the numbers when the lane is tall enough,
 		// else what is left of the line.
-		tr := view.Rect{X: r.X + 28, Y: y + 14, W: r.W - 28, H: laneH - 16}
+		lw := textWidth(ln.TraceLabel, 1) + 8
+		tr := view.Rect{X: r.X + lw, Y: y + 14, W: r.W - lw, H: laneH - 16}
 		if tr.H < 8 {
-			tr = view.Rect{X: x + 8, Y: y, W: r.X + r.W - x - 8, H: laneH - 3}
+			tr = view.Rect{X: x + 8 + lw, Y: y, W: r.X + r.W - x - 8 - lw, H: laneH - 3}
 		}
 		if tr.W > 40 && len(ln.Trace) > 1 {
 			top := 0.0
@@ -274,6 +275,7 @@ func (d *drawer) liveLanes(r view.Rect, lanes []play.LiveLane, span float64) {
 				}
 			}
 			d.rect(tr.X, tr.Y+tr.H-1, tr.W, 1, colBorder)
+			d.text(tr.X-textWidth(ln.TraceLabel, 1)-4, tr.Y+tr.H-12, ln.TraceLabel, colFaint)
 			if top > 0 {
 				d.liveLine(tr, ln.TraceT, ln.Trace, span, scaleCeil(top), colAccent, false)
 			}
