@@ -129,6 +129,7 @@ type promSeries struct {
 // over ringlab_rx_packets_total gives the preset's packet rate within
 // 5 %, under the labels /metrics promises.
 func TestPrometheusScrapesServe(t *testing.T) {
+	skipUnderRace(t)
 	preset, err := scenario.LookupPreset(simsrc.DefaultPreset)
 	require.NoError(t, err)
 	want := preset.Traffic.PPS()

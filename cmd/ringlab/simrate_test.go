@@ -75,6 +75,7 @@ func TestSimSourceKeepsTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short: reads the live sim source for about 7 s")
 	}
+	skipUnderRace(t)
 	preset, err := scenario.LookupPreset(simsrc.DefaultPreset)
 	require.NoError(t, err)
 	want := preset.Traffic.PPS()
@@ -153,6 +154,16 @@ func TestSimSourceKeepsTime(t *testing.T) {
 		assert.InEpsilon(t, want, own[len(own)-1], 0.05, "%d Hz: the highest snapshot rate", r.rateHz)
 	}
 	assert.Equal(t, 2*len(rates), n)
+}
+
+// skipUnderRace skips a test that needs the engine to keep up with the
+// wall clock when the race detector slows it down (race_on_test.go);
+// make test runs such tests again without it.
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("skipped under the race detector, which slows the engine some 25 times: make test runs this test without it")
+	}
 }
 
 // readSnapshots subscribes a new client at hz and collects its snapshots
