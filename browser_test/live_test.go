@@ -390,3 +390,17 @@ func TestLiveLabCharts(t *testing.T) {
 	pp := eval[string](p, `window.ringlab.state.live.charts.find(c => c.title === "page_pool/s").empty || ""`)
 	assert.Contains(t, pp, "CONFIG_PAGE_POOL_STATS", "said plainly on a kernel without page_pool stats")
 }
+
+// TestWorkshopPanelComesIntoView: the Workshop button opens its panel
+// below the views and brings it into view, its heading focused.
+func TestWorkshopPanelComesIntoView(t *testing.T) {
+	p := open(t, browser(t), workshopServer(t), "")
+	p.waitJS(`!document.getElementById("workshop-btn").disabled`, 20*time.Second)
+	before := eval[float64](p, `document.getElementById("counters-panel").getBoundingClientRect().top`)
+	require.Greater(t, before, eval[float64](p, `window.innerHeight`)*0.5, "the panels start low on the page")
+	eval[bool](p, `(document.getElementById("workshop-btn").click(), true)`)
+	p.waitJS(`!document.getElementById("workshop-panel").hidden`, 5*time.Second)
+	r := eval[[]float64](p, `(() => { const r = document.getElementById("workshop-panel").getBoundingClientRect(); return [r.top, window.innerHeight]; })()`)
+	assert.True(t, r[0] >= -1 && r[0] < r[1], "the workshop panel is in view: top %.0f of %.0f", r[0], r[1])
+	assert.Equal(t, "workshop-h", eval[string](p, `document.activeElement.id`))
+}
