@@ -30,6 +30,7 @@ import (
 	"ringlab/server/metrics"
 	"ringlab/server/promexp"
 	"ringlab/server/rooms"
+	"ringlab/server/simsrc"
 	"ringlab/server/twinsrc"
 	"ringlab/server/wspeer"
 	"ringlab/web"
@@ -126,10 +127,10 @@ Flags:
 }
 
 // defaultAllowed are the sources serve offers besides --source when
-// --allow-source is not given: every interface's read-only counters and
-// their twins. A lab (root, namespaces, a program in the kernel) is
-// offered only when asked for.
-var defaultAllowed = []string{"host:*", "twin:host:*"}
+// --allow-source is not given: the engine on the default preset, every
+// interface's read-only counters and their twins. A lab (root,
+// namespaces, a program in the kernel) is offered only when asked for.
+var defaultAllowed = []string{"sim:" + simsrc.DefaultPreset, "host:*", "twin:host:*"}
 
 // flagGiven reports whether the command line set the flag name.
 func flagGiven(fs *flag.FlagSet, name string) bool {

@@ -291,7 +291,8 @@ func TestAllowedSources(t *testing.T) {
 	}
 	got, err = expandSources(defaultAllowed)
 	require.NoError(t, err)
-	require.Len(t, got, 2*len(ifaces))
+	require.Len(t, got, 1+2*len(ifaces))
+	assert.Equal(t, "sim:default", got[0])
 	assert.Contains(t, got, "host:lo")
 	assert.Contains(t, got, "twin:host:lo")
 }
