@@ -54,11 +54,15 @@ vet:
 # race build tag, engine/soak_race_test.go); the second line runs it for
 # the full million without the detector, and the third the browser cases
 # of `ringlab bench` (skipped under the detector: a minute of Chromium
-# time checking a file server).
+# time checking a file server). The tests that read the sim source on the
+# wall clock (its rate at 1 to 50 Hz, a real Prometheus's rate() of it)
+# skip under the detector, which slows the engine some 25 times, and run
+# on the fourth line.
 test: vet
 	$(GO) test -race $(TESTFLAGS) ./...
 	$(GO) test $(TESTFLAGS) -run '^TestSoakPresets$$' ./engine
 	$(GO) test $(TESTFLAGS) -run '^TestBenchBrowserQuick$$' ./internal/bench
+	$(GO) test $(TESTFLAGS) -run '^(TestSimSourceKeepsTime|TestPrometheusScrapesServe)$$' ./cmd/ringlab
 	$(GO) run ./cmd/ringlab tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
 

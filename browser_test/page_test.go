@@ -512,7 +512,7 @@ func TestLiveTwinSideBySide(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","schema":1,"source":"twin:fake","description":"test twin"}`))
+			c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","schema":1,"source":"twin:fake","description":"test twin","counters":["rx_packets","predicted_rx_packets","rx_kicks"],"labels":{"kind":"twin","follows":"fake"}}`))
 			for i := 0; i < 50; i++ {
 				c.WriteMessage(websocket.TextMessage, []byte(`{"type":"snapshot","seq":1,"counters":{"rx_packets":1000,"predicted_rx_packets":980,"rx_kicks":7},"rates":{"rx_packets":100,"predicted_rx_packets":98}}`))
 				time.Sleep(100 * time.Millisecond)
@@ -525,8 +525,11 @@ func TestLiveTwinSideBySide(t *testing.T) {
 	p.waitJS(`document.querySelectorAll('#live-table tbody tr').length === 2`, 20*time.Second)
 	rows := eval[[][]string](p, `[...document.querySelectorAll('#live-table tbody tr')].map(r => [...r.children].map(c => c.textContent))`)
 	require.Len(t, rows, 2, "predicted_rx_packets has no row of its own")
-	assert.Equal(t, "rx_packets", rows[0][0])
-	assert.Equal(t, []string{"1,000", "100", "980", "98"}, rows[0][1:])
+	assert.Equal(t, "rx_packets", rows[0][0], "the counter that moves first")
+	p.waitJS(`document.querySelector('#live-table tr[data-name="rx_packets"]').children[3].textContent === "packets"`, 20*time.Second)
+	rows = eval[[][]string](p, `[...document.querySelectorAll('#live-table tbody tr')].map(r => [...r.children].map(c => c.textContent))`)
+	assert.Equal(t, []string{"1,000", "100", "packets", "980", "98"}, rows[0][1:6], "value, rate, unit, prediction and its rate")
+	assert.Contains(t, rows[0][6], "buffers the driver received", "the meaning")
 	assert.Equal(t, "rx_kicks", rows[1][0])
-	assert.Equal(t, "", rows[1][3], "no prediction for rx_kicks")
+	assert.Equal(t, "", rows[1][4], "no prediction for rx_kicks")
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -172,6 +174,34 @@ type (
 		envelope
 		W float64 `json:"w"`
 		H float64 `json:"h"`
+	}
+	wLiveHello struct {
+		envelope
+		Source      string   `json:"source"`
+		Description string   `json:"description"`
+		Counters    []string `json:"counters"`
+		Notes       []string `json:"notes"`
+		Sources     []string `json:"sources"`
+		Labels      struct {
+			Kind    string `json:"kind"`
+			Device  string `json:"device"`
+			Program string `json:"program"`
+			Preset  string `json:"preset"`
+			Follows string `json:"follows"`
+		} `json:"labels"`
+		RateHz int `json:"rate_hz"`
+	}
+	wLiveSnapshot struct {
+		envelope
+		Seq      uint64               `json:"seq"`
+		TMs      float64              `json:"t_ms"`
+		Counters map[string]float64   `json:"counters"`
+		Queues   []map[string]float64 `json:"queues"`
+	}
+	wLiveStatus struct {
+		envelope
+		Connected bool   `json:"connected"`
+		Text      string `json:"text"`
 	}
 )
 
@@ -360,11 +390,100 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 	"room_leave":  bare(RoomLeave{}),
 	"room_detach": bare(RoomDetach{}),
 	"room_snap":   bare(RoomSnap{}),
+	"live_hello": func(raw []byte) (In, int, error) {
+		var w wLiveHello
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if w.Source == "" || len(w.Source) > MaxLiveText {
+			return nil, 0, codecErr(CodeOutOfRange, "source", "source must be 1 to %d bytes", MaxLiveText)
+		}
+		if err := checkLiveNames("counters", w.Counters); err != nil {
+			return nil, 0, err
+		}
+		if err := checkLiveNames("sources", w.Sources); err != nil {
+			return nil, 0, err
+		}
+		if len(w.Notes) > MaxLiveNotes {
+			return nil, 0, codecErr(CodeOutOfRange, "notes", "at most %d notes, got %d", MaxLiveNotes, len(w.Notes))
+		}
+		for i, n := range append([]string{w.Description}, w.Notes...) {
+			if len(n) > MaxLiveText {
+				return nil, 0, codecErr(CodeOutOfRange, "notes", "notes[%d]: at most %d bytes", i-1, MaxLiveText)
+			}
+		}
+		l := w.Labels
+		return LiveHello{Source: w.Source, Description: w.Description, Counters: w.Counters, Notes: w.Notes, Sources: w.Sources,
+			Labels: LiveLabels{Kind: l.Kind, Device: l.Device, Program: l.Program, Preset: l.Preset, Follows: l.Follows}, RateHz: w.RateHz}, w.ID, nil
+	},
+	"live_snapshot": func(raw []byte) (In, int, error) {
+		var w wLiveSnapshot
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if !(w.TMs > 0) || math.IsInf(w.TMs, 0) {
+			return nil, 0, codecErr(CodeOutOfRange, "t_ms", "t_ms must be the snapshot's time in ms since the epoch, got %g", w.TMs)
+		}
+		if len(w.Queues) > MaxLiveQueues {
+			return nil, 0, codecErr(CodeOutOfRange, "queues", "at most %d queues, got %d", MaxLiveQueues, len(w.Queues))
+		}
+		if err := checkLiveValues("counters", w.Counters); err != nil {
+			return nil, 0, err
+		}
+		for q, m := range w.Queues {
+			if err := checkLiveValues(fmt.Sprintf("queues[%d]", q), m); err != nil {
+				return nil, 0, err
+			}
+		}
+		return LiveSnapshot{Seq: w.Seq, TMs: w.TMs, Counters: w.Counters, Queues: w.Queues}, w.ID, nil
+	},
+	"live_status": func(raw []byte) (In, int, error) {
+		var w wLiveStatus
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if len(w.Text) > MaxLiveText {
+			return nil, 0, codecErr(CodeOutOfRange, "text", "at most %d bytes", MaxLiveText)
+		}
+		return LiveStatus{w.Connected, w.Text}, w.ID, nil
+	},
+	"live_off": bare(LiveOff{}),
 	"resize": func(raw []byte) (In, int, error) {
 		var w wResize
 		err := strict(raw, &w)
 		return Resize{w.W, w.H}, w.ID, err
 	},
+}
+
+// checkLiveNames checks a list of counter or source names.
+func checkLiveNames(field string, names []string) error {
+	if len(names) > MaxLiveNames {
+		return codecErr(CodeOutOfRange, field, "at most %d names, got %d", MaxLiveNames, len(names))
+	}
+	for i, n := range names {
+		if n == "" || len(n) > MaxLiveNameLen {
+			return codecErr(CodeOutOfRange, field, "%s[%d]: a name is 1 to %d bytes", field, i, MaxLiveNameLen)
+		}
+	}
+	return nil
+}
+
+// checkLiveValues checks a snapshot's numbers: named as counters are,
+// each a number of at least 0.
+func checkLiveValues(field string, m map[string]float64) error {
+	if len(m) > MaxLiveNames {
+		return codecErr(CodeOutOfRange, field, "at most %d numbers, got %d", MaxLiveNames, len(m))
+	}
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		v := m[n]
+		if n == "" || len(n) > MaxLiveNameLen {
+			return codecErr(CodeOutOfRange, field, "a name is 1 to %d bytes, got %q", MaxLiveNameLen, n)
+		}
+		if v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return codecErr(CodeOutOfRange, field+"."+n, "want a number of at least 0, got %g", v)
+		}
+	}
+	return nil
 }
 
 // bare decodes a message without fields of its own.

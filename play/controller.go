@@ -57,6 +57,7 @@ type Controller struct {
 
 	tut  tutorialRun
 	room room
+	live liveView
 }
 
 // Bench modes of a ?bench= link (web/README.md, "Benchmark mode").
@@ -146,6 +147,9 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case Hello:
 		return []Out{c.ready()}, nil
 	case Click:
+		if c.live.on {
+			return nil, nil // the live views have nothing to inspect
+		}
 		return c.click(m.X, m.Y, id), nil
 	case Sync:
 		c.syncs = append(c.syncs, id)
@@ -267,6 +271,15 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		}
 	case RoomWelcome, RoomCommand, RoomLeave, RoomDetach, RoomSnap:
 		return c.roomInput(in)
+	case LiveHello:
+		c.live.start(m)
+		return []Out{c.live.liveOut()}, nil
+	case LiveSnapshot:
+		return nil, c.live.snapshot(m)
+	case LiveStatus:
+		c.live.connected, c.live.statusText = m.Connected, m.Text
+	case LiveOff:
+		c.live = liveView{}
 	default:
 		return nil, fmt.Errorf("unknown message %T", in)
 	}
@@ -351,6 +364,7 @@ func (c *Controller) Tick(elapsed int64) {
 	c.sinceState += c.gap
 	c.sinceRecord += c.gap
 	c.sinceSeek += c.gap
+	c.live.sinceSnap += c.gap
 }
 
 // Work runs at most about budget events of what is due: the room's next
@@ -415,7 +429,8 @@ type Frame struct {
 	Draw Draw
 }
 
-// Draw is everything the shell draws; it reads nothing else.
+// Draw is everything the shell draws; it reads nothing else. With Live
+// set the canvas draws the live source instead of the panes.
 type Draw struct {
 	W, H    float64
 	Layout  *view.Layout
@@ -424,6 +439,7 @@ type Draw struct {
 	Panes   []DrawPane
 	Sel     view.Target
 	Phase   float64 // ticks so far, for the flow view's animation
+	Live    *LiveDraw
 }
 
 // DrawPane is one pane's pictures.
@@ -493,6 +509,10 @@ func (c *Controller) draw() Draw {
 	d.Header = fmt.Sprintf("ringlab  %s  %s mode   t = %s   %d events   %d packets   %s",
 		a.Name, a.Mode, view.FormatNs(a.Now), a.Events, a.Packets, st)
 	d.Stopped = a.Err
+	if c.live.on {
+		d.Live = c.live.draw(c.w, c.h)
+		d.Header = d.Live.Header
+	}
 	for i, p := range s.Panes {
 		d.Panes = append(d.Panes, DrawPane{Label: []string{"A: ", "B: "}[i] + describe(&p.Config),
 			Snap: &p.Snap, Rates: &p.Rates, XDP: p.Scenario.XDP != nil})
@@ -550,6 +570,9 @@ func (c *Controller) state() StateOut {
 	p, h := s.Position(), s.Horizon()
 	out.Position = PositionOut{Events: p.Events, Packets: p.Packets, AtNs: int64(p.At),
 		HorizonEvents: h.Events, HorizonNs: int64(h.At), Rewinding: s.Rewinding()}
+	if c.live.on {
+		out.Live = c.live.state(c.live.draw(c.w, c.h))
+	}
 	return out
 }
 
@@ -638,6 +661,14 @@ func inType(in In) string {
 		return "room_snap"
 	case Resize:
 		return "resize"
+	case LiveHello:
+		return "live_hello"
+	case LiveSnapshot:
+		return "live_snapshot"
+	case LiveStatus:
+		return "live_status"
+	case LiveOff:
+		return "live_off"
 	}
 	return fmt.Sprintf("%T", in)
 }

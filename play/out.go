@@ -60,6 +60,8 @@ type StateOut struct {
 	// earlier state (engine/vocab): the page's tooltips.
 	Numbers map[string]Number `json:"numbers,omitempty"`
 	Room    *RoomState        `json:"room,omitempty"`
+	// Live is what the canvas shows of the live source, while it does.
+	Live *LiveState `json:"live,omitempty"`
 	// Position is where pane A stands and how far the run has been: the
 	// timeline's scrubber and "go to event N".
 	Position PositionOut `json:"position"`

@@ -88,31 +88,43 @@ var flowEdges = []flowEdge{
 	{nAlloc, nRing, []view.Series{view.PageAllocs}, [][2]float64{{0.71, 0.90}, {0.14, 0.90}, {0.14, 0.30}}, true},
 }
 
-// flow draws packets moving from the host to a verdict and pages going
-// back; edges are as thick as their rate and carry dots at a speed that
-// grows with it. phase is the animation clock (ticks).
+// flow draws the simulation's flow: its rates, per simulated second.
 func (d *drawer) flow(pl *view.PaneLayout, r *view.Rates, phase float64, xdp bool) {
-	fr := pl.Flow
+	v := r.Latest()
+	d.flowIn(pl.Flow, "FLOW  (per simulated second, averaged over "+view.FormatNs(view.SmoothNs)+")", &v, nil, phase, xdp)
+}
+
+// flowIn draws packets moving from the host to a verdict and pages going
+// back, in fr; edges are as thick as their rate v and carry dots at a
+// speed that grows with it. With known (a live source's counters), an
+// edge whose rates no counter gives is drawn faint and without dots,
+// and a node none of whose edges is known says so. phase is the
+// animation clock (ticks).
+func (d *drawer) flowIn(fr view.Rect, title string, v *[view.NumSeries]float64, known *[view.NumSeries]bool, phase float64, xdp bool) {
 	if fr.W <= 0 {
 		return
 	}
-	d.title(fr, "FLOW  (per simulated second, averaged over "+view.FormatNs(view.SmoothNs)+")")
+	d.title(fr, title)
 	body := view.Rect{X: fr.X + 36, Y: fr.Y + view.SectionTitleH + 12, W: fr.W - 72, H: fr.H - view.SectionTitleH - 34}
 	at := func(fx, fy float64) (float64, float64) { return body.X + fx*body.W, body.Y + fy*body.H }
-	v := r.Latest()
-	rate := func(ss []view.Series) float64 {
-		t := 0.0
+	rate := func(ss []view.Series) (float64, bool) {
+		t, ok := 0.0, known == nil
 		for _, s := range ss {
-			t += v[s]
+			if known == nil || known[s] {
+				t += v[s]
+				ok = true
+			}
 		}
-		return t
+		return t, ok
 	}
 	var pts [8][2]float64
 	nodeRate := [numNodes]float64{}
+	nodeKnown := [numNodes]bool{nHost: true, nXDP: true}
 	for _, e := range flowEdges {
-		rt := rate(e.s)
-		if !e.pages {
+		rt, ok := rate(e.s)
+		if !e.pages && ok {
 			nodeRate[e.to] += rt
+			nodeKnown[e.to] = true
 		}
 		// The polyline: from, the waypoints, to.
 		n := 0
@@ -128,7 +140,9 @@ func (d *drawer) flow(pl *view.PaneLayout, r *view.Rates, phase float64, xdp boo
 		add(flowNodes[e.to].x, flowNodes[e.to].y)
 		w := 1.0
 		c := colFaint.alpha(0.7)
-		if rt > 0 {
+		if !ok {
+			c = colFaint.alpha(0.35)
+		} else if rt > 0 {
 			w = 1.5 + math.Min(4, math.Log10(1+rt)/1.6)
 			c = flowNodes[e.to].c.alpha(0.6)
 		}
@@ -137,7 +151,7 @@ func (d *drawer) flow(pl *view.PaneLayout, r *view.Rates, phase float64, xdp boo
 			d.b.line(d.dst, pts[i-1][0], pts[i-1][1], pts[i][0], pts[i][1], w, c)
 			total += math.Hypot(pts[i][0]-pts[i-1][0], pts[i][1]-pts[i-1][1])
 		}
-		if rt <= 0 || total == 0 {
+		if !ok || rt <= 0 || total == 0 {
 			continue
 		}
 		// Dots: more and faster with the rate (log scale), as flow.
@@ -159,20 +173,23 @@ func (d *drawer) flow(pl *view.PaneLayout, r *view.Rates, phase float64, xdp boo
 		}
 	}
 	nodeRate[nHost] = v[view.HostPPS] + v[view.HostDrops]
+	if known != nil && !known[view.HostPPS] {
+		nodeKnown[nHost] = false
+	}
 	for i, n := range flowNodes {
 		x, y := at(n.x, n.y)
 		w := textWidth(n.label, 1) + 12
 		c, tc := n.c, colText
-		if i == nXDP && !xdp {
-			c, tc = colFaint, colFaint
+		lbl := fmtRate(nodeRate[i])
+		switch {
+		case i == nXDP && !xdp:
+			c, tc, lbl = colFaint, colFaint, "none"
+		case !nodeKnown[i]:
+			c, tc, lbl = colFaint, colFaint, "n/a"
 		}
 		d.rect(x-w/2, y-9, w, 18, colPanel)
 		d.b.frame(d.dst, x-w/2, y-9, w, 18, 1, c)
 		d.text(x-w/2+6, y-6, n.label, tc)
-		lbl := fmtRate(nodeRate[i])
-		if i == nXDP && !xdp {
-			lbl = "no program"
-		}
 		d.text(x-textWidth(lbl, 1)/2, y+11, lbl, colDim)
 	}
 }

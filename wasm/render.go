@@ -47,6 +47,11 @@ func (g *game) Draw(screen *ebiten.Image) {
 		g.b.flush(screen)
 		return
 	}
+	if f.Live != nil {
+		d.live(f)
+		g.b.flush(screen)
+		return
+	}
 	header(d, f)
 	for i := range f.Layout.Panes {
 		if i >= len(f.Panes) {

@@ -189,7 +189,8 @@
     const a = st.panes[0];
     const ps = $("preset");
     if (a.preset && ps.value !== a.preset && ps !== document.activeElement) ps.value = a.preset;
-    $("description").textContent = a.description + (a.changed ? "  Changed: " + a.changed.join(", ") + "." : "");
+    $("description").textContent = st.live ? `The views draw ${st.live.header.replace(/^live: /, "")}: ${st.live.description}` :
+      a.description + (a.changed ? "  Changed: " + a.changed.join(", ") + "." : "");
     fillQueues(st);
     fillParams(st);
     fillCounters(st);
@@ -622,13 +623,20 @@
       const r = await fetch("healthz", { cache: "no-store" });
       on = r.ok && (await r.text()).trim() === "ok";
     } catch (e) { on = false; }
+    if (ui.server.seen) { // it was there: watch it
+      ui.serverUp(on);
+      setTimeout(probeServer, on ? HEALTH_EVERY_MS : HEALTH_RETRY_MS);
+      return;
+    }
     const el = $("server");
     el.classList.toggle("on", on);
     if (on) {
-      $("server-text").textContent = "ringlab serve: connected";
+      ui.server.seen = true;
+      ui.serverUp(true);
       $("live-btn").disabled = false;
       $("live-btn").title = "Show the server's live metrics";
       if (ui.onServer) ui.onServer(); // web/workshop.js enables the Workshop button
+      setTimeout(probeServer, HEALTH_EVERY_MS);
     } else {
       $("server-text").innerHTML = "static files: the live backend and workshops need <code>ringlab serve</code>";
       for (const id of ["live-btn", "workshop-btn"]) {
@@ -637,45 +645,38 @@
     }
   }
 
-  let live = null;
-  $("live-btn").addEventListener("click", () => {
-    const panel = $("live-panel");
-    if (live) { live.close(); live = null; panel.hidden = true; return; }
+  // Once the server was seen, healthz is asked every HEALTH_EVERY_MS, and
+  // every HEALTH_RETRY_MS while it does not answer.
+  const HEALTH_EVERY_MS = 5000;
+  const HEALTH_RETRY_MS = 2000;
+  ui.server = { seen: false, up: false, downSince: 0 };
+
+  // serverUp says whether the server answers (healthz, or the live
+  // socket, web/live.js): the dot is green, or red with since when.
+  ui.serverUp = function (up) {
+    const s = ui.server;
+    if (up === s.up && (up || s.downSince)) return;
+    s.up = up;
+    const el = $("server");
+    el.classList.toggle("on", up);
+    el.classList.toggle("off", !up);
+    if (up) {
+      s.downSince = 0;
+      $("server-text").textContent = "ringlab serve: connected";
+    } else {
+      s.downSince = s.downSince || Date.now();
+      $("server-text").textContent = `ringlab serve: gone since ${new Date(s.downSince).toLocaleTimeString("en-GB")}; retrying`;
+    }
+  };
+
+  // revealPanel opens a panel and brings it into view, focusing el (or
+  // the panel's heading) for the keyboard and screen readers.
+  ui.revealPanel = function (panel, el) {
     panel.hidden = false;
-    const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const base = location.pathname.replace(/[^/]*$/, "");
-    live = new WebSocket(proto + "//" + location.host + base + "ws/metrics");
-    const rows = new Map();
-    live.onmessage = (e) => {
-      let m;
-      try { m = JSON.parse(e.data); } catch (err) { return; }
-      if (m.type === "hello") $("live-status").textContent = `source ${m.source}: ${m.description || ""}`;
-      if (m.type === "error") $("live-status").textContent = "server: " + m.message;
-      if (m.type !== "snapshot") return;
-      const tbody = document.querySelector("#live-table tbody");
-      const counters = m.counters || {}, rates = m.rates || {};
-      const perSec = (x) => x === undefined ? "" : fmt(Math.round(x * 10) / 10);
-      for (const [k, v] of Object.entries(counters)) {
-        // A twin source sends the engine's prediction as predicted_<name>:
-        // it goes beside the measured counter, not on a row of its own.
-        if (k.startsWith("predicted_") && (k.slice(10) in counters)) continue;
-        let r = rows.get(k);
-        if (!r) {
-          r = document.createElement("tr");
-          r.innerHTML = "<td></td><td></td><td></td><td></td><td></td>";
-          r.children[0].textContent = k;
-          tbody.appendChild(r);
-          rows.set(k, r);
-        }
-        r.children[1].textContent = fmt(v);
-        r.children[2].textContent = perSec(rates[k]);
-        const p = counters["predicted_" + k];
-        r.children[3].textContent = p === undefined ? "" : fmt(p);
-        r.children[4].textContent = p === undefined ? "" : perSec(rates["predicted_" + k]);
-      }
-    };
-    live.onclose = () => { $("live-status").textContent += " (closed)"; };
-  });
+    panel.scrollIntoView({ block: "start" });
+    const f = el || panel.querySelector("h2");
+    if (f) f.focus({ preventScroll: true });
+  };
 
   // ---- start ----
 

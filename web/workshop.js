@@ -42,7 +42,7 @@
   panel.className = "panel";
   panel.hidden = true;
   panel.setAttribute("aria-labelledby", "workshop-h");
-  panel.innerHTML = `<h2 id="workshop-h">Workshop</h2>
+  panel.innerHTML = `<h2 id="workshop-h" tabindex="-1">Workshop</h2>
     <div id="ws-start">
       <button id="ws-create" type="button">Create a room (be its instructor)</button>
       <span class="note">or open a join link (<code>?room=ID</code>) to join as a student</span>
@@ -114,7 +114,8 @@
   };
   $("workshop-btn").addEventListener("click", () => {
     if ($("workshop-btn").disabled) return;
-    panel.hidden = !panel.hidden;
+    if (panel.hidden) ui.revealPanel(panel);
+    else panel.hidden = true;
   });
 
   $("ws-create").addEventListener("click", createRoom);

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,10 +24,14 @@ import (
 
 	"ringlab/internal/cli"
 	"ringlab/server/assets"
+	"ringlab/server/hostsrc"
 	"ringlab/server/hub"
+	"ringlab/server/labsrc"
 	"ringlab/server/metrics"
 	"ringlab/server/promexp"
 	"ringlab/server/rooms"
+	"ringlab/server/simsrc"
+	"ringlab/server/twinsrc"
 	"ringlab/server/wspeer"
 	"ringlab/web"
 )
@@ -73,7 +78,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", serveDefaultAddr, "listen address; use a LAN address (or :8080) for a workshop")
 	fs.StringVar(&cfg.source, "source", simKind, fmt.Sprintf("metric source: KIND or KIND:ARG, kinds: %s", strings.Join(reg.Kinds(), ", ")))
-	fs.Var((*listFlag)(&cfg.sources), "allow-source", "another source clients may subscribe to (repeatable or comma-separated)")
+	fs.Var((*listFlag)(&cfg.sources), "allow-source", "another source clients may subscribe to (repeatable or comma-separated); host:* is every interface, lab:* every lab program, twin:host:* and twin:lab:* their twins; an empty value offers none (default "+strings.Join(defaultAllowed, ",")+")")
 	fs.Var((*listFlag)(&cfg.allowOrigins), "allow-origin", "a browser origin allowed besides the server's own, as http://host:port (repeatable or comma-separated)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: ringlab serve [flags]
@@ -89,6 +94,14 @@ Flags:
 	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab serve"); !ok {
 		return code
 	}
+	if !flagGiven(fs, "allow-source") {
+		cfg.sources = defaultAllowed
+	}
+	var err error
+	if cfg.sources, err = expandSources(cfg.sources); err != nil {
+		fmt.Fprintf(stderr, "ringlab serve: --allow-source: %v\n", err)
+		return exitUsage
+	}
 	for _, spec := range append([]string{cfg.source}, cfg.sources...) {
 		if !reg.Has(spec) {
 			fmt.Fprintf(stderr, "ringlab serve: unknown source kind in %q; registered kinds: %s\n", spec, strings.Join(reg.Kinds(), ", "))
@@ -103,7 +116,7 @@ Flags:
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := serve(ctx, cfg, func(addr net.Addr) {
+	err = serve(ctx, cfg, func(addr net.Addr) {
 		fmt.Fprintf(stdout, "ringlab: serving http://%s/ with source %s (Ctrl-C stops)\n", addr, cfg.source)
 	})
 	if err != nil {
@@ -111,6 +124,57 @@ Flags:
 		return exitFail
 	}
 	return exitOK
+}
+
+// defaultAllowed are the sources serve offers besides --source when
+// --allow-source is not given: the engine on the default preset, every
+// interface's read-only counters and their twins. A lab (root,
+// namespaces, a program in the kernel) is offered only when asked for.
+var defaultAllowed = []string{"sim:" + simsrc.DefaultPreset, "host:*", "twin:host:*"}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// expandSources replaces the patterns of --allow-source by the specs they
+// stand for, in order, without duplicates: host:* by host:IF for every
+// interface (hostsrc.Interfaces, at start), lab:* by lab:PROGRAM for
+// every program a lab runs (labsrc.Programs), and twin:host:* and
+// twin:lab:* by their twins.
+func expandSources(specs []string) ([]string, error) {
+	var out []string
+	add := func(s string) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, spec := range specs {
+		prefix, star := strings.CutSuffix(spec, "*")
+		if !star {
+			add(spec)
+			continue
+		}
+		var args []string
+		switch strings.TrimPrefix(prefix, twinsrc.Kind+":") {
+		case "host:":
+			ifaces, err := hostsrc.Interfaces()
+			if err != nil {
+				continue // not Linux: no interfaces to offer
+			}
+			args = ifaces
+		case "lab:":
+			args = labsrc.Programs
+		default:
+			return nil, fmt.Errorf("%q: a * stands for every interface (host:*, twin:host:*) or every lab program (lab:*, twin:lab:*)", spec)
+		}
+		for _, a := range args {
+			add(prefix + a)
+		}
+	}
+	return out, nil
 }
 
 // serve runs the server until ctx is done, then shuts it down cleanly:

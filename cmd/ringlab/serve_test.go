@@ -22,6 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/server/assets"
+	"ringlab/server/hostsrc"
+	"ringlab/server/labsrc"
 	"ringlab/server/metrics"
 	"ringlab/web"
 )
@@ -231,6 +233,7 @@ func TestRunServeArguments(t *testing.T) {
 		{"unknown source kind", []string{"serve", "--source", "nope"}, exitUsage, `unknown source kind in "nope"; registered kinds: demo`},
 		{"unknown allowed source", []string{"serve", "--allow-source", "demo,nope"}, exitUsage, `"nope"`},
 		{"bad origin", []string{"serve", "--allow-origin", "example.com"}, exitUsage, "--allow-origin"},
+		{"bad pattern", []string{"serve", "--allow-source", "sim:*"}, exitUsage, `"sim:*": a * stands for every interface`},
 		{"stray argument", []string{"serve", "now"}, exitUsage, `unexpected argument "now"`},
 	}
 	for _, tc := range tests {
@@ -264,4 +267,32 @@ func TestEmbeddedWebFiles(t *testing.T) {
 	}
 	_, err = web.Files.Open("main.wasm")
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the raw wasm is never embedded")
+}
+
+// TestAllowedSources: --allow-source's patterns stand for every
+// interface and every lab program, in order and once each; without the
+// flag serve offers the host's interfaces and their twins.
+func TestAllowedSources(t *testing.T) {
+	got, err := expandSources([]string{"sim:xdp-drop", "lab:*", "twin:lab:*", "lab:xdp_drop", "sim:xdp-drop"})
+	require.NoError(t, err)
+	var want []string
+	want = append(want, "sim:xdp-drop")
+	for _, p := range labsrc.Programs {
+		want = append(want, "lab:"+p)
+	}
+	for _, p := range labsrc.Programs {
+		want = append(want, "twin:lab:"+p)
+	}
+	assert.Equal(t, want, got)
+
+	ifaces, err := hostsrc.Interfaces()
+	if err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	got, err = expandSources(defaultAllowed)
+	require.NoError(t, err)
+	require.Len(t, got, 1+2*len(ifaces))
+	assert.Equal(t, "sim:default", got[0])
+	assert.Contains(t, got, "host:lo")
+	assert.Contains(t, got, "twin:host:lo")
 }

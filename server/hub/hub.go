@@ -415,7 +415,7 @@ func (h *Hub) detach(c *client) {
 // hello describes a subscription.
 func (h *Hub) hello(ref *sourceRef, rateHz int, f *filter) []byte {
 	m := helloMsg{Type: typeHello, Schema: SchemaVersion, Source: ref.spec, Description: ref.info.Description,
-		Counters: ref.info.Counters, Notes: ref.info.Notes, RateHz: rateHz, Sources: h.specs, Limits: clientLimits}
+		Counters: ref.info.Counters, Notes: ref.info.Notes, Labels: ref.info.Labels, RateHz: rateHz, Sources: h.specs, Limits: clientLimits}
 	if f != nil {
 		m.Subscribed = f.list
 	}

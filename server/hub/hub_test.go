@@ -40,6 +40,7 @@ type msg struct {
 	Queues     []map[string]uint64 `json:"queues"`
 	Rates      map[string]float64  `json:"rates"`
 	Limits     limits              `json:"limits"`
+	Labels     metrics.Labels      `json:"labels"`
 	Code       string              `json:"code"`
 	Message    string              `json:"message"`
 	Field      string              `json:"field"`
@@ -136,6 +137,7 @@ func TestHelloThenSnapshotsAtTheRequestedRate(t *testing.T) {
 	assert.Equal(t, metrics.FakeCounters, hello.counterNames(t))
 	assert.Equal(t, []string{"fake", "fake:b"}, hello.Sources)
 	assert.Equal(t, clientLimits, hello.Limits)
+	assert.Equal(t, metrics.Labels{Kind: "fake"}, hello.Labels, "what the numbers are of")
 
 	send(t, c, `{"type":"subscribe","rate_hz":20}`)
 	hello = readUntil(t, c, typeHello)
@@ -241,6 +243,7 @@ func TestSubscribeFiltersCountersAndSwitchesSource(t *testing.T) {
 	send(t, c, `{"type":"subscribe","source":"fake:b","rate_hz":25}`)
 	hello = readUntil(t, c, typeHello)
 	assert.Equal(t, "fake:b", hello.Source)
+	assert.Equal(t, metrics.Labels{Kind: "fake", Device: "b"}, hello.Labels)
 	assert.Equal(t, 25, hello.RateHz)
 	assert.Empty(t, hello.Subscribed, "a new source starts with all counters")
 	snap := read(t, c)
