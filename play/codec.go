@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"ringlab/engine/view"
+	"ringlab/tutorials"
 )
 
 // The JSON codec of the controller's inputs: one object per message, with
@@ -97,6 +98,11 @@ type (
 	wSeek struct {
 		envelope
 		TNs *int64 `json:"t_ns"`
+	}
+	wTutorialGrade struct {
+		envelope
+		Key        *tutorials.Key `json:"key"`
+		Prediction *string        `json:"prediction"`
 	}
 	wUntil struct {
 		envelope
@@ -268,6 +274,22 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 	"goto": func(raw []byte) (In, int, error) {
 		u, n, id, err := decodeMove(raw, true)
 		return GoTo{u, n}, id, err
+	},
+	"tutorial_grade": func(raw []byte) (In, int, error) {
+		var w wTutorialGrade
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if w.Key == nil {
+			return nil, 0, codecErr(CodeBadField, "key", "tutorial_grade needs key: the answer's key from the step's result")
+		}
+		if w.Prediction == nil {
+			return nil, 0, codecErr(CodeBadField, "prediction", "tutorial_grade needs prediction: what the reader typed")
+		}
+		if len(*w.Prediction) > MaxValue || len(w.Key.Subject) > MaxValue || len(w.Key.Args) > 2 {
+			return nil, 0, codecErr(CodeOutOfRange, "key", "a key has a subject and a prediction of at most %d bytes and at most 2 args", MaxValue)
+		}
+		return TutorialGrade{*w.Key, *w.Prediction}, w.ID, nil
 	},
 	"until": func(raw []byte) (In, int, error) {
 		var w wUntil

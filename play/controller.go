@@ -252,7 +252,7 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case Where:
 		x, y, ok := c.lay().Where(m.Target, c.snaps())
 		return []Out{WhereOut{ID: id, X: x, Y: y, OK: ok}}, nil
-	case Tutorials, Tutorial:
+	case Tutorials, Tutorial, TutorialGrade:
 		return c.tutorialInfo(in, id)
 	case TutorialStep:
 		out, err := c.tutorialStep(m.Tutorial, m.Step, id, false)
@@ -538,6 +538,12 @@ func (c *Controller) state() StateOut {
 		for _, k := range ParamKeys() {
 			ps.Params[k], _ = GetParam(&p.Scenario, k)
 		}
+		if p.Rates.Len() > 0 {
+			ps.Rates = map[string]float64{}
+			for i, v := range p.Rates.Latest() {
+				ps.Rates[view.Series(i).String()] = math.Round(v)
+			}
+		}
 		for _, m := range p.Metrics {
 			ps.Metrics = append(ps.Metrics, [2]any{m.Name, m.Value})
 			if !c.described[m.Name] {
@@ -649,6 +655,8 @@ func inType(in In) string {
 		return "tutorials"
 	case Tutorial:
 		return "tutorial"
+	case TutorialGrade:
+		return "tutorial_grade"
 	case RoomWelcome:
 		return "room_welcome"
 	case RoomCommand:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"ringlab/engine/view"
+	"ringlab/tutorials"
 )
 
 // In is one input of the controller: a message of the page, a command of
@@ -61,6 +62,12 @@ type (
 	TutorialStep struct {
 		Tutorial string
 		Step     int
+	}
+	// TutorialGrade grades a reader's prediction against an answer's key
+	// (tutorials.Key, from the step's result): a request.
+	TutorialGrade struct {
+		Key        tutorials.Key
+		Prediction string
 	}
 	// TutorialReveal reveals question Question (from 0) of a step: the
 	// instructor's reveal, applied by every student's panel.
@@ -159,6 +166,7 @@ func (Seek) isIn()           {}
 func (Back) isIn()           {}
 func (GoTo) isIn()           {}
 func (Until) isIn()          {}
+func (TutorialGrade) isIn()  {}
 func (Play) isIn()           {}
 func (Pause) isIn()          {}
 func (TutorialStep) isIn()   {}

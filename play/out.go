@@ -98,6 +98,9 @@ type PaneState struct {
 	Metrics     [][2]any          `json:"metrics"` // [name, value]: the counters table's rows (view.Report)
 	Error       string            `json:"error,omitempty"`
 	Events      []EventState      `json:"events,omitempty"` // pane A's event log (Pane.Events)
+	// Rates are what the flow and rate views show: each series's rate
+	// per simulated second over the latest sample (view.Series names).
+	Rates map[string]float64 `json:"rates,omitempty"`
 }
 
 // EventState is one logged event: its number, when and what ran, and
@@ -206,6 +209,12 @@ type TutorialStepOut struct {
 	Room     bool                 `json:"room,omitempty"`
 }
 
+// TutorialGradeOut answers TutorialGrade: how the prediction fared.
+type TutorialGradeOut struct {
+	ID    int             `json:"id,omitempty"`
+	Grade tutorials.Grade `json:"grade"`
+}
+
 // TutorialRevealOut reveals a question in the panel: the room's
 // instructor revealed it.
 type TutorialRevealOut struct {
@@ -228,6 +237,7 @@ type NoteOut struct {
 }
 
 func (ReadyOut) outType() string          { return "ready" }
+func (TutorialGradeOut) outType() string  { return "tutorial_grade" }
 func (StateOut) outType() string          { return "state" }
 func (InspectOut) outType() string        { return "inspect" }
 func (WhereOut) outType() string          { return "where" }

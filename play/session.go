@@ -179,6 +179,7 @@ func (s *Session) Work(budget int) int {
 		if done {
 			s.queue = s.queue[1:]
 			s.cur = target{}
+			s.Panes[0].Rates.Sample(s.Panes[0].World) // and its end
 		}
 		if n == 0 && !done {
 			break
@@ -200,6 +201,7 @@ func (s *Session) advance(budget int) (int, bool) {
 	if !s.cur.started {
 		s.cur = target{started: true}
 		s.logging = 0
+		a.Rates.Sample(w) // the step's start: its rates are taken from here
 		switch c.Unit {
 		case UnitEvent:
 			s.cur.events = w.Sim.Queue.Fired() + c.N
@@ -257,9 +259,18 @@ func (s *Session) advance(budget int) (int, bool) {
 			return n, true // idle or stopped: the step ends here
 		}
 		n++
+		if w.Sim.Queue.Fired()%RateSampleEvents == 0 {
+			a.Rates.Sample(w) // a long step leaves its last stretch's rates
+		}
 	}
 	return n, false
 }
+
+// RateSampleEvents is how often a long step samples pane A's rates, in
+// events (a step also samples where it starts and ends): often enough
+// that the flow and rate views show the step's last stretch when it ends,
+// rarely enough to cost nothing (a sample reads every counter).
+const RateSampleEvents = 4096
 
 // stepA runs one event of pane A's world, and logs it while logging lasts;
 // it marks the world at each multiple of MarkEvery events.

@@ -2,7 +2,9 @@ package play
 
 import (
 	"fmt"
+	"strings"
 
+	"ringlab/engine/scenario"
 	"ringlab/tutorials"
 )
 
@@ -39,6 +41,8 @@ func (c *Controller) tutorialInfo(in In, id int) ([]Out, error) {
 			return nil, err
 		}
 		return []Out{TutorialOut{ID: id, Tutorial: t}}, nil
+	case TutorialGrade:
+		return []Out{TutorialGradeOut{ID: id, Grade: m.Key.Grade(m.Prediction)}}, nil
 	}
 	return nil, nil
 }
@@ -87,6 +91,11 @@ func (c *Controller) tutorialStep(name string, n, id int, fromRoom bool) (Tutori
 			}
 		}
 		sc := *t.Steps[first].Scenario
+		// The world says what it is: the tutorial's step and the
+		// configuration its directives gave it (the preset's own words
+		// would describe the preset, not what the set lines changed).
+		sc.Name = fmt.Sprintf("%s step %d", t.Name, n)
+		sc.Description = stepConfig(t, first, n)
 		if err := c.reconfigure(0, Config{Scenario: &sc}); err != nil {
 			return TutorialStepOut{}, err
 		}
@@ -108,4 +117,42 @@ func (c *Controller) tutorialStep(name string, n, id int, fromRoom bool) (Tutori
 	}
 	c.playing = false
 	return out, nil
+}
+
+// stepConfig says in words what step n runs: the preset and set lines of
+// step i+1, the last up to n with a scenario: "Tutorial 3 (...), step 2:
+// preset r2-mtu9000-after; set kernel=6.1."
+func stepConfig(t *tutorials.Tutorial, i, n int) string {
+	st := &t.Steps[i]
+	var preset string
+	var sets []string
+	for _, d := range st.Directives {
+		switch d.Op {
+		case tutorials.OpPreset:
+			preset = d.Name
+		case tutorials.OpSet:
+			sets = append(sets, strings.TrimSpace(strings.TrimPrefix(d.Text, "set ")))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tutorial %d (%s), step %d: ", t.Number, t.Title, n)
+	if st.Number != n {
+		fmt.Fprintf(&b, "step %d's world, run on: ", st.Number)
+	}
+	switch {
+	case preset != "":
+		b.WriteString("preset " + preset)
+	default:
+		b.WriteString("the previous step's scenario")
+	}
+	if len(sets) > 0 {
+		b.WriteString("; set " + strings.Join(sets, ", "))
+	}
+	b.WriteString(".")
+	if preset != "" && len(sets) == 0 {
+		if p, err := scenario.LookupPreset(preset); err == nil && p.Description != "" {
+			b.WriteString(" " + p.Description)
+		}
+	}
+	return b.String()
 }

@@ -188,7 +188,24 @@
     for (const [name, d] of Object.entries(st.numbers || {})) ui.numbers.set(name, d);
     const a = st.panes[0];
     const ps = $("preset");
-    if (a.preset && ps.value !== a.preset && ps !== document.activeElement) ps.value = a.preset;
+    if (ps !== document.activeElement) {
+      // A whole scenario (a tutorial step's, a file's) is no preset: the
+      // picker says so rather than name the last preset.
+      let own = ps.querySelector("option[data-scenario]");
+      if (!a.preset && !own) {
+        own = document.createElement("option");
+        own.dataset.scenario = "1";
+        own.value = "";
+        own.disabled = true;
+        ps.insertBefore(own, ps.firstChild);
+      }
+      if (own) {
+        own.hidden = !!a.preset;
+        own.textContent = "scenario: " + a.name;
+      }
+      const want = a.preset || "";
+      if (ps.value !== want) ps.value = want;
+    }
     $("description").textContent = st.live ? `The views draw ${st.live.header.replace(/^live: /, "")}: ${st.live.description}` :
       a.description + (a.changed ? "  Changed: " + a.changed.join(", ") + "." : "");
     fillQueues(st);
