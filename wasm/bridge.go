@@ -15,8 +15,18 @@ import (
 // controller, so the engine is touched from one place.
 
 type inbox struct {
-	mu  sync.Mutex
-	ins []play.In
+	mu       sync.Mutex
+	ins      []play.In
+	captures []int // ids of capture requests: the shell's own, answered after a frame
+}
+
+// takeCaptures returns the capture requests waiting.
+func (b *inbox) takeCaptures() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.captures
+	b.captures = nil
+	return c
 }
 
 func (b *inbox) take() []play.In {
@@ -51,6 +61,18 @@ func (b *inbox) listen() {
 		}
 		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "xdp_object" {
 			b.put(xdpObject(data))
+			return nil
+		}
+		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "capture" {
+			// The canvas as a PNG: the shell's, not the controller's (it
+			// is the screen, not the run). Answered after the next frame.
+			id := 0
+			if v := data.Get("id"); v.Type() == js.TypeNumber {
+				id = v.Int()
+			}
+			b.mu.Lock()
+			b.captures = append(b.captures, id)
+			b.mu.Unlock()
 			return nil
 		}
 		raw := []byte(jsonObj.Call("stringify", data).String())

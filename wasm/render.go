@@ -3,7 +3,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/png"
 	"math"
 	"runtime/debug"
 	"syscall/js"
@@ -17,6 +20,7 @@ import (
 
 // Draw draws what the last tick's play.Draw holds, and nothing else.
 func (g *game) Draw(screen *ebiten.Image) {
+	defer g.answerCaptures(screen)
 	g.frames++
 	if g.frames == 2 { // the first frame was presented
 		loadmarkFrame()
@@ -77,5 +81,42 @@ func header(d *drawer, f *play.Draw) {
 	d.text(8, 4, fit(f.Header, f.W-16), colText)
 	if f.Stopped != "" {
 		d.text(8, view.HeaderH, "stopped: "+f.Stopped, colWarn)
+	}
+}
+
+// answerCaptures posts the frame just drawn as a PNG to each capture
+// request waiting (web/README.md, "capture"): the canvas is WebGL without
+// preserveDrawingBuffer, so the page cannot read it after the frame.
+func (g *game) answerCaptures(screen *ebiten.Image) {
+	ids := g.in.takeCaptures()
+	if len(ids) == 0 {
+		return
+	}
+	b := screen.Bounds()
+	img := image.NewRGBA(b)
+	screen.ReadPixels(img.Pix)
+	var buf bytes.Buffer
+	msg := map[string]any{"type": "capture"}
+	if err := png.Encode(&buf, img); err != nil {
+		msg["type"], msg["source"], msg["message"] = "error", "capture", err.Error()
+	} else {
+		arr := js.Global().Get("Uint8Array").New(buf.Len())
+		js.CopyBytesToJS(arr, buf.Bytes())
+		msg["png"], msg["w"], msg["h"] = arr, b.Dx(), b.Dy()
+	}
+	win := js.Global()
+	parent := win.Get("parent")
+	if parent.IsUndefined() || parent.Equal(win) {
+		return
+	}
+	for _, id := range ids {
+		obj := js.Global().Get("Object").New()
+		for k, v := range msg {
+			obj.Set(k, v)
+		}
+		if id != 0 {
+			obj.Set("id", id)
+		}
+		parent.Call("postMessage", obj, win.Get("location").Get("origin"))
 	}
 }

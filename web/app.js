@@ -11,6 +11,7 @@
   const SPEEDS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 1000000, 0];
   const params0 = new URLSearchParams(location.search);
   const benchMode = params0.get("bench");
+  const embedMode = params0.get("embed") === "1";
 
   const ui = {
     playing: false,
@@ -218,11 +219,13 @@
     // The address follows the run (at most twice a second while playing:
     // browsers throttle frequent history changes).
     const now = performance.now();
-    if (!benchMode && st.query !== undefined && "?" + st.query !== location.search &&
+    const q = st.query + (embedMode ? "&embed=1" : "");
+    if (!benchMode && st.query !== undefined && "?" + q !== location.search &&
         (!st.playing || now - ui.urlAt > 500)) {
-      history.replaceState(null, "", location.pathname + "?" + st.query);
+      history.replaceState(null, "", location.pathname + "?" + q);
       ui.urlAt = now;
     }
+    if (embedMode) $("embed-open").href = location.pathname + "?" + st.query;
     const err = st.panes.map((p) => p.error).filter(Boolean)[0];
     if (err) showStatus("The world stopped: " + err, "error");
     if (first) document.body.dataset.ready = "1";
@@ -530,6 +533,74 @@
   $("compare").addEventListener("change", () => setCompare($("compare").checked));
   $("queue").addEventListener("change", () => send({ type: "queue", queue: Number($("queue").value) }));
   $("copy-link").addEventListener("click", copyLink);
+
+  // ---- the canvas as an image and as a clip ----
+
+  // fileName names an export after what runs and where it stands.
+  function fileName(ext) {
+    const st = ui.state;
+    const a = st ? st.panes[0] : null;
+    const name = a ? (a.preset || a.name || "run").replace(/[^a-z0-9._-]+/gi, "-") : "run";
+    const ev = st && st.position ? "-e" + st.position.events : "";
+    return `ringlab-${name}${ev}.${ext}`;
+  }
+  function saveBlob(name, blob) {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  }
+  // The game reads its own frame (its WebGL canvas keeps no drawing
+  // buffer for the page to read) and answers with a PNG.
+  ui.capture = async function () {
+    const r = await ui.request({ type: "capture" });
+    if (r.type !== "capture") throw new Error(r.message || "no capture");
+    return new Blob([r.png], { type: "image/png" });
+  };
+  $("export-png").addEventListener("click", async () => {
+    try {
+      saveBlob(fileName("png"), await ui.capture());
+      showStatus("Saved the views as " + fileName("png") + ".", "info");
+    } catch (e) {
+      showStatus("Could not save the views: " + e.message, "error");
+    }
+  });
+  // A clip: the canvas's own stream through MediaRecorder, as WebM.
+  let recorder = null;
+  function canvasOfGame() {
+    const doc = game.contentDocument;
+    return doc && doc.querySelector("canvas");
+  }
+  function setRecording(on) {
+    $("record").textContent = on ? "Stop ●" : "Record";
+    $("record").setAttribute("aria-pressed", String(on));
+  }
+  ui.record = function () {
+    if (recorder) { recorder.stop(); return; }
+    const canvas = canvasOfGame();
+    if (!canvas || !canvas.captureStream || typeof MediaRecorder === "undefined") {
+      showStatus("This browser cannot record the canvas (no captureStream or MediaRecorder).", "error");
+      return;
+    }
+    const type = ["video/webm;codecs=vp9", "video/webm;codecs=vp8", "video/webm"].find((t) => MediaRecorder.isTypeSupported(t));
+    if (!type) { showStatus("This browser records no WebM.", "error"); return; }
+    const chunks = [];
+    recorder = new MediaRecorder(canvas.captureStream(30), { mimeType: type });
+    recorder.ondataavailable = (e) => { if (e.data.size) chunks.push(e.data); };
+    recorder.onstop = () => {
+      recorder = null;
+      setRecording(false);
+      ui.lastClip = new Blob(chunks, { type: "video/webm" });
+      saveBlob(fileName("webm"), ui.lastClip);
+      showStatus(`Saved a clip of the views (${Math.round(ui.lastClip.size / 1024)} KiB) as ${fileName("webm")}.`, "info");
+    };
+    recorder.start(250);
+    setRecording(true);
+    showStatus("Recording the views: press Stop to save the clip.", "info");
+  };
+  $("record").addEventListener("click", () => ui.record());
   $("help-btn").addEventListener("click", () => $("help").showModal());
 
   function readFile(input, cb) {
