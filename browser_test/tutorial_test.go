@@ -30,6 +30,9 @@ func TestTutorialPanel(t *testing.T) {
 	p.waitJS(`(() => { const el = document.getElementById("tutorial-panel");
 		return el.dataset.step === "2" && el.dataset.checks === "ok"; })()`, 30*time.Second)
 	assert.Equal(t, "Step 2: The host writes, the driver has not looked", eval[string](p, `document.getElementById("tut-step-title").textContent`))
+	// Step 2 is watched (run events=2 trace watch): pane A plays its two
+	// events at a speed to follow, then pauses where the run stops.
+	p.waitJS(`window.ringlab.state.position.events === 2 && !window.ringlab.state.playing`, 30*time.Second)
 	p.settle()
 	assert.Equal(t, 2.0, p.counter("events", 0), "step 2 runs two events")
 	assert.Equal(t, 0.0, p.counter("rx_packets", 0))

@@ -55,9 +55,10 @@ type Controller struct {
 
 	described map[string]bool // rows whose Number the page has
 
-	tut  tutorialRun
-	room room
-	live liveView
+	tut   tutorialRun
+	room  room
+	live  liveView
+	watch *watchRun // a tutorial run played at a speed to follow, nil none
 }
 
 // Bench modes of a ?bench= link (web/README.md, "Benchmark mode").
@@ -143,6 +144,10 @@ func (c *Controller) handle(in In, id int) ([]Out, error) {
 // run does what in asks of the run itself.
 func (c *Controller) run(in In, id int) ([]Out, error) {
 	s := c.sess
+	switch in.(type) {
+	case Step, Seek, Back, GoTo, Until, Reset, Preset, Scenario, Set, XDPObject, Load, Compare:
+		c.watch = nil // the person took the run elsewhere
+	}
 	switch m := in.(type) {
 	case Hello:
 		return []Out{c.ready()}, nil
@@ -401,6 +406,9 @@ func (c *Controller) Work(budget int) bool {
 	}
 	if c.owed == 0 {
 		return false
+	}
+	if c.watch != nil {
+		return c.playWatch()
 	}
 	n := s.Play(min(c.owed, uint64(budget)), budget)
 	if n == 0 {

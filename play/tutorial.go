@@ -99,24 +99,115 @@ func (c *Controller) tutorialStep(name string, n, id int, fromRoom bool) (Tutori
 		if err := c.reconfigure(0, Config{Scenario: &sc}); err != nil {
 			return TutorialStepOut{}, err
 		}
+		var watch *tutorials.Directive // the step's last run, when it asks to be watched
 		for i := first; i < n; i++ {
-			for _, d := range t.Steps[i].Directives {
+			for j := range t.Steps[i].Directives {
+				d := &t.Steps[i].Directives[j]
 				if d.Op != tutorials.OpRun {
 					continue
 				}
-				switch {
-				case d.Packets > 0:
-					c.sess.Do(Step{UnitPacket, d.Packets})
-				case d.DurationNS > 0:
-					c.sess.Do(Step{UnitNs, uint64(d.DurationNS)})
-				case d.Events > 0:
-					c.sess.Do(Step{UnitEvent, d.Events})
+				if watch != nil {
+					c.queueRun(watch)
+					watch = nil
 				}
+				// In a room every browser jumps: a run played at each one's
+				// own pace would let the room's next command land midway.
+				if d.Watch && i == n-1 && c.room.role == "" {
+					watch = d
+					continue
+				}
+				c.queueRun(d)
 			}
 		}
+		c.playing = false
+		if watch != nil {
+			c.watchRun(watch)
+		}
+		return out, nil
 	}
 	c.playing = false
 	return out, nil
+}
+
+// queueRun queues a run directive as a step of pane A.
+func (c *Controller) queueRun(d *tutorials.Directive) {
+	switch {
+	case d.Packets > 0:
+		c.sess.Do(Step{UnitPacket, d.Packets})
+	case d.DurationNS > 0:
+		c.sess.Do(Step{UnitNs, uint64(d.DurationNS)})
+	case d.Events > 0:
+		c.sess.Do(Step{UnitEvent, d.Events})
+	}
+}
+
+// WatchSpeed is the speed a watched tutorial run plays at, in events a
+// second, when the page's own is faster (or as fast as it goes).
+const WatchSpeed = 8
+
+// watchRun is a tutorial run played rather than jumped: pane A plays,
+// event by event, until it stands where the run stops, then pauses.
+type watchRun struct {
+	unit   Unit
+	n      uint64
+	target uint64 // events or packets of pane A to reach; set when it starts
+	begun  bool
+	speed  float64 // the page's speed before, given back at the end
+	set    bool    // the watch set the speed
+}
+
+// watchRun plays d (events=N or packets=N) after what is queued.
+func (c *Controller) watchRun(d *tutorials.Directive) {
+	w := &watchRun{unit: UnitEvent, n: d.Events}
+	if d.Packets > 0 {
+		w.unit, w.n = UnitPacket, d.Packets
+	}
+	c.watch = w
+	if c.sess.Speed <= 0 || c.sess.Speed > WatchSpeed {
+		w.speed, w.set = c.sess.Speed, true
+		c.sess.Speed = WatchSpeed
+		c.acc = 0
+	}
+	c.playing = true
+}
+
+// playWatch plays what the tick owes of the watched run, one event at a
+// time so that it stops exactly where the run would (a run of packets
+// stops after the event that received the last of them); it reports
+// whether more is owed now.
+func (c *Controller) playWatch() bool {
+	s, w := c.sess, c.watch
+	pos := s.Position()
+	if !w.begun {
+		w.begun = true
+		if w.unit == UnitPacket {
+			w.target = pos.Packets + w.n
+		} else {
+			w.target = pos.Events + w.n
+		}
+	}
+	reached := func() bool {
+		p := s.Position()
+		if w.unit == UnitPacket {
+			return p.Packets >= w.target
+		}
+		return p.Events >= w.target
+	}
+	for c.owed > 0 && !reached() {
+		if s.Play(1, 1) == 0 {
+			break
+		}
+		c.owed--
+	}
+	if reached() || s.Stopped() != nil {
+		if w.set && s.Speed == WatchSpeed {
+			s.Speed = w.speed // the page's own speed again
+		}
+		c.watch, c.playing, c.owed = nil, false, 0
+		c.force = true
+		return false
+	}
+	return false
 }
 
 // stepConfig says in words what step n runs: the preset and set lines of
