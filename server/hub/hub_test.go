@@ -413,8 +413,12 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	assert.InDelta(t, goodDuring, skippedDuring+sentDuring, snapshotMailbox+2, "snapshots offered to the stalled client = skipped + written")
 	assert.Greater(t, skippedDuring, sentDuring, "the stalled client mostly skips")
 	// Had they been queued, the heap would have grown by skippedDuring*32 KiB
-	// (more than 1.5 MiB); the mailbox holds snapshotMailbox.
-	assert.Less(t, growth, int64(512<<10), "heap growth while stalled")
+	// (more than 1.5 MiB); the mailbox holds snapshotMailbox. Half of that
+	// leaves room for the collector's noise (the race detector's shadow
+	// memory among it) and still fails on a queue.
+	queued := int64(skippedDuring) * viewBytes
+	assert.Greater(t, queued, int64(1<<20), "enough skips to tell a queue from noise")
+	assert.Less(t, growth, queued/2, "heap growth while stalled")
 }
 
 func TestRateLimit(t *testing.T) {
