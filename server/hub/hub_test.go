@@ -395,7 +395,9 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	// Bounds leave room for a loaded 2-core machine (make test runs
 	// packages in parallel); a client blocked behind the stalled one would
 	// wait for its write deadline (seconds).
-	assert.InDelta(t, 20*time.Millisecond, mean, float64(15*time.Millisecond), "the good client still gets 50 Hz")
+	// 50 Hz is 20 ms; a loaded machine slows the sampler itself, so the
+	// bound only tells "keeps its pace" from "waits on the stalled one".
+	assert.Less(t, mean, 100*time.Millisecond, "the good client keeps its pace (50 Hz, 20 ms, on a quiet machine)")
 	assert.Less(t, worst, 500*time.Millisecond, "no snapshot of the good client waited on the stalled one")
 	// Every gap is a counted skip; one more skip may be counted for the
 	// snapshot arriving as good stopped reading.
