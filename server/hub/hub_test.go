@@ -398,12 +398,22 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	// 50 Hz is 20 ms; a loaded machine slows the sampler itself, so the
 	// bound only tells "keeps its pace" from "waits on the stalled one".
 	assert.Less(t, mean, 100*time.Millisecond, "the good client keeps its pace (50 Hz, 20 ms, on a quiet machine)")
-	assert.Less(t, worst, 500*time.Millisecond, "no snapshot of the good client waited on the stalled one")
+	// Waiting on the stalled one would take its write deadline
+	// (wspeer.WriteWait, 10 s); a loaded machine pauses for about 1 s.
+	assert.Less(t, worst, wspeer.WriteWait/2, "no snapshot of the good client waited on the stalled one")
 	// Every gap is a counted skip; one more skip may be counted for the
 	// snapshot arriving as good stopped reading.
 	assert.GreaterOrEqual(t, goodStats.Skipped, seqGaps, "the good client's gaps are counted skips")
 	assert.LessOrEqual(t, goodStats.Skipped, seqGaps+1, "the good client's skips show as gaps")
 	assert.LessOrEqual(t, goodStats.Skipped, uint64(n/10), "the good client keeps up")
+	if len(f.hub.Stats()) < 2 {
+		// The stalled client's write deadline (wspeer.WriteWait) passed
+		// before the window closed: the hub dropped it, as it must. Only a
+		// machine too loaded to read 75 snapshots in that time gets here;
+		// what follows needs the stalled client's counts.
+		t.Logf("the stalled client was dropped for its write deadline before the measurement ended; its counts are not compared")
+		return
+	}
 	// Every snapshot offered to the stalled client was written or replaced:
 	// none waits in a queue (at most snapshotMailbox in the mailbox, one in
 	// the write). Both clients are offered every snapshot the sampler
