@@ -430,7 +430,11 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	// memory among it) and still fails on a queue.
 	queued := int64(skippedDuring) * viewBytes
 	assert.Greater(t, queued, int64(1<<20), "enough skips to tell a queue from noise")
-	assert.Less(t, growth, queued/2, "heap growth while stalled")
+	bound := queued / 2
+	if raceEnabled {
+		bound = queued // a queue would add queued to the detector's noise
+	}
+	assert.Less(t, growth, bound, "heap growth while stalled")
 }
 
 func TestRateLimit(t *testing.T) {
