@@ -395,13 +395,25 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	// Bounds leave room for a loaded 2-core machine (make test runs
 	// packages in parallel); a client blocked behind the stalled one would
 	// wait for its write deadline (seconds).
-	assert.InDelta(t, 20*time.Millisecond, mean, float64(15*time.Millisecond), "the good client still gets 50 Hz")
-	assert.Less(t, worst, 500*time.Millisecond, "no snapshot of the good client waited on the stalled one")
+	// 50 Hz is 20 ms; a loaded machine slows the sampler itself, so the
+	// bound only tells "keeps its pace" from "waits on the stalled one".
+	assert.Less(t, mean, 100*time.Millisecond, "the good client keeps its pace (50 Hz, 20 ms, on a quiet machine)")
+	// Waiting on the stalled one would take its write deadline
+	// (wspeer.WriteWait, 10 s); a loaded machine pauses for about 1 s.
+	assert.Less(t, worst, wspeer.WriteWait/2, "no snapshot of the good client waited on the stalled one")
 	// Every gap is a counted skip; one more skip may be counted for the
 	// snapshot arriving as good stopped reading.
 	assert.GreaterOrEqual(t, goodStats.Skipped, seqGaps, "the good client's gaps are counted skips")
 	assert.LessOrEqual(t, goodStats.Skipped, seqGaps+1, "the good client's skips show as gaps")
 	assert.LessOrEqual(t, goodStats.Skipped, uint64(n/10), "the good client keeps up")
+	if len(f.hub.Stats()) < 2 {
+		// The stalled client's write deadline (wspeer.WriteWait) passed
+		// before the window closed: the hub dropped it, as it must. Only a
+		// machine too loaded to read 75 snapshots in that time gets here;
+		// what follows needs the stalled client's counts.
+		t.Logf("the stalled client was dropped for its write deadline before the measurement ended; its counts are not compared")
+		return
+	}
 	// Every snapshot offered to the stalled client was written or replaced:
 	// none waits in a queue (at most snapshotMailbox in the mailbox, one in
 	// the write). Both clients are offered every snapshot the sampler
@@ -413,8 +425,16 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	assert.InDelta(t, goodDuring, skippedDuring+sentDuring, snapshotMailbox+2, "snapshots offered to the stalled client = skipped + written")
 	assert.Greater(t, skippedDuring, sentDuring, "the stalled client mostly skips")
 	// Had they been queued, the heap would have grown by skippedDuring*32 KiB
-	// (more than 1.5 MiB); the mailbox holds snapshotMailbox.
-	assert.Less(t, growth, int64(512<<10), "heap growth while stalled")
+	// (more than 1.5 MiB); the mailbox holds snapshotMailbox. Half of that
+	// leaves room for the collector's noise (the race detector's shadow
+	// memory among it) and still fails on a queue.
+	queued := int64(skippedDuring) * viewBytes
+	assert.Greater(t, queued, int64(1<<20), "enough skips to tell a queue from noise")
+	bound := queued / 2
+	if raceEnabled {
+		bound = queued // a queue would add queued to the detector's noise
+	}
+	assert.Less(t, growth, bound, "heap growth while stalled")
 }
 
 func TestRateLimit(t *testing.T) {
