@@ -314,6 +314,12 @@ func TestLiveTwinBothSeries(t *testing.T) {
 	p.waitJS(fmt.Sprintf(`(() => { const c = window.ringlab.state.live.charts.find(c => c.title === "packets/s");
 		const m = c.lines.find(l => l.name === "rx_packets"), q = c.lines.find(l => l.name === "predicted_rx_packets");
 		return m && q && m.now > %d && q.now > %d && q.points >= 3; })()`, pps/2, pps/2), 40*time.Second)
+	// The prediction follows the measurement: within a quarter of it once
+	// both have settled (a loaded machine's generator wobbles, and the
+	// twin follows a second behind, so one reading may not agree).
+	p.waitJS(`(() => { const c = window.ringlab.state.live.charts.find(c => c.title === "packets/s");
+		const m = c.lines.find(l => l.name === "rx_packets"), q = c.lines.find(l => l.name === "predicted_rx_packets");
+		return m && q && m.now > 0 && Math.abs(m.now - q.now) <= 0.25 * m.now; })()`, 30*time.Second)
 	eval[bool](p, `(window.scrollTo(0, 0), true)`)
 	screenshot(t, p.ctx, "live-twin-lo")
 	lines := p.chartLines("packets/s")
@@ -328,7 +334,7 @@ func TestLiveTwinBothSeries(t *testing.T) {
 	}
 	t.Logf("measured %.0f packets/s, predicted %.0f", measured.Now, predicted.Now)
 	assert.True(t, predicted.Predicted)
-	assert.InEpsilon(t, measured.Now, predicted.Now, 0.25, "the prediction follows the measured rate")
+	assert.InEpsilon(t, measured.Now, predicted.Now, 0.5, "the prediction follows the measured rate")
 	assert.Contains(t, eval[string](p, `document.querySelector('#live-table tr[data-name="rx_packets"]').children[4].textContent`), ",",
 		"the table shows the prediction beside the counter")
 }

@@ -62,7 +62,7 @@ func runTraced(t *testing.T, w *World, n int) []TraceEvent {
 // events runs exactly the events its world runs next, counter for counter,
 // although the world ran them first: running one does not touch the other.
 func TestCloneRunsTheSameEvents(t *testing.T) {
-	const after, next = 5000, 3000
+	after, next := 5*traceCheckEvents/3, traceCheckEvents
 	for _, cc := range cloneCases(t) {
 		t.Run(cc.name, func(t *testing.T) {
 			t.Parallel()
@@ -138,7 +138,7 @@ func TestCloneSharesNoMemory(t *testing.T) {
 			t.Parallel()
 			w, err := New(cc.s)
 			require.NoError(t, err)
-			require.NoError(t, w.RunPackets(3000))
+			require.NoError(t, w.RunPackets(traceCheckEvents))
 			c, err := w.Clone()
 			require.NoError(t, err)
 			origin := newReach()

@@ -82,7 +82,7 @@ func TestEventsSayWhatTheyDid(t *testing.T) {
 			require.NoError(t, err)
 			again, err := New(cc.s)
 			require.NoError(t, err)
-			evs, evs2 := runTraced(t, w, 3000), runTraced(t, again, 3000)
+			evs, evs2 := runTraced(t, w, traceCheckEvents), runTraced(t, again, traceCheckEvents)
 			require.Equal(t, evs, evs2, "the same run, the same words")
 			handlers := map[string]string{}
 			for _, ev := range evs {
@@ -105,8 +105,9 @@ func TestEventsSayWhatTheyDid(t *testing.T) {
 	}
 }
 
-// TestWatchFuncFindsWhatTheTraceNames: for every function the first 2000
-// events of a preset name, a watch on a fresh world stops at the first
+// TestWatchFuncFindsWhatTheTraceNames: for every function the first
+// events of a preset name (2000, 200 under the race detector), a watch
+// on a fresh world stops at the first
 // event the trace names it in; a function no event of the world can run
 // is refused.
 func TestWatchFuncFindsWhatTheTraceNames(t *testing.T) {
@@ -115,7 +116,7 @@ func TestWatchFuncFindsWhatTheTraceNames(t *testing.T) {
 			w, err := New(cc.s)
 			require.NoError(t, err)
 			first := map[string]uint64{}
-			for _, ev := range runTraced(t, w, 2000) {
+			for _, ev := range runTraced(t, w, 2*traceCheckEvents/3) {
 				for _, f := range ev.Funcs {
 					if _, ok := first[f]; !ok {
 						first[f] = ev.Seq

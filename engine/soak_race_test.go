@@ -12,3 +12,8 @@ const soakPackets = 100_000
 // fills a batch of up to 64 frames, one landing each at a rate, before
 // the guest sees any: xdp-tx takes 68 events).
 const presetCheckEvents = 100
+
+// traceCheckEvents is the traced tests' events per case under the race
+// detector: a traced event reads every counter, some ten times slower
+// under it; a few hundred still cross every handler of every preset.
+const traceCheckEvents = 300

@@ -39,6 +39,10 @@ const (
 	NearEvents = 1 << 10
 )
 
+// markWork is MarkWork, smaller under the race detector's tests (which
+// replay ten times slower), so that they cross as many marks.
+var markWork uint64 = MarkWork
+
 // ErrNoWay is what a move backwards returns when it cannot start.
 var ErrNoWay = errors.New("play: cannot go there")
 
@@ -308,7 +312,7 @@ func (s *Session) Notes() []string {
 // position when one is nearer the target, then by a step.
 func (s *Session) jumpForward(to uint64, at sim.Time, byTime bool) {
 	p := s.Position()
-	if m, ok := s.marks[0].before(to, at, byTime); ok && m.work > workOf(s.Panes[0].World)+MarkWork/4 {
+	if m, ok := s.marks[0].before(to, at, byTime); ok && m.work > workOf(s.Panes[0].World)+markWork/4 {
 		if err := s.restore(rewind{to: to, at: at, byTime: byTime}, to, at, byTime); err == nil {
 			return
 		}
@@ -556,7 +560,7 @@ func (s *Session) mark(pane int, at sim.Time) {
 // It is called every 1024 events (reading the work sums the queues).
 func (s *Session) markA() {
 	w := s.Panes[0].World
-	if work := workOf(w); work >= s.lastWork+MarkWork {
+	if work := workOf(w); work >= s.lastWork+markWork {
 		s.mark(0, w.Now())
 		s.lastWork = work
 	}
@@ -578,7 +582,7 @@ func (s *Session) keepNear() {
 // since its last mark.
 func (s *Session) markB(t sim.Time) {
 	w := s.Panes[1].World
-	if n := len(s.marks[1]); n > 0 && workOf(w) < s.marks[1][n-1].work+MarkWork || n == 0 && workOf(w) < MarkWork {
+	if n := len(s.marks[1]); n > 0 && workOf(w) < s.marks[1][n-1].work+markWork || n == 0 && workOf(w) < markWork {
 		return
 	}
 	s.mark(1, t)

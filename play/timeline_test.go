@@ -57,7 +57,7 @@ func replayOf(t *testing.T, s *Session) *Session {
 func TestBackIsTheReplay(t *testing.T) {
 	for _, preset := range []string{"default", "cpumap", "r1-page-pool"} {
 		t.Run(preset, func(t *testing.T) {
-			s := session(t, preset, false, Step{UnitEvent, map[string]uint64{"cpumap": MarkWork / 3}[preset] + 3*MarkWork*map[string]uint64{"cpumap": 0, "default": 1, "r1-page-pool": 1}[preset] + 777})
+			s := session(t, preset, false, Step{UnitEvent, map[string]uint64{"cpumap": markWork / 3}[preset] + 3*markWork*map[string]uint64{"cpumap": 0, "default": 1, "r1-page-pool": 1}[preset] + 777})
 			ahead, err := s.Panes[0].World.Clone()
 			require.NoError(t, err)
 			n := s.Position().Events
@@ -120,7 +120,7 @@ func TestBackByPacket(t *testing.T) {
 // TestGoToTime: going back in simulated time lands where a replay to that
 // time stands; going forward past a mark starts from the mark.
 func TestGoToTime(t *testing.T) {
-	s := session(t, "default", false, Step{UnitEvent, 2*MarkWork + 5})
+	s := session(t, "default", false, Step{UnitEvent, 2*markWork + 5})
 	end := s.Position()
 	target := end.At / 3
 	require.NoError(t, s.GoTo(UnitNs, uint64(target)))
@@ -144,14 +144,14 @@ func TestGoToTime(t *testing.T) {
 // TestBackInCompare: both panes go back; B stands where a replay of the
 // comparison does.
 func TestBackInCompare(t *testing.T) {
-	st := State{A: Config{Preset: "default"}, Speed: -1, Log: Log{{UnitEvent, 2*MarkWork + 11}}}
+	st := State{A: Config{Preset: "default"}, Speed: -1, Log: Log{{UnitEvent, 2*markWork + 11}}}
 	b := Config{Preset: "default", Set: []KV{{"ring_size", "256"}}}
 	st.B = &b
 	s, err := NewSession(st)
 	require.NoError(t, err)
 	settle(t, s)
 	require.NotEmpty(t, s.Marks()[1], "B is marked too")
-	require.NoError(t, s.Back(UnitEvent, MarkWork))
+	require.NoError(t, s.Back(UnitEvent, markWork))
 	settle(t, s)
 	r := replayOf(t, s)
 	sameWorld(t, r.Panes[0].World, s.Panes[0].World, "A")
@@ -161,12 +161,12 @@ func TestBackInCompare(t *testing.T) {
 // TestMarksStayBounded: a long run keeps at most the marks its footprint
 // allows, dense near the position.
 func TestMarksStayBounded(t *testing.T) {
-	s := session(t, "default", false, Step{UnitEvent, 20 * MarkWork})
+	s := session(t, "default", false, Step{UnitEvent, 20 * markWork})
 	m := s.Marks()[0]
 	assert.LessOrEqual(t, len(m), s.maxMarks(0))
 	assert.GreaterOrEqual(t, len(m), MinMarks)
 	last := m[len(m)-1]
-	assert.Greater(t, last, s.Position().Events-MarkWork, "a mark within MarkWork of the position")
+	assert.Greater(t, last, s.Position().Events-markWork, "a mark within markWork of the position")
 	for range 3 {
 		require.NoError(t, s.Back(UnitEvent, 1))
 		settle(t, s)
@@ -195,11 +195,11 @@ func BenchmarkStepBackFar(b *testing.B) {
 	s := session(b, "default", false, Step{UnitEvent, 1_000_000})
 	b.ResetTimer()
 	for b.Loop() {
-		if err := s.GoTo(UnitEvent, 1_000_000-MarkWork/4); err != nil {
+		if err := s.GoTo(UnitEvent, 1_000_000-markWork/4); err != nil {
 			b.Fatal(err)
 		}
 		settle(b, s)
-		s.Do(Step{UnitEvent, MarkWork / 4})
+		s.Do(Step{UnitEvent, markWork / 4})
 		settle(b, s)
 	}
 }
@@ -208,7 +208,7 @@ func BenchmarkStepBackFar(b *testing.B) {
 // the first got to, and the link stays the position (the scrubber sends a
 // move on every drag).
 func TestMovesInterrupted(t *testing.T) {
-	s := session(t, "default", false, Step{UnitEvent, 2*MarkWork + 5})
+	s := session(t, "default", false, Step{UnitEvent, 2*markWork + 5})
 	end := s.Position()
 	third := uint64(end.At / 3)
 	require.NoError(t, s.GoTo(UnitNs, third))

@@ -103,7 +103,7 @@ func New(preset string, now func() time.Time) (*Source, error) {
 	}
 	t := now()
 	src := &Source{w: w, preset: preset, now: now, origin: t, last: t, lastRead: t, mode: w.Driver.Mode(),
-		budget: workBudget{duty: MaxDuty, burst: workBurst, perSample: maxWorkPerSample, tokens: workBurst}}
+		budget: workBudget{duty: MaxDuty, burst: workBurst, perSample: maxWorkPerSample, perTick: ClockPeriod, tokens: workBurst}}
 	src.labels = metrics.Labels{Kind: "sim", Preset: preset}
 	if s.XDP != nil {
 		src.labels.Program = s.XDP.Program
@@ -148,7 +148,7 @@ func (s *Source) tick() {
 	if wall.Sub(s.lastRead) > IdleAfter {
 		return // nobody reads: rest until the next Sample
 	}
-	s.advance(wall, ClockPeriod)
+	s.advance(wall, s.budget.perTick)
 }
 
 // workBudget is the engine's share of a core: tokens of wall time, refilled
@@ -157,6 +157,7 @@ type workBudget struct {
 	duty      float64
 	burst     time.Duration
 	perSample time.Duration // at most this much in one Sample
+	perTick   time.Duration // at most this much in one clock tick
 	tokens    time.Duration
 	refilled  time.Time // real time of the last refill
 }

@@ -71,7 +71,7 @@ func TestSimSourceBoundsItsWork(t *testing.T) {
 // unbounded lifts the work budget, so that a test's clock can jump by
 // seconds however slow the machine (the race detector) runs the engine.
 func unbounded(s *Source) *Source {
-	s.budget = workBudget{duty: 1e6, burst: time.Hour, perSample: time.Hour, tokens: time.Hour}
+	s.budget = workBudget{duty: 1e6, burst: time.Hour, perSample: time.Hour, perTick: time.Hour, tokens: time.Hour}
 	return s
 }
 
