@@ -206,10 +206,12 @@ func (d *drawer) ringOverview(g *view.LineGeom, q *view.QueueView) {
 		}
 		r.on = false
 	}
-	cols := int(math.Ceil(ov.W))
+	// A column a pixel wide, at most maxOverviewCols of them.
+	cols := min(int(math.Ceil(ov.W)), maxOverviewCols)
+	colW := ov.W / float64(cols)
 	for px := 0; px < cols; px++ {
-		a := int(float64(px) / ov.W * float64(n))
-		b := max(a+1, int(float64(px+1)/ov.W*float64(n)))
+		a := int(float64(px) / float64(cols) * float64(n))
+		b := max(a+1, int(float64(px+1)/float64(cols)*float64(n)))
 		best, avail, used := virtq.SlotFree, false, false
 		for s := a; s < min(b, n); s++ {
 			if st := q.Desc[s].State; int(st) < len(rank) && rank[st] > rank[best] {
@@ -218,7 +220,7 @@ func (d *drawer) ringOverview(g *view.LineGeom, q *view.QueueView) {
 			avail = avail || q.AvailLive(s)
 			used = used || q.UsedLive(s)
 		}
-		x := ov.X + float64(px)
+		x := ov.X + float64(px)*colW
 		cs := [3]rgba{slotColor(best), slotColors[virtq.SlotAvail], slotColors[virtq.SlotUsed]}
 		ons := [3]bool{best != virtq.SlotFree, avail, used}
 		for row := range runs {
@@ -253,6 +255,10 @@ func (d *drawer) ringOverview(g *view.LineGeom, q *view.QueueView) {
 		d.rect(x, ov.Y-3, 1.5, ov.H+6, m.c)
 	}
 }
+
+// maxOverviewCols bounds the overview's columns whatever the canvas's
+// width.
+const maxOverviewCols = 2048
 
 func sign(out bool) float64 {
 	if out {
