@@ -88,13 +88,12 @@ func (p *PaneLayout) ringTexts(out []Text, q *QueueView, nq int, rv RingView) []
 // rows' names, the indices under them, slot numbers where they fit, and
 // the overview's caption.
 func (b *texts) lineTexts(g *LineGeom, q *QueueView, rv RingView) {
-	last := (g.From + g.N - 1) % max(g.Size, 1)
 	how := ", following"
 	if rv.Fixed {
 		how = "; f: follow"
 	}
-	b.add(Text{X: g.Caption.X, Y: g.Caption.Y + 1, S: Fit(strconv.Itoa(g.From)+".."+strconv.Itoa(last)+" of "+strconv.Itoa(g.Size)+
-		how+"; z/Z zoom, </> pan, v: circle", g.Caption.W), Tone: ToneDim,
+	b.add(Text{X: g.Caption.X, Y: g.Caption.Y + 1, S: Fit(strconv.Itoa(g.N)+" of "+strconv.Itoa(g.Size)+" slots"+
+		how+"; z/Z zoom, </> pan, v circle", g.Caption.W), Tone: ToneDim,
 		Help: "the window of the ring drawn as lines: z zooms in, Z out, < and > move it by half a window, f follows the driver again, v draws the circle"})
 	names := []struct{ s, help string }{
 		{"desc", "the descriptor table: one entry per buffer the driver posted (address, length, flags)"},
