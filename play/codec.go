@@ -470,6 +470,8 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 		return LiveStatus{w.Connected, w.Text}, w.ID, nil
 	},
 	"live_off": bare(LiveOff{}),
+	"view":     decodeView,
+	"hover":    decodeHover,
 	"resize": func(raw []byte) (In, int, error) {
 		var w wResize
 		err := strict(raw, &w)

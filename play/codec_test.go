@@ -13,7 +13,9 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range []string{`{"type":"step","unit":"packet","n":3}`, `{"type":"set","key":"ring_size","value":64,"id":2}`,
 		`{"type":"room_welcome","you":"student","scenario":{"preset":"default"},"log":[{"seq":1,"cmd":{"type":"step"}}]}`,
 		`{"type":"room_command","seq":1,"cmd":{"type":"seek","t_ns":5000}}`, `{"type":"inspect","kind":"page","index":3}`,
-		`{"type":"tutorial_step","tutorial":"descriptor-journey","step":1}`, `{"type":"speed","eps":0}`, `[1]`, `{"type":7}`} {
+		`{"type":"tutorial_step","tutorial":"descriptor-journey","step":1}`, `{"type":"speed","eps":0}`, `[1]`, `{"type":7}`,
+		`{"type":"resize","w":640,"h":400}`, `{"type":"view","zoom":"in","pan":-3}`, `{"type":"view","ring":"toggle","from":4,"slots":8}`,
+		`{"type":"hover","x":100,"y":80}`, `{"type":"click","x":120,"y":150}`, `{"type":"layout","id":3}`} {
 		f.Add([]byte(s))
 	}
 	c, _ := New("preset=small-ring&speed=0")

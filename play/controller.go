@@ -53,6 +53,11 @@ type Controller struct {
 	laid   [2]int // panes and CPUs layout was made for
 	phase  float64
 
+	ring           view.RingView // how the ring view draws (View, view.go)
+	hovering       bool          // the pointer is over the canvas (Hover)
+	hoverX, hoverY float64
+	lastTip        *Tip // the last frame's
+
 	described map[string]bool // rows whose Number the page has
 
 	tut   tutorialRun
@@ -116,7 +121,7 @@ func (c *Controller) ready() ReadyOut {
 
 // Handle takes one input and returns what it answers right away: a reply,
 // an error naming the message, a command for the room. Every input but
-// Resize makes the next Ready send a state.
+// Resize and Hover makes the next Ready send a state.
 func (c *Controller) Handle(in In) []Out {
 	id := 0
 	if r, ok := in.(Request); ok {
@@ -124,6 +129,10 @@ func (c *Controller) Handle(in In) []Out {
 	}
 	if r, ok := in.(Resize); ok {
 		c.w, c.h = r.W, r.H
+		return nil
+	}
+	if h, ok := in.(Hover); ok {
+		c.hovering, c.hoverX, c.hoverY = !h.Off, h.X, h.Y
 		return nil
 	}
 	c.force = true
@@ -155,7 +164,12 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		if c.live.on {
 			return nil, nil // the live views have nothing to inspect
 		}
+		if c.overviewClick(m.X, m.Y) {
+			return nil, nil
+		}
 		return c.click(m.X, m.Y, id), nil
+	case View:
+		return nil, c.setView(m)
 	case Sync:
 		c.syncs = append(c.syncs, id)
 	case Play:
@@ -248,7 +262,7 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case Layout:
 		l := c.lay()
 		conv := func(r view.Rect) Rect { return Rect{r.X, r.Y, r.W, r.H} }
-		out := LayoutOut{ID: id, W: c.w, H: c.h}
+		out := LayoutOut{ID: id, W: c.w, H: c.h, Form: string(l.Form), WantH: l.WantH, Texts: c.layoutTexts()}
 		for _, p := range l.Panes {
 			out.Panes = append(out.Panes, map[string]Rect{"ring": conv(p.Ring), "flow": conv(p.Flow),
 				"cpus": conv(p.CPUs), "pages": conv(p.Pages), "rates": conv(p.Rates)})
@@ -334,6 +348,7 @@ func (c *Controller) lay() *view.Layout {
 		c.layout = view.NewLayout(c.w, c.h, n, ncpu)
 		c.laid = [2]int{n, ncpu}
 	}
+	c.layout.Ring = c.ring
 	return &c.layout
 }
 
@@ -448,6 +463,7 @@ type Draw struct {
 	Sel     view.Target
 	Phase   float64 // ticks so far, for the flow view's animation
 	Live    *LiveDraw
+	Tip     *Tip // what the pointer hovers, explained
 }
 
 // DrawPane is one pane's pictures.
@@ -456,6 +472,8 @@ type DrawPane struct {
 	Snap  *view.Snapshot
 	Rates *view.Rates
 	XDP   bool // a program is attached: the flow view shows its verdicts
+	// Texts are every line of text the pane's views draw (Layout.Texts).
+	Texts []view.Text
 }
 
 // Ready ends a tick: it refreshes the snapshots of what ran and returns
@@ -522,9 +540,17 @@ func (c *Controller) draw() Draw {
 		d.Header = d.Live.Header
 	}
 	for i, p := range s.Panes {
-		d.Panes = append(d.Panes, DrawPane{Label: []string{"A: ", "B: "}[i] + describe(&p.Config),
-			Snap: &p.Snap, Rates: &p.Rates, XDP: p.Scenario.XDP != nil})
+		dp := DrawPane{Label: []string{"A: ", "B: "}[i] + describe(&p.Config),
+			Snap: &p.Snap, Rates: &p.Rates, XDP: p.Scenario.XDP != nil}
+		if !c.live.on {
+			dp.Texts = d.Layout.Texts(i, dp.Snap, dp.Rates, dp.XDP)
+		}
+		d.Panes = append(d.Panes, dp)
 	}
+	if !c.live.on {
+		d.Tip = c.tip(&d)
+	}
+	c.lastTip = d.Tip
 	return d
 }
 
@@ -587,6 +613,7 @@ func (c *Controller) state() StateOut {
 	if c.live.on {
 		out.Live = c.live.state(c.live.draw(c.w, c.h))
 	}
+	out.View = c.viewOut()
 	return out
 }
 
@@ -677,6 +704,10 @@ func inType(in In) string {
 		return "room_snap"
 	case Resize:
 		return "resize"
+	case View:
+		return "view"
+	case Hover:
+		return "hover"
 	case LiveHello:
 		return "live_hello"
 	case LiveSnapshot:

@@ -440,6 +440,7 @@ func (h *harness) print(name string, outs []Out) string {
 				panes = append(panes, strings.Join(names, ", "))
 			}
 			fmt.Fprintf(&b, "layout %.0fx%.0f: [%s]\n", m.W, m.H, strings.Join(panes, "] ["))
+			printLayoutTexts(&b, &m)
 		case SyncedOut:
 			fmt.Fprintf(&b, "synced %d\n", m.ID)
 		case ErrorOut:
@@ -573,6 +574,7 @@ func printState(m *StateOut) string {
 	if len(m.Numbers) > 0 {
 		fmt.Fprintf(&b, "  %d rows described\n", len(m.Numbers))
 	}
+	printViewState(&b, m.View)
 	if l := m.Live; l != nil {
 		stale := ""
 		if l.Stale {
@@ -598,6 +600,7 @@ func printDraw(d *Draw) string {
 	if d.Sel.Kind != "" {
 		fmt.Fprintf(&b, "selected: %s %d of pane %d\n", d.Sel.Kind, d.Sel.Index, d.Sel.Pane)
 	}
+	printViewDraw(&b, d)
 	if l := d.Live; l != nil {
 		printLive(&b, l)
 	}

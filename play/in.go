@@ -154,6 +154,31 @@ type RoomEntry struct {
 	Cmd json.RawMessage `json:"cmd"`
 }
 
+// View changes how the ring view draws. Every field is optional.
+type View struct {
+	// Ring is "auto" (a circle while its slots are readable, else
+	// lines), "circle", "linear", or "toggle" (the other of what is
+	// drawn now).
+	Ring string
+	// Zoom is +1 to show half the slots, -1 twice as many (linear view).
+	Zoom int
+	// Slots sets how many slots the window shows (0: what fits).
+	Slots *int
+	// Pan moves the window by that many slots; From puts its first slot
+	// there. Either stops it following the driver.
+	Pan  int
+	From *int
+	// Follow makes the window follow the driver's next used slot again.
+	Follow bool
+}
+
+// Hover says where the pointer is over the canvas (the shell sends it
+// as the mouse moves); Off when it left.
+type Hover struct {
+	X, Y float64
+	Off  bool
+}
+
 // Resize tells the controller the canvas's size in CSS pixels (the
 // layout's units); the shell sends it when Ebitengine lays the game out.
 type Resize struct{ W, H float64 }
@@ -193,3 +218,5 @@ func (RoomLeave) isIn()      {}
 func (RoomDetach) isIn()     {}
 func (RoomSnap) isIn()       {}
 func (Resize) isIn()         {}
+func (View) isIn()           {}
+func (Hover) isIn()          {}

@@ -65,6 +65,9 @@ type StateOut struct {
 	// Position is where pane A stands and how far the run has been: the
 	// timeline's scrubber and "go to event N".
 	Position PositionOut `json:"position"`
+	// View is how the canvas is viewed (view.go); absent before the
+	// shell said the canvas's size.
+	View *ViewOut `json:"view,omitempty"`
 }
 
 // PositionOut is pane A's place on its timeline: events, packets and
@@ -152,13 +155,17 @@ type WhereOut struct {
 // Rect is a rectangle of the canvas, as LayoutOut writes it.
 type Rect struct{ X, Y, W, H float64 }
 
-// LayoutOut is the canvas's size and each pane's view rectangles (ring,
-// flow, cpus, pages, rates).
+// LayoutOut is the canvas's size, its form and the height its views
+// need, each pane's view rectangles (ring, flow, cpus, pages, rates) and
+// every line of text they draw.
 type LayoutOut struct {
 	ID    int               `json:"id,omitempty"`
 	W     float64           `json:"w"`
 	H     float64           `json:"h"`
+	Form  string            `json:"form"`
+	WantH float64           `json:"want_h"`
 	Panes []map[string]Rect `json:"panes"`
+	Texts []LayoutText      `json:"texts"`
 }
 
 // SyncedOut answers Sync.

@@ -43,6 +43,21 @@ func (b *inbox) put(in play.In) {
 	b.mu.Unlock()
 }
 
+// hover queues where the pointer is, replacing a hover not taken yet: a
+// tick needs only the last.
+func (b *inbox) hover(h play.Hover) {
+	b.mu.Lock()
+	if n := len(b.ins); n > 0 {
+		if _, ok := b.ins[n-1].(play.Hover); ok {
+			b.ins[n-1] = h
+			b.mu.Unlock()
+			return
+		}
+	}
+	b.ins = append(b.ins, h)
+	b.mu.Unlock()
+}
+
 // listen installs the message listener. Only messages from this origin
 // and from another window (the host page) are taken. A message the codec
 // cannot read is answered with an error at once.
@@ -106,6 +121,19 @@ func (b *inbox) listen() {
 		return nil
 	})
 	win.Call("addEventListener", "mousedown", click, true)
+
+	// The pointer's place, for the tip of what it hovers.
+	move := js.FuncOf(func(this js.Value, args []js.Value) any {
+		ev := args[0]
+		b.hover(play.Hover{X: ev.Get("clientX").Float(), Y: ev.Get("clientY").Float()})
+		return nil
+	})
+	win.Call("addEventListener", "mousemove", move, true)
+	leave := js.FuncOf(func(this js.Value, args []js.Value) any {
+		b.hover(play.Hover{Off: true})
+		return nil
+	})
+	win.Get("document").Get("documentElement").Call("addEventListener", "mouseleave", leave)
 }
 
 // xdpObject reads the xdp_object message, whose file is a Uint8Array

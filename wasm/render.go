@@ -67,11 +67,15 @@ func (g *game) Draw(screen *ebiten.Image) {
 			d.rect(pl.Title.X, pl.Title.Y, pl.Title.W, pl.Title.H-2, colPanel)
 			d.text(pl.Title.X+4, pl.Title.Y+2, fit(p.Label, pl.Title.W-8), colText)
 		}
-		d.ring(pl, p.Snap, f.Sel, i)
+		d.ring(pl, p.Snap, f.Sel, i, f.Layout.Ring)
 		d.flow(pl, p.Rates, f.Phase, p.XDP)
 		d.cpus(pl, p.Snap, p.Rates, f.Sel, i)
 		d.pages(pl, p.Snap, f.Sel, i)
 		d.rates(pl, p.Rates)
+		d.texts(p.Texts)
+	}
+	if t := f.Tip; t != nil {
+		d.tip(newTipBox(t.X, t.Y, t.Lines), f.W, f.H)
 	}
 	g.b.flush(screen)
 }

@@ -766,6 +766,58 @@
     if (f) f.focus({ preventScroll: true });
   };
 
+  // ---- the canvas's views: its height, the ring view's keys, units ----
+
+  // The canvas is at least as tall as its views need at its width
+  // (state.view.want_h: stacked at 800 px, two panes in compare mode).
+  // v switches the ring view between circle and lines, z / Z zoom the
+  // lines in and out, < and > move their window by half of it, f makes
+  // it follow the driver again. The counters table says each row's unit
+  // and meaning (engine/vocab, the state's numbers).
+  function viewKey(key) {
+    const v = ui.state && ui.state.view;
+    switch (key) {
+      case "v": case "V": send({ type: "view", ring: "toggle" }); return true;
+      case "z": send({ type: "view", zoom: "in" }); return true;
+      case "Z": send({ type: "view", zoom: "out" }); return true;
+      case "f": case "F": send({ type: "view", follow: true }); return true;
+      case "<": case ">": {
+        const half = Math.max(1, Math.floor(((v && v.slots) || 32) / 2));
+        send({ type: "view", pan: key === ">" ? half : -half });
+        return true;
+      }
+    }
+    return false;
+  }
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || isField(e.target) || $("help").open) return;
+    if (viewKey(e.key)) e.preventDefault();
+  });
+  function fillUnits() {
+    for (const [name, row] of ui.rows) {
+      if (row.unit) continue;
+      const d = ui.numbers.get(name);
+      row.unit = document.createElement("td");
+      row.meaning = document.createElement("td");
+      row.unit.className = "unit";
+      row.meaning.className = "meaning";
+      if (d) {
+        row.unit.textContent = d.unit || "";
+        row.meaning.textContent = d.help;
+        row.meaning.title = d.help;
+      }
+      row.tr.append(row.unit, row.meaning);
+    }
+  }
+  ui.listen((m) => {
+    if (m.type === "key" && !m.ctrl && !m.meta && !m.alt && !$("help").open) viewKey(m.key);
+    if (m.type !== "state") return;
+    const want = m.view && m.view.want_h;
+    const h = want ? Math.ceil(want) + "px" : "";
+    if (game.style.minHeight !== h) game.style.minHeight = h;
+    fillUnits();
+  });
+
   // ---- start ----
 
   // index.html set the frame's address as early as it could.
