@@ -54,8 +54,9 @@ type Controller struct {
 
 	described map[string]bool // rows whose Number the page has
 
-	tut  tutorialRun
-	room room
+	tut      tutorialRun
+	room     room
+	headless bool // a follower without a page (NewFollower)
 }
 
 // Bench modes of a ?bench= link (web/README.md, "Benchmark mode").
