@@ -19,7 +19,8 @@ import (
 // "ok", so the page finds the server.
 func workshopServer(t *testing.T) string {
 	t.Helper()
-	reg := rooms.New(rooms.Options{})
+	reg, err := rooms.New(rooms.Options{})
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

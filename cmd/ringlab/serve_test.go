@@ -229,7 +229,10 @@ func TestRunServeArguments(t *testing.T) {
 	}{
 		{"help", []string{"help", "serve"}, exitOK, "-allow-origin value"},
 		{"unknown source kind", []string{"serve", "--source", "nope"}, exitUsage, `unknown source kind in "nope"; registered kinds: demo`},
-		{"unknown allowed source", []string{"serve", "--allow-source", "demo,nope"}, exitUsage, `"nope"`},
+		{"unknown allowed source", []string{"serve", "--allow-source", "demo", "--allow-source", "nope"}, exitUsage, `"nope"`},
+		{"a spec is taken whole, commas and all", []string{"serve", "--allow-source", "nope:a,rate=5"}, exitUsage, `"nope:a,rate=5"`},
+		{"bad public host", []string{"serve", "--public-host", "a:80"}, exitUsage, "--public-host"},
+		{"web not a directory", []string{"serve", "--web", "/nonexistent"}, exitUsage, "--web"},
 		{"bad origin", []string{"serve", "--allow-origin", "example.com"}, exitUsage, "--allow-origin"},
 		{"stray argument", []string{"serve", "now"}, exitUsage, `unexpected argument "now"`},
 	}
