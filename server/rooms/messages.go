@@ -84,9 +84,9 @@ type (
 
 // roomLimits tells clients the rules of the room.
 type roomLimits struct {
-	MaxStudents       int `json:"max_students"`
-	CommandsPerSecond int `json:"commands_per_second"`
-	MaxLogEntries     int `json:"max_log_entries"`
+	MaxStudents       int    `json:"max_students"`
+	CommandsPerSecond int    `json:"commands_per_second"`
+	MaxLogEntries     int    `json:"max_log_entries"`
 	MaxCommandBytes   int    `json:"max_command_bytes"`
 	MaxCommandWork    uint64 `json:"max_command_work"`
 	MaxReplayWork     uint64 `json:"max_replay_work"`
