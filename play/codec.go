@@ -317,6 +317,7 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 		return Load{w.Query}, w.ID, err
 	},
 	"sync":      bare(Sync{}),
+	"digest":    bare(DigestReq{}),
 	"tutorials": bare(Tutorials{}),
 	"tutorial": func(raw []byte) (In, int, error) {
 		var w wName

@@ -227,6 +227,8 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 			c.sel = m.Target // its record follows while it changes
 		}
 		return []Out{out}, nil
+	case DigestReq:
+		return []Out{DigestOut{ID: id, Digest: c.Digest()}}, nil
 	case Layout:
 		l := c.lay()
 		conv := func(r view.Rect) Rect { return Rect{r.X, r.Y, r.W, r.H} }
@@ -591,6 +593,8 @@ func inType(in In) string {
 		return "load"
 	case Sync:
 		return "sync"
+	case DigestReq:
+		return "digest"
 	case Tutorials:
 		return "tutorials"
 	case Tutorial:
