@@ -327,7 +327,7 @@ func (c *Controller) checkpoint(base Config) (Config, int, []Out) {
 			lastStep = i
 		}
 	}
-	if lastStep >= 0 && !instructor {
+	if lastStep >= 0 {
 		m := cmds[lastStep].(TutorialStep)
 		if out, err := c.tutorialPanel(m.Tutorial, m.Step, true); err == nil {
 			outs = append(outs, out)
@@ -397,8 +397,9 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 		}
 	case TutorialStep:
 		// The instructor ran the step before sending it; everyone else
-		// runs it now and the panel opens there.
-		if !instructor {
+		// runs it now and the panel opens there, and so does the
+		// instructor's page when it replays the log (a reload).
+		if !instructor || r.replaying {
 			out, err := c.tutorialStep(m.Tutorial, m.Step, 0, true)
 			if err != nil {
 				return fail(err)
@@ -406,7 +407,7 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 			return []Out{out}
 		}
 	case TutorialReveal:
-		if !instructor {
+		if !instructor || r.replaying {
 			return []Out{TutorialRevealOut(m)}
 		}
 	}

@@ -76,6 +76,16 @@ func TestReplayFromTheLastReset(t *testing.T) {
 	assert.Equal(t, live.ReplayCost(), late.ReplayCost(), "the late joiner ran only the commands after the last set")
 	assert.Less(t, late.ReplayCost()*10, total, "far less than the whole log")
 
+	// The instructor's page replaying the log (a reload) runs the
+	// tutorial steps it ran itself when it sent them.
+	inst, _ := New("speed=0")
+	inst.Handle(RoomWelcome{Room: "r", You: RoleInstructor, Scenario: scen, Log: roomLog[:4]})
+	settle(t, inst)
+	stu4, _ := New("speed=0")
+	stu4.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:4]})
+	settle(t, stu4)
+	assert.Equal(t, stu4.Digest(), inst.Digest(), "the instructor's replay of a tutorial step")
+
 	// Snapping back replays the same way.
 	stu, _ := New("speed=0")
 	stu.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:3]})
