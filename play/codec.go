@@ -68,6 +68,9 @@ const (
 	maxNumberText = 24
 )
 
+// funcPattern is what a kernel function's name looks like.
+var funcPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
+
 // namePattern is what a preset, parameter or tutorial name looks like.
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
 
@@ -98,6 +101,15 @@ type (
 	wSeek struct {
 		envelope
 		TNs *int64 `json:"t_ns"`
+	}
+	wUntil struct {
+		envelope
+		Func string `json:"func"`
+	}
+	wMove struct { // back and goto
+		envelope
+		Unit Unit    `json:"unit,omitempty"`
+		N    *uint64 `json:"n,omitempty"`
 	}
 	wPlay struct {
 		envelope
@@ -224,6 +236,24 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 			return nil, 0, codecErr(CodeOutOfRange, "t_ns", "t_ns must be between 0 and %d, got %d", int64(MaxSeekNs), *w.TNs)
 		}
 		return Seek{*w.TNs}, w.ID, nil
+	},
+	"back": func(raw []byte) (In, int, error) {
+		u, n, id, err := decodeMove(raw, false)
+		return Back{u, n}, id, err
+	},
+	"goto": func(raw []byte) (In, int, error) {
+		u, n, id, err := decodeMove(raw, true)
+		return GoTo{u, n}, id, err
+	},
+	"until": func(raw []byte) (In, int, error) {
+		var w wUntil
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if !funcPattern.MatchString(w.Func) {
+			return nil, 0, codecErr(CodeOutOfRange, "func", "func must be a kernel function's name (%s), got %q", funcPattern, w.Func)
+		}
+		return Until{w.Func}, w.ID, nil
 	},
 	"play": func(raw []byte) (In, int, error) {
 		var w wPlay
@@ -428,9 +458,9 @@ func ParseCommand(raw []byte) (In, error) {
 		return nil, err
 	}
 	switch typ {
-	case "preset", "set", "play", "pause", "step", "seek", "tutorial_step", "tutorial_reveal":
+	case "preset", "set", "play", "pause", "step", "seek", "back", "goto", "until", "tutorial_step", "tutorial_reveal":
 	default:
-		return nil, codecErr(CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, tutorial_step and tutorial_reveal", typ)
+		return nil, codecErr(CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, back, goto, until, tutorial_step and tutorial_reveal", typ)
 	}
 	in, id, err := decoders[typ](raw)
 	if err != nil {
@@ -483,6 +513,12 @@ func EncodeCommand(in In) ([]byte, error) {
 		v = w
 	case Seek:
 		v = wSeek{envelope{Type: "seek"}, &c.TNs}
+	case Back:
+		v = encodeMove("back", c.Unit, c.N, false)
+	case GoTo:
+		v = encodeMove("goto", c.Unit, c.N, true)
+	case Until:
+		v = wUntil{envelope{Type: "until"}, c.Func}
 	case Play:
 		w := wPlay{envelope: envelope{Type: "play"}}
 		if c.Speed > 0 {
@@ -499,6 +535,51 @@ func EncodeCommand(in In) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %T is not a command", ErrParam, in)
 	}
 	return json.Marshal(v)
+}
+
+// decodeMove reads a back or goto: a unit (event, packet or ns; event
+// when absent) and n, from 1 (a back's default) or, for a goto, from 0
+// (required).
+func decodeMove(raw []byte, absolute bool) (Unit, uint64, int, error) {
+	var w wMove
+	if err := strict(raw, &w); err != nil {
+		return "", 0, 0, err
+	}
+	u := Step{Unit: w.Unit}.unit()
+	if u.letter() == 0 {
+		return "", 0, 0, codecErr(CodeOutOfRange, "unit", "unit %q: want event, packet or ns", w.Unit)
+	}
+	lo, limit := uint64(1), uint64(MaxStep)
+	if absolute {
+		lo = 0
+		if u == UnitNs {
+			limit = MaxSeekNs
+		}
+		if w.N == nil {
+			return "", 0, 0, codecErr(CodeBadField, "n", "goto needs n: the event, packet or ns to go to")
+		}
+	}
+	n := lo
+	if w.N != nil {
+		if *w.N < lo || *w.N > limit {
+			return "", 0, 0, codecErr(CodeOutOfRange, "n", "n must be between %d and %d, got %d", lo, limit, *w.N)
+		}
+		n = *w.N
+	}
+	return u, n, w.ID, nil
+}
+
+// encodeMove writes a back or goto in canonical form (a back of one event
+// is {"type":"back"}).
+func encodeMove(typ string, u Unit, n uint64, absolute bool) wMove {
+	w := wMove{envelope: envelope{Type: typ}}
+	if u != UnitEvent && u != "" {
+		w.Unit = u
+	}
+	if absolute || n > 1 {
+		w.N = &n
+	}
+	return w
 }
 
 // strict decodes the JSON object raw into v, failing on unknown fields

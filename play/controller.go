@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"ringlab/engine/kernel"
 	"ringlab/engine/scenario"
 	"ringlab/engine/view"
 	"ringlab/engine/vocab"
@@ -160,6 +161,15 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		c.playing = false
 	case Seek:
 		c.seek(m.TNs)
+	case Back:
+		c.playing = false
+		return nil, s.Back(m.Unit, m.N)
+	case GoTo:
+		c.playing = false
+		return nil, s.GoTo(m.Unit, m.N)
+	case Until:
+		c.playing = false
+		return nil, s.Until(m.Func)
 	case Speed:
 		s.Speed = m.EPS
 		c.acc = 0
@@ -356,6 +366,9 @@ func (c *Controller) Work(budget int) bool {
 	s := c.sess
 	if s.Busy() {
 		s.Work(budget)
+		for _, n := range s.Notes() {
+			c.outbox = append(c.outbox, NoteOut{Source: "until", Text: n})
+		}
 		c.force = c.force || !s.Busy()
 		c.outbox = append(c.outbox, c.drainRoom()...)
 		return c.busy()
@@ -391,6 +404,10 @@ func (c *Controller) Work(budget int) bool {
 	}
 	return c.owed > 0
 }
+
+// Rewinding reports whether a move backwards is running: the person
+// waits for it, and the shell may give it more of a frame.
+func (c *Controller) Rewinding() bool { return c.sess.Rewinding() }
 
 // busy reports whether work is due that a Sync waits for.
 func (c *Controller) busy() bool { return c.sess.Busy() || c.room.pending() }
@@ -517,8 +534,14 @@ func (c *Controller) state() StateOut {
 			}
 		}
 		if i == 0 {
+			v := p.Scenario.KernelVersion()
 			for _, e := range p.Events {
-				ps.Events = append(ps.Events, EventState{e.Seq, e.Head(), e.ChangeList()})
+				es := EventState{Seq: e.Seq, Head: e.Head(), Changes: e.ChangeList(), Say: e.Say}
+				for _, f := range e.Funcs {
+					kf, _ := kernel.LookupFunc(f)
+					es.Funcs = append(es.Funcs, FuncRef{Name: f, File: kf.File, Does: kf.Does, URL: kernel.SourceURL(f, v)})
+				}
+				ps.Events = append(ps.Events, es)
 			}
 		}
 		out.Panes = append(out.Panes, ps)
@@ -527,6 +550,9 @@ func (c *Controller) state() StateOut {
 		r := c.room.state()
 		out.Room = &r
 	}
+	p, h := s.Position(), s.Horizon()
+	out.Position = PositionOut{Events: p.Events, Packets: p.Packets, AtNs: int64(p.At),
+		HorizonEvents: h.Events, HorizonNs: int64(h.At), Rewinding: s.Rewinding()}
 	return out
 }
 
@@ -557,6 +583,12 @@ func inType(in In) string {
 		return "step"
 	case Seek:
 		return "seek"
+	case Back:
+		return "back"
+	case GoTo:
+		return "goto"
+	case Until:
+		return "until"
 	case Play:
 		return "play"
 	case Pause:

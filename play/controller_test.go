@@ -425,6 +425,13 @@ func printState(m *StateOut) string {
 		flags = append(flags, "compare")
 	}
 	fmt.Fprintf(&b, "state: %s, speed %g, queue %d of %d, link %q\n", strings.Join(flags, ", "), m.Speed, m.Queue, m.NumQueues, m.Query)
+	if p := m.Position; p.HorizonEvents > p.Events || p.Rewinding {
+		fmt.Fprintf(&b, "  position: event %d, %d packets, t=%d; the run has been to event %d, t=%d", p.Events, p.Packets, p.AtNs, p.HorizonEvents, p.HorizonNs)
+		if p.Rewinding {
+			b.WriteString("; going back")
+		}
+		b.WriteString("\n")
+	}
 	for i, p := range m.Panes {
 		rows := map[string]any{}
 		for _, r := range p.Metrics {
@@ -445,6 +452,14 @@ func printState(m *StateOut) string {
 		if n := len(p.Events); n > 0 {
 			e := p.Events[n-1]
 			fmt.Fprintf(&b, "     %d events logged, the last %s: %s\n", n, e.Head, e.Changes)
+			var funcs []string
+			for _, f := range e.Funcs {
+				funcs = append(funcs, f.Name+" ("+f.File+")")
+			}
+			fmt.Fprintf(&b, "       %s\n       in %s\n", e.Say, strings.Join(funcs, ", "))
+			if len(e.Funcs) > 0 {
+				fmt.Fprintf(&b, "       source: %s\n", e.Funcs[0].URL)
+			}
 		}
 	}
 	if r := m.Room; r != nil {

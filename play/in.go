@@ -36,6 +36,21 @@ type (
 	// Seek runs pane A until simulated time TNs (nothing when it is
 	// there already): how a room follows its instructor's clock.
 	Seek struct{ TNs int64 }
+	// Back moves pane A back N events, N packet stops or N ns of
+	// simulated time (Session.Back: the nearest mark, then a replay).
+	Back struct {
+		Unit Unit
+		N    uint64
+	}
+	// GoTo moves pane A to event N, to the N-th packet, or to time N ns,
+	// backwards or forwards (Session.GoTo).
+	GoTo struct {
+		Unit Unit
+		N    uint64
+	}
+	// Until runs pane A to the next event that runs kernel function Func
+	// (Session.Until): a click on a function beside an event.
+	Until struct{ Func string }
 	// Play starts playing; Speed, when above 0, is the player's events
 	// per second (a room's command carries it; the page's does not).
 	Play struct{ Speed float64 }
@@ -143,6 +158,9 @@ func (Preset) isIn()         {}
 func (Set) isIn()            {}
 func (Step) isIn()           {}
 func (Seek) isIn()           {}
+func (Back) isIn()           {}
+func (GoTo) isIn()           {}
+func (Until) isIn()          {}
 func (Play) isIn()           {}
 func (Pause) isIn()          {}
 func (TutorialStep) isIn()   {}

@@ -60,6 +60,21 @@ type StateOut struct {
 	// earlier state (engine/vocab): the page's tooltips.
 	Numbers map[string]Number `json:"numbers,omitempty"`
 	Room    *RoomState        `json:"room,omitempty"`
+	// Position is where pane A stands and how far the run has been: the
+	// timeline's scrubber and "go to event N".
+	Position PositionOut `json:"position"`
+}
+
+// PositionOut is pane A's place on its timeline: events, packets and
+// simulated time now, and the furthest the run has been (Horizon), which
+// a move back leaves reachable.
+type PositionOut struct {
+	Events        uint64 `json:"events"`
+	Packets       uint64 `json:"packets"`
+	AtNs          int64  `json:"at_ns"`
+	HorizonEvents uint64 `json:"horizon_events"`
+	HorizonNs     int64  `json:"horizon_ns"`
+	Rewinding     bool   `json:"rewinding,omitempty"`
 }
 
 // Number is what the page says of a row: its unit, kind and meaning.
@@ -86,9 +101,20 @@ type PaneState struct {
 // EventState is one logged event: its number, when and what ran, and
 // what it changed.
 type EventState struct {
-	Seq     uint64 `json:"seq"`
-	Head    string `json:"head"`
-	Changes string `json:"changes"`
+	Seq     uint64    `json:"seq"`
+	Head    string    `json:"head"`
+	Changes string    `json:"changes"`
+	Say     string    `json:"say"`   // what it did, in a sentence
+	Funcs   []FuncRef `json:"funcs"` // the kernel functions it stands for
+}
+
+// FuncRef is a kernel function beside an event: its name, file, role,
+// and its source at the scenario's kernel.
+type FuncRef struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+	Does string `json:"does"`
+	URL  string `json:"url"`
 }
 
 // RoomState is the workshop room the page follows or leads.
@@ -201,7 +227,7 @@ type RoomSendOut struct {
 // NoteOut is a sentence for the person: why the room took over or
 // refused what they did.
 type NoteOut struct {
-	Source string `json:"source"` // room
+	Source string `json:"source"` // room, or until (how a search for a function ended)
 	Text   string `json:"text"`
 }
 

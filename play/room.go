@@ -89,7 +89,7 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 		return nil, false
 	}
 	switch in.(type) {
-	case Preset, Set, Step, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
+	case Preset, Set, Step, Back, GoTo, Until, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
 	default:
 		return nil, false
 	}
@@ -115,6 +115,8 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 			m.N = min(max(m.N, 1), MaxRoomStep)
 		}
 		return []Out{c.roomSend(m)}, true
+	case Back, GoTo, Until:
+		return []Out{c.roomSend(in)}, true
 	case Play, Pause, Toggle:
 		play := false
 		switch in.(type) {

@@ -9,7 +9,7 @@ import (
 )
 
 // settle works until c has applied everything it was given.
-func settle(t *testing.T, c *Controller) {
+func settleC(t *testing.T, c *Controller) {
 	t.Helper()
 	for i := 0; ; i++ {
 		require.Less(t, i, 100_000, "never settles")
@@ -54,13 +54,13 @@ func TestReplayFromTheLastReset(t *testing.T) {
 	scen := json.RawMessage(`{"preset":"default"}`)
 	live := NewFollower()
 	live.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen})
-	settle(t, live)
+	settleC(t, live)
 	total := uint64(0)
 	for _, e := range roomLog {
 		w := live.sess.Panes[0].World
 		before := live.ReplayCost()
 		live.Handle(RoomCommand(e))
-		settle(t, live)
+		settleC(t, live)
 		if live.sess.Panes[0].World == w {
 			total += live.ReplayCost() - before
 		} else {
@@ -69,7 +69,7 @@ func TestReplayFromTheLastReset(t *testing.T) {
 	}
 	late, _ := New("speed=0")
 	late.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog})
-	settle(t, late)
+	settleC(t, late)
 	assert.Equal(t, live.Digest(), late.Digest(), "the same world")
 	assert.Equal(t, uint64(len(roomLog)), late.RoomApplied())
 	assert.False(t, late.room.playing, "paused, as the log left it")
@@ -80,24 +80,24 @@ func TestReplayFromTheLastReset(t *testing.T) {
 	// tutorial steps it ran itself when it sent them.
 	inst, _ := New("speed=0")
 	inst.Handle(RoomWelcome{Room: "r", You: RoleInstructor, Scenario: scen, Log: roomLog[:4]})
-	settle(t, inst)
+	settleC(t, inst)
 	stu4, _ := New("speed=0")
 	stu4.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:4]})
-	settle(t, stu4)
+	settleC(t, stu4)
 	assert.Equal(t, stu4.Digest(), inst.Digest(), "the instructor's replay of a tutorial step")
 
 	// Snapping back replays the same way.
 	stu, _ := New("speed=0")
 	stu.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:3]})
-	settle(t, stu)
+	settleC(t, stu)
 	stu.Handle(RoomDetach{})
 	stu.Handle(Step{UnitPacket, 100})
-	settle(t, stu)
+	settleC(t, stu)
 	for _, e := range roomLog[3:] {
 		stu.Handle(RoomCommand(e))
 	}
 	stu.Handle(RoomSnap{})
-	settle(t, stu)
+	settleC(t, stu)
 	assert.Equal(t, live.Digest(), stu.Digest(), "snapped back")
 }
 
@@ -107,23 +107,23 @@ func TestReconnectCatchesUp(t *testing.T) {
 	scen := json.RawMessage(`{"preset":"default"}`)
 	c, _ := New("speed=0")
 	c.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:6]})
-	settle(t, c)
+	settleC(t, c)
 	w := c.sess.Panes[0].World
 	c.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:6]})
 	assert.Same(t, w, c.sess.Panes[0].World, "nothing new: nothing replayed")
 	c.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog})
-	settle(t, c)
+	settleC(t, c)
 	late, _ := New("speed=0")
 	late.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog})
-	settle(t, late)
+	settleC(t, late)
 	assert.Equal(t, late.Digest(), c.Digest())
 	// Another room, or a log that differs, is replayed from its start.
 	other := entries(`{"type":"step","n":3}`)
 	c.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: other})
-	settle(t, c)
+	settleC(t, c)
 	fresh, _ := New("speed=0")
 	fresh.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: other})
-	settle(t, fresh)
+	settleC(t, fresh)
 	assert.Equal(t, fresh.Digest(), c.Digest())
 }
 

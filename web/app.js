@@ -61,6 +61,7 @@
       case "state": onState(m); break;
       case "inspect": showRecord(m.record, m.source); break;
       case "error": showStatus(m.message, "error"); break;
+      case "note": if (m.source !== "room") showStatus(m.text, "info"); break;
       case "key": onKey(m); break;
       case "bench": window.ringlabBench = m.bench; break;
       case "frame": if (!ui.frameAt) ui.frameAt = performance.now(); break;
@@ -193,6 +194,8 @@
     fillParams(st);
     fillCounters(st);
     fillEvents(st);
+    fillEventsMore(st);
+    fillTimeline(st);
     if (st.compare) fillCompare(st);
     // The address follows the run (at most twice a second while playing:
     // browsers throttle frequent history changes).
@@ -205,6 +208,28 @@
     const err = st.panes.map((p) => p.error).filter(Boolean)[0];
     if (err) showStatus("The world stopped: " + err, "error");
     if (first) document.body.dataset.ready = "1";
+  }
+
+  // fillTimeline sets the scrubber over the time the run has been through
+  // and says where pane A stands.
+  function fillTimeline(st) {
+    const p = st.position;
+    if (!p) return;
+    const sc = $("scrub");
+    const max = Math.max(p.horizon_ns, p.at_ns);
+    if (Number(sc.max) !== max) sc.max = String(max);
+    if (!ui.scrubbing) sc.value = String(p.at_ns);
+    let text = "event " + intFmt.format(p.events) + " · " + simTime(p.at_ns);
+    if (p.rewinding) text += " · going back…";
+    $("scrub-out").textContent = text;
+    sc.setAttribute("aria-valuetext", text);
+  }
+
+  // simTime writes simulated ns in the unit that suits them.
+  function simTime(ns) {
+    if (ns >= 1e9) return (ns / 1e9).toFixed(6) + " s";
+    if (ns >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
+    return fracFmt.format(ns / 1000) + " µs";
   }
 
   function speedText(s) {
@@ -263,15 +288,62 @@
       const li = document.createElement("li");
       const head = document.createElement("strong");
       head.textContent = e.head + ":";
+      li.append(head);
+      if (e.say) {
+        const say = document.createElement("span");
+        say.className = "say";
+        say.textContent = e.say;
+        li.append(say);
+      }
+      if (e.funcs && e.funcs.length) {
+        // The kernel functions the event stands for: each links its
+        // source at the scenario's kernel; ▸ runs to the next event that
+        // runs it.
+        const fs = document.createElement("span");
+        fs.className = "funcs";
+        fs.append("in ");
+        for (const f of e.funcs) {
+          const a = document.createElement("a");
+          a.href = f.url;
+          a.target = "_blank";
+          a.rel = "noopener";
+          a.textContent = f.name;
+          a.title = f.file + ": " + f.does;
+          const next = document.createElement("button");
+          next.type = "button";
+          next.textContent = "▸";
+          next.dataset.func = f.name;
+          next.title = "Run to the next event that runs " + f.name;
+          next.setAttribute("aria-label", next.title);
+          fs.append(a, next);
+        }
+        li.append(fs);
+      }
       const what = document.createElement("span");
-      what.textContent = " " + e.changes;
-      li.append(head, what);
+      what.className = "changes";
+      what.textContent = e.changes;
+      li.append(what);
       li.dataset.seq = String(e.seq);
       ol.appendChild(li);
       prev = e.seq;
     }
     ol.scrollTop = ol.scrollHeight;
   }
+  // fillEventsMore says how many events ran after the last one listed
+  // (playing fast lists none).
+  function fillEventsMore(st) {
+    const ev = st.panes[0].events || [];
+    const p = st.position;
+    const more = $("events-more");
+    const last = ev.length ? ev[ev.length - 1].seq : 0;
+    const n = p ? p.events - last : 0;
+    more.hidden = n <= 0;
+    if (n > 0) more.textContent = `… and ${intFmt.format(n)} events since, not listed (too fast to list: step, or play at 16 events a frame or fewer)`;
+  }
+  $("events").addEventListener("click", (e) => {
+    const b = e.target.closest("button[data-func]");
+    if (b) send({ type: "until", func: b.dataset.func });
+  });
 
   function fillCounters(st) {
     const tbody = document.querySelector("#counters tbody");
@@ -388,6 +460,8 @@
   function togglePlay() { send({ type: ui.playing ? "pause" : "play" }); }
   function stepEvent() { send({ type: "step", unit: "event", n: 1 }); }
   function stepPacket() { send({ type: "step", unit: "packet", n: 1 }); }
+  function backEvent() { send({ type: "back" }); }
+  function backPacket() { send({ type: "back", unit: "packet" }); }
   function setSpeedIndex(i) {
     i = Math.max(0, Math.min(SPEEDS.length - 1, i));
     $("speed").value = String(i);
@@ -410,6 +484,28 @@
   $("play").addEventListener("click", togglePlay);
   $("step-event").addEventListener("click", stepEvent);
   $("step-packet").addEventListener("click", stepPacket);
+  $("back-event").addEventListener("click", backEvent);
+  $("back-packet").addEventListener("click", backPacket);
+  // The scrubber goes anywhere the run has been, in simulated time: while
+  // dragged, at most every 100 ms; where it is let go, exactly.
+  let scrubAt = 0;
+  $("scrub").addEventListener("input", () => {
+    ui.scrubbing = true;
+    const now = performance.now();
+    if (now - scrubAt < 100) return;
+    scrubAt = now;
+    send({ type: "goto", unit: "ns", n: Number($("scrub").value) });
+  });
+  $("scrub").addEventListener("change", () => {
+    ui.scrubbing = false;
+    send({ type: "goto", unit: "ns", n: Number($("scrub").value) });
+  });
+  $("goto-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const v = $("goto-event").value.trim();
+    if (!/^[0-9]+$/.test(v)) { showStatus("Go to event: want a whole number of events, from 0.", "error"); return; }
+    send({ type: "goto", unit: "event", n: Number(v) });
+  });
   $("reset").addEventListener("click", () => send({ type: "reset" }));
   $("speed").addEventListener("input", () => setSpeedIndex(speedIndex()));
   $("preset").addEventListener("change", () => send({ type: "preset", name: $("preset").value, pane: 0 }));
@@ -480,6 +576,8 @@
       case " ": case "Spacebar": togglePlay(); return true;
       case "ArrowRight": shift ? stepPacket() : stepEvent(); return true;
       case ".": stepPacket(); return true;
+      case "ArrowLeft": shift ? backPacket() : backEvent(); return true;
+      case ",": backPacket(); return true;
       case "+": case "=": setSpeedIndex(speedIndex() + 1); return true;
       case "-": case "_": setSpeedIndex(speedIndex() - 1); return true;
       case "0": setSpeedIndex(SPEEDS.length - 1); return true;
