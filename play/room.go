@@ -228,13 +228,11 @@ func RoomReset(cur Config, in In) (next Config, reset bool, err error) {
 }
 
 // ReplayCost is the work a page replays to reach pane A's world from the
-// room's last reset: the events the world has run and the packets its
-// driver received (one event may carry a whole NAPI poll of packets, so
-// events alone undercount). The server bounds it per command and in all.
-func (c *Controller) ReplayCost() uint64 {
-	w := c.sess.Panes[0].World
-	return w.Sim.Queue.Fired() + w.Received()
-}
+// room's last reset, in the session's units of engine work (workOf: the
+// events the world has run and three per packet its driver received, as
+// one event may carry a whole NAPI poll of packets). The server bounds it
+// per command and in all.
+func (c *Controller) ReplayCost() uint64 { return workOf(c.sess.Panes[0].World) }
 
 // NewFollower returns a controller that follows a room without a page:
 // what it runs is what a student's page runs, except the tutorials' own

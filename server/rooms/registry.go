@@ -76,23 +76,25 @@ const (
 	// JoinWait is how long a new connection may take to send join.
 	JoinWait = 10 * time.Second
 
-	// The work every browser replays, in units of ReplayCost (events plus
-	// packets: an event may carry a NAPI poll's 64 packets). WebAssembly
-	// replays about 3 to 7 million units a second on a 2-core machine
-	// (native, 8 to 24 million), so one command costs a browser at most
-	// about a second and a late joiner is in step within seconds.
+	// The work every browser replays, in play's units of engine work
+	// (ReplayCost: events, and three per packet, as an event may carry a
+	// NAPI poll's 64 packets). WebAssembly replays about 6 to 11 million
+	// units a second on a 2-core machine (native, 23 to 40 million), so
+	// one command costs a browser at most about a second and a late
+	// joiner is in step within seconds.
 	//
 	// MaxCommandWork bounds one command (a seek, a step of n events or
-	// packets, a tutorial step's runs).
-	MaxCommandWork = 5_000_000
+	// packets, a tutorial step's runs): a million packets of the default
+	// preset are 6 million.
+	MaxCommandWork = 10_000_000
 	// MaxReplayWork bounds what a late joiner replays: the work since the
 	// room's last reset (a preset, a set, a tutorial step with a
 	// scenario), which discards everything before it (play's replay).
-	MaxReplayWork = 25_000_000
+	MaxReplayWork = 50_000_000
 	// WorkPerSecond and its burst MaxCommandWork are each room's budget
 	// of the server's own replay (it checks every command on a replica):
 	// a room that spends it waits for it to refill.
-	WorkPerSecond = 2_000_000
+	WorkPerSecond = 4_000_000
 	// MaxWorldBytes is a room's world as a browser tab holds it
 	// (scenario.MemoryEstimate): the default preset needs 12 MiB; the
 	// largest valid scenario 3 GiB, which no tab can afford.

@@ -52,7 +52,7 @@ func TestCommandsBoundedByReplay(t *testing.T) {
 	// at MaxReplayWork.
 	ok := 0
 	for {
-		m := command(`{"type":"step","unit":"packet","n":300000}`)
+		m := command(`{"type":"step","unit":"packet","n":100000}`)
 		if m.Type == "error" {
 			assert.Contains(t, m.Message, "since it was last built")
 			break
@@ -60,7 +60,7 @@ func TestCommandsBoundedByReplay(t *testing.T) {
 		ok++
 		require.Less(t, ok, 10)
 	}
-	assert.Equal(t, 3, ok, "three steps of 300 000 packets (about 1.01 units each) fit in a million")
+	assert.Equal(t, 3, ok, "three steps of 100 000 packets (about 3.01 units each) fit in a million")
 	assert.Equal(t, typeCommand, command(`{"type":"preset","name":"default"}`).Type, "a reset builds a new world")
 	assert.Equal(t, typeCommand, command(`{"type":"step","unit":"packet","n":1000}`).Type)
 	// What was logged replays within the budget: its last reset is the
@@ -81,7 +81,7 @@ func TestRoomWorkIsRateLimited(t *testing.T) {
 	in := f.dial(t, cr.Room)
 	join(t, in, RoleInstructor, cr.InstructorToken)
 	for range 2 { // the budget, and a command's worth of debt
-		send(t, in, commandJSON(`{"type":"step","unit":"packet","n":400000}`))
+		send(t, in, commandJSON(`{"type":"step","unit":"packet","n":150000}`))
 		require.Equal(t, typeCommand, readUntil(t, in, typeCommand).Type)
 	}
 	f.clock.Advance(time.Second) // 100 000 back: still short of what was spent

@@ -24,6 +24,10 @@ type replica struct {
 	c     *play.Controller
 	bytes int64  // its world's memory estimate
 	used  uint64 // the pool's clock when it was last used
+	// segment is the work every command since the world's last reset
+	// cost: what a late joiner replays (a move back, which lowers the
+	// world's own count, costs a replay too).
+	segment uint64
 }
 
 // replicaPool holds the rooms' replicas within a memory budget, least
@@ -114,7 +118,7 @@ func (p *replicaPool) build(rm *room, lim Limits) (*replica, error) {
 	if err := errorIn(c.Ready().Send); err != nil {
 		return nil, fmt.Errorf("%w: %v", errBuild, err)
 	}
-	rep := &replica{c: c}
+	rep := &replica{c: c, segment: c.ReplayCost()}
 	p.resize(rm, rep, c.Session().Panes[0].Scenario.MemoryEstimate())
 	return rep, nil
 }
@@ -149,16 +153,29 @@ func (p *replicaPool) apply(rm *room, e Entry, lim Limits) *wsmsg.Error {
 	if err != nil { // the validator made it canonical: a custom one may not have
 		return wsmsg.Errorf(wsmsg.CodeBadField, "cmd", "%v", err)
 	}
-	if werr := check(rep.c.Session().Panes[0].Config, in, lim); werr != nil {
+	reset, werr := check(rep.c.Session().Panes[0].Config, in, lim)
+	if werr != nil {
 		return werr
 	}
 	w0 := rep.c.Session().Panes[0].World
 	before := rep.c.ReplayCost()
 	cost := func() uint64 {
-		if rep.c.Session().Panes[0].World != w0 {
-			return rep.c.ReplayCost()
+		switch after := rep.c.ReplayCost(); {
+		case reset:
+			return after
+		case after >= before:
+			return after - before
+		default:
+			// A move back: the page restores its nearest mark and
+			// replays from it, at most a mark's spacing.
+			return play.MarkWork
 		}
-		return rep.c.ReplayCost() - before
+	}
+	segment := func() uint64 {
+		if reset {
+			return cost()
+		}
+		return rep.segment + cost()
 	}
 	rep.c.Handle(play.RoomCommand{Seq: e.Seq, Cmd: e.Cmd})
 	for more := true; more; {
@@ -169,7 +186,7 @@ func (p *replicaPool) apply(rm *room, e Entry, lim Limits) *wsmsg.Error {
 			rm.work.spend(n)
 			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "cmd", "this command would cost every browser more than %d units of replay (events and packets): a smaller step or seek, please", lim.MaxCommandWork)
 		}
-		if rep.c.ReplayCost() > lim.MaxReplayWork {
+		if segment() > lim.MaxReplayWork {
 			p.drop(rm)
 			rm.work.spend(cost())
 			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "the room's world has run %d units of replay (events and packets) since it was last built, all a late joiner may have to catch up on: "+
@@ -181,6 +198,7 @@ func (p *replicaPool) apply(rm *room, e Entry, lim Limits) *wsmsg.Error {
 		return wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "every page would refuse this command: %v", err)
 	}
 	rm.work.spend(cost())
+	rep.segment = segment()
 	if rep.c.Session().Panes[0].World != w0 {
 		p.resize(rm, rep, rep.c.Session().Panes[0].Scenario.MemoryEstimate())
 	} else {
@@ -190,45 +208,46 @@ func (p *replicaPool) apply(rm *room, e Entry, lim Limits) *wsmsg.Error {
 }
 
 // check refuses, before anything runs, what every page would refuse and a
-// world no tab can hold.
-func check(cur play.Config, in play.In, lim Limits) *wsmsg.Error {
+// world no tab can hold; it reports whether the command rebuilds the
+// world (play.RoomReset).
+func check(cur play.Config, in play.In, lim Limits) (bool, *wsmsg.Error) {
 	switch m := in.(type) {
 	case play.TutorialStep:
 		t, err := tutorials.Find(m.Tutorial)
 		if err != nil {
-			return wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
+			return false, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
 		}
 		if m.Step > len(t.Steps) {
-			return wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 0 to %d, not %d", t.Name, len(t.Steps), m.Step)
+			return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 0 to %d, not %d", t.Name, len(t.Steps), m.Step)
 		}
 	case play.TutorialReveal:
 		t, err := tutorials.Find(m.Tutorial)
 		if err != nil {
-			return wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
+			return false, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
 		}
 		if m.Step > len(t.Steps) {
-			return wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 1 to %d, not %d", t.Name, len(t.Steps), m.Step)
+			return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 1 to %d, not %d", t.Name, len(t.Steps), m.Step)
 		}
 	}
 	next, reset, err := play.RoomReset(cur, in)
 	if err != nil {
 		switch in.(type) {
 		case play.Preset:
-			return wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.name", "%v", err)
+			return false, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.name", "%v", err)
 		case play.Set:
-			return wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.value", "%v", err)
+			return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.value", "%v", err)
 		}
-		return wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
+		return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
 	}
 	if !reset {
-		return nil
+		return false, nil
 	}
 	sc, err := next.Build()
 	if err != nil {
-		return wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
+		return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
 	}
 	if est := sc.MemoryEstimate(); est > lim.MaxWorldBytes {
-		return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "cmd", "the world this builds needs about %d MiB in every browser tab; a room's world has at most %d MiB", est>>20, lim.MaxWorldBytes>>20)
+		return true, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "cmd", "the world this builds needs about %d MiB in every browser tab; a room's world has at most %d MiB", est>>20, lim.MaxWorldBytes>>20)
 	}
-	return nil
+	return true, nil
 }
