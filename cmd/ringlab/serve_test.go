@@ -268,3 +268,59 @@ func TestEmbeddedWebFiles(t *testing.T) {
 	_, err = web.Files.Open("main.wasm")
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the raw wasm is never embedded")
 }
+
+// TestServeHardening: every response carries the hardening headers, a
+// rebound name gets 421 before anything runs, and a room made under one
+// serve is there, its token working, under the next one on the same
+// state directory.
+func TestServeHardening(t *testing.T) {
+	state := t.TempDir()
+	run := func() (string, context.CancelFunc, chan error) {
+		cfg := serveConfig{addr: "127.0.0.1:0", source: "fake", registry: metrics.Registry{"fake": metrics.OpenFake},
+			files: fstest.MapFS{"index.html": {Data: []byte("<title>ringlab</title>")}}, stateDir: state}
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan net.Addr, 1)
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, cfg, func(a net.Addr) { ready <- a }) }()
+		select {
+		case a := <-ready:
+			return "http://" + a.String(), cancel, done
+		case err := <-done:
+			t.Fatalf("serve: %v", err)
+		}
+		return "", cancel, done
+	}
+	base, cancel, done := run()
+	for _, path := range []string{"/", "/healthz", "/metrics", "/nope"} {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'self'", path)
+		assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), path)
+	}
+	req, _ := http.NewRequest("POST", base+"/api/rooms", nil)
+	req.Host = "evil.example"
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
+
+	resp, err = http.Post(base+"/api/rooms", "application/json", nil)
+	require.NoError(t, err)
+	var created struct {
+		Room  string `json:"room"`
+		Token string `json:"instructor_token"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&created))
+	resp.Body.Close()
+	cancel()
+	require.NoError(t, <-done)
+
+	base, cancel, done = run()
+	defer func() { cancel(); <-done }()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws/room/"+created.Room, nil)
+	require.NoError(t, err, "the room outlived its server")
+	defer c.Close()
+	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(`{"type":"join","role":"instructor","token":"`+created.Token+`"}`)))
+	assert.Equal(t, "welcome", readJSON(t, c)["type"])
+}
