@@ -78,19 +78,21 @@ const (
 
 	// The work every browser replays, in play's units of engine work
 	// (ReplayCost: events, and three per packet, as an event may carry a
-	// NAPI poll's 64 packets). WebAssembly replays about 6 to 11 million
-	// units a second on a 2-core machine (native, 23 to 40 million), so
-	// one command costs a browser at most about a second and a late
-	// joiner is in step within seconds.
+	// NAPI poll's 64 packets). A page replays about 18 million units a
+	// second natively (its session marks the world as it goes, for going
+	// back), about a third of that in WebAssembly on a 2-core machine, so
+	// one command costs a browser at most a second or two and a late
+	// joiner is in step within about five.
 	//
 	// MaxCommandWork bounds one command (a seek, a step of n events or
-	// packets, a tutorial step's runs): a million packets of the default
-	// preset are 6 million.
-	MaxCommandWork = 10_000_000
-	// MaxReplayWork bounds what a late joiner replays: the work since the
-	// room's last reset (a preset, a set, a tutorial step with a
-	// scenario), which discards everything before it (play's replay).
-	MaxReplayWork = 50_000_000
+	// packets, a tutorial step's runs): a million packets of xdp-drop
+	// are 3 million, of the default preset 6 million.
+	MaxCommandWork = 8_000_000
+	// MaxReplayWork bounds what a late joiner replays: the work of the
+	// commands since the room's last reset (a preset, a set, a tutorial
+	// step with a scenario), which discards everything before it (play's
+	// replay).
+	MaxReplayWork = 25_000_000
 	// WorkPerSecond and its burst MaxCommandWork are each room's budget
 	// of the server's own replay (it checks every command on a replica):
 	// a room that spends it waits for it to refill.
