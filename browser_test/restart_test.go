@@ -2,17 +2,22 @@ package browsertest
 
 import (
 	"bufio"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -161,4 +166,57 @@ func TestWorkshopSurvivesARestart(t *testing.T) {
 	assert.Equal(t, inst.counters(), stu.counters())
 	screenshot(t, inst.ctx, "workshop-instructor-after-restart")
 	t.Logf("digest %s after the restart (%d commands before it)", want, before)
+}
+
+// TestLateJoinerAtTheReplayBound: a room whose world has run all a room
+// allows since it was built (MaxReplayWork: the largest steps until the
+// server refuses the next); a student's page opening the link then is in
+// step within seconds, in WebAssembly. The bound is generous (the machine
+// is shared); the time is logged.
+func TestLateJoinerAtTheReplayBound(t *testing.T) {
+	srv := startServeChild(t, t.TempDir())
+	resp, err := http.Post(srv.base+"/api/rooms", "application/json", strings.NewReader(`{"scenario":{"preset":"xdp-drop"}}`))
+	require.NoError(t, err)
+	var cr struct {
+		Room  string `json:"room"`
+		Token string `json:"instructor_token"`
+		Join  string `json:"join_url"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&cr))
+	resp.Body.Close()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.base, "http")+"/ws/room/"+cr.Room, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(`{"type":"join","role":"instructor","token":"`+cr.Token+`"}`)))
+	accepted := 0
+	for i := 0; i < 40; i++ {
+		require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(`{"type":"command","cmd":{"type":"step","unit":"packet","n":1000000}}`)))
+		var m struct {
+			Type, Code string
+		}
+		for m.Type != "command" && m.Type != "error" {
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			_, data, err := c.ReadMessage()
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(data, &m))
+		}
+		if m.Type == "error" {
+			if m.Code == "rate_limited" {
+				time.Sleep(time.Second)
+				continue
+			}
+			break
+		}
+		accepted++
+	}
+	require.Positive(t, accepted)
+	start := time.Now()
+	stu := openURL(t, browser(t), cr.Join)
+	stu.waitJS(`window.ringlab.workshop.role === "student"`, 30*time.Second)
+	stu.waitJS(fmt.Sprintf(`window.ringlab.workshop.applied >= %d && !window.ringlab.workshop.replaying`, accepted), 120*time.Second)
+	took := time.Since(start)
+	stu.settle()
+	t.Logf("a late joiner replayed %d steps of a million packets (the room's bound) in %v, page load included", accepted, took.Round(time.Millisecond))
+	assert.Less(t, took, 90*time.Second)
+	assert.Equal(t, float64(accepted)*1e6, stu.counter("rx_packets", 0))
 }

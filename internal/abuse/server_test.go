@@ -188,8 +188,11 @@ func (s *server) start() {
 	case line := <-lines:
 		m := servingLine.FindStringSubmatch(line)
 		require.NotNil(t, m, "serve printed %q", line)
-		s.addr = m[1]
-		s.base = "http://" + s.addr
+		if s.addr == "" { // a restart serves where it served: clients read addr meanwhile
+			s.addr = m[1]
+			s.base = "http://" + s.addr
+		}
+		require.Equal(t, s.addr, m[1], "the restarted server's address")
 	case <-s.done:
 		t.Fatalf("ringlab serve exited: %s", s.stderr)
 	case <-time.After(30 * time.Second):
