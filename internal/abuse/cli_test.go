@@ -57,7 +57,7 @@ func TestLargeScenarioFile(t *testing.T) {
 }
 
 // TestTraceMemory: --trace at its maximum on the largest valid scenario
-// (its world alone is 2.3 GiB; the short form takes one of 16 queues)
+// (its world alone is 2.3 GiB; the short form takes one of 4 queues)
 // needs about what the run without a trace needs: the events are written
 // as they come, and what they leave behind is collected, not held.
 func TestTraceMemory(t *testing.T) {
@@ -67,7 +67,7 @@ func TestTraceMemory(t *testing.T) {
 	s.Traffic.Flows = 64
 	s.MemoryPages = scenario.MaxMemoryPages
 	if !full() {
-		s.CPUs, s.Queues, s.RingSize, s.TxRingSize, s.Traffic.Flows, s.MemoryPages = 16, 16, 8192, 8192, 16, 1<<20
+		s.CPUs, s.Queues, s.RingSize, s.TxRingSize, s.Traffic.Flows, s.MemoryPages = 4, 4, 4096, 4096, 4, 1<<18
 	}
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
@@ -75,7 +75,7 @@ func TestTraceMemory(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	_, done, world, _ := runCLI(t, 5*time.Minute, "run", "--json", "--packets", "1", path)
 	require.True(t, done)
-	n := scale(20000, 100000)
+	n := scale(10000, 100000)
 	stderr, done, peak, took := runCLI(t, 5*time.Minute, "run", "--json", "--trace", fmt.Sprint(n), "--packets", "1", path)
 	figure(t, fmt.Sprintf("peak memory of run --trace %d --json on the largest scenario", n), float64(peak)/(1<<30), "GiB",
 		fmt.Sprintf("%v; %.2f GiB without the trace; %s", took.Round(time.Millisecond), float64(world)/(1<<30), firstLine(stderr)))

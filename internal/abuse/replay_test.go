@@ -99,7 +99,7 @@ func TestStepFlood(t *testing.T) {
 	room, code := s.createRoom(`{"preset":"xdp-drop"}`)
 	require.Equal(t, http.StatusCreated, code)
 	inst, _ := join(t, s, room, "instructor")
-	n := scale(60, 400)
+	n := scale(20, 400)
 	accepted, refused := 0, 0
 	deadline := time.Now().Add(time.Duration(scale(20, 90)) * time.Second)
 	for i := 0; i < n && time.Now().Before(deadline); i++ {

@@ -13,7 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gorilla/websocket"
+
 	"ringlab/engine/scenario"
+	"ringlab/internal/wstest"
 	"ringlab/server/wsmsg"
 )
 
@@ -32,7 +35,7 @@ func TestCommandsBoundedByReplay(t *testing.T) {
 		f.clock.Advance(time.Second) // within the command rate
 		send(t, in, commandJSON(cmd))
 		for {
-			m := read(t, in)
+			m := wstest.Read[rmsg](t, in, replayWait)
 			if m.Type == typeCommand || m.Type == "error" {
 				return m
 			}
@@ -73,6 +76,23 @@ func TestCommandsBoundedByReplay(t *testing.T) {
 	assert.LessOrEqual(t, r.c.ReplayCost(), uint64(1_000_000))
 }
 
+// replayWait bounds waiting for the answer to a command the server
+// replays first: seconds of engine work under the race detector on a
+// loaded machine.
+const replayWait = 60 * time.Second
+
+// readReplayed is readUntil with replayWait.
+func readReplayed(t *testing.T, c *websocket.Conn, typ string) rmsg {
+	t.Helper()
+	for {
+		m := wstest.Read[rmsg](t, c, replayWait)
+		if m.Type == typ {
+			return m
+		}
+		require.Equal(t, typePresence, m.Type, "unexpected %+v while waiting for %s", m, typ)
+	}
+}
+
 // TestRoomWorkIsRateLimited: a room that spends its replay budget waits
 // for it to refill.
 func TestRoomWorkIsRateLimited(t *testing.T) {
@@ -82,15 +102,15 @@ func TestRoomWorkIsRateLimited(t *testing.T) {
 	join(t, in, RoleInstructor, cr.InstructorToken)
 	for range 2 { // the budget, and a command's worth of debt
 		send(t, in, commandJSON(`{"type":"step","unit":"packet","n":150000}`))
-		require.Equal(t, typeCommand, readUntil(t, in, typeCommand).Type)
+		require.Equal(t, typeCommand, readReplayed(t, in, typeCommand).Type)
 	}
 	f.clock.Advance(time.Second) // 100 000 back: still short of what was spent
 	send(t, in, commandJSON(`{"type":"step"}`))
-	e := readUntil(t, in, "error")
+	e := readReplayed(t, in, "error")
 	assert.Equal(t, wsmsg.CodeRateLimited, e.Code)
 	f.clock.Advance(4 * time.Second)
 	send(t, in, commandJSON(`{"type":"step"}`))
-	assert.Equal(t, uint64(3), readUntil(t, in, typeCommand).Seq)
+	assert.Equal(t, uint64(3), readReplayed(t, in, typeCommand).Seq)
 }
 
 // TestRoomScenariosAreChecked: a room's scenario is a preset or one the
@@ -171,7 +191,7 @@ func TestReplicasWithinTheirBudget(t *testing.T) {
 		in := f.dial(t, cr.Room)
 		join(t, in, RoleInstructor, cr.InstructorToken)
 		send(t, in, commandJSON(`{"type":"step","unit":"packet","n":100}`))
-		readUntil(t, in, typeCommand)
+		readReplayed(t, in, typeCommand)
 		rooms = append(rooms, cr)
 	}
 	f.reg.replicas.mu.Lock()
@@ -185,7 +205,7 @@ func TestReplicasWithinTheirBudget(t *testing.T) {
 	in := f.dial(t, rooms[0].Room)
 	join(t, in, RoleInstructor, rooms[0].InstructorToken)
 	send(t, in, commandJSON(`{"type":"step","unit":"packet","n":100}`))
-	assert.Equal(t, uint64(2), readUntil(t, in, typeCommand).Seq, "rebuilt from the log")
+	assert.Equal(t, uint64(2), readReplayed(t, in, typeCommand).Seq, "rebuilt from the log")
 	r := newFollower(t, "default")
 	for _, e := range first.Log() {
 		r.apply(e.Cmd)
