@@ -20,6 +20,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/server/httpsec"
 )
 
 // page is one open playground tab.
@@ -231,7 +233,11 @@ func TestPageLoadsCleanAndDraws(t *testing.T) {
 	assert.Greater(t, n, 20, "the canvas is not a uniform picture")
 	screenshot(t, ctx, "page-default")
 	assert.Contains(t, eval[string](p, `document.getElementById('server-text').textContent`), "need", "without the server, the page says what needs it")
-	assert.Empty(t, errs.get(), "console errors")
+	assert.Empty(t, errs.get(), "console errors (a Content-Security-Policy violation is one)")
+	resp, err := http.Get(ts.URL + "/game.html")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, httpsec.CSP, resp.Header.Get("Content-Security-Policy"), "the page ran under the server's policy")
 }
 
 // TestPlayPauseStep: play advances the counters table, pause stops it, a

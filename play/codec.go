@@ -63,6 +63,12 @@ const (
 	MaxValue        = 256 // bytes of a set command's value
 	MaxSeekNs       = 1 << 62
 	MaxPane         = 1 // panes are 0 (A) and 1 (B)
+	// MaxExactNumber bounds a set command's number value: 2^53, the
+	// largest integer below which every integer is a JavaScript number.
+	MaxExactNumber = 1 << 53
+	// maxNumberText bounds the text of a number value (2^53 is 16
+	// digits; a fraction a few more).
+	maxNumberText = 24
 )
 
 // funcPattern is what a kernel function's name looks like.
@@ -393,6 +399,7 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 		return Load{w.Query}, w.ID, err
 	},
 	"sync":      bare(Sync{}),
+	"digest":    bare(DigestReq{}),
 	"tutorials": bare(Tutorials{}),
 	"tutorial": func(raw []byte) (In, int, error) {
 		var w wName
@@ -718,9 +725,13 @@ func encodeMove(typ string, u Unit, n uint64, absolute bool) wMove {
 	return w
 }
 
-// strict decodes the JSON object raw into v, failing on unknown fields,
+// strict decodes the JSON object raw into v, failing on unknown fields
+// (names match exactly, case included), a name given twice in any object,
 // fields of the wrong type and trailing data.
 func strict(raw []byte, v any) error {
+	if err := exactNames(raw, reflect.TypeOf(v)); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -743,6 +754,83 @@ func strict(raw []byte, v any) error {
 		return codecErr(CodeBadJSON, "", "trailing data after the message")
 	}
 	return nil
+}
+
+// exactNames checks what encoding/json does not: that the message's
+// top-level names are its fields' exactly (encoding/json also takes
+// "Type" for "type"), and that no object in it, at any depth, has a name
+// twice (encoding/json keeps the last). t is a pointer to the struct.
+func exactNames(raw []byte, t reflect.Type) error {
+	fields := map[string]bool{}
+	collectNames(t.Elem(), fields)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		names  map[string]bool
+		key    bool // the next token of this object is a name
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return nil // a syntax error: the decoder says it better
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].object && stack[top].key {
+			name, _ := tok.(string)
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:top]
+				if top > 0 && stack[top-1].object {
+					stack[top-1].key = true
+				}
+				continue
+			}
+			if stack[top].names[name] {
+				return codecErr(CodeBadJSON, name, "the name %q appears twice in one object", name)
+			}
+			stack[top].names[name] = true
+			if top == 0 && !fields[name] {
+				return codecErr(CodeUnknownField, name, "this message has no such field")
+			}
+			stack[top].key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{object: true, names: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, frame{})
+			continue
+		case json.Delim(']'):
+			stack = stack[:top]
+		}
+		// A value ended: the enclosing object expects a name next.
+		if n := len(stack) - 1; n >= 0 && stack[n].object {
+			stack[n].key = true
+		}
+	}
+}
+
+// collectNames adds the JSON names of struct type t's fields, those of
+// embedded structs included.
+func collectNames(t reflect.Type, into map[string]bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			collectNames(f.Type, into)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		into[name] = true
+	}
 }
 
 func jsonKind(t reflect.Type) string {
@@ -817,8 +905,16 @@ func scalar(v json.RawMessage) (string, error) {
 	case 't', 'f', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		var f float64
 		if v[0] != 't' && v[0] != 'f' {
-			if err := json.Unmarshal(v, &f); err != nil || math.IsInf(f, 0) {
-				return "", codecErr(CodeBadField, "value", "not a JSON number")
+			if err := json.Unmarshal(v, &f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				return "", codecErr(CodeOutOfRange, "value", "%.40s is not a number a browser holds exactly", v)
+			}
+			exact := true
+			if !bytes.ContainsAny(v, ".eE") { // an integer: exactly, not as rounded
+				n, err := strconv.ParseInt(string(v), 10, 64)
+				exact = err == nil && n >= -MaxExactNumber && n <= MaxExactNumber
+			}
+			if !exact || math.Abs(f) > MaxExactNumber || len(v) > maxNumberText {
+				return "", codecErr(CodeOutOfRange, "value", "a number value is at most %d in magnitude and %d characters, got %.40s", int64(MaxExactNumber), maxNumberText, v)
 			}
 		}
 		return string(v), nil

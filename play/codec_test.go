@@ -55,3 +55,32 @@ func FuzzParseCommand(f *testing.F) {
 		require.Equal(t, string(canon), string(canon2))
 	})
 }
+
+// TestParseCommandIsStrict: a room command's names match exactly and
+// once, at any depth, and a number value fits what a browser holds; the
+// loose readings encoding/json allows are refused, never logged.
+func TestParseCommandIsStrict(t *testing.T) {
+	for _, tc := range []struct{ in, code, field string }{
+		{`{"type":"pause","Type":"play"}`, CodeUnknownField, "Type"},
+		{`{"Type":"play"}`, CodeUnknownField, "Type"},
+		{`{"type":"pause","type":"play"}`, CodeBadJSON, "type"},
+		{`{"type":"set","key":"mtu","value":"9000","Key":"ring_size"}`, CodeUnknownField, "Key"},
+		{`{"type":"set","key":"mtu","value":1e999}`, CodeOutOfRange, "value"},
+		{`{"type":"set","key":"mtu","value":123456789012345678901234567890}`, CodeOutOfRange, "value"},
+		{`{"type":"set","key":"mtu","value":9007199254740993}`, CodeOutOfRange, "value"},
+		{`{"type":"step","n":123456789012345678901234567890}`, CodeBadField, "n"},
+		{`{"type":"seek","t_ns":1e999}`, CodeBadField, "t_ns"},
+	} {
+		_, err := ParseCommand([]byte(tc.in))
+		require.Error(t, err, tc.in)
+		ce, ok := err.(*CodecError)
+		require.True(t, ok, "%s: %v", tc.in, err)
+		require.Equal(t, tc.code, ce.Code, "%s: %v", tc.in, err)
+		require.Equal(t, tc.field, ce.Field, "%s: %v", tc.in, err)
+	}
+	_, err := ParseCommand([]byte(`{"type":"set","key":"mtu","value":9007199254740992}`))
+	require.NoError(t, err, "2^53 itself")
+	// Duplicates deeper down are refused in the page's messages too.
+	_, err = Decode([]byte(`{"type":"room_command","seq":1,"cmd":{"type":"step","type":"seek"}}`))
+	require.Error(t, err)
+}

@@ -60,10 +60,11 @@ type Controller struct {
 
 	described map[string]bool // rows whose Number the page has
 
-	tut   tutorialRun
-	room  room
-	live  liveView
-	watch *watchRun // a tutorial run played at a speed to follow, nil none
+	tut      tutorialRun
+	room     room
+	live     liveView
+	watch    *watchRun // a tutorial run played at a speed to follow, nil none
+	headless bool      // a follower without a page (NewFollower)
 }
 
 // Bench modes of a ?bench= link (web/README.md, "Benchmark mode").
@@ -259,6 +260,8 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 			c.sel = m.Target // its record follows while it changes
 		}
 		return []Out{out}, nil
+	case DigestReq:
+		return []Out{DigestOut{ID: id, Digest: c.Digest()}}, nil
 	case Layout:
 		l := c.lay()
 		conv := func(r view.Rect) Rect { return Rect{r.X, r.Y, r.W, r.H} }
@@ -686,6 +689,8 @@ func inType(in In) string {
 		return "load"
 	case Sync:
 		return "sync"
+	case DigestReq:
+		return "digest"
 	case Tutorials:
 		return "tutorials"
 	case Tutorial:

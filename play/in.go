@@ -117,6 +117,8 @@ type (
 	// Sync asks for Synced once everything before it is handled and the
 	// work it queued is done.
 	Sync struct{}
+	// DigestReq asks for pane A's Digest (tests compare pages with it).
+	DigestReq struct{}
 	// Tutorials asks for the list of the embedded tutorials.
 	Tutorials struct{}
 	// Tutorial asks for one tutorial as `ringlab tutorial export` prints it.
@@ -210,6 +212,7 @@ func (Where) isIn()          {}
 func (Layout) isIn()         {}
 func (Load) isIn()           {}
 func (Sync) isIn()           {}
+func (DigestReq) isIn()      {}
 func (Tutorials) isIn()      {}
 func (Tutorial) isIn()       {}
 func (RoomWelcome) isIn()    {}

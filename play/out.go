@@ -168,6 +168,12 @@ type LayoutOut struct {
 	Texts []LayoutText      `json:"texts"`
 }
 
+// DigestOut answers DigestReq.
+type DigestOut struct {
+	ID     int    `json:"id,omitempty"`
+	Digest string `json:"digest"`
+}
+
 // SyncedOut answers Sync.
 type SyncedOut struct {
 	ID int `json:"id,omitempty"`
@@ -249,6 +255,7 @@ func (StateOut) outType() string          { return "state" }
 func (InspectOut) outType() string        { return "inspect" }
 func (WhereOut) outType() string          { return "where" }
 func (LayoutOut) outType() string         { return "layout" }
+func (DigestOut) outType() string         { return "digest" }
 func (SyncedOut) outType() string         { return "synced" }
 func (ErrorOut) outType() string          { return "error" }
 func (TutorialsOut) outType() string      { return "tutorials" }

@@ -51,31 +51,15 @@ func (c *Controller) tutorialInfo(in In, id int) ([]Out, error) {
 // in pane A, paused. Step 0, the introduction, runs nothing; only a
 // room's log asks for it (the panel shows the introduction by itself).
 func (c *Controller) tutorialStep(name string, n, id int, fromRoom bool) (TutorialStepOut, error) {
-	if c.tut.t == nil || c.tut.name != name {
-		t, err := tutorials.Find(name)
-		if err != nil {
-			return TutorialStepOut{}, err
-		}
-		c.tut = tutorialRun{name: name, t: t}
+	out, err := c.tutorialPanel(name, n, fromRoom)
+	if err != nil {
+		return TutorialStepOut{}, err
 	}
-	t := c.tut.t
-	out := TutorialStepOut{ID: id, Tutorial: t.Name, Step: n, Steps: len(t.Steps), Room: fromRoom}
-	if n == 0 && fromRoom {
+	out.ID, out.Room = id, fromRoom
+	if n == 0 {
 		return out, nil
 	}
-	if n < 1 || n > len(t.Steps) {
-		return TutorialStepOut{}, fmt.Errorf("tutorial_step: %s has steps 1 to %d, not %d", t.Name, len(t.Steps), n)
-	}
-	// The tutorial's session: continue when step n is the next one,
-	// otherwise start again and run the steps before.
-	if c.tut.sess == nil || c.tut.sess.Next() != n-1 {
-		c.tut.sess = tutorials.NewSession(t, tutorials.Options{})
-		for c.tut.sess.Next() < n-1 {
-			c.tut.sess.RunStep()
-		}
-	}
-	out.Result = c.tut.sess.RunStep()
-
+	t := c.tut.t
 	// Pane A: the same world.
 	first := -1
 	for i := n - 1; i >= 0; i-- {
@@ -246,4 +230,39 @@ func stepConfig(t *tutorials.Tutorial, i, n int) string {
 		}
 	}
 	return b.String()
+}
+
+// tutorialPanel runs the tutorial's own session to step n (its figures
+// and checks, for the panel) and returns what the panel shows, as a room
+// asks for it; pane A is untouched. A follower without a page runs no
+// session: its panel has no result.
+func (c *Controller) tutorialPanel(name string, n int, fromRoom bool) (TutorialStepOut, error) {
+	if c.tut.t == nil || c.tut.name != name {
+		t, err := tutorials.Find(name)
+		if err != nil {
+			return TutorialStepOut{}, err
+		}
+		c.tut = tutorialRun{name: name, t: t}
+	}
+	t := c.tut.t
+	out := TutorialStepOut{Tutorial: t.Name, Step: n, Steps: len(t.Steps), Room: true}
+	if n == 0 && fromRoom {
+		return out, nil
+	}
+	if n < 1 || n > len(t.Steps) {
+		return TutorialStepOut{}, fmt.Errorf("tutorial_step: %s has steps 1 to %d, not %d", t.Name, len(t.Steps), n)
+	}
+	if c.headless {
+		return out, nil
+	}
+	// The tutorial's session: continue when step n is the next one,
+	// otherwise start again and run the steps before.
+	if c.tut.sess == nil || c.tut.sess.Next() != n-1 {
+		c.tut.sess = tutorials.NewSession(t, tutorials.Options{})
+		for c.tut.sess.Next() < n-1 {
+			c.tut.sess.RunStep()
+		}
+	}
+	out.Result = c.tut.sess.RunStep()
+	return out, nil
 }
