@@ -373,7 +373,7 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 	}
 	instructor := r.role == RoleInstructor
 	switch m := in.(type) {
-	case Preset, Set, Step:
+	case Preset, Set, Step, Back, GoTo, Until:
 		outs, err := c.run(in, 0)
 		if err != nil {
 			return fail(err)
