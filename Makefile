@@ -15,7 +15,7 @@ FUZZTIME ?= 30s
 # for tutorials' FuzzParse, 30 414 with 5 s).
 FUZZMINIMIZE ?= 5s
 
-.PHONY: all run build wasm test vet bench fuzz pgo clean help
+.PHONY: all run build wasm test vet bench fuzz pgo clean help abuse
 
 all: build wasm
 
@@ -24,6 +24,7 @@ help:
 	@echo "make test   go vet, every Go test under the race detector, the million-packet soak, the wasm build"
 	@echo "make bench  the engine's Go benchmarks, then ringlab bench (every target; builds the wasm first)"
 	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"
+	@echo "make abuse  the attacks on ringlab serve at full size, with their figures (make test runs their short form)"
 	@echo "make pgo    remake the CPU profiles the binary and the wasm are optimised with"
 	@echo "make build  bin/ringlab"
 	@echo "make wasm   web/main.wasm and its gzipped copy, with their sizes"
@@ -54,13 +55,25 @@ vet:
 # race build tag, engine/soak_race_test.go); the second line runs it for
 # the full million without the detector, and the third the browser cases
 # of `ringlab bench` (skipped under the detector: a minute of Chromium
-# time checking a file server).
+# time checking a file server). The tests that read the sim source on the
+# wall clock (its rate at 1 to 50 Hz, a real Prometheus's rate() of it)
+# skip under the detector, which slows the engine some 25 times, and run
+# on the fourth line.
 test: vet
 	$(GO) test -race $(TESTFLAGS) ./...
 	$(GO) test $(TESTFLAGS) -run '^TestSoakPresets$$' ./engine
 	$(GO) test $(TESTFLAGS) -run '^TestBenchBrowserQuick$$' ./internal/bench
+	$(GO) test $(TESTFLAGS) -run '^(TestSimSourceKeepsTime|TestPrometheusScrapesServe)$$' ./cmd/ringlab
 	$(GO) run ./cmd/ringlab tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
+
+# The attacks on `ringlab serve` (internal/abuse) at full size: 200 silent
+# joiners, 3000 connections, the largest scenario's trace, ... Each prints
+# FIGURE lines, the numbers the note quotes. `make test` runs their short
+# form (a few tens of seconds); RINGLAB_ABUSE_BIN=path attacks another
+# build (with RINGLAB_ABUSE_LEGACY=1 for one from before the suite).
+abuse:
+	RINGLAB_ABUSE=full $(GO) test -count=1 -timeout 30m -v ./internal/abuse
 
 bench: wasm
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/...

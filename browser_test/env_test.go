@@ -23,6 +23,7 @@ import (
 	"ringlab/internal/chromium"
 	"ringlab/internal/testenv"
 	"ringlab/internal/wasmbuild"
+	"ringlab/server/httpsec"
 )
 
 // Window size of the browser: a laptop screen.
@@ -96,7 +97,12 @@ func serveWasm(t testing.TB, build string, more func(*http.ServeMux)) *httptest.
 		more(mux)
 	}
 	mux.Handle("/", web)
-	ts := httptest.NewServer(mux)
+	// The hardening headers of `ringlab serve`, its Content-Security-Policy
+	// first: every browser test runs the page, the game's frame and the
+	// wasm under it (a violation is a console error).
+	hosts, err := httpsec.NewHostPolicy(nil)
+	require.NoError(t, err)
+	ts := httptest.NewServer(httpsec.Handler(mux, hosts))
 	t.Cleanup(ts.Close)
 	return ts
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/server/httpsec"
 )
 
 // page is one open playground tab.
@@ -231,7 +233,11 @@ func TestPageLoadsCleanAndDraws(t *testing.T) {
 	assert.Greater(t, n, 20, "the canvas is not a uniform picture")
 	screenshot(t, ctx, "page-default")
 	assert.Contains(t, eval[string](p, `document.getElementById('server-text').textContent`), "need", "without the server, the page says what needs it")
-	assert.Empty(t, errs.get(), "console errors")
+	assert.Empty(t, errs.get(), "console errors (a Content-Security-Policy violation is one)")
+	resp, err := http.Get(ts.URL + "/game.html")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, httpsec.CSP, resp.Header.Get("Content-Security-Policy"), "the page ran under the server's policy")
 }
 
 // TestPlayPauseStep: play advances the counters table, pause stops it, a
@@ -258,8 +264,9 @@ func TestPlayPauseStep(t *testing.T) {
 	// The event log lists it, numbered as the counter counts it.
 	p.waitJS(fmt.Sprintf(`(() => { const li = document.querySelector("#events li:last-child");
 		return li && li.dataset.seq === "%d"; })()`, int(e1+1)), 10*time.Second)
-	last := eval[string](p, `document.querySelector("#events li:last-child").textContent`)
-	assert.Regexp(t, fmt.Sprintf(`^#%d [0-9.]+us (napi poll|host lands frames|rx interrupt) rx0: `, int(e1+1)), last)
+	last := eval[string](p, `document.querySelector("#events li:last-child strong").textContent`)
+	assert.Regexp(t, fmt.Sprintf(`^#%d [0-9.]+us (napi poll|host lands frames|rx interrupt) rx0:$`, int(e1+1)), last)
+	assert.Regexp(t, `^[A-Z].*\.$`, eval[string](p, `document.querySelector("#events li:last-child .say").textContent`), "it says what it did")
 	p.do(chromedp.Click(chromedp.ID("step-event")))
 	p.settle()
 	assert.Equal(t, e1+2, p.counter("events", 0))
@@ -512,7 +519,7 @@ func TestLiveTwinSideBySide(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","schema":1,"source":"twin:fake","description":"test twin"}`))
+			c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","schema":1,"source":"twin:fake","description":"test twin","counters":["rx_packets","predicted_rx_packets","rx_kicks"],"labels":{"kind":"twin","follows":"fake"}}`))
 			for i := 0; i < 50; i++ {
 				c.WriteMessage(websocket.TextMessage, []byte(`{"type":"snapshot","seq":1,"counters":{"rx_packets":1000,"predicted_rx_packets":980,"rx_kicks":7},"rates":{"rx_packets":100,"predicted_rx_packets":98}}`))
 				time.Sleep(100 * time.Millisecond)
@@ -525,8 +532,11 @@ func TestLiveTwinSideBySide(t *testing.T) {
 	p.waitJS(`document.querySelectorAll('#live-table tbody tr').length === 2`, 20*time.Second)
 	rows := eval[[][]string](p, `[...document.querySelectorAll('#live-table tbody tr')].map(r => [...r.children].map(c => c.textContent))`)
 	require.Len(t, rows, 2, "predicted_rx_packets has no row of its own")
-	assert.Equal(t, "rx_packets", rows[0][0])
-	assert.Equal(t, []string{"1,000", "100", "980", "98"}, rows[0][1:])
+	assert.Equal(t, "rx_packets", rows[0][0], "the counter that moves first")
+	p.waitJS(`document.querySelector('#live-table tr[data-name="rx_packets"]').children[3].textContent === "packets"`, 20*time.Second)
+	rows = eval[[][]string](p, `[...document.querySelectorAll('#live-table tbody tr')].map(r => [...r.children].map(c => c.textContent))`)
+	assert.Equal(t, []string{"1,000", "100", "packets", "980", "98"}, rows[0][1:6], "value, rate, unit, prediction and its rate")
+	assert.Contains(t, rows[0][6], "buffers the driver received", "the meaning")
 	assert.Equal(t, "rx_kicks", rows[1][0])
-	assert.Equal(t, "", rows[1][3], "no prediction for rx_kicks")
+	assert.Equal(t, "", rows[1][4], "no prediction for rx_kicks")
 }

@@ -234,7 +234,8 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 	}
 	out = append(out, Counter{"stack_delivered", s.Stack.Delivered}, Counter{"stack_deferred_frees", s.Stack.Deferred},
 		Counter{"stack_defer_full", s.Stack.DeferFull}, Counter{"stack_defer_ipis", s.Stack.DeferIPIs},
-		Counter{"socket_drops", s.Stack.SockDrops}, Counter{"app_bytes", s.Stack.AppBytes})
+		Counter{"socket_drops", s.Stack.SockDrops}, Counter{"app_bytes", s.Stack.AppBytes},
+		Counter{"csum_bytes", s.Stack.CsumBytes})
 	out = append(out, Counter{"socket_queued", s.Stack.SockQueued}, Counter{"tcp_rcv_coalesce", s.Stack.Coalesced},
 		Counter{"socket_skbs", s.Socket.SKBs}, Counter{"socket_truesize", s.Socket.Truesize},
 		Counter{"packet_socket_clones", s.Stack.Cloned})

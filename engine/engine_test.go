@@ -67,7 +67,9 @@ func runGoldenTrace(t *testing.T, s scenario.Scenario) string {
 	w, err := New(s)
 	require.NoError(t, err)
 	var b strings.Builder
-	require.NoError(t, w.Trace(goldenTraceEvents, func(e TraceEvent) { fmt.Fprintln(&b, e) }))
+	require.NoError(t, w.Trace(goldenTraceEvents, func(e TraceEvent) {
+		fmt.Fprintf(&b, "%s\n    %s\n    in %s\n", e, e.Say, strings.Join(e.Funcs, ", "))
+	}))
 	return b.String()
 }
 

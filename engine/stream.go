@@ -82,10 +82,11 @@ func (st *streams) Read(c *sim.CPU, cpu int) {
 	}
 }
 
-// streamConfig fills the stack's stream fields: the socket's receive
-// buffer for both stream kinds, what of each packet recvmsg does not copy,
-// and the observer for a tcp_stream.
+// streamConfig fills the stack's socket fields: the receive buffer, what
+// of each packet recvmsg does not copy, and whether the stack verifies
+// checksums in software.
 func streamConfig(s *scenario.Scenario, cfg *skb.StackConfig) {
+	cfg.VerifyCsum = !s.Features.GuestCsum
 	ip := 20
 	if s.Traffic.IPv6 {
 		ip = 40

@@ -18,6 +18,11 @@ type TraceEvent struct {
 	Arg     uint64   `json:"arg"`
 	Target  string   `json:"target"`  // what Arg names: "rx0" (a receive queue), "cpu1", or "[Arg]"
 	Changes []Change `json:"changes"` // counters in Totals order, ring indices per receive queue, pages per location
+	// Say is what the event did, in a sentence (narrate.go).
+	Say string `json:"say"`
+	// Funcs are the kernel functions it stands for (engine/kernel's
+	// table): its handler's, then those that count what it changed.
+	Funcs []string `json:"funcs"`
 }
 
 // Change is a figure an event moved: a counter, a receive ring's index
@@ -94,11 +99,15 @@ func (w *World) stepTraced(before, after []Change) (TraceEvent, []Change, bool) 
 	ev := TraceEvent{Seq: q.Fired(), At: w.Now(), Handler: q.KindName(k), Arg: arg, Target: q.ArgName(k, arg)}
 	// The figures line up: which there are depends only on how the world
 	// was built (its queues, pools, cpumap, devmap), never on an event.
+	d := deltas{}
 	for i, f := range after {
 		if f.To != before[i].To {
 			ev.Changes = append(ev.Changes, Change{f.Name, before[i].To, f.To})
+			d[f.Name] = f.To - before[i].To
 		}
 	}
+	ev.Funcs = w.funcsOf(&ev, q.Cites(k), d)
+	ev.Say = w.narrate(&ev, d)
 	return ev, after, true
 }
 

@@ -43,6 +43,12 @@ type World struct {
 	err       error
 	checker   *eventChecker // CheckEveryEvent, nil when off
 	live      *liveness     // CheckLiveness, nil when off
+
+	// origin is what the world was built from, for Clone's twin.
+	origin struct {
+		s    scenario.Scenario
+		spec *bpf.CollectionSpec
+	}
 }
 
 // ErrStopped is returned once a world met an internal error: it refuses to
@@ -59,6 +65,7 @@ func New(s scenario.Scenario) (*World, error) {
 // ELF object read with bpf.LoadELF) instead of the library; s.XDP must be
 // set and its program name selects the program in spec ("" for the first).
 func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
+	origin := s
 	progName := ""
 	if spec != nil {
 		if s.XDP == nil {
@@ -82,6 +89,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		}
 	}
 	w := &World{Scenario: s, napiLocal: napiLocalOf(s.Behaviours())}
+	w.origin.s, w.origin.spec = origin, spec
 	var err error
 	if w.Sim, err = sim.New(s.CPUs, costs); err != nil {
 		return nil, err

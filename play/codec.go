@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"ringlab/engine/view"
+	"ringlab/tutorials"
 )
 
 // The JSON codec of the controller's inputs: one object per message, with
@@ -60,7 +63,16 @@ const (
 	MaxValue        = 256 // bytes of a set command's value
 	MaxSeekNs       = 1 << 62
 	MaxPane         = 1 // panes are 0 (A) and 1 (B)
+	// MaxExactNumber bounds a set command's number value: 2^53, the
+	// largest integer below which every integer is a JavaScript number.
+	MaxExactNumber = 1 << 53
+	// maxNumberText bounds the text of a number value (2^53 is 16
+	// digits; a fraction a few more).
+	maxNumberText = 24
 )
+
+// funcPattern is what a kernel function's name looks like.
+var funcPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
 
 // namePattern is what a preset, parameter or tutorial name looks like.
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
@@ -92,6 +104,20 @@ type (
 	wSeek struct {
 		envelope
 		TNs *int64 `json:"t_ns"`
+	}
+	wTutorialGrade struct {
+		envelope
+		Key        *tutorials.Key `json:"key"`
+		Prediction *string        `json:"prediction"`
+	}
+	wUntil struct {
+		envelope
+		Func string `json:"func"`
+	}
+	wMove struct { // back and goto
+		envelope
+		Unit Unit    `json:"unit,omitempty"`
+		N    *uint64 `json:"n,omitempty"`
 	}
 	wPlay struct {
 		envelope
@@ -161,6 +187,34 @@ type (
 		W float64 `json:"w"`
 		H float64 `json:"h"`
 	}
+	wLiveHello struct {
+		envelope
+		Source      string   `json:"source"`
+		Description string   `json:"description"`
+		Counters    []string `json:"counters"`
+		Notes       []string `json:"notes"`
+		Sources     []string `json:"sources"`
+		Labels      struct {
+			Kind    string `json:"kind"`
+			Device  string `json:"device"`
+			Program string `json:"program"`
+			Preset  string `json:"preset"`
+			Follows string `json:"follows"`
+		} `json:"labels"`
+		RateHz int `json:"rate_hz"`
+	}
+	wLiveSnapshot struct {
+		envelope
+		Seq      uint64               `json:"seq"`
+		TMs      float64              `json:"t_ms"`
+		Counters map[string]float64   `json:"counters"`
+		Queues   []map[string]float64 `json:"queues"`
+	}
+	wLiveStatus struct {
+		envelope
+		Connected bool   `json:"connected"`
+		Text      string `json:"text"`
+	}
 )
 
 // decoders maps a message type to its decoding.
@@ -218,6 +272,40 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 			return nil, 0, codecErr(CodeOutOfRange, "t_ns", "t_ns must be between 0 and %d, got %d", int64(MaxSeekNs), *w.TNs)
 		}
 		return Seek{*w.TNs}, w.ID, nil
+	},
+	"back": func(raw []byte) (In, int, error) {
+		u, n, id, err := decodeMove(raw, false)
+		return Back{u, n}, id, err
+	},
+	"goto": func(raw []byte) (In, int, error) {
+		u, n, id, err := decodeMove(raw, true)
+		return GoTo{u, n}, id, err
+	},
+	"tutorial_grade": func(raw []byte) (In, int, error) {
+		var w wTutorialGrade
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if w.Key == nil {
+			return nil, 0, codecErr(CodeBadField, "key", "tutorial_grade needs key: the answer's key from the step's result")
+		}
+		if w.Prediction == nil {
+			return nil, 0, codecErr(CodeBadField, "prediction", "tutorial_grade needs prediction: what the reader typed")
+		}
+		if len(*w.Prediction) > MaxValue || len(w.Key.Subject) > MaxValue || len(w.Key.Args) > 2 {
+			return nil, 0, codecErr(CodeOutOfRange, "key", "a key has a subject and a prediction of at most %d bytes and at most 2 args", MaxValue)
+		}
+		return TutorialGrade{*w.Key, *w.Prediction}, w.ID, nil
+	},
+	"until": func(raw []byte) (In, int, error) {
+		var w wUntil
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if !funcPattern.MatchString(w.Func) {
+			return nil, 0, codecErr(CodeOutOfRange, "func", "func must be a kernel function's name (%s), got %q", funcPattern, w.Func)
+		}
+		return Until{w.Func}, w.ID, nil
 	},
 	"play": func(raw []byte) (In, int, error) {
 		var w wPlay
@@ -311,6 +399,7 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 		return Load{w.Query}, w.ID, err
 	},
 	"sync":      bare(Sync{}),
+	"digest":    bare(DigestReq{}),
 	"tutorials": bare(Tutorials{}),
 	"tutorial": func(raw []byte) (In, int, error) {
 		var w wName
@@ -330,11 +419,102 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 	"room_leave":  bare(RoomLeave{}),
 	"room_detach": bare(RoomDetach{}),
 	"room_snap":   bare(RoomSnap{}),
+	"live_hello": func(raw []byte) (In, int, error) {
+		var w wLiveHello
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if w.Source == "" || len(w.Source) > MaxLiveText {
+			return nil, 0, codecErr(CodeOutOfRange, "source", "source must be 1 to %d bytes", MaxLiveText)
+		}
+		if err := checkLiveNames("counters", w.Counters); err != nil {
+			return nil, 0, err
+		}
+		if err := checkLiveNames("sources", w.Sources); err != nil {
+			return nil, 0, err
+		}
+		if len(w.Notes) > MaxLiveNotes {
+			return nil, 0, codecErr(CodeOutOfRange, "notes", "at most %d notes, got %d", MaxLiveNotes, len(w.Notes))
+		}
+		for i, n := range append([]string{w.Description}, w.Notes...) {
+			if len(n) > MaxLiveText {
+				return nil, 0, codecErr(CodeOutOfRange, "notes", "notes[%d]: at most %d bytes", i-1, MaxLiveText)
+			}
+		}
+		l := w.Labels
+		return LiveHello{Source: w.Source, Description: w.Description, Counters: w.Counters, Notes: w.Notes, Sources: w.Sources,
+			Labels: LiveLabels{Kind: l.Kind, Device: l.Device, Program: l.Program, Preset: l.Preset, Follows: l.Follows}, RateHz: w.RateHz}, w.ID, nil
+	},
+	"live_snapshot": func(raw []byte) (In, int, error) {
+		var w wLiveSnapshot
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if !(w.TMs > 0) || math.IsInf(w.TMs, 0) {
+			return nil, 0, codecErr(CodeOutOfRange, "t_ms", "t_ms must be the snapshot's time in ms since the epoch, got %g", w.TMs)
+		}
+		if len(w.Queues) > MaxLiveQueues {
+			return nil, 0, codecErr(CodeOutOfRange, "queues", "at most %d queues, got %d", MaxLiveQueues, len(w.Queues))
+		}
+		if err := checkLiveValues("counters", w.Counters); err != nil {
+			return nil, 0, err
+		}
+		for q, m := range w.Queues {
+			if err := checkLiveValues(fmt.Sprintf("queues[%d]", q), m); err != nil {
+				return nil, 0, err
+			}
+		}
+		return LiveSnapshot{Seq: w.Seq, TMs: w.TMs, Counters: w.Counters, Queues: w.Queues}, w.ID, nil
+	},
+	"live_status": func(raw []byte) (In, int, error) {
+		var w wLiveStatus
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if len(w.Text) > MaxLiveText {
+			return nil, 0, codecErr(CodeOutOfRange, "text", "at most %d bytes", MaxLiveText)
+		}
+		return LiveStatus{w.Connected, w.Text}, w.ID, nil
+	},
+	"live_off": bare(LiveOff{}),
+	"view":     decodeView,
+	"hover":    decodeHover,
 	"resize": func(raw []byte) (In, int, error) {
 		var w wResize
 		err := strict(raw, &w)
 		return Resize{w.W, w.H}, w.ID, err
 	},
+}
+
+// checkLiveNames checks a list of counter or source names.
+func checkLiveNames(field string, names []string) error {
+	if len(names) > MaxLiveNames {
+		return codecErr(CodeOutOfRange, field, "at most %d names, got %d", MaxLiveNames, len(names))
+	}
+	for i, n := range names {
+		if n == "" || len(n) > MaxLiveNameLen {
+			return codecErr(CodeOutOfRange, field, "%s[%d]: a name is 1 to %d bytes", field, i, MaxLiveNameLen)
+		}
+	}
+	return nil
+}
+
+// checkLiveValues checks a snapshot's numbers: named as counters are,
+// each a number of at least 0.
+func checkLiveValues(field string, m map[string]float64) error {
+	if len(m) > MaxLiveNames {
+		return codecErr(CodeOutOfRange, field, "at most %d numbers, got %d", MaxLiveNames, len(m))
+	}
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		v := m[n]
+		if n == "" || len(n) > MaxLiveNameLen {
+			return codecErr(CodeOutOfRange, field, "a name is 1 to %d bytes, got %q", MaxLiveNameLen, n)
+		}
+		if v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return codecErr(CodeOutOfRange, field+"."+n, "want a number of at least 0, got %g", v)
+		}
+	}
+	return nil
 }
 
 // bare decodes a message without fields of its own.
@@ -421,9 +601,9 @@ func ParseCommand(raw []byte) (In, error) {
 		return nil, err
 	}
 	switch typ {
-	case "preset", "set", "play", "pause", "step", "seek", "tutorial_step", "tutorial_reveal":
+	case "preset", "set", "play", "pause", "step", "seek", "back", "goto", "until", "tutorial_step", "tutorial_reveal":
 	default:
-		return nil, codecErr(CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, tutorial_step and tutorial_reveal", typ)
+		return nil, codecErr(CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, back, goto, until, tutorial_step and tutorial_reveal", typ)
 	}
 	in, id, err := decoders[typ](raw)
 	if err != nil {
@@ -476,6 +656,12 @@ func EncodeCommand(in In) ([]byte, error) {
 		v = w
 	case Seek:
 		v = wSeek{envelope{Type: "seek"}, &c.TNs}
+	case Back:
+		v = encodeMove("back", c.Unit, c.N, false)
+	case GoTo:
+		v = encodeMove("goto", c.Unit, c.N, true)
+	case Until:
+		v = wUntil{envelope{Type: "until"}, c.Func}
 	case Play:
 		w := wPlay{envelope: envelope{Type: "play"}}
 		if c.Speed > 0 {
@@ -494,9 +680,58 @@ func EncodeCommand(in In) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// strict decodes the JSON object raw into v, failing on unknown fields,
+// decodeMove reads a back or goto: a unit (event, packet or ns; event
+// when absent) and n, from 1 (a back's default) or, for a goto, from 0
+// (required).
+func decodeMove(raw []byte, absolute bool) (Unit, uint64, int, error) {
+	var w wMove
+	if err := strict(raw, &w); err != nil {
+		return "", 0, 0, err
+	}
+	u := Step{Unit: w.Unit}.unit()
+	if u.letter() == 0 {
+		return "", 0, 0, codecErr(CodeOutOfRange, "unit", "unit %q: want event, packet or ns", w.Unit)
+	}
+	lo, limit := uint64(1), uint64(MaxStep)
+	if absolute {
+		lo = 0
+		if u == UnitNs {
+			limit = MaxSeekNs
+		}
+		if w.N == nil {
+			return "", 0, 0, codecErr(CodeBadField, "n", "goto needs n: the event, packet or ns to go to")
+		}
+	}
+	n := lo
+	if w.N != nil {
+		if *w.N < lo || *w.N > limit {
+			return "", 0, 0, codecErr(CodeOutOfRange, "n", "n must be between %d and %d, got %d", lo, limit, *w.N)
+		}
+		n = *w.N
+	}
+	return u, n, w.ID, nil
+}
+
+// encodeMove writes a back or goto in canonical form (a back of one event
+// is {"type":"back"}).
+func encodeMove(typ string, u Unit, n uint64, absolute bool) wMove {
+	w := wMove{envelope: envelope{Type: typ}}
+	if u != UnitEvent && u != "" {
+		w.Unit = u
+	}
+	if absolute || n > 1 {
+		w.N = &n
+	}
+	return w
+}
+
+// strict decodes the JSON object raw into v, failing on unknown fields
+// (names match exactly, case included), a name given twice in any object,
 // fields of the wrong type and trailing data.
 func strict(raw []byte, v any) error {
+	if err := exactNames(raw, reflect.TypeOf(v)); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -519,6 +754,83 @@ func strict(raw []byte, v any) error {
 		return codecErr(CodeBadJSON, "", "trailing data after the message")
 	}
 	return nil
+}
+
+// exactNames checks what encoding/json does not: that the message's
+// top-level names are its fields' exactly (encoding/json also takes
+// "Type" for "type"), and that no object in it, at any depth, has a name
+// twice (encoding/json keeps the last). t is a pointer to the struct.
+func exactNames(raw []byte, t reflect.Type) error {
+	fields := map[string]bool{}
+	collectNames(t.Elem(), fields)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		names  map[string]bool
+		key    bool // the next token of this object is a name
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return nil // a syntax error: the decoder says it better
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].object && stack[top].key {
+			name, _ := tok.(string)
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:top]
+				if top > 0 && stack[top-1].object {
+					stack[top-1].key = true
+				}
+				continue
+			}
+			if stack[top].names[name] {
+				return codecErr(CodeBadJSON, name, "the name %q appears twice in one object", name)
+			}
+			stack[top].names[name] = true
+			if top == 0 && !fields[name] {
+				return codecErr(CodeUnknownField, name, "this message has no such field")
+			}
+			stack[top].key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{object: true, names: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, frame{})
+			continue
+		case json.Delim(']'):
+			stack = stack[:top]
+		}
+		// A value ended: the enclosing object expects a name next.
+		if n := len(stack) - 1; n >= 0 && stack[n].object {
+			stack[n].key = true
+		}
+	}
+}
+
+// collectNames adds the JSON names of struct type t's fields, those of
+// embedded structs included.
+func collectNames(t reflect.Type, into map[string]bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			collectNames(f.Type, into)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		into[name] = true
+	}
 }
 
 func jsonKind(t reflect.Type) string {
@@ -593,8 +905,16 @@ func scalar(v json.RawMessage) (string, error) {
 	case 't', 'f', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		var f float64
 		if v[0] != 't' && v[0] != 'f' {
-			if err := json.Unmarshal(v, &f); err != nil || math.IsInf(f, 0) {
-				return "", codecErr(CodeBadField, "value", "not a JSON number")
+			if err := json.Unmarshal(v, &f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				return "", codecErr(CodeOutOfRange, "value", "%.40s is not a number a browser holds exactly", v)
+			}
+			exact := true
+			if !bytes.ContainsAny(v, ".eE") { // an integer: exactly, not as rounded
+				n, err := strconv.ParseInt(string(v), 10, 64)
+				exact = err == nil && n >= -MaxExactNumber && n <= MaxExactNumber
+			}
+			if !exact || math.Abs(f) > MaxExactNumber || len(v) > maxNumberText {
+				return "", codecErr(CodeOutOfRange, "value", "a number value is at most %d in magnitude and %d characters, got %.40s", int64(MaxExactNumber), maxNumberText, v)
 			}
 		}
 		return string(v), nil

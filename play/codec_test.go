@@ -13,7 +13,9 @@ func FuzzDecode(f *testing.F) {
 	for _, s := range []string{`{"type":"step","unit":"packet","n":3}`, `{"type":"set","key":"ring_size","value":64,"id":2}`,
 		`{"type":"room_welcome","you":"student","scenario":{"preset":"default"},"log":[{"seq":1,"cmd":{"type":"step"}}]}`,
 		`{"type":"room_command","seq":1,"cmd":{"type":"seek","t_ns":5000}}`, `{"type":"inspect","kind":"page","index":3}`,
-		`{"type":"tutorial_step","tutorial":"descriptor-journey","step":1}`, `{"type":"speed","eps":0}`, `[1]`, `{"type":7}`} {
+		`{"type":"tutorial_step","tutorial":"descriptor-journey","step":1}`, `{"type":"speed","eps":0}`, `[1]`, `{"type":7}`,
+		`{"type":"resize","w":640,"h":400}`, `{"type":"view","zoom":"in","pan":-3}`, `{"type":"view","ring":"toggle","from":4,"slots":8}`,
+		`{"type":"hover","x":100,"y":80}`, `{"type":"click","x":120,"y":150}`, `{"type":"layout","id":3}`} {
 		f.Add([]byte(s))
 	}
 	c, _ := New("preset=small-ring&speed=0")
@@ -52,4 +54,33 @@ func FuzzParseCommand(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, string(canon), string(canon2))
 	})
+}
+
+// TestParseCommandIsStrict: a room command's names match exactly and
+// once, at any depth, and a number value fits what a browser holds; the
+// loose readings encoding/json allows are refused, never logged.
+func TestParseCommandIsStrict(t *testing.T) {
+	for _, tc := range []struct{ in, code, field string }{
+		{`{"type":"pause","Type":"play"}`, CodeUnknownField, "Type"},
+		{`{"Type":"play"}`, CodeUnknownField, "Type"},
+		{`{"type":"pause","type":"play"}`, CodeBadJSON, "type"},
+		{`{"type":"set","key":"mtu","value":"9000","Key":"ring_size"}`, CodeUnknownField, "Key"},
+		{`{"type":"set","key":"mtu","value":1e999}`, CodeOutOfRange, "value"},
+		{`{"type":"set","key":"mtu","value":123456789012345678901234567890}`, CodeOutOfRange, "value"},
+		{`{"type":"set","key":"mtu","value":9007199254740993}`, CodeOutOfRange, "value"},
+		{`{"type":"step","n":123456789012345678901234567890}`, CodeBadField, "n"},
+		{`{"type":"seek","t_ns":1e999}`, CodeBadField, "t_ns"},
+	} {
+		_, err := ParseCommand([]byte(tc.in))
+		require.Error(t, err, tc.in)
+		ce, ok := err.(*CodecError)
+		require.True(t, ok, "%s: %v", tc.in, err)
+		require.Equal(t, tc.code, ce.Code, "%s: %v", tc.in, err)
+		require.Equal(t, tc.field, ce.Field, "%s: %v", tc.in, err)
+	}
+	_, err := ParseCommand([]byte(`{"type":"set","key":"mtu","value":9007199254740992}`))
+	require.NoError(t, err, "2^53 itself")
+	// Duplicates deeper down are refused in the page's messages too.
+	_, err = Decode([]byte(`{"type":"room_command","seq":1,"cmd":{"type":"step","type":"seek"}}`))
+	require.Error(t, err)
 }

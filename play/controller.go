@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"ringlab/engine/kernel"
 	"ringlab/engine/scenario"
 	"ringlab/engine/view"
 	"ringlab/engine/vocab"
@@ -52,10 +53,18 @@ type Controller struct {
 	laid   [2]int // panes and CPUs layout was made for
 	phase  float64
 
+	ring           view.RingView // how the ring view draws (View, view.go)
+	hovering       bool          // the pointer is over the canvas (Hover)
+	hoverX, hoverY float64
+	lastTip        *Tip // the last frame's
+
 	described map[string]bool // rows whose Number the page has
 
-	tut  tutorialRun
-	room room
+	tut      tutorialRun
+	room     room
+	live     liveView
+	watch    *watchRun // a tutorial run played at a speed to follow, nil none
+	headless bool      // a follower without a page (NewFollower)
 }
 
 // Bench modes of a ?bench= link (web/README.md, "Benchmark mode").
@@ -113,7 +122,7 @@ func (c *Controller) ready() ReadyOut {
 
 // Handle takes one input and returns what it answers right away: a reply,
 // an error naming the message, a command for the room. Every input but
-// Resize makes the next Ready send a state.
+// Resize and Hover makes the next Ready send a state.
 func (c *Controller) Handle(in In) []Out {
 	id := 0
 	if r, ok := in.(Request); ok {
@@ -121,6 +130,10 @@ func (c *Controller) Handle(in In) []Out {
 	}
 	if r, ok := in.(Resize); ok {
 		c.w, c.h = r.W, r.H
+		return nil
+	}
+	if h, ok := in.(Hover); ok {
+		c.hovering, c.hoverX, c.hoverY = !h.Off, h.X, h.Y
 		return nil
 	}
 	c.force = true
@@ -141,11 +154,23 @@ func (c *Controller) handle(in In, id int) ([]Out, error) {
 // run does what in asks of the run itself.
 func (c *Controller) run(in In, id int) ([]Out, error) {
 	s := c.sess
+	switch in.(type) {
+	case Step, Seek, Back, GoTo, Until, Reset, Preset, Scenario, Set, XDPObject, Load, Compare:
+		c.watch = nil // the person took the run elsewhere
+	}
 	switch m := in.(type) {
 	case Hello:
 		return []Out{c.ready()}, nil
 	case Click:
+		if c.live.on {
+			return nil, nil // the live views have nothing to inspect
+		}
+		if c.overviewClick(m.X, m.Y) {
+			return nil, nil
+		}
 		return c.click(m.X, m.Y, id), nil
+	case View:
+		return nil, c.setView(m)
 	case Sync:
 		c.syncs = append(c.syncs, id)
 	case Play:
@@ -159,6 +184,15 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		c.playing = false
 	case Seek:
 		c.seek(m.TNs)
+	case Back:
+		c.playing = false
+		return nil, s.Back(m.Unit, m.N)
+	case GoTo:
+		c.playing = false
+		return nil, s.GoTo(m.Unit, m.N)
+	case Until:
+		c.playing = false
+		return nil, s.Until(m.Func)
 	case Speed:
 		s.Speed = m.EPS
 		c.acc = 0
@@ -226,10 +260,12 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 			c.sel = m.Target // its record follows while it changes
 		}
 		return []Out{out}, nil
+	case DigestReq:
+		return []Out{DigestOut{ID: id, Digest: c.Digest()}}, nil
 	case Layout:
 		l := c.lay()
 		conv := func(r view.Rect) Rect { return Rect{r.X, r.Y, r.W, r.H} }
-		out := LayoutOut{ID: id, W: c.w, H: c.h}
+		out := LayoutOut{ID: id, W: c.w, H: c.h, Form: string(l.Form), WantH: l.WantH, Texts: c.layoutTexts()}
 		for _, p := range l.Panes {
 			out.Panes = append(out.Panes, map[string]Rect{"ring": conv(p.Ring), "flow": conv(p.Flow),
 				"cpus": conv(p.CPUs), "pages": conv(p.Pages), "rates": conv(p.Rates)})
@@ -238,7 +274,7 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case Where:
 		x, y, ok := c.lay().Where(m.Target, c.snaps())
 		return []Out{WhereOut{ID: id, X: x, Y: y, OK: ok}}, nil
-	case Tutorials, Tutorial:
+	case Tutorials, Tutorial, TutorialGrade:
 		return c.tutorialInfo(in, id)
 	case TutorialStep:
 		out, err := c.tutorialStep(m.Tutorial, m.Step, id, false)
@@ -257,6 +293,15 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		}
 	case RoomWelcome, RoomCommand, RoomLeave, RoomDetach, RoomSnap:
 		return c.roomInput(in)
+	case LiveHello:
+		c.live.start(m)
+		return []Out{c.live.liveOut()}, nil
+	case LiveSnapshot:
+		return nil, c.live.snapshot(m)
+	case LiveStatus:
+		c.live.connected, c.live.statusText = m.Connected, m.Text
+	case LiveOff:
+		c.live = liveView{}
 	default:
 		return nil, fmt.Errorf("unknown message %T", in)
 	}
@@ -306,6 +351,7 @@ func (c *Controller) lay() *view.Layout {
 		c.layout = view.NewLayout(c.w, c.h, n, ncpu)
 		c.laid = [2]int{n, ncpu}
 	}
+	c.layout.Ring = c.ring
 	return &c.layout
 }
 
@@ -341,6 +387,7 @@ func (c *Controller) Tick(elapsed int64) {
 	c.sinceState += c.gap
 	c.sinceRecord += c.gap
 	c.sinceSeek += c.gap
+	c.live.sinceSnap += c.gap
 }
 
 // Work runs at most about budget events of what is due: the room's next
@@ -353,6 +400,9 @@ func (c *Controller) Work(budget int) bool {
 	s := c.sess
 	if s.Busy() {
 		s.Work(budget)
+		for _, n := range s.Notes() {
+			c.outbox = append(c.outbox, NoteOut{Source: "until", Text: n})
+		}
 		c.force = c.force || !s.Busy()
 		c.outbox = append(c.outbox, c.drainRoom()...)
 		return c.busy()
@@ -375,6 +425,9 @@ func (c *Controller) Work(budget int) bool {
 	if c.owed == 0 {
 		return false
 	}
+	if c.watch != nil {
+		return c.playWatch()
+	}
 	n := s.Play(min(c.owed, uint64(budget)), budget)
 	if n == 0 {
 		if s.Stopped() != nil || !s.Pending() {
@@ -389,6 +442,10 @@ func (c *Controller) Work(budget int) bool {
 	return c.owed > 0
 }
 
+// Rewinding reports whether a move backwards is running: the person
+// waits for it, and the shell may give it more of a frame.
+func (c *Controller) Rewinding() bool { return c.sess.Rewinding() }
+
 // busy reports whether work is due that a Sync waits for.
 func (c *Controller) busy() bool { return c.sess.Busy() || c.room.pending() }
 
@@ -398,7 +455,8 @@ type Frame struct {
 	Draw Draw
 }
 
-// Draw is everything the shell draws; it reads nothing else.
+// Draw is everything the shell draws; it reads nothing else. With Live
+// set the canvas draws the live source instead of the panes.
 type Draw struct {
 	W, H    float64
 	Layout  *view.Layout
@@ -407,6 +465,8 @@ type Draw struct {
 	Panes   []DrawPane
 	Sel     view.Target
 	Phase   float64 // ticks so far, for the flow view's animation
+	Live    *LiveDraw
+	Tip     *Tip // what the pointer hovers, explained
 }
 
 // DrawPane is one pane's pictures.
@@ -415,6 +475,8 @@ type DrawPane struct {
 	Snap  *view.Snapshot
 	Rates *view.Rates
 	XDP   bool // a program is attached: the flow view shows its verdicts
+	// Texts are every line of text the pane's views draw (Layout.Texts).
+	Texts []view.Text
 }
 
 // Ready ends a tick: it refreshes the snapshots of what ran and returns
@@ -476,10 +538,22 @@ func (c *Controller) draw() Draw {
 	d.Header = fmt.Sprintf("ringlab  %s  %s mode   t = %s   %d events   %d packets   %s",
 		a.Name, a.Mode, view.FormatNs(a.Now), a.Events, a.Packets, st)
 	d.Stopped = a.Err
-	for i, p := range s.Panes {
-		d.Panes = append(d.Panes, DrawPane{Label: []string{"A: ", "B: "}[i] + describe(&p.Config),
-			Snap: &p.Snap, Rates: &p.Rates, XDP: p.Scenario.XDP != nil})
+	if c.live.on {
+		d.Live = c.live.draw(c.w, c.h)
+		d.Header = d.Live.Header
 	}
+	for i, p := range s.Panes {
+		dp := DrawPane{Label: []string{"A: ", "B: "}[i] + describe(&p.Config),
+			Snap: &p.Snap, Rates: &p.Rates, XDP: p.Scenario.XDP != nil}
+		if !c.live.on {
+			dp.Texts = d.Layout.Texts(i, dp.Snap, dp.Rates, dp.XDP)
+		}
+		d.Panes = append(d.Panes, dp)
+	}
+	if !c.live.on {
+		d.Tip = c.tip(&d)
+	}
+	c.lastTip = d.Tip
 	return d
 }
 
@@ -501,6 +575,12 @@ func (c *Controller) state() StateOut {
 		for _, k := range ParamKeys() {
 			ps.Params[k], _ = GetParam(&p.Scenario, k)
 		}
+		if p.Rates.Len() > 0 {
+			ps.Rates = map[string]float64{}
+			for i, v := range p.Rates.Latest() {
+				ps.Rates[view.Series(i).String()] = math.Round(v)
+			}
+		}
 		for _, m := range p.Metrics {
 			ps.Metrics = append(ps.Metrics, [2]any{m.Name, m.Value})
 			if !c.described[m.Name] {
@@ -514,8 +594,14 @@ func (c *Controller) state() StateOut {
 			}
 		}
 		if i == 0 {
+			v := p.Scenario.KernelVersion()
 			for _, e := range p.Events {
-				ps.Events = append(ps.Events, EventState{e.Seq, e.Head(), e.ChangeList()})
+				es := EventState{Seq: e.Seq, Head: e.Head(), Changes: e.ChangeList(), Say: e.Say}
+				for _, f := range e.Funcs {
+					kf, _ := kernel.LookupFunc(f)
+					es.Funcs = append(es.Funcs, FuncRef{Name: f, File: kf.File, Does: kf.Does, URL: kernel.SourceURL(f, v)})
+				}
+				ps.Events = append(ps.Events, es)
 			}
 		}
 		out.Panes = append(out.Panes, ps)
@@ -524,6 +610,13 @@ func (c *Controller) state() StateOut {
 		r := c.room.state()
 		out.Room = &r
 	}
+	p, h := s.Position(), s.Horizon()
+	out.Position = PositionOut{Events: p.Events, Packets: p.Packets, AtNs: int64(p.At),
+		HorizonEvents: h.Events, HorizonNs: int64(h.At), Rewinding: s.Rewinding()}
+	if c.live.on {
+		out.Live = c.live.state(c.live.draw(c.w, c.h))
+	}
+	out.View = c.viewOut()
 	return out
 }
 
@@ -554,6 +647,12 @@ func inType(in In) string {
 		return "step"
 	case Seek:
 		return "seek"
+	case Back:
+		return "back"
+	case GoTo:
+		return "goto"
+	case Until:
+		return "until"
 	case Play:
 		return "play"
 	case Pause:
@@ -590,10 +689,14 @@ func inType(in In) string {
 		return "load"
 	case Sync:
 		return "sync"
+	case DigestReq:
+		return "digest"
 	case Tutorials:
 		return "tutorials"
 	case Tutorial:
 		return "tutorial"
+	case TutorialGrade:
+		return "tutorial_grade"
 	case RoomWelcome:
 		return "room_welcome"
 	case RoomCommand:
@@ -606,6 +709,18 @@ func inType(in In) string {
 		return "room_snap"
 	case Resize:
 		return "resize"
+	case View:
+		return "view"
+	case Hover:
+		return "hover"
+	case LiveHello:
+		return "live_hello"
+	case LiveSnapshot:
+		return "live_snapshot"
+	case LiveStatus:
+		return "live_status"
+	case LiveOff:
+		return "live_off"
 	}
 	return fmt.Sprintf("%T", in)
 }

@@ -3,11 +3,13 @@ package play
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"ringlab/engine/view"
 	"ringlab/internal/datadriven"
 )
 
@@ -31,6 +33,12 @@ import (
 //	room join name=N role=R   N joins the room: welcome with the room's log
 //	room echo                 the server numbers what instructors sent and broadcasts it
 //	same a=N b=M              do N's and M's pane A hold the same world?
+//	live feed [on=N] n=K [ms=1000] [t0=MS] [reset]
+//	                          K live snapshots ms apart, each line of the input a
+//	                          number: "NAME RATE" grows by RATE a second (from
+//	                          zero again after reset), "NAME =V" stays at V,
+//	                          "NAME RATE qI" is queue I's; a tick of ms follows
+//	                          each
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := &harness{ctls: map[string]*ctl{}}
@@ -44,6 +52,13 @@ type ctl struct {
 	c     *Controller
 	last  Frame
 	state *stateSeen
+	feed  liveFeed
+}
+
+// liveFeed is the clock of a transcript's live snapshots.
+type liveFeed struct {
+	t0, t float64 // ms
+	seq   uint64
 }
 
 type harness struct {
@@ -100,6 +115,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "%s\n", canon)
 		}
 		return b.String()
+	}
+	if d.Cmd == "live" {
+		return h.liveFeed(t, d, h.get(t, d, name), name)
 	}
 	if d.Cmd == "same" {
 		a, _ := d.Arg("a")
@@ -191,6 +209,72 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)
 	return ""
+}
+
+// liveFeed runs `live feed`.
+func (h *harness) liveFeed(t *testing.T, d *datadriven.TestData, k *ctl, name string) string {
+	type number struct {
+		name  string
+		rate  float64
+		gauge bool
+		queue int // -1: a total
+	}
+	var nums []number
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			d.Fatalf(t, "feed line %q: want NAME RATE [qI] or NAME =V", line)
+		}
+		n := number{name: f[0], queue: -1}
+		v := f[1]
+		if g, ok := strings.CutPrefix(v, "="); ok {
+			n.gauge, v = true, g
+		}
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			d.Fatalf(t, "feed line %q: %v", line, err)
+		}
+		n.rate = r
+		if len(f) > 2 {
+			q, err := strconv.Atoi(strings.TrimPrefix(f[2], "q"))
+			if err != nil {
+				d.Fatalf(t, "feed line %q: %v", line, err)
+			}
+			n.queue = q
+		}
+		nums = append(nums, n)
+	}
+	ms := float64(intArg(t, d, "ms", 1000))
+	if k.feed.t0 == 0 {
+		k.feed.t0 = float64(intArg(t, d, "t0", 1_780_000_000_000))
+		k.feed.t = k.feed.t0
+	}
+	if _, ok := d.Arg("reset"); ok { // the counters start again from zero
+		k.feed.t0 = k.feed.t
+	}
+	var b strings.Builder
+	for range intArg(t, d, "n", 1) {
+		k.feed.t += ms
+		k.feed.seq++
+		s := LiveSnapshot{Seq: k.feed.seq, TMs: k.feed.t, Counters: map[string]float64{}}
+		for _, n := range nums {
+			v := n.rate
+			if !n.gauge {
+				v = math.Round(n.rate * (k.feed.t - k.feed.t0) / 1000)
+			}
+			if n.queue < 0 {
+				s.Counters[n.name] = v
+				continue
+			}
+			for len(s.Queues) <= n.queue {
+				s.Queues = append(s.Queues, map[string]float64{})
+			}
+			s.Queues[n.queue][n.name] = v
+		}
+		b.WriteString(h.print(name, k.c.Handle(s)))
+		h.tick(k, int64(ms)*1e6, 0)
+	}
+	return b.String()
 }
 
 func (h *harness) get(t *testing.T, d *datadriven.TestData, name string) *ctl {
@@ -356,6 +440,7 @@ func (h *harness) print(name string, outs []Out) string {
 				panes = append(panes, strings.Join(names, ", "))
 			}
 			fmt.Fprintf(&b, "layout %.0fx%.0f: [%s]\n", m.W, m.H, strings.Join(panes, "] ["))
+			printLayoutTexts(&b, &m)
 		case SyncedOut:
 			fmt.Fprintf(&b, "synced %d\n", m.ID)
 		case ErrorOut:
@@ -383,6 +468,17 @@ func (h *harness) print(name string, outs []Out) string {
 			fmt.Fprintf(&b, "room_send %s\n", m.Cmd)
 		case NoteOut:
 			fmt.Fprintf(&b, "note (%s): %s\n", m.Source, m.Text)
+		case LiveOut:
+			var names []string
+			for n, d := range m.Numbers {
+				known := ""
+				if !d.Known {
+					known = ", not in the vocabulary"
+				}
+				names = append(names, fmt.Sprintf("%s (%s, %s%s)", n, d.Unit, d.Kind, known))
+			}
+			sort.Strings(names)
+			fmt.Fprintf(&b, "live %s: %q\n  %s\n", m.Source, m.Header, strings.Join(names, "\n  "))
 		default:
 			fmt.Fprintf(&b, "%s\n", Type(o))
 		}
@@ -425,6 +521,13 @@ func printState(m *StateOut) string {
 		flags = append(flags, "compare")
 	}
 	fmt.Fprintf(&b, "state: %s, speed %g, queue %d of %d, link %q\n", strings.Join(flags, ", "), m.Speed, m.Queue, m.NumQueues, m.Query)
+	if p := m.Position; p.HorizonEvents > p.Events || p.Rewinding {
+		fmt.Fprintf(&b, "  position: event %d, %d packets, t=%d; the run has been to event %d, t=%d", p.Events, p.Packets, p.AtNs, p.HorizonEvents, p.HorizonNs)
+		if p.Rewinding {
+			b.WriteString("; going back")
+		}
+		b.WriteString("\n")
+	}
 	for i, p := range m.Panes {
 		rows := map[string]any{}
 		for _, r := range p.Metrics {
@@ -445,6 +548,14 @@ func printState(m *StateOut) string {
 		if n := len(p.Events); n > 0 {
 			e := p.Events[n-1]
 			fmt.Fprintf(&b, "     %d events logged, the last %s: %s\n", n, e.Head, e.Changes)
+			var funcs []string
+			for _, f := range e.Funcs {
+				funcs = append(funcs, f.Name+" ("+f.File+")")
+			}
+			fmt.Fprintf(&b, "       %s\n       in %s\n", e.Say, strings.Join(funcs, ", "))
+			if len(e.Funcs) > 0 {
+				fmt.Fprintf(&b, "       source: %s\n", e.Funcs[0].URL)
+			}
 		}
 	}
 	if r := m.Room; r != nil {
@@ -462,6 +573,14 @@ func printState(m *StateOut) string {
 	}
 	if len(m.Numbers) > 0 {
 		fmt.Fprintf(&b, "  %d rows described\n", len(m.Numbers))
+	}
+	printViewState(&b, m.View)
+	if l := m.Live; l != nil {
+		stale := ""
+		if l.Stale {
+			stale = ", stale: " + l.StaleText
+		}
+		fmt.Fprintf(&b, "  live %s %q: %d snapshots, %d points over a %gs axis, %d queues%s\n", l.Source, l.Header, l.Snapshots, l.Points, l.Span, l.Queues, stale)
 	}
 	return b.String()
 }
@@ -481,7 +600,78 @@ func printDraw(d *Draw) string {
 	if d.Sel.Kind != "" {
 		fmt.Fprintf(&b, "selected: %s %d of pane %d\n", d.Sel.Kind, d.Sel.Index, d.Sel.Pane)
 	}
+	printViewDraw(&b, d)
+	if l := d.Live; l != nil {
+		printLive(&b, l)
+	}
 	return b.String()
+}
+
+// printLive writes what the live view draws.
+func printLive(b *strings.Builder, l *LiveDraw) {
+	fmt.Fprintf(b, "live view: %s", l.Header)
+	if l.Stale {
+		fmt.Fprintf(b, " (stale: %s)", l.StaleText)
+	} else if l.StaleText != "" {
+		fmt.Fprintf(b, " (%s)", l.StaleText)
+	}
+	fmt.Fprintf(b, ", axis %gs\n", l.Span)
+	for _, c := range l.Charts {
+		fmt.Fprintf(b, "  chart %s (%s):", c.Title, c.Unit)
+		if c.Empty != "" {
+			fmt.Fprintf(b, " %s", c.Empty)
+		}
+		for _, ln := range c.Lines {
+			pts, gaps := 0, 0
+			first, last := 0.0, 0.0
+			for i, v := range ln.V {
+				if math.IsNaN(v) {
+					if pts > 0 {
+						gaps++
+					}
+					continue
+				}
+				if pts == 0 {
+					first = ln.T[i]
+				}
+				last = ln.T[i]
+				pts++
+			}
+			gap := ""
+			if gaps > 0 {
+				gap = fmt.Sprintf(", %d gaps", gaps)
+			}
+			fmt.Fprintf(b, " [%s %s now %s, %d points %g..%gs%s]", ln.Label, ln.Name, num(ln.Now), pts, first, last, gap)
+		}
+		b.WriteString("\n")
+	}
+	var flow []string
+	for s := view.Series(0); s < view.NumSeries; s++ {
+		if l.FlowKnown[s] {
+			flow = append(flow, fmt.Sprintf("%s %s", s, num(l.Flow[s])))
+		}
+	}
+	fmt.Fprintf(b, "  flow (xdp=%v): %s\n", l.XDP, strings.Join(flow, ", "))
+	for _, ln := range l.Lanes {
+		var nums []string
+		for _, n := range ln.Numbers {
+			nums = append(nums, fmt.Sprintf("%s %s/s", n.Label, num(n.Rate)))
+		}
+		fmt.Fprintf(b, "  lane rx%d: %s; trace of %s, %d points\n", ln.Queue, strings.Join(nums, ", "), ln.TraceLabel, len(ln.Trace))
+	}
+	p := l.Pools
+	if p.Listed {
+		fmt.Fprintf(b, "  pools: %s listed, %s pages in flight, %s bytes\n", num(p.Pools), num(p.Inflight), num(p.InflightMem))
+	} else {
+		b.WriteString("  pools: not listed by this source\n")
+	}
+	fmt.Fprintf(b, "  %s\n", p.StatsText)
+	for _, n := range p.Notes {
+		fmt.Fprintf(b, "  pool note: %s\n", n)
+	}
+	for _, n := range l.Notes {
+		fmt.Fprintf(b, "  note: %s\n", n)
+	}
 }
 
 // num writes a row's value: whole numbers without a fraction, others to

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"ringlab/engine/view"
+	"ringlab/tutorials"
 )
 
 // In is one input of the controller: a message of the page, a command of
@@ -36,6 +37,21 @@ type (
 	// Seek runs pane A until simulated time TNs (nothing when it is
 	// there already): how a room follows its instructor's clock.
 	Seek struct{ TNs int64 }
+	// Back moves pane A back N events, N packet stops or N ns of
+	// simulated time (Session.Back: the nearest mark, then a replay).
+	Back struct {
+		Unit Unit
+		N    uint64
+	}
+	// GoTo moves pane A to event N, to the N-th packet, or to time N ns,
+	// backwards or forwards (Session.GoTo).
+	GoTo struct {
+		Unit Unit
+		N    uint64
+	}
+	// Until runs pane A to the next event that runs kernel function Func
+	// (Session.Until): a click on a function beside an event.
+	Until struct{ Func string }
 	// Play starts playing; Speed, when above 0, is the player's events
 	// per second (a room's command carries it; the page's does not).
 	Play struct{ Speed float64 }
@@ -46,6 +62,12 @@ type (
 	TutorialStep struct {
 		Tutorial string
 		Step     int
+	}
+	// TutorialGrade grades a reader's prediction against an answer's key
+	// (tutorials.Key, from the step's result): a request.
+	TutorialGrade struct {
+		Key        tutorials.Key
+		Prediction string
 	}
 	// TutorialReveal reveals question Question (from 0) of a step: the
 	// instructor's reveal, applied by every student's panel.
@@ -95,6 +117,8 @@ type (
 	// Sync asks for Synced once everything before it is handled and the
 	// work it queued is done.
 	Sync struct{}
+	// DigestReq asks for pane A's Digest (tests compare pages with it).
+	DigestReq struct{}
 	// Tutorials asks for the list of the embedded tutorials.
 	Tutorials struct{}
 	// Tutorial asks for one tutorial as `ringlab tutorial export` prints it.
@@ -132,6 +156,31 @@ type RoomEntry struct {
 	Cmd json.RawMessage `json:"cmd"`
 }
 
+// View changes how the ring view draws. Every field is optional.
+type View struct {
+	// Ring is "auto" (a circle while its slots are readable, else
+	// lines), "circle", "linear", or "toggle" (the other of what is
+	// drawn now).
+	Ring string
+	// Zoom is +1 to show half the slots, -1 twice as many (linear view).
+	Zoom int
+	// Slots sets how many slots the window shows (0: what fits).
+	Slots *int
+	// Pan moves the window by that many slots; From puts its first slot
+	// there. Either stops it following the driver.
+	Pan  int
+	From *int
+	// Follow makes the window follow the driver's next used slot again.
+	Follow bool
+}
+
+// Hover says where the pointer is over the canvas (the shell sends it
+// as the mouse moves); Off when it left.
+type Hover struct {
+	X, Y float64
+	Off  bool
+}
+
 // Resize tells the controller the canvas's size in CSS pixels (the
 // layout's units); the shell sends it when Ebitengine lays the game out.
 type Resize struct{ W, H float64 }
@@ -141,6 +190,10 @@ func (Preset) isIn()         {}
 func (Set) isIn()            {}
 func (Step) isIn()           {}
 func (Seek) isIn()           {}
+func (Back) isIn()           {}
+func (GoTo) isIn()           {}
+func (Until) isIn()          {}
+func (TutorialGrade) isIn()  {}
 func (Play) isIn()           {}
 func (Pause) isIn()          {}
 func (TutorialStep) isIn()   {}
@@ -159,6 +212,7 @@ func (Where) isIn()          {}
 func (Layout) isIn()         {}
 func (Load) isIn()           {}
 func (Sync) isIn()           {}
+func (DigestReq) isIn()      {}
 func (Tutorials) isIn()      {}
 func (Tutorial) isIn()       {}
 func (RoomWelcome) isIn()    {}
@@ -167,3 +221,5 @@ func (RoomLeave) isIn()      {}
 func (RoomDetach) isIn()     {}
 func (RoomSnap) isIn()       {}
 func (Resize) isIn()         {}
+func (View) isIn()           {}
+func (Hover) isIn()          {}

@@ -60,6 +60,26 @@ type StateOut struct {
 	// earlier state (engine/vocab): the page's tooltips.
 	Numbers map[string]Number `json:"numbers,omitempty"`
 	Room    *RoomState        `json:"room,omitempty"`
+	// Live is what the canvas shows of the live source, while it does.
+	Live *LiveState `json:"live,omitempty"`
+	// Position is where pane A stands and how far the run has been: the
+	// timeline's scrubber and "go to event N".
+	Position PositionOut `json:"position"`
+	// View is how the canvas is viewed (view.go); absent before the
+	// shell said the canvas's size.
+	View *ViewOut `json:"view,omitempty"`
+}
+
+// PositionOut is pane A's place on its timeline: events, packets and
+// simulated time now, and the furthest the run has been (Horizon), which
+// a move back leaves reachable.
+type PositionOut struct {
+	Events        uint64 `json:"events"`
+	Packets       uint64 `json:"packets"`
+	AtNs          int64  `json:"at_ns"`
+	HorizonEvents uint64 `json:"horizon_events"`
+	HorizonNs     int64  `json:"horizon_ns"`
+	Rewinding     bool   `json:"rewinding,omitempty"`
 }
 
 // Number is what the page says of a row: its unit, kind and meaning.
@@ -81,14 +101,28 @@ type PaneState struct {
 	Metrics     [][2]any          `json:"metrics"` // [name, value]: the counters table's rows (view.Report)
 	Error       string            `json:"error,omitempty"`
 	Events      []EventState      `json:"events,omitempty"` // pane A's event log (Pane.Events)
+	// Rates are what the flow and rate views show: each series's rate
+	// per simulated second over the latest sample (view.Series names).
+	Rates map[string]float64 `json:"rates,omitempty"`
 }
 
 // EventState is one logged event: its number, when and what ran, and
 // what it changed.
 type EventState struct {
-	Seq     uint64 `json:"seq"`
-	Head    string `json:"head"`
-	Changes string `json:"changes"`
+	Seq     uint64    `json:"seq"`
+	Head    string    `json:"head"`
+	Changes string    `json:"changes"`
+	Say     string    `json:"say"`   // what it did, in a sentence
+	Funcs   []FuncRef `json:"funcs"` // the kernel functions it stands for
+}
+
+// FuncRef is a kernel function beside an event: its name, file, role,
+// and its source at the scenario's kernel.
+type FuncRef struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+	Does string `json:"does"`
+	URL  string `json:"url"`
 }
 
 // RoomState is the workshop room the page follows or leads.
@@ -121,13 +155,23 @@ type WhereOut struct {
 // Rect is a rectangle of the canvas, as LayoutOut writes it.
 type Rect struct{ X, Y, W, H float64 }
 
-// LayoutOut is the canvas's size and each pane's view rectangles (ring,
-// flow, cpus, pages, rates).
+// LayoutOut is the canvas's size, its form and the height its views
+// need, each pane's view rectangles (ring, flow, cpus, pages, rates) and
+// every line of text they draw.
 type LayoutOut struct {
 	ID    int               `json:"id,omitempty"`
 	W     float64           `json:"w"`
 	H     float64           `json:"h"`
+	Form  string            `json:"form"`
+	WantH float64           `json:"want_h"`
 	Panes []map[string]Rect `json:"panes"`
+	Texts []LayoutText      `json:"texts"`
+}
+
+// DigestOut answers DigestReq.
+type DigestOut struct {
+	ID     int    `json:"id,omitempty"`
+	Digest string `json:"digest"`
 }
 
 // SyncedOut answers Sync.
@@ -178,6 +222,12 @@ type TutorialStepOut struct {
 	Room     bool                 `json:"room,omitempty"`
 }
 
+// TutorialGradeOut answers TutorialGrade: how the prediction fared.
+type TutorialGradeOut struct {
+	ID    int             `json:"id,omitempty"`
+	Grade tutorials.Grade `json:"grade"`
+}
+
 // TutorialRevealOut reveals a question in the panel: the room's
 // instructor revealed it.
 type TutorialRevealOut struct {
@@ -195,15 +245,17 @@ type RoomSendOut struct {
 // NoteOut is a sentence for the person: why the room took over or
 // refused what they did.
 type NoteOut struct {
-	Source string `json:"source"` // room
+	Source string `json:"source"` // room, or until (how a search for a function ended)
 	Text   string `json:"text"`
 }
 
 func (ReadyOut) outType() string          { return "ready" }
+func (TutorialGradeOut) outType() string  { return "tutorial_grade" }
 func (StateOut) outType() string          { return "state" }
 func (InspectOut) outType() string        { return "inspect" }
 func (WhereOut) outType() string          { return "where" }
 func (LayoutOut) outType() string         { return "layout" }
+func (DigestOut) outType() string         { return "digest" }
 func (SyncedOut) outType() string         { return "synced" }
 func (ErrorOut) outType() string          { return "error" }
 func (TutorialsOut) outType() string      { return "tutorials" }

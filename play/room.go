@@ -1,10 +1,14 @@
 package play
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"slices"
 
 	"ringlab/engine/scenario"
+	"ringlab/tutorials"
 )
 
 // Following a workshop room (docs/protocol.md, "Workshop rooms"). Every
@@ -23,6 +27,17 @@ import (
 // page and goes to the room for the students. A student can detach (the
 // log keeps growing) and snap back (the room's scenario, then the whole
 // log).
+//
+// A late joiner, a student snapping back and a page that reconnects all
+// start from a welcome's log, which may be long. Two rules keep what
+// they replay bounded (the server bounds the rest, docs/protocol.md):
+// a command that rebuilds pane A's world (a preset, a set, a tutorial
+// step with a scenario: RoomReset) discards everything the world did
+// before, so a replay folds the log up to the last such command into
+// one configuration, builds that world once and runs only the commands
+// after it (checkpointing on the log itself); and a welcome whose log
+// continues the one the page has applied (a reconnect) is caught up, not
+// replayed.
 
 // Roles in a room.
 const (
@@ -74,7 +89,7 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 		return nil, false
 	}
 	switch in.(type) {
-	case Preset, Set, Step, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
+	case Preset, Set, Step, Back, GoTo, Until, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
 	default:
 		return nil, false
 	}
@@ -100,6 +115,8 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 			m.N = min(max(m.N, 1), MaxRoomStep)
 		}
 		return []Out{c.roomSend(m)}, true
+	case Back, GoTo, Until:
+		return []Out{c.roomSend(in)}, true
 	case Play, Pause, Toggle:
 		play := false
 		switch in.(type) {
@@ -132,6 +149,11 @@ func (c *Controller) roomInput(in In) ([]Out, error) {
 		if m.You != RoleInstructor && m.You != RoleStudent {
 			return nil, fmt.Errorf("room_welcome: role %q: want instructor or student", m.You)
 		}
+		if r.continues(m) {
+			// A reconnect: the same room, a log that extends ours.
+			r.log = append(r.log, m.Log[len(r.log):]...)
+			return c.drainRoom(), nil
+		}
 		*r = room{id: m.Room, role: m.You, scenario: m.Scenario, log: append([]RoomEntry(nil), m.Log...), attached: true}
 		return c.replay()
 	case RoomCommand:
@@ -159,8 +181,74 @@ func (c *Controller) roomInput(in In) ([]Out, error) {
 	return c.drainRoom(), nil
 }
 
-// replay starts again from the room's scenario; the whole log follows as
-// the run becomes idle.
+// continues reports whether a welcome is the room r already follows with a
+// log that begins with r's (what the page gets when it reconnects).
+func (r *room) continues(m RoomWelcome) bool {
+	if r.role == "" || r.id != m.Room || r.role != m.You || string(r.scenario) != string(m.Scenario) || len(m.Log) < len(r.log) {
+		return false
+	}
+	for i, e := range r.log {
+		if m.Log[i].Seq != e.Seq || string(m.Log[i].Cmd) != string(e.Cmd) {
+			return false
+		}
+	}
+	return true
+}
+
+// RoomReset reports whether a room command rebuilds pane A's world from
+// a configuration of its own, and which, on top of cur (pane A's): a
+// preset, a set, or a tutorial step that has a scenario at or before
+// it. What the world did before such a command no longer matters.
+func RoomReset(cur Config, in In) (next Config, reset bool, err error) {
+	switch m := in.(type) {
+	case Preset:
+		if _, err := scenario.LookupPreset(m.Name); err != nil {
+			return cur, false, err
+		}
+		return Config{Preset: m.Name}, true, nil
+	case Set:
+		c, err := cur.With(m.Key, m.Value)
+		if err != nil {
+			return cur, false, err
+		}
+		return c, true, nil
+	case TutorialStep:
+		t, err := tutorials.Find(m.Tutorial)
+		if err != nil || m.Step < 1 || m.Step > len(t.Steps) {
+			return cur, false, err
+		}
+		for i := m.Step - 1; i >= 0; i-- {
+			if sc := t.Steps[i].Scenario; sc != nil {
+				cp := *sc
+				return Config{Scenario: &cp}, true, nil
+			}
+		}
+	}
+	return cur, false, nil
+}
+
+// ReplayCost is the work a page replays to reach pane A's world from the
+// room's last reset, in the session's units of engine work (workOf: the
+// events the world has run and three per packet its driver received, as
+// one event may carry a whole NAPI poll of packets). The server bounds it
+// per command and in all.
+func (c *Controller) ReplayCost() uint64 { return workOf(c.sess.Panes[0].World) }
+
+// NewFollower returns a controller that follows a room without a page:
+// what it runs is what a student's page runs, except the tutorials' own
+// sessions, which only fill the tutorial panel (the server replays a
+// room's commands with it to know what they cost).
+func NewFollower() *Controller {
+	c, _ := New("speed=0")
+	c.headless = true
+	return c
+}
+
+// replay starts again from the room's scenario: the log up to its last
+// reset folds into the configuration that reset builds (RoomReset), what
+// the commands before it leave besides the world (the room's play or
+// pause, the tutorial panel's step and reveals) is set without running
+// them, and the commands from there on follow as the run becomes idle.
 func (c *Controller) replay() ([]Out, error) {
 	r := &c.room
 	r.replaying, r.next, r.applied, r.playing = true, 0, 0, false
@@ -187,10 +275,70 @@ func (c *Controller) replay() ([]Out, error) {
 		}
 		base = Config{Scenario: &sc}
 	}
-	if err := c.reconfigure(0, base); err != nil {
-		return nil, fmt.Errorf("the room's scenario: %w", err)
+	cfg, from, outs := c.checkpoint(base)
+	if err := c.reconfigure(0, cfg); err != nil {
+		if from == 0 {
+			return nil, fmt.Errorf("the room's scenario: %w", err)
+		}
+		return nil, fmt.Errorf("the room's configuration after command %d: %w", r.log[from-1].Seq, err)
 	}
-	return c.drainRoom(), nil
+	r.next = from
+	if from > 0 {
+		r.applied = r.log[from-1].Seq
+	}
+	return append(outs, c.drainRoom()...), nil
+}
+
+// checkpoint folds the room's log from base up to its last reset and
+// returns the configuration to build, the index of the first command to
+// apply as usual, and what the commands before it say to the page.
+func (c *Controller) checkpoint(base Config) (Config, int, []Out) {
+	r := &c.room
+	cfg, from, at := base, 0, base
+	cmds := make([]In, len(r.log))
+	for i, e := range r.log {
+		in, err := ParseCommand(e.Cmd)
+		if err != nil {
+			continue // applied as usual: its error is the page's to show
+		}
+		cmds[i] = in
+		next, reset, err := RoomReset(cfg, in)
+		if err != nil || !reset {
+			continue
+		}
+		cfg = next
+		if _, tut := in.(TutorialStep); tut {
+			from, at = i, base // a tutorial step runs its own steps: applied as usual
+		} else {
+			from, at = i+1, cfg
+		}
+	}
+	// What the skipped commands leave besides the world.
+	instructor := r.role == RoleInstructor
+	var outs []Out
+	lastStep := -1
+	for i := 0; i < from; i++ {
+		switch cmds[i].(type) {
+		case Play:
+			r.playing, c.playing = true, instructor
+		case Pause:
+			r.playing, c.playing = false, false
+		case TutorialStep:
+			lastStep = i
+		}
+	}
+	if lastStep >= 0 {
+		m := cmds[lastStep].(TutorialStep)
+		if out, err := c.tutorialPanel(m.Tutorial, m.Step, true); err == nil {
+			outs = append(outs, out)
+		}
+		for i := lastStep + 1; i < from; i++ {
+			if m, ok := cmds[i].(TutorialReveal); ok {
+				outs = append(outs, TutorialRevealOut(m))
+			}
+		}
+	}
+	return at, from, outs
 }
 
 // drainRoom applies the room's commands in order, each once the run is
@@ -225,7 +373,7 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 	}
 	instructor := r.role == RoleInstructor
 	switch m := in.(type) {
-	case Preset, Set, Step:
+	case Preset, Set, Step, Back, GoTo, Until:
 		outs, err := c.run(in, 0)
 		if err != nil {
 			return fail(err)
@@ -249,8 +397,9 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 		}
 	case TutorialStep:
 		// The instructor ran the step before sending it; everyone else
-		// runs it now and the panel opens there.
-		if !instructor {
+		// runs it now and the panel opens there, and so does the
+		// instructor's page when it replays the log (a reload).
+		if !instructor || r.replaying {
 			out, err := c.tutorialStep(m.Tutorial, m.Step, 0, true)
 			if err != nil {
 				return fail(err)
@@ -258,9 +407,35 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 			return []Out{out}
 		}
 	case TutorialReveal:
-		if !instructor {
+		if !instructor || r.replaying {
 			return []Out{TutorialRevealOut(m)}
 		}
 	}
 	return nil
+}
+
+// RoomApplied returns the seq of the last room command the run applied
+// (0 outside a room).
+func (c *Controller) RoomApplied() uint64 { return c.room.applied }
+
+// Digest names pane A's world in a few bytes: its time, events, every
+// counter and where every page is. Two pages of a room in step have the
+// same digest; the page asks for it with a digest request.
+func (c *Controller) Digest() string {
+	w := c.sess.Panes[0].World
+	h := fnv.New128a()
+	fmt.Fprintf(h, "t=%d events=%d\n", w.Now(), w.Sim.Queue.Fired())
+	for _, n := range w.Totals() {
+		fmt.Fprintf(h, "%s=%d\n", n.Name, n.Value)
+	}
+	pages := w.Pages()
+	locs := make([]string, 0, len(pages))
+	for l := range pages {
+		locs = append(locs, l)
+	}
+	slices.Sort(locs)
+	for _, l := range locs {
+		fmt.Fprintf(h, "%s=%d\n", l, pages[l])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -54,6 +54,15 @@ type Session struct {
 	cur     target   // queue[0]'s absolute goal, valid when started
 	bAt     sim.Time // B has run every event up to here (valid when bRun)
 	bRun    bool
+
+	marks    [2]marks           // each pane's marks (timeline.go)
+	spare    [2][]*engine.World // worlds of dropped marks, to copy marks into
+	lastWork uint64             // pane A's work at its mark before the position
+	near     uint64             // pane A's near mark, 0 none
+	horizon  Position           // the furthest pane A has been (Horizon)
+	rw       *rewind            // the move backwards running, nil none
+	until    *until             // the search for a function running, nil none
+	notes    []string           // what the session has to say (Notes)
 }
 
 // target is a step's goal in absolute terms, fixed when it starts.
@@ -128,8 +137,9 @@ func (s *Session) Do(c Step) {
 	s.queue = append(s.queue, c)
 }
 
-// Pending reports whether steps are waiting or running.
-func (s *Session) Pending() bool { return len(s.queue) > 0 }
+// Pending reports whether steps, a move backwards or a search are
+// waiting or running.
+func (s *Session) Pending() bool { return len(s.queue) > 0 || s.rw != nil || s.until != nil }
 
 // Busy reports whether Work has anything to do: steps, or the second
 // world behind the first.
@@ -144,6 +154,18 @@ func (s *Session) bBehind() bool {
 // the next step. It returns the events run.
 func (s *Session) Work(budget int) int {
 	used := 0
+	if s.rw != nil {
+		used += s.workRewind(budget)
+		if s.rw != nil {
+			return used
+		}
+	}
+	if s.until != nil {
+		used += s.workUntil(budget - used)
+		if s.until != nil || s.rw != nil {
+			return used
+		}
+	}
 	for used < budget {
 		if s.bBehind() {
 			used += s.followB(budget - used)
@@ -157,6 +179,7 @@ func (s *Session) Work(budget int) int {
 		if done {
 			s.queue = s.queue[1:]
 			s.cur = target{}
+			s.Panes[0].Rates.Sample(s.Panes[0].World) // and its end
 		}
 		if n == 0 && !done {
 			break
@@ -178,6 +201,7 @@ func (s *Session) advance(budget int) (int, bool) {
 	if !s.cur.started {
 		s.cur = target{started: true}
 		s.logging = 0
+		a.Rates.Sample(w) // the step's start: its rates are taken from here
 		switch c.Unit {
 		case UnitEvent:
 			s.cur.events = w.Sim.Queue.Fired() + c.N
@@ -200,14 +224,25 @@ func (s *Session) advance(budget int) (int, bool) {
 		}
 	}()
 	for n < budget {
+		// The last events of a long step are listed too: the Events
+		// panel shows how the step ended, a link opens with them.
 		switch c.Unit {
 		case UnitEvent:
-			if w.Sim.Queue.Fired() >= s.cur.events {
+			fired := w.Sim.Queue.Fired()
+			if fired >= s.cur.events {
 				return n, true
 			}
+			if s.logging <= 0 && s.cur.events-fired <= EventLogSize {
+				s.logging = int(s.cur.events - fired)
+			}
 		case UnitPacket:
-			if w.Received() >= s.cur.packets {
+			got := w.Received()
+			if got >= s.cur.packets {
 				return n, true
+			}
+			// One NAPI poll receives up to its budget (64) at once.
+			if s.logging <= 0 && s.cur.packets-got <= EventLogPacket {
+				s.logging = EventLogPacket
 			}
 		case UnitNs:
 			if at, ok := w.Sim.Queue.Peek(); !ok || at > s.cur.at {
@@ -224,24 +259,40 @@ func (s *Session) advance(budget int) (int, bool) {
 			return n, true // idle or stopped: the step ends here
 		}
 		n++
+		if w.Sim.Queue.Fired()%RateSampleEvents == 0 {
+			a.Rates.Sample(w) // a long step leaves its last stretch's rates
+		}
 	}
 	return n, false
 }
 
-// stepA runs one event of pane A's world, and logs it while logging lasts.
+// RateSampleEvents is how often a long step samples pane A's rates, in
+// events (a step also samples where it starts and ends): often enough
+// that the flow and rate views show the step's last stretch when it ends,
+// rarely enough to cost nothing (a sample reads every counter).
+const RateSampleEvents = 4096
+
+// stepA runs one event of pane A's world, and logs it while logging lasts;
+// it marks the world at each multiple of MarkEvery events.
 func (s *Session) stepA() bool {
 	a := s.Panes[0]
+	var ok bool
 	if s.logging <= 0 {
-		return a.World.Step()
-	}
-	s.logging--
-	ev, ok := a.World.StepTraced()
-	if ok {
-		if len(a.Events) == EventLogSize {
-			copy(a.Events, a.Events[1:])
-			a.Events = a.Events[:EventLogSize-1]
+		ok = a.World.Step()
+	} else {
+		s.logging--
+		var ev engine.TraceEvent
+		ev, ok = a.World.StepTraced()
+		if ok {
+			if len(a.Events) == EventLogSize {
+				copy(a.Events, a.Events[1:])
+				a.Events = a.Events[:EventLogSize-1]
+			}
+			a.Events = append(a.Events, ev)
 		}
-		a.Events = append(a.Events, ev)
+	}
+	if ok && a.World.Sim.Queue.Fired()%1024 == 0 {
+		s.markA()
 	}
 	return ok
 }
@@ -261,6 +312,7 @@ func (s *Session) followB(budget int) int {
 			}
 			s.bAt, s.bRun = t, true
 			b.dirty = true
+			s.markB(t)
 			return n
 		}
 		if !w.Step() {
@@ -342,6 +394,8 @@ func (s *Session) restart(a Config, b *Config) error {
 	}
 	s.Panes = panes
 	s.log, s.queue, s.cur, s.bRun = nil, nil, target{}, false
+	s.marks, s.spare, s.lastWork, s.near, s.rw, s.until = [2]marks{}, [2][]*engine.World{}, 0, 0, nil, nil
+	s.horizon = Position{}
 	return nil
 }
 
@@ -370,6 +424,7 @@ func (s *Session) Reconfigure(pane int, c Config) error {
 		}
 		s.Panes[1] = p
 		s.bRun = false
+		s.marks[1], s.spare[1] = nil, nil
 		return nil
 	}
 	return fmt.Errorf("%w: no pane %d", ErrParam, pane)
@@ -398,8 +453,10 @@ func (s *Session) SetCompare(on bool) error {
 		}
 		s.Panes = append(s.Panes, p)
 		s.bRun = false
+		s.marks[1], s.spare[1] = nil, nil
 	case !on && len(s.Panes) > 1:
 		s.Panes = s.Panes[:1]
+		s.marks[1], s.spare[1] = nil, nil
 	}
 	return nil
 }

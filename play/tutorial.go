@@ -2,7 +2,9 @@ package play
 
 import (
 	"fmt"
+	"strings"
 
+	"ringlab/engine/scenario"
 	"ringlab/tutorials"
 )
 
@@ -39,6 +41,8 @@ func (c *Controller) tutorialInfo(in In, id int) ([]Out, error) {
 			return nil, err
 		}
 		return []Out{TutorialOut{ID: id, Tutorial: t}}, nil
+	case TutorialGrade:
+		return []Out{TutorialGradeOut{ID: id, Grade: m.Key.Grade(m.Prediction)}}, nil
 	}
 	return nil, nil
 }
@@ -47,31 +51,15 @@ func (c *Controller) tutorialInfo(in In, id int) ([]Out, error) {
 // in pane A, paused. Step 0, the introduction, runs nothing; only a
 // room's log asks for it (the panel shows the introduction by itself).
 func (c *Controller) tutorialStep(name string, n, id int, fromRoom bool) (TutorialStepOut, error) {
-	if c.tut.t == nil || c.tut.name != name {
-		t, err := tutorials.Find(name)
-		if err != nil {
-			return TutorialStepOut{}, err
-		}
-		c.tut = tutorialRun{name: name, t: t}
+	out, err := c.tutorialPanel(name, n, fromRoom)
+	if err != nil {
+		return TutorialStepOut{}, err
 	}
-	t := c.tut.t
-	out := TutorialStepOut{ID: id, Tutorial: t.Name, Step: n, Steps: len(t.Steps), Room: fromRoom}
-	if n == 0 && fromRoom {
+	out.ID, out.Room = id, fromRoom
+	if n == 0 {
 		return out, nil
 	}
-	if n < 1 || n > len(t.Steps) {
-		return TutorialStepOut{}, fmt.Errorf("tutorial_step: %s has steps 1 to %d, not %d", t.Name, len(t.Steps), n)
-	}
-	// The tutorial's session: continue when step n is the next one,
-	// otherwise start again and run the steps before.
-	if c.tut.sess == nil || c.tut.sess.Next() != n-1 {
-		c.tut.sess = tutorials.NewSession(t, tutorials.Options{})
-		for c.tut.sess.Next() < n-1 {
-			c.tut.sess.RunStep()
-		}
-	}
-	out.Result = c.tut.sess.RunStep()
-
+	t := c.tut.t
 	// Pane A: the same world.
 	first := -1
 	for i := n - 1; i >= 0; i-- {
@@ -87,25 +75,194 @@ func (c *Controller) tutorialStep(name string, n, id int, fromRoom bool) (Tutori
 			}
 		}
 		sc := *t.Steps[first].Scenario
+		// The world says what it is: the tutorial's step and the
+		// configuration its directives gave it (the preset's own words
+		// would describe the preset, not what the set lines changed).
+		sc.Name = fmt.Sprintf("%s step %d", t.Name, n)
+		sc.Description = stepConfig(t, first, n)
 		if err := c.reconfigure(0, Config{Scenario: &sc}); err != nil {
 			return TutorialStepOut{}, err
 		}
+		var watch *tutorials.Directive // the step's last run, when it asks to be watched
 		for i := first; i < n; i++ {
-			for _, d := range t.Steps[i].Directives {
+			for j := range t.Steps[i].Directives {
+				d := &t.Steps[i].Directives[j]
 				if d.Op != tutorials.OpRun {
 					continue
 				}
-				switch {
-				case d.Packets > 0:
-					c.sess.Do(Step{UnitPacket, d.Packets})
-				case d.DurationNS > 0:
-					c.sess.Do(Step{UnitNs, uint64(d.DurationNS)})
-				case d.Events > 0:
-					c.sess.Do(Step{UnitEvent, d.Events})
+				if watch != nil {
+					c.queueRun(watch)
+					watch = nil
 				}
+				// In a room every browser jumps: a run played at each one's
+				// own pace would let the room's next command land midway.
+				if d.Watch && i == n-1 && c.room.role == "" {
+					watch = d
+					continue
+				}
+				c.queueRun(d)
 			}
 		}
+		c.playing = false
+		if watch != nil {
+			c.watchRun(watch)
+		}
+		return out, nil
 	}
 	c.playing = false
+	return out, nil
+}
+
+// queueRun queues a run directive as a step of pane A.
+func (c *Controller) queueRun(d *tutorials.Directive) {
+	switch {
+	case d.Packets > 0:
+		c.sess.Do(Step{UnitPacket, d.Packets})
+	case d.DurationNS > 0:
+		c.sess.Do(Step{UnitNs, uint64(d.DurationNS)})
+	case d.Events > 0:
+		c.sess.Do(Step{UnitEvent, d.Events})
+	}
+}
+
+// WatchSpeed is the speed a watched tutorial run plays at, in events a
+// second, when the page's own is faster (or as fast as it goes).
+const WatchSpeed = 8
+
+// watchRun is a tutorial run played rather than jumped: pane A plays,
+// event by event, until it stands where the run stops, then pauses.
+type watchRun struct {
+	unit   Unit
+	n      uint64
+	target uint64 // events or packets of pane A to reach; set when it starts
+	begun  bool
+	speed  float64 // the page's speed before, given back at the end
+	set    bool    // the watch set the speed
+}
+
+// watchRun plays d (events=N or packets=N) after what is queued.
+func (c *Controller) watchRun(d *tutorials.Directive) {
+	w := &watchRun{unit: UnitEvent, n: d.Events}
+	if d.Packets > 0 {
+		w.unit, w.n = UnitPacket, d.Packets
+	}
+	c.watch = w
+	if c.sess.Speed <= 0 || c.sess.Speed > WatchSpeed {
+		w.speed, w.set = c.sess.Speed, true
+		c.sess.Speed = WatchSpeed
+		c.acc = 0
+	}
+	c.playing = true
+}
+
+// playWatch plays what the tick owes of the watched run, one event at a
+// time so that it stops exactly where the run would (a run of packets
+// stops after the event that received the last of them); it reports
+// whether more is owed now.
+func (c *Controller) playWatch() bool {
+	s, w := c.sess, c.watch
+	pos := s.Position()
+	if !w.begun {
+		w.begun = true
+		if w.unit == UnitPacket {
+			w.target = pos.Packets + w.n
+		} else {
+			w.target = pos.Events + w.n
+		}
+	}
+	reached := func() bool {
+		p := s.Position()
+		if w.unit == UnitPacket {
+			return p.Packets >= w.target
+		}
+		return p.Events >= w.target
+	}
+	for c.owed > 0 && !reached() {
+		if s.Play(1, 1) == 0 {
+			break
+		}
+		c.owed--
+	}
+	if reached() || s.Stopped() != nil {
+		if w.set && s.Speed == WatchSpeed {
+			s.Speed = w.speed // the page's own speed again
+		}
+		c.watch, c.playing, c.owed = nil, false, 0
+		c.force = true
+		return false
+	}
+	return false
+}
+
+// stepConfig says in words what step n runs: the preset and set lines of
+// step i+1, the last up to n with a scenario: "Tutorial 3 (...), step 2:
+// preset r2-mtu9000-after; set kernel=6.1."
+func stepConfig(t *tutorials.Tutorial, i, n int) string {
+	st := &t.Steps[i]
+	var preset string
+	var sets []string
+	for _, d := range st.Directives {
+		switch d.Op {
+		case tutorials.OpPreset:
+			preset = d.Name
+		case tutorials.OpSet:
+			sets = append(sets, strings.TrimSpace(strings.TrimPrefix(d.Text, "set ")))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tutorial %d (%s), step %d: ", t.Number, t.Title, n)
+	if st.Number != n {
+		fmt.Fprintf(&b, "step %d's world, run on: ", st.Number)
+	}
+	switch {
+	case preset != "":
+		b.WriteString("preset " + preset)
+	default:
+		b.WriteString("the previous step's scenario")
+	}
+	if len(sets) > 0 {
+		b.WriteString("; set " + strings.Join(sets, ", "))
+	}
+	b.WriteString(".")
+	if preset != "" && len(sets) == 0 {
+		if p, err := scenario.LookupPreset(preset); err == nil && p.Description != "" {
+			b.WriteString(" " + p.Description)
+		}
+	}
+	return b.String()
+}
+
+// tutorialPanel runs the tutorial's own session to step n (its figures
+// and checks, for the panel) and returns what the panel shows, as a room
+// asks for it; pane A is untouched. A follower without a page runs no
+// session: its panel has no result.
+func (c *Controller) tutorialPanel(name string, n int, fromRoom bool) (TutorialStepOut, error) {
+	if c.tut.t == nil || c.tut.name != name {
+		t, err := tutorials.Find(name)
+		if err != nil {
+			return TutorialStepOut{}, err
+		}
+		c.tut = tutorialRun{name: name, t: t}
+	}
+	t := c.tut.t
+	out := TutorialStepOut{Tutorial: t.Name, Step: n, Steps: len(t.Steps), Room: true}
+	if n == 0 && fromRoom {
+		return out, nil
+	}
+	if n < 1 || n > len(t.Steps) {
+		return TutorialStepOut{}, fmt.Errorf("tutorial_step: %s has steps 1 to %d, not %d", t.Name, len(t.Steps), n)
+	}
+	if c.headless {
+		return out, nil
+	}
+	// The tutorial's session: continue when step n is the next one,
+	// otherwise start again and run the steps before.
+	if c.tut.sess == nil || c.tut.sess.Next() != n-1 {
+		c.tut.sess = tutorials.NewSession(t, tutorials.Options{})
+		for c.tut.sess.Next() < n-1 {
+			c.tut.sess.RunStep()
+		}
+	}
+	out.Result = c.tut.sess.RunStep()
 	return out, nil
 }

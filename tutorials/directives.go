@@ -246,8 +246,15 @@ func parseCount(key, v string, max uint64) (uint64, error) {
 
 func parseRun(d Directive, rest string) (Directive, error) {
 	fields := strings.Fields(rest)
-	if n := len(fields); n > 0 && fields[n-1] == "trace" {
-		d.Trace, fields = true, fields[:n-1]
+	for n := len(fields); n > 0; n = len(fields) {
+		if fields[n-1] == "trace" && !d.Trace {
+			d.Trace = true
+		} else if fields[n-1] == "watch" && !d.Watch {
+			d.Watch = true
+		} else {
+			break
+		}
+		fields = fields[:n-1]
 	}
 	kv, err := keyValues(fields)
 	if err != nil {
@@ -273,6 +280,9 @@ func parseRun(d Directive, rest string) (Directive, error) {
 	}
 	if d.Trace && (d.Events == 0 || d.Events > MaxTraceEvents) {
 		return d, fmt.Errorf("run: trace lists each event: only with events=N, N at most %d", MaxTraceEvents)
+	}
+	if d.Watch && (d.DurationNS > 0 || d.Events > MaxWatchEvents || d.Packets > MaxWatchPackets) {
+		return d, fmt.Errorf("run: watch plays the run in the browser at a speed to follow: only with events=N (at most %d) or packets=N (at most %d)", MaxWatchEvents, MaxWatchPackets)
 	}
 	return d, nil
 }

@@ -95,6 +95,7 @@ type Directive struct {
 	DurationNS int64  `json:"duration_ns,omitempty"` // run
 	Events     uint64 `json:"events,omitempty"`      // run
 	Trace      bool   `json:"trace,omitempty"`       // run events=N trace: list each event
+	Watch      bool   `json:"watch,omitempty"`       // run ... watch: the browser plays it at a speed to follow
 
 	Exprs    []string `json:"exprs,omitempty"`    // show (expressions or group names), check, answer
 	Question string   `json:"question,omitempty"` // question
@@ -165,8 +166,11 @@ const (
 	MaxRunPackets  = 2_000_000
 	MaxRunDuration = 200_000_000 // 200 ms of simulated time, in ns
 	MaxRunEvents   = 1_000_000
-	MaxTraceEvents = 64          // run events=N trace: one output line per event
-	MaxMeasureNS   = 100_000_000 // warmup + window of a measure, in ns
+	MaxTraceEvents = 64 // run events=N trace: one output line per event
+	// run ... watch: what a reader can follow at a few events a second.
+	MaxWatchEvents  = 200
+	MaxWatchPackets = 100
+	MaxMeasureNS    = 100_000_000 // warmup + window of a measure, in ns
 )
 
 // Compile re-parses the expressions of a tutorial decoded from its JSON

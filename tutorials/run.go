@@ -91,6 +91,8 @@ type Item struct {
 	Output   []string `json:"output,omitempty"` // figures printed by show, run, measure, compare, host
 	Error    string   `json:"error,omitempty"`
 	Question string   `json:"question,omitempty"`
+	// Key grades a reader's prediction against an answer (grade.go).
+	Key *Key `json:"key,omitempty"`
 }
 
 // StepResult is what a step did.
@@ -303,6 +305,9 @@ func (s *Session) RunStep() StepResult {
 		}
 		d := s.directiveAt(st, it.Line)
 		s.cond(d.exprs[0], it)
+		if k, ok, err := answerKey(d.exprs[0], s); err == nil && ok {
+			it.Key = &k
+		}
 	}
 	for _, it := range res.Items {
 		switch it.Status {

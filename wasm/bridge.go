@@ -15,8 +15,18 @@ import (
 // controller, so the engine is touched from one place.
 
 type inbox struct {
-	mu  sync.Mutex
-	ins []play.In
+	mu       sync.Mutex
+	ins      []play.In
+	captures []int // ids of capture requests: the shell's own, answered after a frame
+}
+
+// takeCaptures returns the capture requests waiting.
+func (b *inbox) takeCaptures() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.captures
+	b.captures = nil
+	return c
 }
 
 func (b *inbox) take() []play.In {
@@ -30,6 +40,21 @@ func (b *inbox) take() []play.In {
 func (b *inbox) put(in play.In) {
 	b.mu.Lock()
 	b.ins = append(b.ins, in)
+	b.mu.Unlock()
+}
+
+// hover queues where the pointer is, replacing a hover not taken yet: a
+// tick needs only the last.
+func (b *inbox) hover(h play.Hover) {
+	b.mu.Lock()
+	if n := len(b.ins); n > 0 {
+		if _, ok := b.ins[n-1].(play.Hover); ok {
+			b.ins[n-1] = h
+			b.mu.Unlock()
+			return
+		}
+	}
+	b.ins = append(b.ins, h)
 	b.mu.Unlock()
 }
 
@@ -51,6 +76,18 @@ func (b *inbox) listen() {
 		}
 		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "xdp_object" {
 			b.put(xdpObject(data))
+			return nil
+		}
+		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "capture" {
+			// The canvas as a PNG: the shell's, not the controller's (it
+			// is the screen, not the run). Answered after the next frame.
+			id := 0
+			if v := data.Get("id"); v.Type() == js.TypeNumber {
+				id = v.Int()
+			}
+			b.mu.Lock()
+			b.captures = append(b.captures, id)
+			b.mu.Unlock()
 			return nil
 		}
 		raw := []byte(jsonObj.Call("stringify", data).String())
@@ -84,6 +121,19 @@ func (b *inbox) listen() {
 		return nil
 	})
 	win.Call("addEventListener", "mousedown", click, true)
+
+	// The pointer's place, for the tip of what it hovers.
+	move := js.FuncOf(func(this js.Value, args []js.Value) any {
+		ev := args[0]
+		b.hover(play.Hover{X: ev.Get("clientX").Float(), Y: ev.Get("clientY").Float()})
+		return nil
+	})
+	win.Call("addEventListener", "mousemove", move, true)
+	leave := js.FuncOf(func(this js.Value, args []js.Value) any {
+		b.hover(play.Hover{Off: true})
+		return nil
+	})
+	win.Get("document").Get("documentElement").Call("addEventListener", "mouseleave", leave)
 }
 
 // xdpObject reads the xdp_object message, whose file is a Uint8Array

@@ -4,6 +4,7 @@ package main
 
 import (
 	"ringlab/engine/mem"
+	"ringlab/engine/view"
 	"ringlab/engine/virtq"
 )
 
@@ -31,13 +32,6 @@ var slotColors = [...]rgba{
 	virtq.SlotUsed:   hex(0x3fb950),
 }
 
-var slotNames = [...]string{
-	virtq.SlotFree:   "free",
-	virtq.SlotAvail:  "avail (posted)",
-	virtq.SlotDevice: "device (taken)",
-	virtq.SlotUsed:   "used (returned)",
-}
-
 func slotColor(s virtq.SlotState) rgba {
 	if int(s) < len(slotColors) {
 		return slotColors[s]
@@ -61,25 +55,55 @@ var locColors = [mem.NumLocs]rgba{
 	mem.Driver:     hex(0xf85149),
 }
 
-// locLabels name the locations for people.
-var locLabels = [mem.NumLocs]string{
-	mem.Buddy:      "page allocator",
-	mem.PCP:        "per-CPU lists",
-	mem.PoolCache:  "pool cache",
-	mem.PoolRing:   "pool ptr_ring",
-	mem.Virtqueue:  "posted in ring",
-	mem.SKB:        "in an skb",
-	mem.XDPFrame:   "xdp_frame",
-	mem.CpumapRing: "cpumap ring",
-	mem.TxQueue:    "TX queue",
-	mem.PageFrag:   "page_frag",
-	mem.BigChain:   "big-mode chain",
-	mem.Driver:     "driver (in flight)",
-}
-
 func locColor(l mem.Loc) rgba {
 	if l < mem.NumLocs {
 		return locColors[l]
 	}
 	return colWarn
+}
+
+// toneColors colour a text by its role.
+var toneColors = [...]rgba{
+	view.ToneText:   colText,
+	view.ToneDim:    colDim,
+	view.ToneFaint:  colFaint,
+	view.ToneAccent: colAccent,
+	view.ToneWarn:   colWarn,
+	view.ToneOnSlot: colBG,
+}
+
+func toneColor(t view.Tone) rgba {
+	if int(t) < len(toneColors) {
+		return toneColors[t]
+	}
+	return colText
+}
+
+// markColors colour the ring index markers (view.MarkDriver, ...).
+var markColors = [...]rgba{
+	view.MarkDriver: colText,
+	view.MarkDevice: slotColors[virtq.SlotDevice],
+	view.MarkEvent:  colEventIx,
+}
+
+// swatchColor is a legend row's colour square.
+func swatchColor(s view.Swatch) rgba {
+	switch s.Kind {
+	case view.SwatchSlot:
+		return slotColor(virtq.SlotState(s.Index))
+	case view.SwatchLoc:
+		return locColor(mem.Loc(s.Index))
+	case view.SwatchMark:
+		if s.Index >= 0 && s.Index < len(markColors) {
+			return markColors[s.Index]
+		}
+	case view.SwatchChart:
+		ci, li := s.Index/8, s.Index%8
+		if ci < len(chartColors) && li < len(chartColors[ci]) {
+			return chartColors[ci][li]
+		}
+	case view.SwatchEmpty:
+		return colEmpty
+	}
+	return colFaint
 }

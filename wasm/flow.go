@@ -12,132 +12,86 @@ import (
 )
 
 // The flow view: packets from the host to a verdict and pages back.
+// engine/view places the boxes and the edges (FlowGeom) and writes the
+// labels (FlowTexts); this draws them.
 
-type flowNode struct {
-	label string
-	x, y  float64 // fractions of the flow rectangle
-	c     rgba
+// nodeColors colour the flow's boxes.
+var nodeColors = [view.NumFlowNodes]rgba{
+	view.NodeHost:     colDim,
+	view.NodeHostDrop: colWarn,
+	view.NodeRing:     slotColors[virtq.SlotAvail],
+	view.NodeNAPI:     colAccent,
+	view.NodeXDP:      locColors[mem.XDPFrame],
+	view.NodeSKB:      locColors[mem.SKB],
+	view.NodeDrop:     colWarn,
+	view.NodeTx:       locColors[mem.TxQueue],
+	view.NodeRedirect: locColors[mem.CpumapRing],
+	view.NodeStack:    locColors[mem.SKB],
+	view.NodeFree:     colDim,
+	view.NodeCache:    locColors[mem.PoolCache],
+	view.NodePRing:    locColors[mem.PoolRing],
+	view.NodeAlloc:    colDim,
 }
 
-const (
-	nHost = iota
-	nHostDrop
-	nRing
-	nNAPI
-	nXDP
-	nSKB
-	nDrop
-	nTx
-	nRedirect
-	nStack
-	nFree
-	nCache
-	nPRing
-	nAlloc
-	numNodes
-)
-
-var flowNodes = [numNodes]flowNode{
-	nHost:     {"host", 0.03, 0.24, colDim},
-	nHostDrop: {"host drop", 0.03, 0.50, colWarn},
-	nRing:     {"rx ring", 0.20, 0.24, slotColors[virtq.SlotAvail]},
-	nNAPI:     {"NAPI", 0.37, 0.24, colAccent},
-	nXDP:      {"XDP", 0.53, 0.24, locColors[mem.XDPFrame]},
-	nSKB:      {"skb (PASS)", 0.71, 0.04, locColors[mem.SKB]},
-	nDrop:     {"DROP", 0.71, 0.24, colWarn},
-	nTx:       {"TX", 0.71, 0.44, locColors[mem.TxQueue]},
-	nRedirect: {"REDIRECT", 0.71, 0.64, locColors[mem.CpumapRing]},
-	nStack:    {"stack", 0.93, 0.04, locColors[mem.SKB]},
-	nFree:     {"free", 0.93, 0.44, colDim},
-	nCache:    {"pool cache", 0.20, 0.96, locColors[mem.PoolCache]},
-	nPRing:    {"ptr_ring", 0.45, 0.96, locColors[mem.PoolRing]},
-	nAlloc:    {"page allocator", 0.71, 0.96, colDim},
-}
-
-// busY is the height of the return path's bus, as a fraction.
-const busY = 0.82
-
-type flowEdge struct {
-	from, to int
-	s        []view.Series
-	via      [][2]float64 // waypoints between the nodes, as fractions
-	pages    bool         // carries pages to the ring, not packets: not in the ring's rate
-}
-
-var flowEdges = []flowEdge{
-	{nHost, nRing, []view.Series{view.HostPPS}, nil, false},
-	{nHost, nHostDrop, []view.Series{view.HostDrops}, nil, false},
-	{nRing, nNAPI, []view.Series{view.RxPPS}, nil, false},
-	{nNAPI, nXDP, []view.Series{view.XDPPass, view.XDPDrop, view.XDPTx, view.XDPRedirect}, nil, false},
-	{nNAPI, nSKB, []view.Series{view.NoXDP}, [][2]float64{{0.37, 0.04}}, false},
-	{nXDP, nSKB, []view.Series{view.XDPPass}, [][2]float64{{0.60, 0.04}}, false},
-	{nXDP, nDrop, []view.Series{view.XDPDrop}, nil, false},
-	{nXDP, nTx, []view.Series{view.XDPTx}, [][2]float64{{0.60, 0.44}}, false},
-	{nXDP, nRedirect, []view.Series{view.XDPRedirect}, [][2]float64{{0.60, 0.64}}, false},
-	{nSKB, nStack, []view.Series{view.NoXDP, view.XDPPass}, nil, false},
-	{nStack, nFree, []view.Series{view.Delivered}, nil, false},
-	{nDrop, nFree, []view.Series{view.XDPDrop}, [][2]float64{{0.83, 0.24}, {0.83, 0.44}}, false},
-	{nTx, nFree, []view.Series{view.XDPTx}, nil, false},
-	{nRedirect, nFree, []view.Series{view.RedirectFree}, [][2]float64{{0.83, 0.64}, {0.83, 0.44}}, false},
-	{nRedirect, nStack, []view.Series{view.CpumapPass}, [][2]float64{{0.71, 0.76}, {0.87, 0.76}, {0.87, 0.04}}, false},
-	{nFree, nAlloc, []view.Series{view.PageFrees}, [][2]float64{{0.93, busY}, {0.71, busY}}, false},
-	{nFree, nPRing, []view.Series{view.RecycleRing}, [][2]float64{{0.93, busY}, {0.45, busY}}, false},
-	{nFree, nCache, []view.Series{view.RecycleCache}, [][2]float64{{0.93, busY}, {0.24, busY}, {0.24, 0.96}}, false},
-	{nPRing, nCache, []view.Series{view.RecycleRing}, nil, false}, // refilled from the ring: in the long run what went in
-	{nCache, nRing, []view.Series{view.AllocFast}, nil, true},
-	{nAlloc, nRing, []view.Series{view.PageAllocs}, [][2]float64{{0.71, 0.90}, {0.14, 0.90}, {0.14, 0.30}}, true},
-}
-
-// flow draws packets moving from the host to a verdict and pages going
-// back; edges are as thick as their rate and carry dots at a speed that
-// grows with it. phase is the animation clock (ticks).
+// flow draws the simulation's flow: its rates, per simulated second (its
+// texts come with the pane's).
 func (d *drawer) flow(pl *view.PaneLayout, r *view.Rates, phase float64, xdp bool) {
-	fr := pl.Flow
+	v := r.Latest()
+	d.flowShapes(pl.Flow, &v, nil, phase, xdp)
+}
+
+// flowIn draws the flow in fr with its texts: the live view's, whose
+// rates are the counters'.
+func (d *drawer) flowIn(fr view.Rect, title string, v *[view.NumSeries]float64, known *[view.NumSeries]bool, phase float64, xdp bool) {
 	if fr.W <= 0 {
 		return
 	}
-	d.title(fr, "FLOW  (per simulated second, averaged over "+view.FormatNs(view.SmoothNs)+")")
-	body := view.Rect{X: fr.X + 36, Y: fr.Y + view.SectionTitleH + 12, W: fr.W - 72, H: fr.H - view.SectionTitleH - 34}
-	at := func(fx, fy float64) (float64, float64) { return body.X + fx*body.W, body.Y + fy*body.H }
-	v := r.Latest()
-	rate := func(ss []view.Series) float64 {
-		t := 0.0
-		for _, s := range ss {
-			t += v[s]
-		}
-		return t
+	d.flowShapes(fr, v, known, phase, xdp)
+	d.texts(view.FlowTexts(nil, fr, title, v, known, xdp))
+}
+
+// flowShapes draws packets moving from the host to a verdict and pages
+// going back, in fr: edges as thick as their rate v, carrying dots at a
+// speed that grows with it, and the boxes. With known (a live source's
+// counters), an edge whose rates no counter gives is drawn faint and
+// without dots, and so is a box none of whose edges is known. phase is
+// the animation clock (ticks).
+func (d *drawer) flowShapes(fr view.Rect, v *[view.NumSeries]float64, known *[view.NumSeries]bool, phase float64, xdp bool) {
+	if fr.W <= 0 {
+		return
 	}
-	var pts [8][2]float64
-	nodeRate := [numNodes]float64{}
-	for _, e := range flowEdges {
-		rt := rate(e.s)
-		if !e.pages {
-			nodeRate[e.to] += rt
+	d.rule(fr)
+	g := view.NewFlowGeom(fr)
+	rate := func(ss []view.Series) (float64, bool) {
+		t, ok := 0.0, known == nil
+		for _, s := range ss {
+			if known == nil || known[s] {
+				t += v[s]
+				ok = true
+			}
 		}
-		// The polyline: from, the waypoints, to.
-		n := 0
-		add := func(fx, fy float64) {
-			x, y := at(fx, fy)
-			pts[n] = [2]float64{x, y}
-			n++
-		}
-		add(flowNodes[e.from].x, flowNodes[e.from].y)
-		for _, w := range e.via {
-			add(w[0], w[1])
-		}
-		add(flowNodes[e.to].x, flowNodes[e.to].y)
+		return t, ok
+	}
+	var pts [][2]float64
+	for i := range view.FlowEdges {
+		e := &view.FlowEdges[i]
+		rt, ok := rate(e.Series)
+		pts = g.Edge(e, pts[:0])
+		n := len(pts)
 		w := 1.0
 		c := colFaint.alpha(0.7)
-		if rt > 0 {
+		if !ok {
+			c = colFaint.alpha(0.35)
+		} else if rt > 0 {
 			w = 1.5 + math.Min(4, math.Log10(1+rt)/1.6)
-			c = flowNodes[e.to].c.alpha(0.6)
+			c = nodeColors[e.To].alpha(0.6)
 		}
 		total := 0.0
 		for i := 1; i < n; i++ {
 			d.b.line(d.dst, pts[i-1][0], pts[i-1][1], pts[i][0], pts[i][1], w, c)
 			total += math.Hypot(pts[i][0]-pts[i-1][0], pts[i][1]-pts[i-1][1])
 		}
-		if rt <= 0 || total == 0 {
+		if !ok || rt <= 0 || total == 0 {
 			continue
 		}
 		// Dots: more and faster with the rate (log scale), as flow.
@@ -151,46 +105,27 @@ func (d *drawer) flow(pl *view.PaneLayout, r *view.Rates, phase float64, xdp boo
 					f := dist / seg
 					x := pts[i-1][0] + (pts[i][0]-pts[i-1][0])*f
 					y := pts[i-1][1] + (pts[i][1]-pts[i-1][1])*f
-					d.rect(x-2.5, y-2.5, 5, 5, flowNodes[e.to].c)
+					d.rect(x-2.5, y-2.5, 5, 5, nodeColors[e.To])
 					break
 				}
 				dist -= seg
 			}
 		}
 	}
-	nodeRate[nHost] = v[view.HostPPS] + v[view.HostDrops]
-	for i, n := range flowNodes {
-		x, y := at(n.x, n.y)
-		w := textWidth(n.label, 1) + 12
-		c, tc := n.c, colText
-		if i == nXDP && !xdp {
-			c, tc = colFaint, colFaint
+	_, okN := view.FlowRates(v, known)
+	for n := view.FlowNode(0); n < view.NumFlowNodes; n++ {
+		b := g.Nodes[n]
+		c := nodeColors[n]
+		if (n == view.NodeXDP && !xdp) || !okN[n] {
+			c = colFaint
 		}
-		d.rect(x-w/2, y-9, w, 18, colPanel)
-		d.b.frame(d.dst, x-w/2, y-9, w, 18, 1, c)
-		d.text(x-w/2+6, y-6, n.label, tc)
-		lbl := fmtRate(nodeRate[i])
-		if i == nXDP && !xdp {
-			lbl = "no program"
-		}
-		d.text(x-textWidth(lbl, 1)/2, y+11, lbl, colDim)
+		d.rect(b.X, b.Y, b.W, b.H, colPanel)
+		d.b.frame(d.dst, b.X, b.Y, b.W, b.H, 1, c)
 	}
 }
 
 // fmtRate writes a rate per second compactly.
-func fmtRate(v float64) string {
-	switch {
-	case v <= 0:
-		return "0/s"
-	case v >= 1e9:
-		return strconv.FormatFloat(v/1e9, 'f', 2, 64) + "G/s"
-	case v >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "M/s"
-	case v >= 1e3:
-		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k/s"
-	}
-	return strconv.FormatFloat(v, 'f', 0, 64) + "/s"
-}
+func fmtRate(v float64) string { return view.FormatRate(v) }
 
 func fmtCount(v float64) string {
 	switch {

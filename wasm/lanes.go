@@ -4,16 +4,15 @@ package main
 
 import (
 	"math"
-	"strconv"
 
 	"ringlab/engine/mem"
 	"ringlab/engine/view"
 )
 
-// The CPU lanes and the page view.
+// The CPU lanes and the page view (engine/view writes their texts).
 
 func (d *drawer) cpus(pl *view.PaneLayout, s *view.Snapshot, r *view.Rates, sel view.Target, pane int) {
-	d.title(pl.CPUs, "CPUs  (bar: busy share of the last sample; trace: history)")
+	d.rule(pl.CPUs)
 	n := len(s.CPUs)
 	for i := 0; i < n; i++ {
 		lane := pl.CPULane(i, n)
@@ -27,30 +26,17 @@ func (d *drawer) cpus(pl *view.PaneLayout, s *view.Snapshot, r *view.Rates, sel 
 				util = u[i]
 			}
 		}
-		y := lane.Y + 2
-		h := lane.H - 4
-		d.text(lane.X, y+h/2-6, "CPU"+strconv.Itoa(i), colText)
-		bx, bw := lane.X+40, math.Min(160, lane.W*0.3)
-		d.rect(bx, y, bw, h, colEmpty)
+		bar := view.CPUBar(lane)
+		d.rect(bar.X, bar.Y, bar.W, bar.H, colEmpty)
 		uc := colAccent
 		if util > 0.9 {
 			uc = colWarn
 		}
-		d.rect(bx, y, bw*util, h, uc)
-		lbl := strconv.Itoa(int(math.Round(util*100))) + "%"
-		d.text(bx+4, y+h/2-6, lbl, colText)
-		act := c.Activity
-		if !c.Working {
-			act = "idle"
-		}
-		if act == "" {
-			act = "idle"
-		}
-		tx := bx + bw + 8
-		d.text(tx, y+h/2-6, fit(act, lane.X+lane.W-tx), colDim)
+		d.rect(bar.X, bar.Y, bar.W*util, bar.H, uc)
 		// Utilisation history.
-		hx := tx + 130
+		hx := view.CPUTraceX(lane)
 		hw := lane.X + lane.W - hx
+		y, h := bar.Y, bar.H
 		if hw > 30 && r.Len() > 1 {
 			d.rect(hx, y+h-1, hw, 1, colBorder)
 			m := r.Len()
@@ -79,26 +65,9 @@ func (d *drawer) cpus(pl *view.PaneLayout, s *view.Snapshot, r *view.Rates, sel 
 const RatesLenF = float64(view.RatesLen)
 
 func (d *drawer) pages(pl *view.PaneLayout, s *view.Snapshot, sel view.Target, pane int) {
+	d.rule(pl.Pages)
 	pv := &s.Pages
-	d.title(pl.Pages, "PAGES  ("+strconv.Itoa(pv.N)+" x 4 KiB; "+strconv.Itoa(pv.Working)+" outside the page allocator)")
 	g := pl.PagesGeom(pv)
-	// Legend with counts.
-	x, y := g.Legend.X, g.Legend.Y+2
-	for l := mem.Loc(0); l < mem.NumLocs; l++ {
-		if y+13 > g.Legend.Y+g.Legend.H {
-			break
-		}
-		c := pv.Counts[l]
-		tc := colDim
-		if c > 0 {
-			tc = colText
-		}
-		d.rect(x, y+3, 8, 8, locColor(l))
-		d.text(x+12, y, locLabels[l], tc)
-		cs := fmtCount(float64(c))
-		d.text(g.Legend.X+g.Legend.W-textWidth(cs, 1)-4, y, cs, tc)
-		y += 13
-	}
 	if g.Cols == 0 {
 		return
 	}
@@ -118,9 +87,6 @@ func (d *drawer) pages(pl *view.PaneLayout, s *view.Snapshot, sel view.Target, p
 	}
 	// The strip: all of memory, one pixel per N/width pages.
 	st := g.Strip
-	rows := (g.Shown + g.Cols - 1) / g.Cols
-	cap := "tiles: pages 0.." + strconv.Itoa(max(0, g.Shown-1)) + "; strip below: all " + strconv.Itoa(pv.N) + " pages"
-	d.text(st.X, g.Tiles.Y+float64(rows)*t+2, cap, colDim)
 	d.rect(st.X, st.Y, st.W, st.H, locColor(mem.Buddy))
 	if pv.N > 0 && st.W > 0 {
 		per := float64(pv.N) / st.W
@@ -143,7 +109,7 @@ func (d *drawer) pages(pl *view.PaneLayout, s *view.Snapshot, sel view.Target, p
 			}
 		}
 		// Where the tiles end.
-		ex := st.X + float64(g.Shown)/float64(pv.N)*st.W
+		ex := st.X + math.Min(st.W, float64(g.Shown)/float64(pv.N)*st.W)
 		d.rect(ex, st.Y-2, 1, st.H+4, colText)
 	}
 }

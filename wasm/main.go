@@ -97,6 +97,9 @@ func (g *game) Update() error {
 	deadline := now0.Add(min(max(minBudget, gap/3), maxBudget))
 	if g.ctl.Bench() == "engine" {
 		deadline = now0.Add(benchBudget)
+	} else if g.ctl.Rewinding() {
+		// A move backwards is waited for: it may take most of a frame.
+		deadline = now0.Add(maxBudget)
 	}
 	for time.Now().Before(deadline) && g.ctl.Work(workChunk) {
 	}

@@ -3,7 +3,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/png"
 	"math"
 	"runtime/debug"
 	"syscall/js"
@@ -17,6 +20,7 @@ import (
 
 // Draw draws what the last tick's play.Draw holds, and nothing else.
 func (g *game) Draw(screen *ebiten.Image) {
+	defer g.answerCaptures(screen)
 	g.frames++
 	if g.frames == 2 { // the first frame was presented
 		loadmarkFrame()
@@ -47,6 +51,11 @@ func (g *game) Draw(screen *ebiten.Image) {
 		g.b.flush(screen)
 		return
 	}
+	if f.Live != nil {
+		d.live(f)
+		g.b.flush(screen)
+		return
+	}
 	header(d, f)
 	for i := range f.Layout.Panes {
 		if i >= len(f.Panes) {
@@ -58,11 +67,15 @@ func (g *game) Draw(screen *ebiten.Image) {
 			d.rect(pl.Title.X, pl.Title.Y, pl.Title.W, pl.Title.H-2, colPanel)
 			d.text(pl.Title.X+4, pl.Title.Y+2, fit(p.Label, pl.Title.W-8), colText)
 		}
-		d.ring(pl, p.Snap, f.Sel, i)
+		d.ring(pl, p.Snap, f.Sel, i, f.Layout.Ring)
 		d.flow(pl, p.Rates, f.Phase, p.XDP)
 		d.cpus(pl, p.Snap, p.Rates, f.Sel, i)
 		d.pages(pl, p.Snap, f.Sel, i)
 		d.rates(pl, p.Rates)
+		d.texts(p.Texts)
+	}
+	if t := f.Tip; t != nil {
+		d.tip(newTipBox(t.X, t.Y, t.Lines), f.W, f.H)
 	}
 	g.b.flush(screen)
 }
@@ -72,5 +85,42 @@ func header(d *drawer, f *play.Draw) {
 	d.text(8, 4, fit(f.Header, f.W-16), colText)
 	if f.Stopped != "" {
 		d.text(8, view.HeaderH, "stopped: "+f.Stopped, colWarn)
+	}
+}
+
+// answerCaptures posts the frame just drawn as a PNG to each capture
+// request waiting (web/README.md, "capture"): the canvas is WebGL without
+// preserveDrawingBuffer, so the page cannot read it after the frame.
+func (g *game) answerCaptures(screen *ebiten.Image) {
+	ids := g.in.takeCaptures()
+	if len(ids) == 0 {
+		return
+	}
+	b := screen.Bounds()
+	img := image.NewRGBA(b)
+	screen.ReadPixels(img.Pix)
+	var buf bytes.Buffer
+	msg := map[string]any{"type": "capture"}
+	if err := png.Encode(&buf, img); err != nil {
+		msg["type"], msg["source"], msg["message"] = "error", "capture", err.Error()
+	} else {
+		arr := js.Global().Get("Uint8Array").New(buf.Len())
+		js.CopyBytesToJS(arr, buf.Bytes())
+		msg["png"], msg["w"], msg["h"] = arr, b.Dx(), b.Dy()
+	}
+	win := js.Global()
+	parent := win.Get("parent")
+	if parent.IsUndefined() || parent.Equal(win) {
+		return
+	}
+	for _, id := range ids {
+		obj := js.Global().Get("Object").New()
+		for k, v := range msg {
+			obj.Set(k, v)
+		}
+		if id != 0 {
+			obj.Set("id", id)
+		}
+		parent.Call("postMessage", obj, win.Get("location").Get("origin"))
 	}
 }

@@ -11,6 +11,7 @@
   const SPEEDS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 1000000, 0];
   const params0 = new URLSearchParams(location.search);
   const benchMode = params0.get("bench");
+  const embedMode = params0.get("embed") === "1";
 
   const ui = {
     playing: false,
@@ -61,6 +62,7 @@
       case "state": onState(m); break;
       case "inspect": showRecord(m.record, m.source); break;
       case "error": showStatus(m.message, "error"); break;
+      case "note": if (m.source !== "room") showStatus(m.text, "info"); break;
       case "key": onKey(m); break;
       case "bench": window.ringlabBench = m.bench; break;
       case "frame": if (!ui.frameAt) ui.frameAt = performance.now(); break;
@@ -187,24 +189,68 @@
     for (const [name, d] of Object.entries(st.numbers || {})) ui.numbers.set(name, d);
     const a = st.panes[0];
     const ps = $("preset");
-    if (a.preset && ps.value !== a.preset && ps !== document.activeElement) ps.value = a.preset;
-    $("description").textContent = a.description + (a.changed ? "  Changed: " + a.changed.join(", ") + "." : "");
+    if (ps !== document.activeElement) {
+      // A whole scenario (a tutorial step's, a file's) is no preset: the
+      // picker says so rather than name the last preset.
+      let own = ps.querySelector("option[data-scenario]");
+      if (!a.preset && !own) {
+        own = document.createElement("option");
+        own.dataset.scenario = "1";
+        own.value = "";
+        own.disabled = true;
+        ps.insertBefore(own, ps.firstChild);
+      }
+      if (own) {
+        own.hidden = !!a.preset;
+        own.textContent = "scenario: " + a.name;
+      }
+      const want = a.preset || "";
+      if (ps.value !== want) ps.value = want;
+    }
+    $("description").textContent = st.live ? `The views draw ${st.live.header.replace(/^live: /, "")}: ${st.live.description}` :
+      a.description + (a.changed ? "  Changed: " + a.changed.join(", ") + "." : "");
     fillQueues(st);
     fillParams(st);
     fillCounters(st);
     fillEvents(st);
+    fillEventsMore(st);
+    fillTimeline(st);
     if (st.compare) fillCompare(st);
     // The address follows the run (at most twice a second while playing:
     // browsers throttle frequent history changes).
     const now = performance.now();
-    if (!benchMode && st.query !== undefined && "?" + st.query !== location.search &&
+    const q = st.query + (embedMode ? "&embed=1" : "");
+    if (!benchMode && st.query !== undefined && "?" + q !== location.search &&
         (!st.playing || now - ui.urlAt > 500)) {
-      history.replaceState(null, "", location.pathname + "?" + st.query);
+      history.replaceState(null, "", location.pathname + "?" + q);
       ui.urlAt = now;
     }
+    if (embedMode) $("embed-open").href = location.pathname + "?" + st.query;
     const err = st.panes.map((p) => p.error).filter(Boolean)[0];
     if (err) showStatus("The world stopped: " + err, "error");
     if (first) document.body.dataset.ready = "1";
+  }
+
+  // fillTimeline sets the scrubber over the time the run has been through
+  // and says where pane A stands.
+  function fillTimeline(st) {
+    const p = st.position;
+    if (!p) return;
+    const sc = $("scrub");
+    const max = Math.max(p.horizon_ns, p.at_ns);
+    if (Number(sc.max) !== max) sc.max = String(max);
+    if (!ui.scrubbing) sc.value = String(p.at_ns);
+    let text = "event " + intFmt.format(p.events) + " · " + simTime(p.at_ns);
+    if (p.rewinding) text += " · going back…";
+    $("scrub-out").textContent = text;
+    sc.setAttribute("aria-valuetext", text);
+  }
+
+  // simTime writes simulated ns in the unit that suits them.
+  function simTime(ns) {
+    if (ns >= 1e9) return (ns / 1e9).toFixed(6) + " s";
+    if (ns >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
+    return fracFmt.format(ns / 1000) + " µs";
   }
 
   function speedText(s) {
@@ -263,15 +309,62 @@
       const li = document.createElement("li");
       const head = document.createElement("strong");
       head.textContent = e.head + ":";
+      li.append(head);
+      if (e.say) {
+        const say = document.createElement("span");
+        say.className = "say";
+        say.textContent = e.say;
+        li.append(say);
+      }
+      if (e.funcs && e.funcs.length) {
+        // The kernel functions the event stands for: each links its
+        // source at the scenario's kernel; ▸ runs to the next event that
+        // runs it.
+        const fs = document.createElement("span");
+        fs.className = "funcs";
+        fs.append("in ");
+        for (const f of e.funcs) {
+          const a = document.createElement("a");
+          a.href = f.url;
+          a.target = "_blank";
+          a.rel = "noopener";
+          a.textContent = f.name;
+          a.title = f.file + ": " + f.does;
+          const next = document.createElement("button");
+          next.type = "button";
+          next.textContent = "▸";
+          next.dataset.func = f.name;
+          next.title = "Run to the next event that runs " + f.name;
+          next.setAttribute("aria-label", next.title);
+          fs.append(a, next);
+        }
+        li.append(fs);
+      }
       const what = document.createElement("span");
-      what.textContent = " " + e.changes;
-      li.append(head, what);
+      what.className = "changes";
+      what.textContent = e.changes;
+      li.append(what);
       li.dataset.seq = String(e.seq);
       ol.appendChild(li);
       prev = e.seq;
     }
     ol.scrollTop = ol.scrollHeight;
   }
+  // fillEventsMore says how many events ran after the last one listed
+  // (playing fast lists none).
+  function fillEventsMore(st) {
+    const ev = st.panes[0].events || [];
+    const p = st.position;
+    const more = $("events-more");
+    const last = ev.length ? ev[ev.length - 1].seq : 0;
+    const n = p ? p.events - last : 0;
+    more.hidden = n <= 0;
+    if (n > 0) more.textContent = `… and ${intFmt.format(n)} events since, not listed (too fast to list: step, or play at 16 events a frame or fewer)`;
+  }
+  $("events").addEventListener("click", (e) => {
+    const b = e.target.closest("button[data-func]");
+    if (b) send({ type: "until", func: b.dataset.func });
+  });
 
   function fillCounters(st) {
     const tbody = document.querySelector("#counters tbody");
@@ -388,6 +481,8 @@
   function togglePlay() { send({ type: ui.playing ? "pause" : "play" }); }
   function stepEvent() { send({ type: "step", unit: "event", n: 1 }); }
   function stepPacket() { send({ type: "step", unit: "packet", n: 1 }); }
+  function backEvent() { send({ type: "back" }); }
+  function backPacket() { send({ type: "back", unit: "packet" }); }
   function setSpeedIndex(i) {
     i = Math.max(0, Math.min(SPEEDS.length - 1, i));
     $("speed").value = String(i);
@@ -410,12 +505,102 @@
   $("play").addEventListener("click", togglePlay);
   $("step-event").addEventListener("click", stepEvent);
   $("step-packet").addEventListener("click", stepPacket);
+  $("back-event").addEventListener("click", backEvent);
+  $("back-packet").addEventListener("click", backPacket);
+  // The scrubber goes anywhere the run has been, in simulated time: while
+  // dragged, at most every 100 ms; where it is let go, exactly.
+  let scrubAt = 0;
+  $("scrub").addEventListener("input", () => {
+    ui.scrubbing = true;
+    const now = performance.now();
+    if (now - scrubAt < 100) return;
+    scrubAt = now;
+    send({ type: "goto", unit: "ns", n: Number($("scrub").value) });
+  });
+  $("scrub").addEventListener("change", () => {
+    ui.scrubbing = false;
+    send({ type: "goto", unit: "ns", n: Number($("scrub").value) });
+  });
+  $("goto-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const v = $("goto-event").value.trim();
+    if (!/^[0-9]+$/.test(v)) { showStatus("Go to event: want a whole number of events, from 0.", "error"); return; }
+    send({ type: "goto", unit: "event", n: Number(v) });
+  });
   $("reset").addEventListener("click", () => send({ type: "reset" }));
   $("speed").addEventListener("input", () => setSpeedIndex(speedIndex()));
   $("preset").addEventListener("change", () => send({ type: "preset", name: $("preset").value, pane: 0 }));
   $("compare").addEventListener("change", () => setCompare($("compare").checked));
   $("queue").addEventListener("change", () => send({ type: "queue", queue: Number($("queue").value) }));
   $("copy-link").addEventListener("click", copyLink);
+
+  // ---- the canvas as an image and as a clip ----
+
+  // fileName names an export after what runs and where it stands.
+  function fileName(ext) {
+    const st = ui.state;
+    const a = st ? st.panes[0] : null;
+    const name = a ? (a.preset || a.name || "run").replace(/[^a-z0-9._-]+/gi, "-") : "run";
+    const ev = st && st.position ? "-e" + st.position.events : "";
+    return `ringlab-${name}${ev}.${ext}`;
+  }
+  function saveBlob(name, blob) {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  }
+  // The game reads its own frame (its WebGL canvas keeps no drawing
+  // buffer for the page to read) and answers with a PNG.
+  ui.capture = async function () {
+    const r = await ui.request({ type: "capture" });
+    if (r.type !== "capture") throw new Error(r.message || "no capture");
+    return new Blob([r.png], { type: "image/png" });
+  };
+  $("export-png").addEventListener("click", async () => {
+    try {
+      saveBlob(fileName("png"), await ui.capture());
+      showStatus("Saved the views as " + fileName("png") + ".", "info");
+    } catch (e) {
+      showStatus("Could not save the views: " + e.message, "error");
+    }
+  });
+  // A clip: the canvas's own stream through MediaRecorder, as WebM.
+  let recorder = null;
+  function canvasOfGame() {
+    const doc = game.contentDocument;
+    return doc && doc.querySelector("canvas");
+  }
+  function setRecording(on) {
+    $("record").textContent = on ? "Stop ●" : "Record";
+    $("record").setAttribute("aria-pressed", String(on));
+  }
+  ui.record = function () {
+    if (recorder) { recorder.stop(); return; }
+    const canvas = canvasOfGame();
+    if (!canvas || !canvas.captureStream || typeof MediaRecorder === "undefined") {
+      showStatus("This browser cannot record the canvas (no captureStream or MediaRecorder).", "error");
+      return;
+    }
+    const type = ["video/webm;codecs=vp9", "video/webm;codecs=vp8", "video/webm"].find((t) => MediaRecorder.isTypeSupported(t));
+    if (!type) { showStatus("This browser records no WebM.", "error"); return; }
+    const chunks = [];
+    recorder = new MediaRecorder(canvas.captureStream(30), { mimeType: type });
+    recorder.ondataavailable = (e) => { if (e.data.size) chunks.push(e.data); };
+    recorder.onstop = () => {
+      recorder = null;
+      setRecording(false);
+      ui.lastClip = new Blob(chunks, { type: "video/webm" });
+      saveBlob(fileName("webm"), ui.lastClip);
+      showStatus(`Saved a clip of the views (${Math.round(ui.lastClip.size / 1024)} KiB) as ${fileName("webm")}.`, "info");
+    };
+    recorder.start(250);
+    setRecording(true);
+    showStatus("Recording the views: press Stop to save the clip.", "info");
+  };
+  $("record").addEventListener("click", () => ui.record());
   $("help-btn").addEventListener("click", () => $("help").showModal());
 
   function readFile(input, cb) {
@@ -480,6 +665,8 @@
       case " ": case "Spacebar": togglePlay(); return true;
       case "ArrowRight": shift ? stepPacket() : stepEvent(); return true;
       case ".": stepPacket(); return true;
+      case "ArrowLeft": shift ? backPacket() : backEvent(); return true;
+      case ",": backPacket(); return true;
       case "+": case "=": setSpeedIndex(speedIndex() + 1); return true;
       case "-": case "_": setSpeedIndex(speedIndex() - 1); return true;
       case "0": setSpeedIndex(SPEEDS.length - 1); return true;
@@ -524,13 +711,20 @@
       const r = await fetch("healthz", { cache: "no-store" });
       on = r.ok && (await r.text()).trim() === "ok";
     } catch (e) { on = false; }
+    if (ui.server.seen) { // it was there: watch it
+      ui.serverUp(on);
+      setTimeout(probeServer, on ? HEALTH_EVERY_MS : HEALTH_RETRY_MS);
+      return;
+    }
     const el = $("server");
     el.classList.toggle("on", on);
     if (on) {
-      $("server-text").textContent = "ringlab serve: connected";
+      ui.server.seen = true;
+      ui.serverUp(true);
       $("live-btn").disabled = false;
       $("live-btn").title = "Show the server's live metrics";
       if (ui.onServer) ui.onServer(); // web/workshop.js enables the Workshop button
+      setTimeout(probeServer, HEALTH_EVERY_MS);
     } else {
       $("server-text").innerHTML = "static files: the live backend and workshops need <code>ringlab serve</code>";
       for (const id of ["live-btn", "workshop-btn"]) {
@@ -539,44 +733,89 @@
     }
   }
 
-  let live = null;
-  $("live-btn").addEventListener("click", () => {
-    const panel = $("live-panel");
-    if (live) { live.close(); live = null; panel.hidden = true; return; }
+  // Once the server was seen, healthz is asked every HEALTH_EVERY_MS, and
+  // every HEALTH_RETRY_MS while it does not answer.
+  const HEALTH_EVERY_MS = 5000;
+  const HEALTH_RETRY_MS = 2000;
+  ui.server = { seen: false, up: false, downSince: 0 };
+
+  // serverUp says whether the server answers (healthz, or the live
+  // socket, web/live.js): the dot is green, or red with since when.
+  ui.serverUp = function (up) {
+    const s = ui.server;
+    if (up === s.up && (up || s.downSince)) return;
+    s.up = up;
+    const el = $("server");
+    el.classList.toggle("on", up);
+    el.classList.toggle("off", !up);
+    if (up) {
+      s.downSince = 0;
+      $("server-text").textContent = "ringlab serve: connected";
+    } else {
+      s.downSince = s.downSince || Date.now();
+      $("server-text").textContent = `ringlab serve: gone since ${new Date(s.downSince).toLocaleTimeString("en-GB")}; retrying`;
+    }
+  };
+
+  // revealPanel opens a panel and brings it into view, focusing el (or
+  // the panel's heading) for the keyboard and screen readers.
+  ui.revealPanel = function (panel, el) {
     panel.hidden = false;
-    const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const base = location.pathname.replace(/[^/]*$/, "");
-    live = new WebSocket(proto + "//" + location.host + base + "ws/metrics");
-    const rows = new Map();
-    live.onmessage = (e) => {
-      let m;
-      try { m = JSON.parse(e.data); } catch (err) { return; }
-      if (m.type === "hello") $("live-status").textContent = `source ${m.source}: ${m.description || ""}`;
-      if (m.type === "error") $("live-status").textContent = "server: " + m.message;
-      if (m.type !== "snapshot") return;
-      const tbody = document.querySelector("#live-table tbody");
-      const counters = m.counters || {}, rates = m.rates || {};
-      const perSec = (x) => x === undefined ? "" : fmt(Math.round(x * 10) / 10);
-      for (const [k, v] of Object.entries(counters)) {
-        // A twin source sends the engine's prediction as predicted_<name>:
-        // it goes beside the measured counter, not on a row of its own.
-        if (k.startsWith("predicted_") && (k.slice(10) in counters)) continue;
-        let r = rows.get(k);
-        if (!r) {
-          r = document.createElement("tr");
-          r.innerHTML = "<td></td><td></td><td></td><td></td><td></td>";
-          r.children[0].textContent = k;
-          tbody.appendChild(r);
-          rows.set(k, r);
-        }
-        r.children[1].textContent = fmt(v);
-        r.children[2].textContent = perSec(rates[k]);
-        const p = counters["predicted_" + k];
-        r.children[3].textContent = p === undefined ? "" : fmt(p);
-        r.children[4].textContent = p === undefined ? "" : perSec(rates["predicted_" + k]);
+    panel.scrollIntoView({ block: "start" });
+    const f = el || panel.querySelector("h2");
+    if (f) f.focus({ preventScroll: true });
+  };
+
+  // ---- the canvas's views: its height, the ring view's keys, units ----
+
+  // The canvas is at least as tall as its views need at its width
+  // (state.view.want_h: stacked at 800 px, two panes in compare mode).
+  // v switches the ring view between circle and lines, z / Z zoom the
+  // lines in and out, < and > move their window by half of it, f makes
+  // it follow the driver again. The counters table says each row's unit
+  // and meaning (engine/vocab, the state's numbers).
+  function viewKey(key) {
+    const v = ui.state && ui.state.view;
+    switch (key) {
+      case "v": case "V": send({ type: "view", ring: "toggle" }); return true;
+      case "z": send({ type: "view", zoom: "in" }); return true;
+      case "Z": send({ type: "view", zoom: "out" }); return true;
+      case "f": case "F": send({ type: "view", follow: true }); return true;
+      case "<": case ">": {
+        const half = Math.max(1, Math.floor(((v && v.slots) || 32) / 2));
+        send({ type: "view", pan: key === ">" ? half : -half });
+        return true;
       }
-    };
-    live.onclose = () => { $("live-status").textContent += " (closed)"; };
+    }
+    return false;
+  }
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || isField(e.target) || $("help").open) return;
+    if (viewKey(e.key)) e.preventDefault();
+  });
+  function fillUnits() {
+    for (const [name, row] of ui.rows) {
+      if (row.unit) continue;
+      const d = ui.numbers.get(name);
+      row.unit = document.createElement("td");
+      row.meaning = document.createElement("td");
+      row.unit.className = "unit";
+      row.meaning.className = "meaning";
+      if (d) {
+        row.unit.textContent = d.unit || "";
+        row.meaning.textContent = d.help;
+        row.meaning.title = d.help;
+      }
+      row.tr.append(row.unit, row.meaning);
+    }
+  }
+  ui.listen((m) => {
+    if (m.type === "key" && !m.ctrl && !m.meta && !m.alt && !$("help").open) viewKey(m.key);
+    if (m.type !== "state") return;
+    const want = m.view && m.view.want_h;
+    const h = want ? Math.ceil(want) + "px" : "";
+    if (game.style.minHeight !== h) game.style.minHeight = h;
+    fillUnits();
   });
 
   // ---- start ----

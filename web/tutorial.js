@@ -222,6 +222,7 @@
       return;
     }
     tut.result = r.result;
+    if (n === t.steps.length && !tut.list.length) await fetchList(); // the end names the next tutorial
     renderStep(st, r.result);
     const ok = r.result.failed === 0;
     panel.dataset.checks = ok ? "ok" : "fail";
@@ -254,7 +255,10 @@
       h = `<div class="tut-check ${esc(it.status || "")}" data-status="${esc(it.status || "")}"><span class="tut-mark" aria-label="${esc(it.status || "")}">${mark}</span> <code>${esc(it.text)}</code>` +
         (it.detail ? ` <span class="tut-detail">(${esc(it.detail)})</span>` : "") +
         (it.error ? ` <span class="tut-error">${esc(it.error)}</span>` : "") + "</div>";
-    } else if (it.op !== "question" && it.op !== "preset" && it.op !== "set") {
+    } else if (it.op === "preset" || it.op === "set") {
+      // The step's configuration, shown: what pane A runs.
+      h = `<div class="tut-config"><code>${esc(it.text)}</code>` + (it.error ? ` <span class="tut-error">${esc(it.error)}</span>` : "") + "</div>";
+    } else if (it.op !== "question") {
       h = `<div class="tut-dir"><code>${esc(it.text)}</code>` + (it.error ? ` <span class="tut-error">${esc(it.error)}</span>` : "") + "</div>";
       if (it.output && it.output.length) h += "<pre>" + esc(it.output.join("\n")) + "</pre>";
     }
@@ -277,10 +281,15 @@
       const inner = dirs.map((d) => byLine.get(d.line)).filter(Boolean).map(itemHTML).join("");
       if (q) {
         const id = "tut-q" + (qn++);
+        // The answer's key grades the prediction (the game grades it:
+        // tutorial_grade), the first answer of the question's block.
+        const ans = dirs.map((d) => byLine.get(d.line)).find((it) => it && it.op === "answer" && it.key);
+        const key = ans ? ` data-key="${esc(JSON.stringify(ans.key))}"` : "";
         parts.push(`<div class="tut-question"><p><strong>Predict:</strong> ${inline(q.question)}</p>
           <label class="sr-only" for="${id}-in">your prediction</label>
           <input id="${id}-in" class="tut-predict" type="text" placeholder="your prediction">
-          <button type="button" class="tut-reveal" data-target="${id}">Reveal</button>
+          <button type="button" class="tut-reveal" data-target="${id}"${key}>Reveal</button>
+          <p id="${id}-grade" class="tut-grade" aria-live="polite" hidden></p>
           <div id="${id}" class="tut-block" hidden>${inner}</div></div>`);
         after = id;
       } else {
@@ -288,9 +297,21 @@
       }
     }
     const mark = res.failed === 0 ? "✓" : "✗";
-    parts.push(`<p class="tut-summary" id="tut-summary">${mark} ${res.checks - res.failed} of ${res.checks} checks hold` +
+    // The checks' tally is an answer too: hidden until every question is
+    // revealed.
+    parts.push(`<p class="tut-summary" id="tut-summary"${qn ? " hidden" : ""}>${mark} ${res.checks - res.failed} of ${res.checks} checks hold` +
       (res.skipped ? `, ${res.skipped} skipped` : "") + ". Pane A shows this step's world.</p>");
+    if (tut.step === tut.t.steps.length) parts.push(endHTML());
     body.innerHTML = parts.join("\n");
+  }
+
+  // endHTML closes the last step: done, and the next tutorial.
+  function endHTML() {
+    const i = tut.list.findIndex((t) => t.name === tut.t.name);
+    const next = i >= 0 ? tut.list[i + 1] : null;
+    return `<div class="tut-end" id="tut-end"><p><strong>Done:</strong> that was the last step of “${esc(tut.t.title)}”.</p>` +
+      (next ? `<p><button type="button" id="tut-next-tutorial" data-name="${esc(next.name)}">Next tutorial: ${next.number}. ${esc(next.title)} ▶</button></p>`
+        : "<p>That was the last tutorial.</p>") + "</div>";
   }
 
   // reveal shows the answer of the current step's question q (0-based):
@@ -307,18 +328,40 @@
     for (const a of document.querySelectorAll(`.tut-after[data-for="${b.dataset.target}"]`)) a.hidden = false;
     tut.unrevealed--;
     if (tut.unrevealed <= 0) predicting(false);
+    if (tut.unrevealed <= 0) { const sum = $("tut-summary"); if (sum) sum.hidden = false; }
     const input = $(b.dataset.target + "-in");
-    if (input.value.trim()) {
-      const note = document.createElement("p");
-      note.className = "tut-yours";
-      note.textContent = "You predicted: " + input.value.trim();
-      el.insertBefore(note, el.firstChild);
-    }
+    const said = input.value.trim();
     input.disabled = true;
+    grade(b, said);
     return true;
   }
 
+  // grade says how the prediction fared against the engine's answer.
+  async function grade(b, said) {
+    const out = $(b.dataset.target + "-grade");
+    if (!out) return;
+    if (!b.dataset.key) {
+      if (said) { out.textContent = "You predicted: " + said; out.hidden = false; }
+      return;
+    }
+    const key = JSON.parse(b.dataset.key);
+    if (!said) {
+      out.textContent = `You made no prediction; the engine's ${key.subject} is ${key.truth_text}.`;
+      out.dataset.verdict = "none";
+      out.hidden = false;
+      return;
+    }
+    const r = await request({ type: "tutorial_grade", key, prediction: said });
+    if (r.type !== "tutorial_grade") { out.textContent = "You predicted: " + said; out.hidden = false; return; }
+    out.textContent = r.grade.say;
+    out.dataset.verdict = r.grade.verdict;
+    out.hidden = false;
+  }
+
+
   $("tut-body").addEventListener("click", (e) => {
+    const nt = e.target.closest("#tut-next-tutorial");
+    if (nt) { openTutorial(nt.dataset.name, 1); return; }
     const b = e.target.closest(".tut-reveal");
     if (!b) return;
     const q = Number(b.dataset.target.slice("tut-q".length));

@@ -7,6 +7,13 @@
 // (room_send) and what to tell the person (note); its state's room part
 // is what the panel shows. The page hooks are ringlab.listen and
 // ringlab.onServer (app.js).
+//
+// The instructor's token is presented once, in join; commands carry none
+// (the connection that joined with it is the instructor). A connection
+// that drops (a restart of the server, a network hiccup) is made again
+// with backoff, 0.5 s doubling to 15 s, and the join asks for the log
+// after the last command the page has (since): the game catches up with
+// what it missed instead of replaying the room from the start.
 "use strict";
 
 (function () {
@@ -32,7 +39,13 @@
     error: "",
     closed: false,
     replaying: false,  // the game is applying the log from the start (its state)
+    retries: 0,        // reconnections tried since the last welcome
+    reconnects: 0,     // welcomes after the first (for tests and the curious)
+    gone: false,       // the room no longer exists: no more reconnecting
   };
+  const RETRY_FIRST_MS = 500;
+  const RETRY_MAX_MS = 15000;
+  let retryTimer = 0;
   ui.workshop = ws; // for tests and the curious
 
   // ---- panel ----
@@ -42,7 +55,7 @@
   panel.className = "panel";
   panel.hidden = true;
   panel.setAttribute("aria-labelledby", "workshop-h");
-  panel.innerHTML = `<h2 id="workshop-h">Workshop</h2>
+  panel.innerHTML = `<h2 id="workshop-h" tabindex="-1">Workshop</h2>
     <div id="ws-start">
       <button id="ws-create" type="button">Create a room (be its instructor)</button>
       <span class="note">or open a join link (<code>?room=ID</code>) to join as a student</span>
@@ -114,7 +127,8 @@
   };
   $("workshop-btn").addEventListener("click", () => {
     if ($("workshop-btn").disabled) return;
-    panel.hidden = !panel.hidden;
+    if (panel.hidden) ui.revealPanel(panel);
+    else panel.hidden = true;
   });
 
   $("ws-create").addEventListener("click", createRoom);
@@ -142,9 +156,14 @@
     connect(body.room, "instructor", body.instructor_token);
   }
 
-  function connect(room, role, token) {
-    if (ws.conn) ws.conn.close();
-    Object.assign(ws, { room, token, log: [], applied: 0, attached: true, playing: false, closed: false, error: "" });
+  function connect(room, role, token, resume) {
+    if (ws.conn) { const c = ws.conn; ws.conn = null; c.close(); }
+    clearTimeout(retryTimer);
+    if (!resume) {
+      Object.assign(ws, { room, token, log: [], applied: 0, attached: true, playing: false, error: "", retries: 0, reconnects: 0, gone: false });
+      ws.joinRole = role;
+    }
+    ws.closed = false;
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     let conn;
     try {
@@ -158,7 +177,10 @@
     status("Joining room " + room + "…", "info");
     conn.onopen = () => {
       opened = true;
-      conn.send(JSON.stringify(role === "instructor" ? { type: "join", role, token } : { type: "join", role }));
+      const join = { type: "join", role };
+      if (role === "instructor") join.token = token;
+      if (resume && ws.log.length) join.since = ws.log[ws.log.length - 1].seq;
+      conn.send(JSON.stringify(join));
     };
     conn.onmessage = (e) => {
       let m;
@@ -169,14 +191,44 @@
       if (ws.conn !== conn) return;
       ws.closed = true;
       ws.conn = null;
-      if (!opened) status(`Room ${room} is gone (expired or never existed): create a new one or ask for a new link.`, "error");
-      else status(`Disconnected from room ${room}` + (e.reason ? ": " + e.reason : "") + ` (code ${e.code}).`, "error");
       render();
+      // The room said it is over (expired, full): nothing to come back to.
+      if (/expired|full/.test(e.reason || "")) {
+        ws.gone = true;
+        status(`Disconnected from room ${room}: ${e.reason} (code ${e.code}).`, "error");
+        return;
+      }
+      retry(room, role, token, opened, e);
     };
     conn.onerror = () => {}; // onclose reports
   }
 
+  // retry connects again after a backoff, unless the room is gone: an
+  // upgrade that never opened is asked about over plain HTTP, which
+  // answers 404 for a room that does not exist (any other answer, or
+  // none while the server restarts, is worth another try).
+  function retry(room, role, token, opened, e) {
+    const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** ws.retries) * (0.75 + Math.random() / 2);
+    ws.retries++;
+    const what = opened ? `Disconnected from room ${room}` + (e.reason ? ": " + e.reason : "") + ` (code ${e.code})` : `Cannot reach room ${room}`;
+    const again = () => {
+      status(`${what}: reconnecting in ${(delay / 1000).toFixed(1)} s…`, "error");
+      retryTimer = setTimeout(() => { if (ws.room === room && !ws.conn) connect(room, role, token, true); }, delay);
+    };
+    if (opened) { again(); return; }
+    fetch(base + "ws/room/" + encodeURIComponent(room)).then((r) => {
+      if (r.status === 404) {
+        ws.gone = true;
+        status(`Room ${room} is gone (expired or never existed): create a new one or ask for a new link.`, "error");
+        render();
+        return;
+      }
+      again();
+    }, again);
+  }
+
   $("ws-leave").addEventListener("click", () => {
+    clearTimeout(retryTimer);
     const c = ws.conn;
     ws.conn = null;
     if (c) c.close();
@@ -201,15 +253,28 @@
   // before it runs would be lost).
   function onRoomMessage(m) {
     switch (m.type) {
-      case "welcome":
+      case "welcome": {
+        const back = ws.role === m.you && ws.log.length > 0;
+        const last = ws.log.length ? ws.log[ws.log.length - 1].seq : 0;
+        if (back && m.since === last) {
+          // A reconnect: the log after the last command we have.
+          ws.log = ws.log.concat(m.log || []);
+          ws.reconnects++;
+        } else {
+          ws.log = (m.log || []).slice();
+          if (back) ws.reconnects++;
+        }
         ws.role = m.you;
-        ws.log = (m.log || []).slice();
+        ws.retries = 0;
         ws.students = m.students || 0;
         ws.instructors = m.instructors || 0;
-        status(`In room ${m.room} as ${m.you}.`, "info");
+        status(back ? `Back in room ${m.room} as ${m.you}: caught up to command ${ws.log.length ? ws.log[ws.log.length - 1].seq : 0}.` : `In room ${m.room} as ${m.you}.`, "info");
         render();
-        toGame({ type: "room_welcome", room: m.room, you: m.you, scenario: m.scenario || null, log: m.log || [] });
+        // The game gets the whole log: one that continues what it has
+        // applied is caught up, not replayed (play/room.go).
+        toGame({ type: "room_welcome", room: m.room, you: m.you, scenario: m.scenario || null, log: ws.log.slice() });
         break;
+      }
       case "command": {
         const last = ws.log.length ? ws.log[ws.log.length - 1].seq : 0;
         if (m.seq <= last) break;
@@ -225,7 +290,7 @@
         break;
       case "error": {
         const what = {
-          forbidden: "Forbidden: this page has no instructor token for the room",
+          forbidden: "Forbidden: only the instructor's connection commands the room",
           rate_limited: "Too fast: the room dropped a command (rate limited); wait a moment",
           limit_exceeded: "The room is full or its log is full: create a new room",
           not_found: "The room is gone",
@@ -256,7 +321,7 @@
           status("Not connected to the room: the command was not sent.", "error");
           return;
         }
-        ws.conn.send(JSON.stringify({ type: "command", token: ws.token, cmd: m.cmd }));
+        ws.conn.send(JSON.stringify({ type: "command", cmd: m.cmd }));
         break;
       case "note":
         if (m.source === "room") status(m.text, "info");

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -8,8 +9,12 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -37,16 +42,46 @@ func loadScenario(arg string) (scenario.Scenario, error) {
 			return scenario.Scenario{}, fmt.Errorf("%q is neither a preset (%s) nor a file", arg, strings.Join(scenario.PresetNames(), ", "))
 		}
 	}
-	f, err := os.Open(arg)
+	b, err := readInput(arg, maxScenarioBytes, "a scenario")
 	if err != nil {
 		return scenario.Scenario{}, err
 	}
-	defer f.Close()
-	s, err := scenario.Decode(io.LimitReader(f, maxScenarioBytes))
+	s, err := scenario.DecodeBytes(b)
 	if err != nil {
 		return scenario.Scenario{}, fmt.Errorf("%s: %w", arg, err)
 	}
 	return s, nil
+}
+
+// readInput reads a file the command line names: a regular file (a named
+// pipe or a device would block the read, or never end it) of at most max
+// bytes, refused as too large rather than cut short.
+func readInput(path string, max int64, what string) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO for reading waits for a writer otherwise.
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s), so not %s", path, st.Mode().Type(), what)
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s: %d bytes, larger than the %d (%d MiB) %s may have", path, st.Size(), max, max>>20, what)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max { // it grew while we read it
+		return nil, fmt.Errorf("%s: larger than the %d (%d MiB) %s may have", path, max, max>>20, what)
+	}
+	return b, nil
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
@@ -125,32 +160,52 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 		return exitUsage
 	}
+	boundGarbage()
 	start := time.Now()
-	var events []engine.TraceEvent
+	// Trace events are written as they run, never held: the largest
+	// scenario's first events describe thousands of pages each. In the
+	// JSON the trace comes first, the summary's fields after it.
+	traced := 0
+	if *asJSON && *trace > 0 {
+		io.WriteString(stdout, "{\n  \"trace\": [")
+	}
 	err = w.Trace(*trace, func(e engine.TraceEvent) {
 		if *asJSON {
-			events = append(events, e)
+			b, _ := json.MarshalIndent(e, "    ", "  ")
+			if traced > 0 {
+				io.WriteString(stdout, ",")
+			}
+			io.WriteString(stdout, "\n    ")
+			stdout.Write(b)
 		} else {
 			fmt.Fprintln(stdout, e)
 		}
+		traced++
 	})
+	if *asJSON && *trace > 0 {
+		io.WriteString(stdout, "\n  ],")
+	}
 	if *trace > 0 && !*asJSON {
 		fmt.Fprintln(stdout)
+	}
+	if err == nil {
+		err = xdpLooped(w)
 	}
 	// The trace's events count towards the run: --packets and --duration
 	// are from the start.
 	if err == nil && *duration > 0 {
-		err = w.RunUntil(sim.Time(duration.Nanoseconds()))
+		err = runUntil(w, sim.Time(duration.Nanoseconds()))
 	} else if err == nil {
 		n := *packets
 		if n == 0 {
 			n = defaultRunPackets
 		}
-		if got := w.Received(); got < n {
-			err = w.RunPackets(n - got)
-		}
+		err = runPackets(w, n)
 	}
 	if err != nil {
+		if *asJSON && *trace > 0 {
+			io.WriteString(stdout, "\n  \"error\": "+strconv.Quote(err.Error())+"\n}\n")
+		}
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 		return exitFail
 	}
@@ -161,12 +216,22 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		out := struct {
 			engine.Summary
-			Fitted []scenario.Fit      `json:"fitted,omitempty"`
-			Costs  []costRow           `json:"costs,omitempty"`
-			Trace  []engine.TraceEvent `json:"trace,omitempty"`
-		}{Summary: sum, Fitted: s.Fitted, Trace: events}
+			Fitted []scenario.Fit `json:"fitted,omitempty"`
+			Costs  []costRow      `json:"costs,omitempty"`
+		}{Summary: sum, Fitted: s.Fitted}
 		if *showCosts {
 			out.Costs = costRows(w)
+		}
+		if *trace > 0 {
+			// The object is open: its fields follow the trace.
+			b, err := json.MarshalIndent(out, "", "  ")
+			if err != nil {
+				fmt.Fprintf(stderr, "ringlab run: %v\n", err)
+				return exitFail
+			}
+			stdout.Write(b[1:]) // without its "{"
+			io.WriteString(stdout, "\n")
+			return exitOK
 		}
 		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(stderr, "ringlab run: %v\n", err)
@@ -299,16 +364,84 @@ func (f setFlags) apply(s scenario.Scenario) (scenario.Scenario, error) {
 
 // loadObject reads an XDP ELF object.
 func loadObject(path string) (*bpf.CollectionSpec, error) {
-	f, err := os.Open(path)
+	b, err := readInput(path, bpf.MaxELFSize, "an ELF object")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	spec, err := bpf.LoadELF(f)
+	spec, err := bpf.LoadELF(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return spec, nil
+}
+
+// boundGarbage sets a soft memory limit once the world is built: what a
+// run allocates afterwards (a trace's every event) is garbage, and Go's
+// collector otherwise lets it grow to the live heap's size again
+// (GOGC=100), 2.3 GB more for the largest scenario's 2.3 GB world. The
+// limit is the world and an eighth (at least 128 MiB) more; GOMEMLIMIT,
+// when set, wins.
+func boundGarbage() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	live := int64(ms.HeapAlloc)
+	debug.SetMemoryLimit(live + max(live/8, 128<<20))
+}
+
+// runChunk is how many packets (or how much simulated time, at most a
+// hundredth of the run) a run goes between two looks at its XDP program;
+// the first looks come sooner (64 packets, doubling).
+const runChunk = 4096
+
+// runPackets runs w until its driver has received n packets, stopping
+// with xdpLooped's error as soon as the program loops.
+func runPackets(w *engine.World, n uint64) error {
+	chunk := uint64(64)
+	for got := w.Received(); got < n; got = w.Received() {
+		chunk = min(2*chunk, runChunk)
+		if err := w.RunPackets(min(n-got, chunk)); err != nil {
+			return err
+		}
+		if err := xdpLooped(w); err != nil {
+			return err
+		}
+		if w.Received() == got {
+			return nil // nothing more arrives
+		}
+	}
+	return nil
+}
+
+// runUntil runs w to simulated time t, in a hundred slices, stopping as
+// runPackets does.
+func runUntil(w *engine.World, t sim.Time) error {
+	step := max(sim.Duration(t-w.Now())/100, 1)
+	for w.Now() < t {
+		if err := w.RunUntil(min(t, w.Now().Add(step))); err != nil {
+			return err
+		}
+		if err := xdpLooped(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// xdpLooped is an error once a queue's XDP program ran out of its
+// instruction budget: a loop the kernel's verifier would refuse, which
+// the interpreter stops after bpf's budget on every packet (each one
+// then counted an XDP_ABORTED drop), so the run would take minutes to
+// say nothing else.
+func xdpLooped(w *engine.World) error {
+	for i, rq := range w.Driver.RQ {
+		if f := rq.LastFault; f.Faulted() && f.Reason == bpf.FaultBudget {
+			return fmt.Errorf("the XDP program on queue %d ran out of its instruction budget (%d instructions on one packet, %s): it loops, and the kernel's verifier would refuse it", i, bpf.DefaultBudget, f)
+		}
+	}
+	return nil
 }
 
 func printSummary(w io.Writer, s engine.Summary, wall time.Duration) {

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,10 +25,15 @@ import (
 
 	"ringlab/internal/cli"
 	"ringlab/server/assets"
+	"ringlab/server/hostsrc"
+	"ringlab/server/httpsec"
 	"ringlab/server/hub"
+	"ringlab/server/labsrc"
 	"ringlab/server/metrics"
 	"ringlab/server/promexp"
 	"ringlab/server/rooms"
+	"ringlab/server/simsrc"
+	"ringlab/server/twinsrc"
 	"ringlab/server/wspeer"
 	"ringlab/web"
 )
@@ -58,13 +65,41 @@ type serveConfig struct {
 	source       string           // the default source's spec
 	sources      []string         // other specs clients may subscribe to
 	allowOrigins []string         // origins allowed besides the same host
+	publicHosts  []string         // names the server answers besides loopback and addresses
 	registry     metrics.Registry // the source kinds
 	files        fs.FS            // the page
+	stateDir     string           // where rooms are kept; "" keeps them in memory
+	rooms        rooms.Limits
 	logger       *slog.Logger
 }
 
 // listFlag is a flag that may be repeated or given a comma-separated list.
 type listFlag = cli.ListFlag
+
+// defaultStateDir is where serve keeps its rooms without --state-dir:
+// $XDG_STATE_HOME/ringlab, else ~/.local/state/ringlab (the XDG base
+// directory for state that outlives a run but is not configuration),
+// else ringlab-state in the working directory.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "ringlab")
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		return filepath.Join(home, ".local", "state", "ringlab")
+	}
+	return "ringlab-state"
+}
+
+// serverOwned reports the source specs a client may not open itself: a
+// lab builds network namespaces as root, so serve builds each one it
+// allows once, at its start (a twin of a lab too).
+func serverOwned(spec string) bool {
+	kind, arg, _ := strings.Cut(spec, ":")
+	if kind == twinsrc.Kind {
+		kind, _, _ = strings.Cut(arg, ":")
+	}
+	return kind == "lab"
+}
 
 func runServe(args []string, stdout, stderr io.Writer) int {
 	reg := sourceKinds()
@@ -73,8 +108,17 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.addr, "addr", serveDefaultAddr, "listen address; use a LAN address (or :8080) for a workshop")
 	fs.StringVar(&cfg.source, "source", simKind, fmt.Sprintf("metric source: KIND or KIND:ARG, kinds: %s", strings.Join(reg.Kinds(), ", ")))
-	fs.Var((*listFlag)(&cfg.sources), "allow-source", "another source clients may subscribe to (repeatable or comma-separated)")
+	fs.Var((*cli.RepeatFlag)(&cfg.sources), "allow-source", "another source `SPEC` clients may subscribe to, options included (lab:xdp_drop,rate=1000); repeatable; host:* is every interface, lab:* every lab program, twin:host:* and twin:lab:* their twins; a lab is built once, when serve starts; an empty value offers none (default "+strings.Join(defaultAllowed, " ")+")")
 	fs.Var((*listFlag)(&cfg.allowOrigins), "allow-origin", "a browser origin allowed besides the server's own, as http://host:port (repeatable or comma-separated)")
+	fs.Var((*cli.RepeatFlag)(&cfg.publicHosts), "public-host", "a host `NAME` the server answers to besides localhost and IP addresses (the name a class opens; repeatable). Other names get 421: DNS rebinding protection")
+	fs.StringVar(&cfg.stateDir, "state-dir", defaultStateDir(), "`DIR` where workshop rooms and their logs are kept ("+rooms.StoreFile+"), so a restart loses none; empty keeps them in memory only")
+	webDir := fs.String("web", "", "serve the page from `DIR` instead of the files built into the binary (a web/ with main.wasm.gz)")
+	fs.IntVar(&cfg.rooms.MaxRooms, "max-rooms", rooms.MaxRooms, "workshop rooms at once")
+	fs.IntVar(&cfg.rooms.MaxRoomsPerAddr, "rooms-per-addr", rooms.MaxRoomsPerAddr, "rooms one address may have created")
+	fs.IntVar(&cfg.rooms.MaxStudents, "room-students", rooms.MaxStudentsPerRoom, "students per room")
+	fs.IntVar(&cfg.rooms.MaxConns, "room-conns", rooms.MaxConns, "room connections at once, joined or not")
+	fs.IntVar(&cfg.rooms.MaxConnsPerAddr, "room-conns-per-addr", rooms.MaxConnsPerAddr, "room connections from one address (a class behind one NAT is one address)")
+	fs.DurationVar(&cfg.rooms.IdleExpiry, "room-idle", rooms.IdleExpiry, "a room expires after this long with no instructor connected and no command")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: ringlab serve [flags]
 
@@ -89,6 +133,14 @@ Flags:
 	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab serve"); !ok {
 		return code
 	}
+	if !flagGiven(fs, "allow-source") {
+		cfg.sources = defaultAllowed
+	}
+	var err error
+	if cfg.sources, err = expandSources(cfg.sources); err != nil {
+		fmt.Fprintf(stderr, "ringlab serve: --allow-source: %v\n", err)
+		return exitUsage
+	}
 	for _, spec := range append([]string{cfg.source}, cfg.sources...) {
 		if !reg.Has(spec) {
 			fmt.Fprintf(stderr, "ringlab serve: unknown source kind in %q; registered kinds: %s\n", spec, strings.Join(reg.Kinds(), ", "))
@@ -99,11 +151,22 @@ Flags:
 		fmt.Fprintf(stderr, "ringlab serve: --allow-origin: %v\n", err)
 		return exitUsage
 	}
+	if _, err := httpsec.NewHostPolicy(cfg.publicHosts); err != nil {
+		fmt.Fprintf(stderr, "ringlab serve: --public-host: %v\n", err)
+		return exitUsage
+	}
+	if *webDir != "" {
+		if st, err := os.Stat(*webDir); err != nil || !st.IsDir() {
+			fmt.Fprintf(stderr, "ringlab serve: --web %s: not a directory\n", *webDir)
+			return exitUsage
+		}
+		cfg.files = os.DirFS(*webDir)
+	}
 	cfg.logger = slog.New(slog.NewTextHandler(stderr, nil))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := serve(ctx, cfg, func(addr net.Addr) {
+	err = serve(ctx, cfg, func(addr net.Addr) {
 		fmt.Fprintf(stdout, "ringlab: serving http://%s/ with source %s (Ctrl-C stops)\n", addr, cfg.source)
 	})
 	if err != nil {
@@ -111,6 +174,57 @@ Flags:
 		return exitFail
 	}
 	return exitOK
+}
+
+// defaultAllowed are the sources serve offers besides --source when
+// --allow-source is not given: the engine on the default preset, every
+// interface's read-only counters and their twins. A lab (root,
+// namespaces, a program in the kernel) is offered only when asked for.
+var defaultAllowed = []string{"sim:" + simsrc.DefaultPreset, "host:*", "twin:host:*"}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// expandSources replaces the patterns of --allow-source by the specs they
+// stand for, in order, without duplicates: host:* by host:IF for every
+// interface (hostsrc.Interfaces, at start), lab:* by lab:PROGRAM for
+// every program a lab runs (labsrc.Programs), and twin:host:* and
+// twin:lab:* by their twins.
+func expandSources(specs []string) ([]string, error) {
+	var out []string
+	add := func(s string) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, spec := range specs {
+		prefix, star := strings.CutSuffix(spec, "*")
+		if !star {
+			add(spec)
+			continue
+		}
+		var args []string
+		switch strings.TrimPrefix(prefix, twinsrc.Kind+":") {
+		case "host:":
+			ifaces, err := hostsrc.Interfaces()
+			if err != nil {
+				continue // not Linux: no interfaces to offer
+			}
+			args = ifaces
+		case "lab:":
+			args = labsrc.Programs
+		default:
+			return nil, fmt.Errorf("%q: a * stands for every interface (host:*, twin:host:*) or every lab program (lab:*, twin:lab:*)", spec)
+		}
+		for _, a := range args {
+			add(prefix + a)
+		}
+	}
+	return out, nil
 }
 
 // serve runs the server until ctx is done, then shuts it down cleanly:
@@ -133,6 +247,18 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("--allow-origin: %w", err)
 	}
+	hosts, err := httpsec.NewHostPolicy(cfg.publicHosts)
+	if err != nil {
+		return fmt.Errorf("--public-host: %w", err)
+	}
+	var store *rooms.Store
+	if cfg.stateDir != "" {
+		if store, err = rooms.OpenStore(filepath.Join(cfg.stateDir, rooms.StoreFile)); err != nil {
+			return err
+		}
+		defer store.Close()
+		log.Info("workshop rooms are kept", "store", store.Path())
+	}
 	src, err := cfg.registry.Open(cfg.source)
 	if err != nil {
 		return err
@@ -144,11 +270,30 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 		}
 	}()
 
-	metricsHub, err := hub.New(hub.Options{Default: src, Open: cfg.registry.Open, Sources: cfg.sources, Origins: origins, Logger: log})
+	// The other sources: one per spec shared by its clients, a lab built
+	// here, now, and never by a client.
+	pool := metrics.NewPool(cfg.registry.Open, metrics.DefaultLinger, serverOwned)
+	defer func() {
+		if err := pool.Close(); err != nil {
+			log.Warn("closing the sources", "err", err)
+		}
+	}()
+	for _, spec := range cfg.sources {
+		if serverOwned(spec) && spec != cfg.source {
+			if err := pool.Pin(spec); err != nil {
+				return fmt.Errorf("--allow-source %s: %w", spec, err)
+			}
+		}
+	}
+	metricsHub, err := hub.New(hub.Options{Default: src, Open: pool.Open, Sources: cfg.sources, Origins: origins, Logger: log})
 	if err != nil {
 		return err
 	}
-	roomReg := rooms.New(rooms.Options{Origins: origins, Logger: log})
+	roomReg, err := rooms.New(rooms.Options{Origins: origins, Logger: log, Store: store, Limits: cfg.rooms})
+	if err != nil {
+		metricsHub.Close(context.Background())
+		return err
+	}
 	prom := prometheus.NewRegistry()
 	prom.MustRegister(promexp.New(src), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -163,7 +308,7 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 	mux.Handle("/", static)
 
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           httpsec.Handler(mux, hosts),
 		ReadHeaderTimeout: serveReadHeaderTimeout,
 		ReadTimeout:       serveReadTimeout,
 		WriteTimeout:      serveWriteTimeout,

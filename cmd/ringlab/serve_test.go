@@ -22,6 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/server/assets"
+	"ringlab/server/hostsrc"
+	"ringlab/server/labsrc"
 	"ringlab/server/metrics"
 	"ringlab/web"
 )
@@ -229,8 +231,12 @@ func TestRunServeArguments(t *testing.T) {
 	}{
 		{"help", []string{"help", "serve"}, exitOK, "-allow-origin value"},
 		{"unknown source kind", []string{"serve", "--source", "nope"}, exitUsage, `unknown source kind in "nope"; registered kinds: demo`},
-		{"unknown allowed source", []string{"serve", "--allow-source", "demo,nope"}, exitUsage, `"nope"`},
+		{"unknown allowed source", []string{"serve", "--allow-source", "demo", "--allow-source", "nope"}, exitUsage, `"nope"`},
+		{"a spec is taken whole, commas and all", []string{"serve", "--allow-source", "nope:a,rate=5"}, exitUsage, `"nope:a,rate=5"`},
+		{"bad public host", []string{"serve", "--public-host", "a:80"}, exitUsage, "--public-host"},
+		{"web not a directory", []string{"serve", "--web", "/nonexistent"}, exitUsage, "--web"},
 		{"bad origin", []string{"serve", "--allow-origin", "example.com"}, exitUsage, "--allow-origin"},
+		{"bad pattern", []string{"serve", "--allow-source", "sim:*"}, exitUsage, `"sim:*": a * stands for every interface`},
 		{"stray argument", []string{"serve", "now"}, exitUsage, `unexpected argument "now"`},
 	}
 	for _, tc := range tests {
@@ -264,4 +270,88 @@ func TestEmbeddedWebFiles(t *testing.T) {
 	}
 	_, err = web.Files.Open("main.wasm")
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the raw wasm is never embedded")
+}
+
+// TestAllowedSources: --allow-source's patterns stand for every
+// interface and every lab program, in order and once each; without the
+// flag serve offers the host's interfaces and their twins.
+func TestAllowedSources(t *testing.T) {
+	got, err := expandSources([]string{"sim:xdp-drop", "lab:*", "twin:lab:*", "lab:xdp_drop", "sim:xdp-drop"})
+	require.NoError(t, err)
+	var want []string
+	want = append(want, "sim:xdp-drop")
+	for _, p := range labsrc.Programs {
+		want = append(want, "lab:"+p)
+	}
+	for _, p := range labsrc.Programs {
+		want = append(want, "twin:lab:"+p)
+	}
+	assert.Equal(t, want, got)
+
+	ifaces, err := hostsrc.Interfaces()
+	if err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	got, err = expandSources(defaultAllowed)
+	require.NoError(t, err)
+	require.Len(t, got, 1+2*len(ifaces))
+	assert.Equal(t, "sim:default", got[0])
+	assert.Contains(t, got, "host:lo")
+	assert.Contains(t, got, "twin:host:lo")
+}
+
+// TestServeHardening: every response carries the hardening headers, a
+// rebound name gets 421 before anything runs, and a room made under one
+// serve is there, its token working, under the next one on the same
+// state directory.
+func TestServeHardening(t *testing.T) {
+	state := t.TempDir()
+	run := func() (string, context.CancelFunc, chan error) {
+		cfg := serveConfig{addr: "127.0.0.1:0", source: "fake", registry: metrics.Registry{"fake": metrics.OpenFake},
+			files: fstest.MapFS{"index.html": {Data: []byte("<title>ringlab</title>")}}, stateDir: state}
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan net.Addr, 1)
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, cfg, func(a net.Addr) { ready <- a }) }()
+		select {
+		case a := <-ready:
+			return "http://" + a.String(), cancel, done
+		case err := <-done:
+			t.Fatalf("serve: %v", err)
+		}
+		return "", cancel, done
+	}
+	base, cancel, done := run()
+	for _, path := range []string{"/", "/healthz", "/metrics", "/nope"} {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'self'", path)
+		assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), path)
+	}
+	req, _ := http.NewRequest("POST", base+"/api/rooms", nil)
+	req.Host = "evil.example"
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
+
+	resp, err = http.Post(base+"/api/rooms", "application/json", nil)
+	require.NoError(t, err)
+	var created struct {
+		Room  string `json:"room"`
+		Token string `json:"instructor_token"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&created))
+	resp.Body.Close()
+	cancel()
+	require.NoError(t, <-done)
+
+	base, cancel, done = run()
+	defer func() { cancel(); <-done }()
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws/room/"+created.Room, nil)
+	require.NoError(t, err, "the room outlived its server")
+	defer c.Close()
+	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(`{"type":"join","role":"instructor","token":"`+created.Token+`"}`)))
+	assert.Equal(t, "welcome", readJSON(t, c)["type"])
 }

@@ -27,6 +27,7 @@ type Traffic struct {
 	seq      uint64
 	flowIdx  int
 	rng      *rand.Rand // random_sizes: the scenario's seeded generator
+	pcg      *rand.PCG  // rng's source, whose state a copy copies
 	size     int        // the next frame's size (drawn at random, or SizeAt(seq)); not a TCP stream's
 	// tcp is the queue's tcp_stream sender (at most one stream a queue):
 	// it decides when each frame arrives and how many segments it
@@ -86,7 +87,8 @@ func (t *Traffic) TCP() *transport.TCP { return t.tcp }
 func NewTraffic(spec scenario.Traffic, q, nq int, seed uint64) *Traffic {
 	t := &Traffic{spec: spec, burst: spec.Burst}
 	if spec.RandomSizes {
-		t.rng = sim.NewRand(seed + uint64(q)*0x9e3779b97f4a7c15)
+		t.pcg = sim.NewPCG(seed + uint64(q)*0x9e3779b97f4a7c15)
+		t.rng = rand.New(t.pcg)
 		t.size = spec.Sizes[t.rng.IntN(len(spec.Sizes))]
 	} else {
 		t.size = spec.SizeAt(0)

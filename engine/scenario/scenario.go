@@ -112,6 +112,10 @@ type Features struct {
 	CtrlGuestOffloads bool `json:"ctrl_guest_offloads"` // VIRTIO_NET_F_CTRL_GUEST_OFFLOADS
 	EventIdx          bool `json:"event_idx"`           // VIRTIO_RING_F_EVENT_IDX
 	IndirectDesc      bool `json:"indirect_desc"`       // VIRTIO_RING_F_INDIRECT_DESC
+	// GuestCsum is VIRTIO_NET_F_GUEST_CSUM: the device validated the
+	// checksums (virtio_net_hdr's DATA_VALID: CHECKSUM_UNNECESSARY);
+	// without it the guest's stack verifies every byte itself.
+	GuestCsum bool `json:"guest_csum"`
 	// MTU is VIRTIO_NET_F_MTU: the device reports the scenario's MTU in
 	// its config space, and virtnet_probe reads it (dev->mtu = dev->max_mtu
 	// = mtu; virtnet_set_big_packets(vi, mtu)). Without it virtnet_probe

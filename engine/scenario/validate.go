@@ -63,7 +63,7 @@ func Default() Scenario {
 		RingSize:   256,
 		TxRingSize: 256,
 		MTU:        1500,
-		Features:   Features{MrgRxbuf: true, EventIdx: true, MTU: true},
+		Features:   Features{MrgRxbuf: true, EventIdx: true, GuestCsum: true, MTU: true},
 		Driver: Driver{
 			BufferSource: SourcePagePool,
 			DMA:          DMAPremapped,

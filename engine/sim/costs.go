@@ -74,6 +74,7 @@ type Costs struct {
 	IRQLatencyVirt  Duration // vhost's eventfd signal to the guest handler running
 	Memcpy64        Duration // memcpy of 64 bytes in cache
 	CopyUser64      Duration // recvmsg copying 64 bytes of payload to the application (skb_copy_datagram_iter)
+	Csum64          Duration // summing 64 bytes of payload in software (csum_partial)
 	XDPProg         Duration // bpf_prog_run_xdp: dispatcher and xdp_buff setup
 	XDPInsn8        Duration // eight eBPF instructions, JIT-compiled
 
@@ -219,6 +220,8 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.IRQLatencyVirt }},
 	{"copy_user_64b", 6, Sourced, "", "derived from Cai et al., \"Understanding Host Network Stack Overheads\" (SIGCOMM 2021): one core receiving a single long TCP flow (TSO/GRO, 9000-byte MTU, aRFS, DDIO) reaches about 42 Gbit/s and spends about half of its cycles in the data copy to the application: 0.5 s of copy per 5.25 GB, 0.095 ns a byte, 6 ns per 64 bytes. A share read off the paper's CPU breakdown, not a microbenchmark of the copy alone",
 		func(c *Costs) *Duration { return &c.CopyUser64 }},
+	{"csum_64b", 4, Estimate, "", "estimate: x86-64 csum_partial adds 8 bytes per add-with-carry, two or more a cycle (arch/x86/lib/csum-partial_64.c), about 16 cycles per 64 bytes of data the copy has not brought into cache; no published figure for the received case",
+		func(c *Costs) *Duration { return &c.Csum64 }},
 	{"memcpy_64b", 2, Estimate, "", "estimate: memcpy within cache at about 32 bytes per cycle",
 		func(c *Costs) *Duration { return &c.Memcpy64 }},
 	{"xdp_prog", 8, Estimate, "", "estimate: bpf_prog_run_xdp through the dispatcher with xdp_buff set up",

@@ -5,7 +5,7 @@ package sim
 // the cost of each operation. A CPU never does two things at once: work that
 // could start while it is busy starts when it is free.
 //
-// The zero value is not usable; CPUs come from NewSim.
+// The zero value is not usable; CPUs come from New (Sim.CPU).
 type CPU struct {
 	ID int
 

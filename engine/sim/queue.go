@@ -40,6 +40,7 @@ type Queue struct {
 	handlers  []Handler
 	names     []string
 	argPrefix []string
+	cites     [][]string // kernel functions each kind stands for (Cite)
 	fired     uint64
 	running   Kind // the kind of the event Step runs (or ran last)
 }
@@ -60,8 +61,30 @@ func (q *Queue) RegisterArg(name, argPrefix string, h Handler) Kind {
 	q.handlers = append(q.handlers, h)
 	q.names = append(q.names, name)
 	q.argPrefix = append(q.argPrefix, argPrefix)
+	q.cites = append(q.cites, nil)
 	return Kind(len(q.handlers) - 1)
 }
+
+// Cite names the kernel functions an event of kind k stands for, its
+// entry first (virtnet_poll for a NAPI poll), replacing what was cited:
+// the functions a trace shows beside the event, from engine/kernel's
+// table.
+func (q *Queue) Cite(k Kind, funcs ...string) {
+	if k >= 0 && int(k) < len(q.cites) {
+		q.cites[k] = funcs
+	}
+}
+
+// Cites returns the kernel functions k stands for (Cite).
+func (q *Queue) Cites(k Kind) []string {
+	if k < 0 || int(k) >= len(q.cites) {
+		return nil
+	}
+	return q.cites[k]
+}
+
+// Kinds is how many kinds are registered.
+func (q *Queue) Kinds() int { return len(q.handlers) }
 
 // ArgName is arg as the thing it names for events of kind k ("rx0"), or
 // in brackets when k's argument names nothing ("[5]").

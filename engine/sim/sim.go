@@ -42,5 +42,5 @@ func (s *Sim) Now() Time { return s.Queue.Now() }
 // global math/rand: every source of randomness comes from here, so a seed
 // reproduces a run.
 func NewRand(seed uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return rand.New(NewPCG(seed))
 }

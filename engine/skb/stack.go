@@ -59,6 +59,7 @@ type Stack struct {
 	tcp, packetSocket bool
 	rcvbuf            int
 	hdrBytes          uint32
+	verifyCsum        bool
 	obs               SocketObserver
 	// rmem[cpu] is the memory of the socket on cpu: sk_rmem_alloc, the
 	// truesize of the skbs it holds with their struct sk_buff.
@@ -97,6 +98,11 @@ type StackConfig struct {
 	// HdrBytes is what of each packet the application does not read
 	// (Ethernet, IP and transport headers): recvmsg copies the rest.
 	HdrBytes int
+	// VerifyCsum: the device did not validate checksums (no
+	// VIRTIO_NET_F_GUEST_CSUM), so the stack sums every byte of payload
+	// on the CPU that takes the packet (tcp_v4_rcv / udp_rcv's
+	// __skb_checksum_complete), charged csum_64b per 64 bytes.
+	VerifyCsum bool
 	// Observer, when not nil, hears what the sockets take and what their
 	// applications read (a stream's sender is told).
 	Observer SocketObserver
@@ -121,6 +127,7 @@ type StackCounters struct {
 	DeferIPIs uint64 // IPIs sent to a CPU whose defer list reached half of DeferMax
 	SockDrops uint64 // socket queue full (SocketQueueLimit packets, or sk_rcvbuf bytes)
 	AppBytes  uint64 // bytes recvmsg copied to applications (payload)
+	CsumBytes uint64 // payload bytes the stack checksummed in software (no VIRTIO_NET_F_GUEST_CSUM)
 	// SockQueued counts skbs added to a socket's receive queue as skbs
 	// of their own; Coalesced those TCP merged into the queue's tail skb
 	// instead (tcp_try_coalesce, the TCPRcvCoalesce MIB counter).
@@ -143,6 +150,11 @@ type StackCounters struct {
 // before the world runs.
 func (st *Stack) SetSocket(tcp, packetSocket bool) {
 	st.tcp, st.packetSocket = tcp, packetSocket
+	if tcp {
+		st.sim.Queue.Cite(st.wake, "tcp_recvmsg", "skb_copy_datagram_iter")
+	} else {
+		st.sim.Queue.Cite(st.wake, "udp_recvmsg", "skb_copy_datagram_iter")
+	}
 }
 
 // SocketMem is what skbs waiting on sockets hold now: their number and
@@ -175,7 +187,7 @@ func (st *Stack) Rmem(cpu int) uint64 { return st.rmem[cpu] }
 func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 	st := &Stack{sim: s, pool: pool, rel: rel, cpu: cfg.CPU, process: cfg.Process, cost: cfg.Cost,
 		deferFree: cfg.DeferFree, deferMax: cfg.DeferMax,
-		rcvbuf: cfg.Rcvbuf, hdrBytes: uint32(max(cfg.HdrBytes, 0)), obs: cfg.Observer}
+		rcvbuf: cfg.Rcvbuf, hdrBytes: uint32(max(cfg.HdrBytes, 0)), obs: cfg.Observer, verifyCsum: cfg.VerifyCsum}
 	if st.deferMax <= 0 {
 		st.deferMax = DeferMax
 	}
@@ -191,6 +203,8 @@ func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 	}
 	st.wake = s.Queue.RegisterArg("app", "cpu", st.runApp)
 	st.ipi = s.Queue.RegisterArg("defer list IPI", "cpu", st.deferIPI)
+	s.Queue.Cite(st.wake, "udp_recvmsg", "skb_copy_datagram_iter")
+	s.Queue.Cite(st.ipi, "skb_defer_free_flush")
 	return st
 }
 
@@ -231,6 +245,9 @@ func (st *Stack) CheckDefer() error {
 // Deliver takes an skb in softirq on c (napi_gro_receive or the cpumap
 // kthread's netif_receive_skb_list).
 func (st *Stack) Deliver(c *sim.CPU, id ID) error {
+	if st.verifyCsum {
+		st.checksum(c, id)
+	}
 	target := st.cpu
 	if target < 0 {
 		target = c.ID
@@ -309,6 +326,17 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 		st.sim.Queue.Schedule(at, st.wake, uint64(target))
 	}
 	return nil
+}
+
+// checksum charges c the software checksum of the skb's payload
+// (__skb_checksum_complete), as the protocol's receive does when the
+// device did not validate it.
+func (st *Stack) checksum(c *sim.CPU, id ID) {
+	s := st.pool.Get(id)
+	if pay := uint64(s.Len) - min(uint64(s.Len), uint64(st.hdrBytes)); pay > 0 {
+		c.Spend(sim.Duration((pay + 63) / 64 * uint64(c.Costs().Csum64)))
+		st.c.CsumBytes += pay
+	}
 }
 
 // runApp is the application thread on CPU arg: it takes skbs carrying up

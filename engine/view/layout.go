@@ -15,17 +15,40 @@ func (r Rect) Inset(d float64) Rect {
 	return Rect{r.X + d, r.Y + d, max(0, r.W-2*d), max(0, r.H-2*d)}
 }
 
+// Form is how a layout arranges the views.
+type Form string
+
+const (
+	// FormGrid: one pane, the ring beside the flow and the CPUs, the
+	// pages beside the rates.
+	FormGrid Form = "grid"
+	// FormStack: one pane too narrow for the grid, its views one under
+	// the other.
+	FormStack Form = "stack"
+	// FormColumns: two panes side by side, each a stack.
+	FormColumns Form = "columns"
+	// FormRows: two panes too narrow to stand side by side, A's stack
+	// over B's.
+	FormRows Form = "rows"
+)
+
 // Layout places every view on a canvas of W by H pixels. It is pure
 // geometry: the game draws into these rectangles and a click is mapped
-// back to what is drawn there with HitTest.
+// back to what is drawn there with HitTest. WantH is the height the
+// views need at this width to stay readable (every label apart); the
+// page gives the canvas at least that.
 type Layout struct {
 	W, H   float64
+	Form   Form
+	WantH  float64
 	Header Rect
 	Panes  []PaneLayout
+	// Ring is how the ring view draws (the controller's, from the
+	// page's view message).
+	Ring RingView
 }
 
-// PaneLayout is where one pane's views go. Flow is empty in compare mode,
-// where two panes share the width.
+// PaneLayout is where one pane's views go. Title is empty with one pane.
 type PaneLayout struct {
 	Title Rect
 	Ring  Rect
@@ -44,59 +67,164 @@ const SectionTitleH = 16
 // CPULaneH is the height of a CPU lane when there is room.
 const CPULaneH = 28
 
-// NewLayout lays out panes (1, or 2 side by side) on a w by h canvas, for
-// worlds of up to ncpu CPUs.
+// Least heights of the views that do not set their own, and the gap
+// between two views.
+const (
+	gap          = 8
+	paneTitleH   = 20
+	cpuLaneMinH  = LineH + 5
+	ringCaptionH = LineH + 3
+	ringMaxD     = 380 // the largest ring drawn, in a stack
+	pagesMinH    = SectionTitleH + int(NumLocRows)*LineH + 6
+	ratesMinH    = SectionTitleH + 3*chartMinH
+	chartMinH    = 2*LineH + 34 // a title, a line of legend, a plot
+	ringMinH     = SectionTitleH + ringCaptionH + ringLegendRows*LineH + 8
+	// GridMinW is the least width of the grid: the flow, and a ring
+	// beside its legend.
+	gridRingMinW = RingLegendW + 200
+)
+
+// NumLocRows is how many rows the page view's legend has (mem.NumLocs).
+const NumLocRows = 12
+
+// cpusH is the CPU view's height for n CPUs: a lane each, at least
+// cpuLaneMinH.
+func cpusH(n int) float64 {
+	return SectionTitleH + float64(max(n, 1))*cpuLaneMinH + 4
+}
+
+// NewLayout lays out panes (1, or 2) on a w by h canvas, for worlds of up
+// to ncpu CPUs: the grid when one pane is wide enough, else a stack; two
+// panes side by side when each is as wide as the flow view needs, else
+// one over the other.
 func NewLayout(w, h float64, panes, ncpu int) Layout {
 	l := Layout{W: w, H: h, Header: Rect{0, 0, w, HeaderH}}
-	lanes := float64(min(max(ncpu, 1), 6))
-	top := float64(HeaderH)
-	avail := max(0, h-top)
-	const gap = 8
+	ncpu = max(ncpu, 1)
 	if panes <= 1 {
-		row1 := math.Round(avail * 0.55)
-		split := math.Round(w * 0.45)
-		// The CPU lanes take what they need, at most a third; the flow the rest.
-		flowH := math.Round(max((row1-gap)*0.66, row1-gap-(SectionTitleH+lanes*CPULaneH+6)))
-		pagesW := math.Round(w * 0.58)
-		l.Panes = []PaneLayout{{
-			Ring:  Rect{gap, top, split - gap, row1 - gap},
-			Flow:  Rect{split + gap, top, w - split - 2*gap, flowH},
-			CPUs:  Rect{split + gap, top + flowH, w - split - 2*gap, row1 - gap - flowH},
-			Pages: Rect{gap, top + row1, pagesW - gap, avail - row1 - gap},
-			Rates: Rect{pagesW + gap, top + row1, w - pagesW - 2*gap, avail - row1 - gap},
-		}}
+		if w >= gridMinW() {
+			l.Form = FormGrid
+			l.Panes = []PaneLayout{grid(w, h, ncpu, &l.WantH)}
+		} else {
+			l.Form = FormStack
+			p, need := stack(Rect{gap, HeaderH, w - 2*gap, h - HeaderH - gap}, ncpu, false)
+			l.Panes = []PaneLayout{p}
+			l.WantH = HeaderH + need + gap
+		}
 		return l
 	}
-	cw := w / float64(panes)
-	for i := 0; i < panes; i++ {
-		x := float64(i)*cw + gap
-		iw := cw - 2*gap
-		y := top
-		title := Rect{x, y, iw, 18}
-		y += 20
-		rest := max(0, h-y-gap)
-		ringH := math.Round(rest * 0.44)
-		ring := Rect{x, y, iw, ringH - gap}
-		y += ringH
-		cpusH := math.Round(min(rest*0.2, SectionTitleH+lanes*CPULaneH*0.8+gap))
-		cpus := Rect{x, y, iw, cpusH - gap}
-		y += cpusH
-		pagesH := math.Round(rest * 0.24)
-		pages := Rect{x, y, iw, pagesH - gap}
-		y += pagesH
-		rates := Rect{x, y, iw, max(0, h-y-gap)}
-		l.Panes = append(l.Panes, PaneLayout{Title: title, Ring: ring, CPUs: cpus, Pages: pages, Rates: rates})
+	colW := w/float64(panes) - 2*gap
+	if colW >= FlowMinW {
+		l.Form = FormColumns
+		for i := 0; i < panes; i++ {
+			x := float64(i)*w/float64(panes) + gap
+			p, need := stack(Rect{x, HeaderH, colW, h - HeaderH - gap}, ncpu, true)
+			l.Panes = append(l.Panes, p)
+			l.WantH = max(l.WantH, HeaderH+need+gap)
+		}
+		return l
 	}
+	l.Form = FormRows
+	// Each pane gets its share of the height, at least what it needs.
+	_, need := stack(Rect{gap, 0, w - 2*gap, 0}, ncpu, true)
+	share := max(need, (h-HeaderH)/float64(panes)-gap)
+	y := float64(HeaderH)
+	for i := 0; i < panes; i++ {
+		p, _ := stack(Rect{gap, y, w - 2*gap, share}, ncpu, true)
+		l.Panes = append(l.Panes, p)
+		y += share + gap
+	}
+	l.WantH = HeaderH + float64(panes)*(need+gap)
 	return l
 }
 
-// RingGeom is where a virtqueue's three rings are drawn: concentric
-// annuli around (CX, CY), the descriptor table outermost, then the avail
-// ring, then the used ring. Slot i of each spans the angles from
-// Angle(i) to Angle(i+1), clockwise from the top.
+func gridMinW() float64 { return FlowMinW + gridRingMinW + 3*gap }
+
+// grid is the one-pane layout of a wide canvas: ring | flow over CPUs on
+// top, pages | rates below. It sets *want to the height it needs.
+func grid(w, h float64, ncpu int, want *float64) PaneLayout {
+	top := float64(HeaderH)
+	cpus := cpusH(min(ncpu, 8))
+	row1Min := max(ringMinH, FlowMinH+cpus)
+	row2Min := float64(max(pagesMinH, ratesMinH))
+	*want = top + row1Min + gap + row2Min + gap
+	avail := max(0, h-top-2*gap)
+	// The spare height goes to both rows, the top one first.
+	spare := max(0, avail-row1Min-row2Min)
+	row1 := row1Min + math.Round(spare*0.55)
+	row2 := max(0, avail-row1)
+	if avail < row1Min+row2Min { // too short: shrink both alike
+		f := avail / (row1Min + row2Min)
+		row1, row2 = math.Round(row1Min*f), math.Round(row2Min*f)
+	}
+	flowW := max(FlowMinW, math.Round(w*0.5))
+	ringW := w - flowW - 3*gap
+	flowH := max(0, row1-cpus)
+	half := math.Round((w - 3*gap) / 2)
+	return PaneLayout{
+		Ring:  Rect{gap, top, ringW, row1},
+		Flow:  Rect{ringW + 2*gap, top, flowW, flowH},
+		CPUs:  Rect{ringW + 2*gap, top + flowH, flowW, row1 - flowH},
+		Pages: Rect{gap, top + row1 + gap, half, row2},
+		Rates: Rect{half + 2*gap, top + row1 + gap, w - half - 3*gap, row2},
+	}
+}
+
+// stack lays one pane's views out one under the other in r (a title
+// first when titled). It returns the layout and the height the views
+// need; a taller r gives the spare height to the ring, the pages and the
+// rates, a shorter one shrinks every view alike.
+func stack(r Rect, ncpu int, titled bool) (PaneLayout, float64) {
+	ringD := min(ringMaxD, max(0, r.W-RingLegendW-24))
+	ring := max(ringMinH, SectionTitleH+ringCaptionH+ringD+12)
+	flow := FlowMinH + 24
+	cpus := cpusH(min(ncpu, 8))
+	pages := float64(pagesMinH) + 40
+	rates := float64(ratesMinH) + 30
+	head := 0.0
+	if titled {
+		head = paneTitleH
+	}
+	need := head + ring + flow + cpus + pages + rates + 4*gap
+	f := 1.0
+	extra := 0.0
+	if r.H > need {
+		extra = r.H - need
+	} else if r.H > 0 {
+		f = (r.H - head - 4*gap) / (need - head - 4*gap)
+	}
+	hs := []float64{ring*f + extra*0.2, flow*f + extra*0.2, cpus * f, pages*f + extra*0.3, rates*f + extra*0.3}
+	var p PaneLayout
+	y := r.Y
+	if titled {
+		p.Title = Rect{r.X, y, r.W, paneTitleH - 2}
+		y += head
+	}
+	dst := []*Rect{&p.Ring, &p.Flow, &p.CPUs, &p.Pages, &p.Rates}
+	for i, hh := range hs {
+		hh = math.Round(hh)
+		*dst[i] = Rect{r.X, y, r.W, hh}
+		y += hh
+		if i != 1 { // the CPUs sit right under the flow
+			y += gap
+		}
+	}
+	return p, need
+}
+
+// RingLegendW is the width of the ring view's legend.
+const RingLegendW = 190
+
+// ringLegendRows is the most rows the ring legend has.
+const ringLegendRows = 16
+
+// RingGeom is where a virtqueue's three rings are drawn as circles:
+// concentric annuli around (CX, CY), the descriptor table outermost,
+// then the avail ring, then the used ring. Slot i of each spans the
+// angles from Angle(i) to Angle(i+1), clockwise from the top.
 type RingGeom struct {
 	CX, CY, R float64
 	Size      int
+	Caption   Rect // the line naming the rings
 	Legend    Rect // where the indices are written
 }
 
@@ -107,20 +235,28 @@ var (
 	UsedRing  = [2]float64{0.35, 0.52}
 )
 
-// RingGeom returns the ring geometry of a queue of size entries.
-func (p *PaneLayout) RingGeom(size int) RingGeom {
+// ringBody is the ring view's rectangle under its title and caption.
+func (p *PaneLayout) ringBody() (caption, body Rect) {
 	r := p.Ring
-	body := Rect{r.X, r.Y + SectionTitleH, r.W, max(0, r.H-SectionTitleH)}
-	const legendW = 176
-	g := RingGeom{Size: size}
-	if body.W-legendW >= body.H*0.6 {
-		d := min(body.W-legendW-16, body.H) - 12
+	caption = Rect{r.X, r.Y + SectionTitleH, r.W, ringCaptionH}
+	top := float64(SectionTitleH + ringCaptionH)
+	return caption, Rect{r.X, r.Y + top, r.W, max(0, r.H-top)}
+}
+
+// RingGeom returns the circle geometry of a queue of size entries.
+func (p *PaneLayout) RingGeom(size int) RingGeom {
+	caption, body := p.ringBody()
+	g := RingGeom{Size: size, Caption: caption}
+	if body.W-RingLegendW >= body.H*0.6 {
+		d := min(body.W-RingLegendW-16, body.H) - 12
 		g.R = max(0, d/2/1.06) // room for the chain brackets outside
 		g.CX = body.X + 6 + d/2
 		g.CY = body.Y + body.H/2
-		g.Legend = Rect{body.X + body.W - legendW, body.Y, legendW, body.H}
+		// The legend beside the ring, not across the view from it.
+		lx := min(body.X+body.W-RingLegendW, math.Round(body.X+6+d+24))
+		g.Legend = Rect{lx, body.Y, body.X + body.W - lx, body.H}
 	} else {
-		const legendH = 15 * 13
+		const legendH = 15 * LineH
 		d := min(body.W, body.H-legendH) - 12
 		g.R = max(0, d/2/1.06)
 		g.CX = body.X + body.W/2
@@ -144,6 +280,19 @@ func (g *RingGeom) Point(a, f float64) (x, y float64) {
 // SlotCenter returns the middle of slot i of the annulus ring.
 func (g *RingGeom) SlotCenter(ring [2]float64, i int) (x, y float64) {
 	return g.Point(g.Angle(float64(i)+0.5), (ring[0]+ring[1])/2)
+}
+
+// SlotArc is the length in pixels of a slot along the middle of ring:
+// what a label written on it has.
+func (g *RingGeom) SlotArc(ring [2]float64) float64 {
+	return 2 * math.Pi * g.R * (ring[0] + ring[1]) / 2 / float64(max(1, g.Size))
+}
+
+// Readable reports whether every slot of the innermost ring is at least
+// circleMinSlotPx wide: below that the circle is a moire, and the ring view
+// draws the rings as lines.
+func (g *RingGeom) Readable() bool {
+	return g.R > 20 && 2*math.Pi*g.R*UsedRing[0]/float64(max(1, g.Size)) >= circleMinSlotPx
 }
 
 // Hit returns which ring and slot (x, y) falls on.
@@ -174,13 +323,14 @@ func (g *RingGeom) Hit(x, y float64) (Kind, int) {
 // their counts, a tile per page for pages [0, Shown), and a strip for the
 // whole memory.
 type PagesGeom struct {
-	Legend Rect
-	Tiles  Rect // the grid's area
-	Tile   float64
-	Cols   int
-	Shown  int // pages drawn as tiles: ids 0..Shown-1
-	Strip  Rect
-	N      int
+	Legend  Rect
+	Tiles   Rect // the grid's area
+	Tile    float64
+	Cols    int
+	Shown   int // pages drawn as tiles: ids 0..Shown-1
+	Caption Rect
+	Strip   Rect
+	N       int
 }
 
 // Page-view constants.
@@ -198,12 +348,13 @@ func (p *PaneLayout) PagesGeom(pv *PagesView) PagesGeom {
 	g := PagesGeom{N: pv.N}
 	g.Legend = Rect{body.X, body.Y, min(pagesLegendW, body.W/2), body.H}
 	right := Rect{body.X + g.Legend.W + 8, body.Y, max(0, body.W-g.Legend.W-8), body.H}
-	g.Tiles = Rect{right.X, right.Y, right.W, max(0, right.H-stripH-20)}
+	g.Tiles = Rect{right.X, right.Y, right.W, max(0, right.H-stripH-LineH-8)}
 	// Show the touched part of memory, at least a row's worth.
 	want := max(pv.Span, 64)
 	want = min(want, pv.N)
 	if want <= 0 || g.Tiles.W <= 0 || g.Tiles.H <= 0 {
-		g.Strip = Rect{right.X, right.Y + 18, right.W, stripH}
+		g.Caption = Rect{right.X, right.Y, right.W, LineH + 2}
+		g.Strip = Rect{right.X, right.Y + LineH + 4, right.W, stripH}
 		return g
 	}
 	t := math.Floor(math.Sqrt(g.Tiles.W * g.Tiles.H / float64(want)))
@@ -222,9 +373,10 @@ func (p *PaneLayout) PagesGeom(pv *PagesView) PagesGeom {
 	if full := (g.Shown + g.Cols - 1) / g.Cols * g.Cols; full <= min(pv.N, g.Cols*rows) {
 		g.Shown = full
 	}
-	// The strip goes under the grid, below a caption line.
+	// The caption goes under the grid, then the strip.
 	used := float64((g.Shown+g.Cols-1)/g.Cols) * g.Tile
-	g.Strip = Rect{right.X, right.Y + used + 18, right.W, stripH}
+	g.Caption = Rect{right.X, right.Y + used + 2, right.W, LineH + 2}
+	g.Strip = Rect{right.X, right.Y + used + LineH + 6, right.W, stripH}
 	return g
 }
 
@@ -256,7 +408,7 @@ func (g *PagesGeom) Hit(x, y float64) int {
 func (p *PaneLayout) CPULane(i, n int) Rect {
 	r := p.CPUs
 	body := Rect{r.X, r.Y + SectionTitleH, r.W, max(0, r.H-SectionTitleH)}
-	h := min(CPULaneH, body.H/float64(max(1, n)))
+	h := math.Floor(min(CPULaneH, body.H/float64(max(1, n))))
 	return Rect{body.X, body.Y + float64(i)*h, body.W, h}
 }
 
@@ -270,8 +422,8 @@ func (l *Layout) HitTest(x, y float64, snaps []*Snapshot) Target {
 		p := &l.Panes[i]
 		s := snaps[i]
 		if p.Ring.Contains(x, y) {
-			g := p.RingGeom(s.Queue.Size)
-			if k, slot := g.Hit(x, y); k != KindNone {
+			sh := p.RingShape(&s.Queue, l.Ring)
+			if k, slot := sh.Hit(x, y); k != KindNone {
 				return Target{Kind: k, Pane: i, Index: slot}
 			}
 		}
@@ -293,7 +445,8 @@ func (l *Layout) HitTest(x, y float64, snaps []*Snapshot) Target {
 }
 
 // Where returns the centre of target t's drawing, for tests and for the
-// page to point at it; ok is false when it is not drawn.
+// page to point at it; ok is false when it is not drawn (a slot outside
+// the linear view's window, a page past the tiles).
 func (l *Layout) Where(t Target, snaps []*Snapshot) (x, y float64, ok bool) {
 	if t.Pane < 0 || t.Pane >= len(l.Panes) || t.Pane >= len(snaps) || snaps[t.Pane] == nil {
 		return 0, 0, false
@@ -305,10 +458,8 @@ func (l *Layout) Where(t Target, snaps []*Snapshot) (x, y float64, ok bool) {
 		if t.Index < 0 || t.Index >= s.Queue.Size {
 			return 0, 0, false
 		}
-		g := p.RingGeom(s.Queue.Size)
-		ring := map[Kind][2]float64{KindDesc: DescRing, KindAvail: AvailRing, KindUsed: UsedRing}[t.Kind]
-		x, y = g.SlotCenter(ring, t.Index)
-		return x, y, true
+		sh := p.RingShape(&s.Queue, l.Ring)
+		return sh.SlotCenter(t.Kind, t.Index)
 	case KindPage:
 		g := p.PagesGeom(&s.Pages)
 		if t.Index < 0 || t.Index >= g.Shown {

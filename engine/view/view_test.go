@@ -174,35 +174,6 @@ func worldAt(t *testing.T, preset string, ns int64) *engine.World {
 	return w
 }
 
-func TestLayoutHitTestFindsWhatWhereReports(t *testing.T) {
-	worlds := []*engine.World{worldAt(t, "default", 200_000), worldAt(t, "xdp-drop", 200_000)}
-	var all []*Snapshot
-	for _, w := range worlds {
-		var s Snapshot
-		s.Fill(w, 0)
-		all = append(all, &s)
-	}
-	for _, panes := range []int{1, 2} {
-		for _, size := range [][2]float64{{1040, 700}, {1400, 900}, {800, 600}} {
-			l := NewLayout(size[0], size[1], panes, 2)
-			snaps := all[:panes]
-			for pane := 0; pane < panes; pane++ {
-				n := snaps[pane].Queue.Size
-				for _, tg := range []Target{
-					{KindDesc, pane, 0}, {KindDesc, pane, n / 2}, {KindDesc, pane, n - 1},
-					{KindAvail, pane, 1}, {KindUsed, pane, n - 2},
-					{KindPage, pane, 0}, {KindPage, pane, 17}, {KindCPU, pane, 0},
-				} {
-					x, y, ok := l.Where(tg, snaps)
-					require.True(t, ok, "%+v at %v, %d panes", tg, size, panes)
-					assert.Equal(t, tg, l.HitTest(x, y, snaps), "%+v at %v, %d panes", tg, size, panes)
-				}
-			}
-			assert.Equal(t, Target{}, l.HitTest(1, 1, snaps), "the header holds nothing")
-		}
-	}
-}
-
 func TestRatesFollowTheTraffic(t *testing.T) {
 	w := worldAt(t, "default", 0)
 	var r Rates

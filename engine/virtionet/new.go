@@ -64,6 +64,15 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	d.landKind = env.Sim.Queue.RegisterArg("host lands frames", "rx", d.landing)
 	d.irqKind = env.Sim.Queue.RegisterArg("rx interrupt", "rx", d.interrupt)
 	d.refillKind = env.Sim.Queue.RegisterArg("refill_work", "cpu", d.refillWork)
+	q := env.Sim.Queue
+	q.Cite(d.napiKind, "virtnet_poll", "virtnet_receive")
+	q.Cite(d.irqKind, "vring_interrupt", "skb_recv_done")
+	q.Cite(d.refillKind, "refill_work", "try_fill_recv")
+	if !d.nic {
+		// A hardware device (a NIC, a vDPA virtqueue) lands frames with no
+		// kernel function: the host side is vhost-net's only.
+		q.Cite(d.landKind, "handle_rx")
+	}
 	for i := 0; i < s.Queues; i++ {
 		rq, err := d.newRQ(i)
 		if err != nil {
@@ -206,6 +215,14 @@ func (rq *RQ) MinBufLen() uint32 { return rq.minBufLen }
 
 // Mode is the receive mode the driver picked.
 func (d *Driver) Mode() string { return d.mode }
+
+// FragPremapped reports whether buffers are carved from a premapped
+// page_frag block (virtnet_rq_alloc, virtnet_rq_dma).
+func (d *Driver) FragPremapped() bool { return d.fragPremap }
+
+// PoolFrags reports whether buffers are fragments of page_pool pages
+// (page_pool_alloc_frag).
+func (d *Driver) PoolFrags() bool { return d.poolFrags }
 
 // NumSkbFrags is big_packets_num_skbfrags.
 func (d *Driver) NumSkbFrags() int { return d.numSkbFrags }

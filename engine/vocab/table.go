@@ -91,6 +91,7 @@ var table = concat(
 		c("stack_defer_ipis", "IPIs", "IPIs sent to a CPU whose defer list reached half of sysctl_skb_defer_max (kick_defer_list_purge)"),
 		c("socket_drops", "skbs", "skbs dropped because the socket's receive queue was full, or its memory past sk_rcvbuf"),
 		c("app_bytes", "bytes", "payload recvmsg copied to the applications (skb_copy_datagram_iter): what iperf or netperf reports"),
+		c("csum_bytes", "bytes", "payload the stack checksummed in software because the device did not validate it (no VIRTIO_NET_F_GUEST_CSUM)"),
 		c("tcp_frames_sent", "frames", "frames the tcp_stream senders sent, retransmissions included"),
 		c("tcp_lost_frames", "frames", "frames the senders found lost from the receiver's reports (a hole before a later frame)"),
 		c("tcp_retransmits", "segments", "segments sent again after a loss"),

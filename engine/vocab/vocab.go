@@ -153,3 +153,25 @@ func compile(p string) *regexp.Regexp {
 	b.WriteString("$")
 	return regexp.MustCompile(b.String())
 }
+
+// Describe is what every edge says of a name it shows: the name's entry;
+// for a twin's prediction (predicted_rx_packets) the entry of the number
+// it predicts, with its unit and kind and a help that says so; and for a
+// name the vocabulary does not know (a driver's own ethtool statistic) a
+// counter of no unit with a generic help. known is false in that last
+// case.
+func Describe(name string) (d Desc, known bool) {
+	if base, ok := strings.CutPrefix(name, PredictedPrefix); ok && base != "" {
+		b, known := Describe(base)
+		return Desc{Name: name, Unit: b.Unit, Kind: b.Kind, Group: GroupTwin,
+			Help: "the twin's prediction of " + base + ", by the engine driven with the real source's rate and frame size: " + b.Help}, known
+	}
+	if d, ok := Lookup(name); ok {
+		return d, true
+	}
+	return Desc{Name: name, Kind: Counter, Group: GroupHost, Help: UnknownHelp}, false
+}
+
+// UnknownHelp is the meaning Describe gives a name the vocabulary does
+// not know.
+const UnknownHelp = "as read from the source: a driver's own statistic, not in ringlab's vocabulary (its driver's source says what it counts)"

@@ -73,3 +73,27 @@ func TestNameBuilders(t *testing.T) {
 		assert.True(t, ok, n)
 	}
 }
+
+// TestDescribe: a known name is its entry; a twin's prediction takes the
+// unit and kind of what it predicts; an unknown name is a counter with
+// the generic meaning.
+func TestDescribe(t *testing.T) {
+	d, known := Describe("rx_packets")
+	assert.True(t, known)
+	assert.Equal(t, "packets", d.Unit)
+
+	p, known := Describe("predicted_socket_skbs")
+	assert.True(t, known)
+	assert.Equal(t, Gauge, p.Kind, "a prediction of a gauge is a gauge")
+	assert.Equal(t, "skbs", p.Unit)
+	assert.Contains(t, p.Help, "the twin's prediction of socket_skbs")
+	assert.Equal(t, GroupTwin, p.Group)
+
+	u, known := Describe("rx_queue_7_weird")
+	assert.False(t, known)
+	assert.Equal(t, Counter, u.Kind)
+	assert.Equal(t, UnknownHelp, u.Help)
+
+	_, known = Describe("predicted_weird")
+	assert.False(t, known, "a prediction of an unknown name is unknown")
+}

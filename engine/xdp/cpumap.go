@@ -100,6 +100,7 @@ func NewCpumap(s *sim.Sim, frames *FramePool, skbs *skb.Pool, stack *skb.Stack, 
 			prod: sim.NewLock("cpumap producer"), cons: sim.NewLock("cpumap consumer")}
 	}
 	m.run = s.Queue.RegisterArg("cpumap kthread", "cpu", m.kthread)
+	s.Queue.Cite(m.run, "cpu_map_kthread_run")
 	return m
 }
 

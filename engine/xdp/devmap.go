@@ -64,6 +64,7 @@ func NewDevmap(s *sim.Sim, frames *FramePool, rel skb.Releaser, maxPPS float64, 
 	m := &Devmap{sim: s, frames: frames, rel: rel, bq: make([]devBulk, s.NumCPU())}
 	m.next = &NextDevice{gap: sim.Duration(1e9 / maxPPS), ring: make([]txSlot, ringSize), compCPU: compCPU}
 	m.next.complete = s.Queue.RegisterArg("next device tx completion", "cpu", m.completion)
+	s.Queue.Cite(m.next.complete, "xdp_return_frame")
 	return m
 }
 

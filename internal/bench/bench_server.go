@@ -440,7 +440,7 @@ var servingLine = regexp.MustCompile(`serving http://([^/\s]+)/`)
 // startServeChild starts `ringlab serve --source sim` on a random loopback port
 // and waits until it serves.
 func startServeChild() (*serveChild, error) {
-	cmd, err := selfCommand("serve", "--addr", "127.0.0.1:0", "--source", "sim")
+	cmd, err := selfCommand("serve", "--addr", "127.0.0.1:0", "--source", "sim", "--state-dir=")
 	if err != nil {
 		return nil, err
 	}

@@ -51,3 +51,17 @@ func (l *ListFlag) Set(v string) error {
 	}
 	return nil
 }
+
+// RepeatFlag is a flag that may be repeated, each value taken whole (a
+// source spec has commas of its own: lab:xdp_drop,rate=1000).
+type RepeatFlag []string
+
+func (l *RepeatFlag) String() string { return strings.Join(*l, " ") }
+
+// Set adds v.
+func (l *RepeatFlag) Set(v string) error {
+	if v = strings.TrimSpace(v); v != "" {
+		*l = append(*l, v)
+	}
+	return nil
+}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -209,4 +211,60 @@ func TestAcceptsGzip(t *testing.T) {
 	} {
 		assert.Equal(t, want, acceptsGzip(header), "%q", header)
 	}
+}
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(int)             {}
+
+// TestWasmDecompressedOnce: a client that refuses gzip gets main.wasm from
+// a copy decompressed once, so a request costs sending the bytes, not
+// decompressing them again (73 ms of CPU per request for the real engine).
+func TestWasmDecompressedOnce(t *testing.T) {
+	web := tempWeb(t, false)
+	// 2 MB that compress about as well as wasm does (to a quarter).
+	rng := rand.New(rand.NewPCG(1, 2))
+	raw := make([]byte, 2<<20)
+	for i := range raw {
+		raw[i] = "\x00asm engine"[rng.IntN(11)]
+	}
+	copy(raw, "\x00asm")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(raw)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(web, WasmGzFile), buf.Bytes(), 0o644))
+	h, err := New(os.DirFS(web))
+	require.NoError(t, err)
+
+	start := time.Now()
+	zr, err := gzip.NewReader(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	n, err := io.Copy(io.Discard, zr)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(raw)), n)
+	once := time.Since(start)
+
+	serve := func() {
+		r := httptest.NewRequest("GET", WasmPath, nil)
+		r.Header.Set("Accept-Encoding", "identity")
+		h.ServeHTTP(&discard{h: http.Header{}}, r)
+	}
+	serve() // the first decompresses
+	const reqs = 10
+	start = time.Now()
+	for range reqs {
+		serve()
+	}
+	per := time.Since(start) / reqs
+	t.Logf("decompressing: %v; a request after the first: %v", once, per)
+	assert.Less(t, per, once/4, "a request does not decompress the engine again")
+
+	w := get(h, "GET", WasmPath, http.Header{"Accept-Encoding": {"identity"}, "Range": {"bytes=0-3"}})
+	assert.Equal(t, http.StatusPartialContent, w.Code, "ranges work on the decompressed copy")
+	assert.Equal(t, "\x00asm", w.Body.String())
+	assert.NotEqual(t, h.wasmETag, w.Header().Get("ETag"), "another encoding, another ETag")
 }

@@ -41,7 +41,8 @@ func OpenMetrics(arg string) (metrics.Source, error) {
 		desc = fmt.Sprintf("read-only counters of %s (no driver statistics): sysfs statistics, softnet_stat", arg)
 	}
 	m.notes = append(m.notes, m.smp.Notes...)
-	m.info = metrics.SourceInfo{Name: "host:" + arg, Description: desc, Counters: names}
+	m.info = metrics.SourceInfo{Name: "host:" + arg, Description: desc, Counters: names,
+		Labels: metrics.Labels{Kind: "host", Device: arg}}
 	return m, nil
 }
 

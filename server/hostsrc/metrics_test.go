@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/internal/testenv"
+	"ringlab/server/metrics"
 )
 
 func sysStat(t *testing.T, ifname, name string) uint64 {
@@ -32,6 +33,7 @@ func TestMetricsSourceMatchesSysfs(t *testing.T) {
 			require.NoError(t, err)
 			defer src.Close()
 			assert.Equal(t, "host:"+ifname, src.Info().Name)
+			assert.Equal(t, metrics.Labels{Kind: "host", Device: ifname}, src.Info().Labels)
 			before := sysStat(t, ifname, "rx_packets")
 			smp, err := src.Sample()
 			require.NoError(t, err)

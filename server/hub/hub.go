@@ -70,6 +70,11 @@ const (
 
 	// closeGoingAway is the reason sent with 1001 at shutdown.
 	closeGoingAway = "server shutting down"
+
+	// refusalLogBurst refused connections are logged per refusalLogPeriod;
+	// the next line says how many more were refused meanwhile.
+	refusalLogBurst  = 5
+	refusalLogPeriod = 10 * time.Second
 )
 
 // Options configure a Hub.
@@ -115,6 +120,8 @@ type Hub struct {
 
 	conns sync.WaitGroup // one per connection being served
 	loops sync.WaitGroup // one per sampler goroutine
+
+	refusals *ratelimit.Throttle // of the refusals' log lines
 }
 
 // sourceRef is an open source shared by the samplers that read it.
@@ -143,6 +150,7 @@ func New(opts Options) (*Hub, error) {
 		samplers: map[samplerKey]*sampler{},
 		perAddr:  map[string]int{},
 		sources:  map[string]*sourceRef{info.Name: {spec: info.Name, src: def, info: info, pinned: true}},
+		refusals: ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
 	}
 	for _, s := range opts.Sources {
 		if !slices.Contains(h.specs, s) {
@@ -178,12 +186,12 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case h.served >= h.opts.MaxClients:
 		h.mu.Unlock()
-		h.log.Info("metrics websocket refused: too many clients", "remote", r.RemoteAddr, "limit", h.opts.MaxClients)
+		h.logRefusal("metrics websocket refused: too many clients", "remote", r.RemoteAddr, "limit", h.opts.MaxClients)
 		http.Error(w, fmt.Sprintf("too many clients (%d)", h.opts.MaxClients), http.StatusServiceUnavailable)
 		return
 	case h.perAddr[addr] >= h.opts.MaxClientsPerAddr:
 		h.mu.Unlock()
-		h.log.Info("metrics websocket refused: too many connections from one address", "remote", r.RemoteAddr, "limit", h.opts.MaxClientsPerAddr)
+		h.logRefusal("metrics websocket refused: too many connections from one address", "remote", r.RemoteAddr, "limit", h.opts.MaxClientsPerAddr)
 		http.Error(w, fmt.Sprintf("too many connections from %s (%d)", addr, h.opts.MaxClientsPerAddr), http.StatusTooManyRequests)
 		return
 	}
@@ -203,7 +211,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
-		h.log.Info("metrics websocket refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
+		h.logRefusal("metrics websocket refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
 		return
 	}
 	c := &client{peer: wspeer.NewWithMailbox(ws, replyQueueLen, snapshotMailbox), bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
@@ -220,6 +228,17 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.detach(c)
 	h.unregister(c)
 	h.log.Debug("metrics client left", "remote", r.RemoteAddr, "err", err, "sent", c.peer.Sent(), "skipped", c.peer.Skipped())
+}
+
+// logRefusal logs a refused connection, at most refusalLogBurst lines per
+// refusalLogPeriod: a flood of refusals must not become a flood of lines.
+func (h *Hub) logRefusal(msg string, args ...any) {
+	if ok, more := h.refusals.Allow(time.Now()); ok {
+		if more > 0 {
+			args = append(args, "refused_since_last_line", more)
+		}
+		h.log.Info(msg, args...)
+	}
 }
 
 // remoteHost is the address part of the request's remote address (the
@@ -415,7 +434,7 @@ func (h *Hub) detach(c *client) {
 // hello describes a subscription.
 func (h *Hub) hello(ref *sourceRef, rateHz int, f *filter) []byte {
 	m := helloMsg{Type: typeHello, Schema: SchemaVersion, Source: ref.spec, Description: ref.info.Description,
-		Counters: ref.info.Counters, Notes: ref.info.Notes, RateHz: rateHz, Sources: h.specs, Limits: clientLimits}
+		Counters: ref.info.Counters, Notes: ref.info.Notes, Labels: ref.info.Labels, RateHz: rateHz, Sources: h.specs, Limits: clientLimits}
 	if f != nil {
 		m.Subscribed = f.list
 	}

@@ -40,6 +40,7 @@ type msg struct {
 	Queues     []map[string]uint64 `json:"queues"`
 	Rates      map[string]float64  `json:"rates"`
 	Limits     limits              `json:"limits"`
+	Labels     metrics.Labels      `json:"labels"`
 	Code       string              `json:"code"`
 	Message    string              `json:"message"`
 	Field      string              `json:"field"`
@@ -136,6 +137,7 @@ func TestHelloThenSnapshotsAtTheRequestedRate(t *testing.T) {
 	assert.Equal(t, metrics.FakeCounters, hello.counterNames(t))
 	assert.Equal(t, []string{"fake", "fake:b"}, hello.Sources)
 	assert.Equal(t, clientLimits, hello.Limits)
+	assert.Equal(t, metrics.Labels{Kind: "fake"}, hello.Labels, "what the numbers are of")
 
 	send(t, c, `{"type":"subscribe","rate_hz":20}`)
 	hello = readUntil(t, c, typeHello)
@@ -241,6 +243,7 @@ func TestSubscribeFiltersCountersAndSwitchesSource(t *testing.T) {
 	send(t, c, `{"type":"subscribe","source":"fake:b","rate_hz":25}`)
 	hello = readUntil(t, c, typeHello)
 	assert.Equal(t, "fake:b", hello.Source)
+	assert.Equal(t, metrics.Labels{Kind: "fake", Device: "b"}, hello.Labels)
 	assert.Equal(t, 25, hello.RateHz)
 	assert.Empty(t, hello.Subscribed, "a new source starts with all counters")
 	snap := read(t, c)
@@ -349,7 +352,7 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 		}
 		require.True(t, time.Now().Before(deadline), "the stalled client's buffers never filled")
 	}
-	_, atStall := stats()
+	goodAtStall, atStall := stats()
 
 	runtime.GC()
 	var before runtime.MemStats
@@ -392,22 +395,46 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	// Bounds leave room for a loaded 2-core machine (make test runs
 	// packages in parallel); a client blocked behind the stalled one would
 	// wait for its write deadline (seconds).
-	assert.InDelta(t, 20*time.Millisecond, mean, float64(15*time.Millisecond), "the good client still gets 50 Hz")
-	assert.Less(t, worst, 500*time.Millisecond, "no snapshot of the good client waited on the stalled one")
+	// 50 Hz is 20 ms; a loaded machine slows the sampler itself, so the
+	// bound only tells "keeps its pace" from "waits on the stalled one".
+	assert.Less(t, mean, 100*time.Millisecond, "the good client keeps its pace (50 Hz, 20 ms, on a quiet machine)")
+	// Waiting on the stalled one would take its write deadline
+	// (wspeer.WriteWait, 10 s); a loaded machine pauses for about 1 s.
+	assert.Less(t, worst, wspeer.WriteWait/2, "no snapshot of the good client waited on the stalled one")
 	// Every gap is a counted skip; one more skip may be counted for the
 	// snapshot arriving as good stopped reading.
 	assert.GreaterOrEqual(t, goodStats.Skipped, seqGaps, "the good client's gaps are counted skips")
 	assert.LessOrEqual(t, goodStats.Skipped, seqGaps+1, "the good client's skips show as gaps")
 	assert.LessOrEqual(t, goodStats.Skipped, uint64(n/10), "the good client keeps up")
+	if len(f.hub.Stats()) < 2 {
+		// The stalled client's write deadline (wspeer.WriteWait) passed
+		// before the window closed: the hub dropped it, as it must. Only a
+		// machine too loaded to read 75 snapshots in that time gets here;
+		// what follows needs the stalled client's counts.
+		t.Logf("the stalled client was dropped for its write deadline before the measurement ended; its counts are not compared")
+		return
+	}
 	// Every snapshot offered to the stalled client was written or replaced:
 	// none waits in a queue (at most snapshotMailbox in the mailbox, one in
-	// the write).
-	// The sampler made n+seqGaps snapshots while good read n of them.
-	assert.InDelta(t, n+seqGaps, skippedDuring+sentDuring, 5, "snapshots offered to the stalled client = skipped + written")
+	// the write). Both clients are offered every snapshot the sampler
+	// makes, and both clients' counts are read at the same two instants,
+	// so the stalled one's skipped + written matches the good one's (whose
+	// writes do not wait for its reads: a loaded machine may leave it
+	// reading snapshots the hub wrote before the window).
+	goodDuring := goodStats.Skipped + goodStats.Sent - goodAtStall.Skipped - goodAtStall.Sent
+	assert.InDelta(t, goodDuring, skippedDuring+sentDuring, snapshotMailbox+2, "snapshots offered to the stalled client = skipped + written")
 	assert.Greater(t, skippedDuring, sentDuring, "the stalled client mostly skips")
 	// Had they been queued, the heap would have grown by skippedDuring*32 KiB
-	// (more than 1.5 MiB); the mailbox holds snapshotMailbox.
-	assert.Less(t, growth, int64(512<<10), "heap growth while stalled")
+	// (more than 1.5 MiB); the mailbox holds snapshotMailbox. Half of that
+	// leaves room for the collector's noise (the race detector's shadow
+	// memory among it) and still fails on a queue.
+	queued := int64(skippedDuring) * viewBytes
+	assert.Greater(t, queued, int64(1<<20), "enough skips to tell a queue from noise")
+	bound := queued / 2
+	if raceEnabled {
+		bound = queued // a queue would add queued to the detector's noise
+	}
+	assert.Less(t, growth, bound, "heap growth while stalled")
 }
 
 func TestRateLimit(t *testing.T) {

@@ -20,16 +20,17 @@ const (
 // helloMsg describes the subscription in effect; it is sent on connect and
 // after every accepted subscribe.
 type helloMsg struct {
-	Type        string   `json:"type"`
-	Schema      int      `json:"schema"`
-	Source      string   `json:"source"`
-	Description string   `json:"description"`
-	Counters    []string `json:"counters"`             // every counter the source offers
-	Notes       []string `json:"notes,omitempty"`      // caveats about the source
-	RateHz      int      `json:"rate_hz"`              // snapshots per second
-	Subscribed  []string `json:"subscribed,omitempty"` // the allowlist in effect; absent: all counters
-	Sources     []string `json:"sources"`              // what a subscribe may name
-	Limits      limits   `json:"limits"`
+	Type        string         `json:"type"`
+	Schema      int            `json:"schema"`
+	Source      string         `json:"source"`
+	Description string         `json:"description"`
+	Counters    []string       `json:"counters"`             // every counter the source offers
+	Notes       []string       `json:"notes,omitempty"`      // caveats about the source
+	Labels      metrics.Labels `json:"labels"`               // what the numbers are of: kind, device, program
+	RateHz      int            `json:"rate_hz"`              // snapshots per second
+	Subscribed  []string       `json:"subscribed,omitempty"` // the allowlist in effect; absent: all counters
+	Sources     []string       `json:"sources"`              // what a subscribe may name
+	Limits      limits         `json:"limits"`
 }
 
 // limits tells a client the rules it is held to.

@@ -462,6 +462,7 @@ func (l *Lab) describe(first metrics.Sample, mode string, notes []string) metric
 			l.cfg.Program, l.cfg.Rate, l.cfg.Size, count, l.cfg.Duration),
 		Counters: names,
 		Notes:    notes,
+		Labels:   metrics.Labels{Kind: "lab", Device: ifB, Program: l.cfg.Program},
 	}
 }
 

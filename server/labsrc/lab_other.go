@@ -18,7 +18,9 @@ type Lab struct{}
 func New(Config) (*Lab, error) { return nil, ErrNotLinux }
 
 // Info implements metrics.Source.
-func (*Lab) Info() metrics.SourceInfo { return metrics.SourceInfo{Name: "lab"} }
+func (*Lab) Info() metrics.SourceInfo {
+	return metrics.SourceInfo{Name: "lab", Labels: metrics.Labels{Kind: "lab"}}
+}
 
 // Sample implements metrics.Source.
 func (*Lab) Sample() (metrics.Sample, error) { return metrics.Sample{}, ErrNotLinux }

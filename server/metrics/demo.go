@@ -40,6 +40,7 @@ func (d *Demo) Info() SourceInfo {
 		Description: "stand-in synthetic counters growing at fixed rates (not a simulation; use --source sim once it is built)",
 		Counters:    append([]string(nil), FakeCounters...),
 		Notes:       []string{"demo data: the numbers mean nothing"},
+		Labels:      Labels{Kind: DemoKind},
 	}
 }
 

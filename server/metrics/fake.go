@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -49,13 +50,16 @@ func OpenFake(arg string) (Source, error) {
 	return NewFake(name, 2), nil
 }
 
-// Info implements Source.
+// Info implements Source. Its labels are its name's: kind before the
+// first colon, device after it ("fake:x" is kind fake, device x).
 func (f *Fake) Info() SourceInfo {
+	kind, dev, _ := strings.Cut(f.name, ":")
 	return SourceInfo{
 		Name:        f.name,
 		Description: "deterministic test counters that grow by fixed steps per sample",
 		Counters:    append([]string(nil), FakeCounters...),
 		Notes:       []string{"for tests only"},
+		Labels:      Labels{Kind: kind, Device: dev},
 	}
 }
 

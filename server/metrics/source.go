@@ -45,6 +45,28 @@ type SourceInfo struct {
 	// Notes are caveats worth showing next to the numbers, for instance
 	// "page_pool stats need CONFIG_PAGE_POOL_STATS".
 	Notes []string `json:"notes,omitempty"`
+	// Labels says what the numbers are of, in words that stay the same
+	// while the source's options change (a lab's rate is in its Name, not
+	// here): the labels of /metrics and what the page's header says.
+	Labels Labels `json:"labels"`
+}
+
+// Labels identify a source by what it reads. Kind is always set; the
+// others where they apply.
+type Labels struct {
+	// Kind is the source's kind: "sim", "host", "lab", "twin", "demo".
+	Kind string `json:"kind"`
+	// Device is the interface read: "eth0", the lab's "lab-b"; the real
+	// source's for a twin.
+	Device string `json:"device,omitempty"`
+	// Program is the XDP program running: the lab's, or the simulated
+	// world's.
+	Program string `json:"program,omitempty"`
+	// Preset is the preset the sim source runs.
+	Preset string `json:"preset,omitempty"`
+	// Follows is the kind of the real source a twin follows ("host",
+	// "lab").
+	Follows string `json:"follows,omitempty"`
 }
 
 // Sample is what a source read at one moment.

@@ -1,12 +1,17 @@
 // Package promexp exports a metrics.Source's numbers in the Prometheus
-// format: one family per name, with source and queue labels. A counter is
-// ringlab_<name>_total, a gauge ringlab_<name>; the kind and the HELP
-// line come from engine/vocab, the table that names every number.
+// format, by Prometheus's conventions: one family per number, typed as
+// engine/vocab says (a counter is ringlab_<name>_total, a gauge
+// ringlab_<name>), in snake_case and base units (seconds, bytes), with
+// HELP from engine/vocab and labels that stay the same while the
+// source's options change (source kind, device, program, preset, queue);
+// a twin's predictions are the same family as what they predict, with
+// origin="predicted".
 package promexp
 
 import (
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -20,117 +25,259 @@ import (
 // packet twice.
 const QueueAll = "all"
 
+// Label names and the origin label's values.
+const (
+	LabelSource  = "source"  // the source's kind: sim, host, lab, twin
+	LabelDevice  = "device"  // the interface read
+	LabelProgram = "program" // the XDP program running
+	LabelPreset  = "preset"  // the sim source's preset
+	LabelQueue   = "queue"   // a receive queue's number, or QueueAll
+	LabelOrigin  = "origin"  // a twin's: OriginMeasured or OriginPredicted
+	LabelSpec    = "spec"    // ringlab_source_info's: the source as serve names it
+
+	OriginMeasured  = "measured"
+	OriginPredicted = "predicted"
+)
+
 // Collector samples its source at every scrape, from the scrape's
 // goroutine: by metrics.Source's rule the source it is given is shared
 // through metrics.Serialized, as serve does.
 type Collector struct {
-	src    metrics.Source
-	source string   // the source label
-	names  []string // the source's names, in its order
-	descs  map[string]*prometheus.Desc
-	kinds  map[string]prometheus.ValueType
-	up     *prometheus.Desc
+	src     metrics.Source
+	numbers []number // the source's names that are exported, in its order
+	twin    bool     // families carry the origin label
+	up      *prometheus.Desc
+	info    *prometheus.Desc
+	spec    string
 }
 
-// New returns a Collector for src, describing the counters src.Info lists.
+// number is how one of the source's names is exported.
+type number struct {
+	name      string // the source's name: rx_packets, predicted_rx_packets
+	family    *prometheus.Desc
+	kind      prometheus.ValueType
+	scale     float64 // the value times scale is in base units
+	predicted bool
+}
+
+// New returns a Collector for src, describing the names src.Info lists.
 func New(src metrics.Source) *Collector {
 	info := src.Info()
-	c := &Collector{
-		src:    src,
-		source: info.Name,
-		descs:  map[string]*prometheus.Desc{},
-		kinds:  map[string]prometheus.ValueType{},
-		up:     prometheus.NewDesc("ringlab_source_up", "1 when the last scrape could sample the source, 0 when sampling failed.", []string{"source"}, nil),
+	c := &Collector{src: src, spec: info.Name, twin: info.Labels.Kind == "twin"}
+	constLabels := ConstLabels(info.Labels)
+	c.up = prometheus.NewDesc("ringlab_source_up", "1 when the last scrape could sample the source, 0 when sampling failed.", nil, constLabels)
+	c.info = prometheus.NewDesc("ringlab_source_info", "The source /metrics reads, as `ringlab serve --source` names it (spec: options such as a lab's rate included); always 1.", []string{LabelSpec}, constLabels)
+	variable := []string{LabelQueue}
+	if c.twin {
+		variable = append(variable, LabelOrigin)
 	}
-	seen := map[string]bool{}
+	families := map[string]*prometheus.Desc{}
+	taken := map[[2]string]bool{} // (family, origin) pairs exported
 	for _, name := range info.Counters {
-		metric := MetricName(name)
-		if seen[metric] { // two names that differ only in punctuation
+		f := Family(name)
+		origin := OriginMeasured
+		if f.Predicted {
+			origin = OriginPredicted
+		}
+		if taken[[2]string{f.Metric, origin}] { // two names that differ only in punctuation or case
 			continue
 		}
-		seen[metric] = true
-		c.names = append(c.names, name)
-		c.kinds[name] = prometheus.CounterValue
-		if gauge(name) {
-			c.kinds[name] = prometheus.GaugeValue
+		taken[[2]string{f.Metric, origin}] = true
+		d, ok := families[f.Metric]
+		if !ok {
+			d = prometheus.NewDesc(f.Metric, help(f, c.twin), variable, constLabels)
+			families[f.Metric] = d
 		}
-		c.descs[name] = prometheus.NewDesc(metric, Help(name), []string{"source", "queue"}, nil)
+		kind := prometheus.CounterValue
+		if f.Kind != vocab.Counter {
+			kind = prometheus.GaugeValue
+		}
+		c.numbers = append(c.numbers, number{name: name, family: d, kind: kind, scale: f.Scale, predicted: f.Predicted})
 	}
 	return c
 }
 
-// gauge reports whether engine/vocab says name goes up and down.
-func gauge(name string) bool {
-	d, ok := vocab.Lookup(name)
-	return ok && d.Kind == vocab.Gauge
+// ConstLabels are the labels every family of a source carries: its kind
+// and, where they apply, its device, program and preset.
+func ConstLabels(l metrics.Labels) prometheus.Labels {
+	out := prometheus.Labels{LabelSource: l.Kind}
+	for k, v := range map[string]string{LabelDevice: l.Device, LabelProgram: l.Program, LabelPreset: l.Preset} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
-// Help is the HELP line of a name: its engine/vocab entry (what it is, its
-// unit), or, for a name the vocabulary does not know (a driver's own
-// ethtool statistic), what little can be said; then what the queue label
-// means, the same for every family.
-func Help(name string) string {
-	const queues = " Per receive queue, or queue=\"all\" when the source has only the total."
-	d, ok := vocab.Lookup(name)
-	if !ok {
-		return name + " as read from the source (a driver's own statistic, not in ringlab's vocabulary)." + queues
-	}
-	help := strings.ToUpper(d.Help[:1]) + d.Help[1:]
-	if d.Unit != "" {
-		help += " (" + d.Unit + ")"
-	}
-	return help + "." + queues
+// FamilyInfo is how a number is exported: its family's name, its kind
+// and unit (engine/vocab's, in base units), the factor that takes its
+// value to that unit, and whether it is a twin's prediction.
+type FamilyInfo struct {
+	Metric    string
+	Kind      vocab.Kind
+	Unit      string
+	Help      string
+	Scale     float64
+	Predicted bool
 }
 
-// MetricName returns the Prometheus name of a number: a counter's is
-// "ringlab_" + name + "_total" ("rx_kicks" -> "ringlab_rx_kicks_total"),
-// a gauge's has no suffix ("page_pool.inflight" ->
-// "ringlab_page_pool_inflight"). Characters other than letters, digits
-// and '_' become '_' ("alloc-fast" -> "ringlab_alloc_fast_total").
-func MetricName(name string) string {
+// timeUnits are the vocabulary's units of time, with their factor to
+// seconds and the suffix a name in them may carry.
+var timeUnits = map[string]struct {
+	scale  float64
+	suffix string
+}{
+	"ns": {1e-9, "_ns"},
+	"us": {1e-6, "_us"},
+	"ms": {1e-3, "_ms"},
+	"s":  {1, "_s"},
+}
+
+// Family returns how name is exported. The name goes to snake_case
+// (UdpInDatagrams -> udp_in_datagrams, softnet.processed ->
+// softnet_processed); a time in ns, us or ms becomes seconds (its
+// suffix, if any, replaced by _seconds: zone_lock_wait_ns ->
+// zone_lock_wait_seconds); bytes not named so get _bytes
+// (page_pool.inflight_mem -> page_pool_inflight_mem_bytes); a gauge
+// ending in _count (which Prometheus keeps for histograms) ends in its
+// unit instead (ethtool_count -> ethtool_statistics); a counter ends in
+// _total. predicted_NAME is NAME's family: the origin label tells them
+// apart. A name the vocabulary does not know is a counter.
+func Family(name string) FamilyInfo {
+	base, predicted := strings.CutPrefix(name, vocab.PredictedPrefix)
+	if base == "" {
+		base, predicted = name, false
+	}
+	d, _ := vocab.Describe(base)
+	f := FamilyInfo{Kind: d.Kind, Unit: d.Unit, Help: d.Help, Scale: 1, Predicted: predicted}
+	s := snake(base)
+	if tu, ok := timeUnits[d.Unit]; ok {
+		f.Scale, f.Unit = tu.scale, "seconds"
+		s = strings.TrimSuffix(s, tu.suffix)
+		if !strings.HasSuffix(s, "_seconds") {
+			s += "_seconds"
+		}
+	}
+	if d.Unit == "bytes" && !hasWord(s, "bytes") {
+		s += "_bytes"
+	}
+	if d.Kind != vocab.Counter && strings.HasSuffix(s, "_count") {
+		s = strings.TrimSuffix(s, "_count")
+		if u := snake(d.Unit); u != "" && !strings.HasSuffix(s, "_"+u) {
+			s += "_" + u
+		}
+	}
+	if d.Kind == vocab.Counter && !strings.HasSuffix(s, "_total") {
+		s += "_total"
+	}
+	f.Metric = "ringlab_" + s
+	return f
+}
+
+// MetricName returns the Prometheus family of a number (Family's Metric):
+// "rx_kicks" -> "ringlab_rx_kicks_total", "page_pool.inflight" ->
+// "ringlab_page_pool_inflight".
+func MetricName(name string) string { return Family(name).Metric }
+
+// snake writes a name in snake_case: a capital after a small letter or
+// a digit, or a capital followed by a small letter after another capital,
+// starts a word; anything but letters and digits is a '_'; runs of '_'
+// are one, none at the ends.
+func snake(s string) string {
 	var b strings.Builder
-	b.WriteString("ringlab_")
-	for _, r := range name {
-		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
+	rs := []rune(s)
+	under := func() {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "_") {
 			b.WriteByte('_')
 		}
 	}
-	if !gauge(name) && !strings.HasSuffix(name, "_total") {
-		b.WriteString("_total")
+	for i, r := range rs {
+		switch {
+		case r < unicode.MaxASCII && unicode.IsUpper(r):
+			prevLowerOrDigit := i > 0 && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]))
+			acronymEnd := i > 0 && unicode.IsUpper(rs[i-1]) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if prevLowerOrDigit || acronymEnd {
+				under()
+			}
+			b.WriteRune(unicode.ToLower(r))
+		case r < unicode.MaxASCII && (unicode.IsLower(r) || unicode.IsDigit(r)):
+			b.WriteRune(r)
+		default:
+			under()
+		}
 	}
-	return b.String()
+	return strings.TrimSuffix(b.String(), "_")
+}
+
+// hasWord reports whether the snake_case name s has w as one of its words.
+func hasWord(s, w string) bool {
+	for _, p := range strings.Split(s, "_") {
+		if p == w {
+			return true
+		}
+	}
+	return false
+}
+
+// Help is the HELP line of a name: what engine/vocab says of it (for a
+// name it does not know, a driver's own ethtool statistic, what little
+// can be said), in base units, then what the labels mean.
+func Help(name string) string { return help(Family(name), false) }
+
+func help(f FamilyInfo, twin bool) string {
+	h := strings.ToUpper(f.Help[:1]) + f.Help[1:]
+	if f.Unit != "" {
+		h += " (" + f.Unit + ")"
+	}
+	h += ". Per receive queue, or queue=\"all\" when the source has only the total."
+	if twin {
+		h += ` origin="measured" is the real source's number, origin="predicted" the twin engine's prediction of it.`
+	}
+	return h
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
-	for _, name := range c.names {
-		ch <- c.descs[name]
+	ch <- c.info
+	seen := map[*prometheus.Desc]bool{}
+	for _, n := range c.numbers {
+		if !seen[n.family] {
+			seen[n.family] = true
+			ch <- n.family
+		}
 	}
 }
 
 // Collect implements prometheus.Collector: one Sample per scrape. A failed
-// sample yields ringlab_source_up 0 and no counters, not a failed scrape.
+// sample yields ringlab_source_up 0 and no numbers, not a failed scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, c.spec)
 	s, err := c.src.Sample()
 	if err != nil {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0, c.source)
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1, c.source)
-	for _, name := range c.names {
-		d := c.descs[name]
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, n := range c.numbers {
+		labels := func(queue string) []string {
+			if !c.twin {
+				return []string{queue}
+			}
+			if n.predicted {
+				return []string{queue, OriginPredicted}
+			}
+			return []string{queue, OriginMeasured}
+		}
 		perQueue := false
-		for q, counters := range s.Queues {
-			if v, ok := counters[name]; ok {
+		for q, values := range s.Queues {
+			if v, ok := values[n.name]; ok {
 				perQueue = true
-				ch <- prometheus.MustNewConstMetric(d, c.kinds[name], float64(v), c.source, strconv.Itoa(q))
+				ch <- prometheus.MustNewConstMetric(n.family, n.kind, float64(v)*n.scale, labels(strconv.Itoa(q))...)
 			}
 		}
-		if v, ok := s.Totals[name]; ok && !perQueue {
-			ch <- prometheus.MustNewConstMetric(d, c.kinds[name], float64(v), c.source, QueueAll)
+		if v, ok := s.Totals[n.name]; ok && !perQueue {
+			ch <- prometheus.MustNewConstMetric(n.family, n.kind, float64(v)*n.scale, labels(QueueAll)...)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package promexp
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -19,23 +20,33 @@ import (
 	"ringlab/server/metrics"
 )
 
-// scrape serves src's collector through promhttp and parses the answer
-// with Prometheus's own text parser.
-func scrape(t *testing.T, src metrics.Source) map[string]*dto.MetricFamily {
+// exposition serves src's collector through promhttp and returns the
+// text a scrape reads.
+func exposition(t *testing.T, src metrics.Source) []byte {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(New(src)))
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL)
+	req, err := http.NewRequest("GET", srv.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/plain") // the text format, as promtool reads it
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
+	return body
+}
+
+// scrape is exposition parsed with Prometheus's own text parser.
+func scrape(t *testing.T, src metrics.Source) map[string]*dto.MetricFamily {
+	t.Helper()
+	body := exposition(t, src)
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(bytesReader(body))
+	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
 	require.NoError(t, err, "%s", body)
 	return families
 }
@@ -69,42 +80,117 @@ func TestCountersPerQueue(t *testing.T) {
 	got := map[string]float64{}
 	for _, m := range kicks.GetMetric() {
 		l := labels(m)
-		assert.Equal(t, "fake", l["source"])
+		assert.Equal(t, map[string]string{"source": "fake", "queue": l["queue"]}, l, "the kind and the queue: no device for a fake without one")
 		got[l["queue"]] = m.GetCounter().GetValue()
 	}
 	// One Sample per scrape: rx_kicks grows by 3 per sample on queue 0.
 	assert.Equal(t, map[string]float64{"0": 3, "1": 6}, got)
 }
 
-// totalsOnly has device-wide counters only, like /sys/class/net statistics.
-type totalsOnly struct{ metrics.Fake }
-
-func (s *totalsOnly) Info() metrics.SourceInfo {
-	return metrics.SourceInfo{Name: "host:eth0", Counters: []string{"rx_packets", "alloc-fast", "rx_bytes_total", "page_pool.inflight", "softnet.processed"}}
+// fixed is a source with device-wide numbers only, like a host
+// interface's sysfs statistics, under the labels and names it is given.
+type fixed struct {
+	metrics.Fake
+	info   metrics.SourceInfo
+	totals map[string]uint64
 }
 
-func (s *totalsOnly) Sample() (metrics.Sample, error) {
-	return metrics.Sample{Totals: map[string]uint64{"rx_packets": 42, "alloc-fast": 7, "rx_bytes_total": 9, "page_pool.inflight": 5, "softnet.processed": 11}}, nil
+func (s *fixed) Info() metrics.SourceInfo { return s.info }
+
+func (s *fixed) Sample() (metrics.Sample, error) { return metrics.Sample{Totals: s.totals}, nil }
+
+func newFixed(spec string, l metrics.Labels, totals map[string]uint64) *fixed {
+	s := &fixed{info: metrics.SourceInfo{Name: spec, Labels: l}, totals: totals}
+	for name := range totals {
+		s.info.Counters = append(s.info.Counters, name)
+	}
+	return s
 }
 
-func TestTotalsOnlyAndNames(t *testing.T) {
-	families := scrape(t, &totalsOnly{})
-	for name, want := range map[string]float64{"ringlab_rx_packets_total": 42, "ringlab_alloc_fast_total": 7, "ringlab_rx_bytes_total": 9, "ringlab_softnet_processed_total": 11} {
+// TestConventions: families are named in snake_case and base units,
+// typed by engine/vocab's kind, labelled by source kind and device (not
+// the spec), each with HELP.
+func TestConventions(t *testing.T) {
+	src := newFixed("host:eth0", metrics.Labels{Kind: "host", Device: "eth0"}, map[string]uint64{
+		"rx_packets": 42, "alloc-fast": 7, "rx_bytes": 9, "page_pool.inflight": 5, "page_pool.inflight_mem": 20480,
+		"softnet.processed": 11, "ethtool_count": 20, "UdpInDatagrams": 3, "UdpRcvbufErrors": 1,
+		"zone_lock_wait_ns": 2_500_000_000, "page_pools": 1, "peer_ifindex": 2,
+	})
+	families := scrape(t, src)
+	for name, want := range map[string]struct {
+		typ   dto.MetricType
+		value float64
+	}{
+		"ringlab_rx_packets_total":             {dto.MetricType_COUNTER, 42},
+		"ringlab_alloc_fast_total":             {dto.MetricType_COUNTER, 7},
+		"ringlab_rx_bytes_total":               {dto.MetricType_COUNTER, 9},
+		"ringlab_softnet_processed_total":      {dto.MetricType_COUNTER, 11},
+		"ringlab_udp_in_datagrams_total":       {dto.MetricType_COUNTER, 3},
+		"ringlab_udp_rcvbuf_errors_total":      {dto.MetricType_COUNTER, 1},
+		"ringlab_zone_lock_wait_seconds_total": {dto.MetricType_COUNTER, 2.5},
+		"ringlab_page_pool_inflight":           {dto.MetricType_GAUGE, 5},
+		"ringlab_page_pool_inflight_mem_bytes": {dto.MetricType_GAUGE, 20480},
+		"ringlab_page_pools":                   {dto.MetricType_GAUGE, 1},
+		"ringlab_peer_ifindex":                 {dto.MetricType_GAUGE, 2},
+		"ringlab_ethtool_statistics":           {dto.MetricType_GAUGE, 20},
+	} {
 		fam := families[name]
 		require.NotNil(t, fam, name)
-		assert.Equal(t, dto.MetricType_COUNTER, fam.GetType(), name)
-		require.Len(t, fam.GetMetric(), 1)
+		assert.Equal(t, want.typ, fam.GetType(), name)
+		require.Len(t, fam.GetMetric(), 1, name)
 		m := fam.GetMetric()[0]
-		assert.Equal(t, map[string]string{"source": "host:eth0", "queue": QueueAll}, labels(m))
-		assert.Equal(t, want, m.GetCounter().GetValue())
+		assert.Equal(t, map[string]string{"source": "host", "device": "eth0", "queue": QueueAll}, labels(m), name)
+		v := m.GetCounter().GetValue()
+		if want.typ == dto.MetricType_GAUGE {
+			v = m.GetGauge().GetValue()
+		}
+		assert.Equal(t, want.value, v, name)
+		assert.NotEmpty(t, fam.GetHelp(), name)
 	}
-	// A gauge (engine/vocab's kind) is a gauge family, without _total.
-	inflight := families["ringlab_page_pool_inflight"]
-	require.NotNil(t, inflight)
-	assert.Equal(t, dto.MetricType_GAUGE, inflight.GetType())
-	assert.Equal(t, 5.0, inflight.GetMetric()[0].GetGauge().GetValue())
-	assert.Contains(t, inflight.GetHelp(), "(pages)")
+	assert.Contains(t, families["ringlab_page_pool_inflight"].GetHelp(), "(pages)")
+	assert.Contains(t, families["ringlab_zone_lock_wait_seconds_total"].GetHelp(), "(seconds)")
 	assert.Contains(t, families["ringlab_alloc_fast_total"].GetHelp(), "not in ringlab's vocabulary")
+	info := families["ringlab_source_info"]
+	require.NotNil(t, info)
+	assert.Equal(t, map[string]string{"source": "host", "device": "eth0", "spec": "host:eth0"}, labels(info.GetMetric()[0]), "the spec only in the info metric")
+}
+
+// TestLabelsStayWhenOptionsChange: two labs with different rates export
+// the same series; only ringlab_source_info says which spec it was.
+func TestLabelsStayWhenOptionsChange(t *testing.T) {
+	l := metrics.Labels{Kind: "lab", Device: "lab-b", Program: "xdp_drop"}
+	a := scrape(t, newFixed("lab:xdp_drop,rate=20000", l, map[string]uint64{"xdp_drop": 1}))
+	b := scrape(t, newFixed("lab:xdp_drop,rate=50000", l, map[string]uint64{"xdp_drop": 2}))
+	la, lb := labels(a["ringlab_xdp_drop_total"].GetMetric()[0]), labels(b["ringlab_xdp_drop_total"].GetMetric()[0])
+	assert.Equal(t, map[string]string{"source": "lab", "device": "lab-b", "program": "xdp_drop", "queue": QueueAll}, la)
+	assert.Equal(t, la, lb)
+	assert.NotEqual(t, labels(a["ringlab_source_info"].GetMetric()[0]), labels(b["ringlab_source_info"].GetMetric()[0]))
+}
+
+// TestTwinPredictionsAreALabel: predicted_NAME is NAME's family with
+// origin="predicted", typed as NAME is.
+func TestTwinPredictionsAreALabel(t *testing.T) {
+	src := newFixed("twin:host:eth0", metrics.Labels{Kind: "twin", Device: "eth0", Follows: "host"}, map[string]uint64{
+		"rx_packets": 100, "predicted_rx_packets": 98, "socket_skbs": 4, "predicted_socket_skbs": 3, "twin_rebuilds": 1,
+	})
+	families := scrape(t, src)
+	assert.NotContains(t, families, "ringlab_predicted_rx_packets_total")
+	fam := families["ringlab_rx_packets_total"]
+	require.NotNil(t, fam)
+	got := map[string]float64{}
+	for _, m := range fam.GetMetric() {
+		l := labels(m)
+		assert.Equal(t, "twin", l["source"])
+		assert.Equal(t, "eth0", l["device"])
+		got[l["origin"]] = m.GetCounter().GetValue()
+	}
+	assert.Equal(t, map[string]float64{"measured": 100, "predicted": 98}, got)
+	assert.Contains(t, fam.GetHelp(), `origin="predicted"`)
+	skbs := families["ringlab_socket_skbs"]
+	require.NotNil(t, skbs)
+	assert.Equal(t, dto.MetricType_GAUGE, skbs.GetType(), "a predicted gauge is a gauge")
+	assert.Len(t, skbs.GetMetric(), 2)
+	require.NotNil(t, families["ringlab_twin_rebuilds_total"])
 }
 
 func TestFailingSourceIsDownNotAnError(t *testing.T) {
@@ -113,16 +199,34 @@ func TestFailingSourceIsDownNotAnError(t *testing.T) {
 	families := scrape(t, fake)
 	require.NotNil(t, families["ringlab_source_up"])
 	assert.Equal(t, 0.0, families["ringlab_source_up"].GetMetric()[0].GetGauge().GetValue())
-	assert.Len(t, families, 1, "no counters without a sample")
+	assert.NotNil(t, families["ringlab_source_info"])
+	assert.Len(t, families, 2, "no numbers without a sample")
 }
 
-func TestMetricName(t *testing.T) {
+func TestFamily(t *testing.T) {
 	for in, want := range map[string]string{
-		"rx_kicks":             "ringlab_rx_kicks_total",
-		"rx_pp_recycle_cached": "ringlab_rx_pp_recycle_cached_total",
-		"recycle-released-ref": "ringlab_recycle_released_ref_total",
-		"tx_total":             "ringlab_tx_total",
+		"rx_kicks":               "ringlab_rx_kicks_total",
+		"rx_pp_recycle_cached":   "ringlab_rx_pp_recycle_cached_total",
+		"recycle-released-ref":   "ringlab_recycle_released_ref_total",
+		"tx_total":               "ringlab_tx_total",
+		"UdpInDatagrams":         "ringlab_udp_in_datagrams_total",
+		"UdpRcvbufErrors":        "ringlab_udp_rcvbuf_errors_total",
+		"proto_count_udp":        "ringlab_proto_count_udp_total",
+		"sim_time_ns":            "ringlab_sim_time_seconds_total",
+		"time_us":                "ringlab_time_seconds_total",
+		"page_pool.inflight_mem": "ringlab_page_pool_inflight_mem_bytes",
+		"socket_truesize":        "ringlab_socket_truesize_bytes",
+		"xdp_bytes_counted":      "ringlab_xdp_bytes_counted_total",
+		"ethtool_count":          "ringlab_ethtool_statistics",
+		"predicted_rx_packets":   "ringlab_rx_packets_total",
+		"predicted_":             "ringlab_predicted_total",
+		"rx_queue_0_xdp_packets": "ringlab_rx_queue_0_xdp_packets_total",
+		"HTTPServerErrors":       "ringlab_http_server_errors_total",
 	} {
 		assert.Equal(t, want, MetricName(in), in)
 	}
+	f := Family("sim_time_ns")
+	assert.Equal(t, 1e-9, f.Scale)
+	assert.Equal(t, "seconds", f.Unit)
+	assert.True(t, Family("predicted_rx_packets").Predicted)
 }

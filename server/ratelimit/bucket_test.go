@@ -32,3 +32,23 @@ func TestZeroBucketAllowsNothing(t *testing.T) {
 	var b Bucket
 	assert.False(t, b.Allow(time.Now()))
 }
+
+func TestThrottle(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	th := NewThrottle(time.Second, 2)
+	for i := range 2 {
+		ok, n := th.Allow(t0)
+		assert.True(t, ok, "event %d", i)
+		assert.Zero(t, n)
+	}
+	for range 5 {
+		ok, _ := th.Allow(t0.Add(500 * time.Millisecond))
+		assert.False(t, ok, "held back within the period")
+	}
+	ok, n := th.Allow(t0.Add(time.Second))
+	assert.True(t, ok, "a new period")
+	assert.Equal(t, uint64(5), n, "and it says how many were left out")
+	ok, n = th.Allow(t0.Add(time.Second))
+	assert.True(t, ok)
+	assert.Zero(t, n, "counted once")
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"ringlab/engine/scenario"
 	"ringlab/play"
 	"ringlab/server/wsmsg"
 )
@@ -36,9 +37,18 @@ func DefaultValidator(raw json.RawMessage) (json.RawMessage, error) {
 	return b, nil
 }
 
-// DefaultScenario accepts any JSON object (or nothing: the page's default
-// scenario) and returns it compacted.
+// DefaultScenario checks a room's scenario as every page will build it,
+// with the default budget of a browser tab (MaxWorldBytes).
 func DefaultScenario(raw json.RawMessage) (json.RawMessage, error) {
+	return checkScenario(raw, MaxWorldBytes)
+}
+
+// checkScenario accepts nothing (the page's default scenario), a preset
+// ({"preset": NAME}) or a scenario that engine/scenario's validator takes
+// (docs/scenario.md), whose world a browser tab can hold: at most budget
+// bytes as scenario.MemoryEstimate counts them. It returns the scenario
+// compacted.
+func checkScenario(raw json.RawMessage, budget int64) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -49,6 +59,35 @@ func DefaultScenario(raw json.RawMessage) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, wsmsg.Errorf(wsmsg.CodeBadJSON, "", "%v", err)
+	}
+	var sc scenario.Scenario
+	var preset struct {
+		Preset string `json:"preset"`
+	}
+	if wsmsg.Strict(raw, &preset) == nil {
+		s, err := scenario.LookupPreset(preset.Preset)
+		if err != nil {
+			return nil, wsmsg.Errorf(wsmsg.CodeNotFound, "preset", "%v", err)
+		}
+		sc = s
+	} else {
+		// Names exactly and once (engine/scenario's decoder takes "Seed"
+		// for "seed" and the last of two), then the engine's validator.
+		var exact scenario.Scenario
+		if err := wsmsg.Strict(raw, &exact); err != nil {
+			return nil, err
+		}
+		s, err := scenario.DecodeBytes(raw)
+		if err != nil {
+			if fe, ok := errors.AsType[*scenario.FieldError](err); ok {
+				return nil, wsmsg.Errorf(wsmsg.CodeBadField, fe.Field, "%s", fe.Reason)
+			}
+			return nil, wsmsg.Errorf(wsmsg.CodeBadField, "", "%v", err)
+		}
+		sc = s
+	}
+	if est := sc.MemoryEstimate(); est > budget {
+		return nil, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "this world needs about %d MiB in every student's browser tab; a room's world has at most %d MiB (memory_pages, ring sizes, queues and CPUs make it)", est>>20, budget>>20)
 	}
 	return buf.Bytes(), nil
 }

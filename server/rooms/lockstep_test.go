@@ -15,20 +15,20 @@ import (
 	"ringlab/play"
 )
 
-// replica is what every browser in a room does with the numbered log:
+// follower is what every browser in a room does with the numbered log:
 // its controller (package play) runs its own engine and applies the
 // commands in order, each once the run is idle. Play and pause only start
 // and stop a clock (students have none); what the room shares is what
 // they lead to, which the instructor pins with step and seek.
-type replica struct {
+type follower struct {
 	t   *testing.T
 	c   *play.Controller
 	seq uint64
 }
 
-func newReplica(t *testing.T, preset string) *replica {
+func newFollower(t *testing.T, preset string) *follower {
 	c, _ := play.New("preset=" + preset + "&speed=0")
-	r := &replica{t: t, c: c}
+	r := &follower{t: t, c: c}
 	welcome, err := json.Marshal(map[string]string{"preset": preset})
 	require.NoError(t, err)
 	r.c.Handle(play.RoomWelcome{Room: "lockstep", You: play.RoleStudent, Scenario: welcome})
@@ -37,14 +37,14 @@ func newReplica(t *testing.T, preset string) *replica {
 }
 
 // settle works until the controller has applied everything it was given.
-func (r *replica) settle() {
+func (r *follower) settle() {
 	for i := 0; ; i++ {
-		require.Less(r.t, i, 1_000_000, "the replica never settles")
+		require.Less(r.t, i, 1_000_000, "the follower never settles")
 		r.c.Tick(0)
 		more := r.c.Work(1 << 16)
 		for _, o := range r.c.Ready().Send {
 			if e, ok := o.(play.ErrorOut); ok {
-				r.t.Fatalf("the replica refused a command: %s", e.Message)
+				r.t.Fatalf("the follower refused a command: %s", e.Message)
 			}
 		}
 		if !more {
@@ -53,7 +53,7 @@ func (r *replica) settle() {
 	}
 }
 
-func (r *replica) apply(raw json.RawMessage) {
+func (r *follower) apply(raw json.RawMessage) {
 	r.seq++
 	r.c.Handle(play.RoomCommand{Seq: r.seq, Cmd: raw})
 	r.settle()
@@ -62,7 +62,7 @@ func (r *replica) apply(raw json.RawMessage) {
 
 // hash is the engine's state as a digest: time, events, every counter and
 // where every page is.
-func (r *replica) hash() string {
+func (r *follower) hash() string {
 	w := r.c.Session().Panes[0].World
 	h := sha256.New()
 	fmt.Fprintf(h, "t=%d events=%d\n", w.Now(), w.Sim.Queue.Fired())
@@ -107,13 +107,13 @@ func TestWorkshopLockstep(t *testing.T) {
 		`{"type":"step","n":123}`,
 	}
 	// A student's command is refused and changes nothing.
-	send(t, conns[0], commandJSON("not-the-token", `{"type":"step","n":99}`))
+	send(t, conns[0], commandJSON(`{"type":"step","n":99}`))
 	assert.Equal(t, "error", readUntil(t, conns[0], "error").Type)
 	for _, c := range cmds {
-		send(t, instructor, commandJSON(cr.InstructorToken, c))
+		send(t, instructor, commandJSON(c))
 	}
-	replay := func(c *websocket.Conn) (*replica, []uint64) {
-		r := newReplica(t, "default")
+	replay := func(c *websocket.Conn) (*follower, []uint64) {
+		r := newFollower(t, "default")
 		var seqs []uint64
 		for range cmds {
 			m := readUntil(t, c, typeCommand)
@@ -135,7 +135,7 @@ func TestWorkshopLockstep(t *testing.T) {
 	late := f.dial(t, cr.Room)
 	w := join(t, late, RoleStudent, "")
 	require.Len(t, w.Log, len(cmds))
-	r := newReplica(t, "default")
+	r := newFollower(t, "default")
 	for _, e := range w.Log {
 		r.apply(e.Cmd)
 	}

@@ -24,11 +24,15 @@ type (
 		Type  string  `json:"type"`
 		Role  string  `json:"role"`
 		Token *string `json:"token"`
+		// Since is the seq of the last command the client has (it
+		// reconnects): the welcome's log starts after it.
+		Since *uint64 `json:"since"`
 	}
+	// commandMsg carries no token: a command's authority is the
+	// connection's, which joined as instructor with it.
 	commandMsg struct {
-		Type  string          `json:"type"`
-		Token string          `json:"token"`
-		Cmd   json.RawMessage `json:"cmd"`
+		Type string          `json:"type"`
+		Cmd  json.RawMessage `json:"cmd"`
 	}
 	pingMsg struct {
 		Type string `json:"type"`
@@ -48,6 +52,7 @@ type (
 		Room        string          `json:"room"`
 		You         string          `json:"you"` // the role joined as
 		Scenario    json.RawMessage `json:"scenario"`
+		Since       uint64          `json:"since"` // the log starts after this seq (0: the whole log)
 		Log         []Entry         `json:"log"`
 		Students    int             `json:"students"`
 		Instructors int             `json:"instructors"`
@@ -79,10 +84,12 @@ type (
 
 // roomLimits tells clients the rules of the room.
 type roomLimits struct {
-	MaxStudents       int `json:"max_students"`
-	CommandsPerSecond int `json:"commands_per_second"`
-	MaxLogEntries     int `json:"max_log_entries"`
-	MaxCommandBytes   int `json:"max_command_bytes"`
+	MaxStudents       int    `json:"max_students"`
+	CommandsPerSecond int    `json:"commands_per_second"`
+	MaxLogEntries     int    `json:"max_log_entries"`
+	MaxCommandBytes   int    `json:"max_command_bytes"`
+	MaxCommandWork    uint64 `json:"max_command_work"`
+	MaxReplayWork     uint64 `json:"max_replay_work"`
 }
 
 func mustMarshal(v any) []byte {

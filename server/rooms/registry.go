@@ -1,17 +1,22 @@
 // Package rooms hosts workshop rooms: an instructor's commands are checked,
 // numbered, logged and broadcast to every student's browser, which runs the
-// engine on the same scenario and command log.
+// engine on the same scenario and command log. What a room may hold and
+// cost is bounded (rooms per address and in all, connections per address,
+// in all and per room, the work every browser replays), and rooms and
+// their logs outlive the process when a Store keeps them.
 package rooms
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -23,17 +28,29 @@ import (
 	"ringlab/server/wspeer"
 )
 
-// Default limits. Memory is bounded by MaxRooms * (MaxLogBytes +
-// (MaxStudentsPerRoom+MaxInstructorsPerRoom) * QueueLen * MaxCommandBytes)
-// in the worst case; in practice commands are tens of bytes.
+// Default limits, sized for a class of a few hundred students behind one
+// address (a school's NAT) with a few instructors. Memory is bounded by
+// MaxRooms * (MaxLogBytes + MaxMembers * QueueLen * MaxCommandBytes) in
+// the worst case (commands are tens of bytes in practice), plus the
+// replicas' budget (MaxReplicaBytes) and, in the kernel, MaxConns *
+// 2 * wspeer.SendBuffer.
 const (
-	// MaxRooms is how many rooms may exist at once; a workshop needs one.
+	// MaxRooms is how many rooms may exist at once.
 	MaxRooms = 64
+	// MaxRoomsPerAddr is how many of them one address may have created:
+	// an instructor needs one or two, a squatter gets no more.
+	MaxRoomsPerAddr = 4
 	// MaxStudentsPerRoom is how many student connections a room takes.
-	MaxStudentsPerRoom = 200
+	MaxStudentsPerRoom = 400
 	// MaxInstructorsPerRoom is how many connections may join with the
 	// token (the instructor's laptop and a projector, say).
 	MaxInstructorsPerRoom = 4
+	// MaxConns and MaxConnsPerAddr bound the room connections served at
+	// once, joined or not, in all and from one remote address (a class
+	// behind one NAT is one address). Over them the upgrade is refused:
+	// 503 over the total, 429 over the address's share.
+	MaxConns        = 2048
+	MaxConnsPerAddr = 512
 	// CommandsPerSecond is each room's command rate (and burst): enough for
 	// dragging a slider, few enough that a replaying late joiner keeps up.
 	CommandsPerSecond = 20
@@ -45,17 +62,53 @@ const (
 	MaxCommandBytes = 4 << 10
 	// MaxScenarioBytes bounds a room's scenario.
 	MaxScenarioBytes = 32 << 10
-	// IdleExpiry is how long a room stays without anyone in it before it
-	// is removed (and its link stops working).
+	// IdleExpiry is how long a room lives with no instructor connected and
+	// no command: students alone do not hold a room (one idle member
+	// would hold it for ever).
 	IdleExpiry = 30 * time.Minute
+	// QuietExpiry is how long a room lives without a command even with an
+	// instructor connected: an idle instructor connection does not hold
+	// it for ever either.
+	QuietExpiry = 6 * time.Hour
 	// QueueLen is each connection's ordered queue; a client that falls this
 	// many messages behind is disconnected (1008) rather than lose a command.
 	QueueLen = 256
 	// JoinWait is how long a new connection may take to send join.
 	JoinWait = 10 * time.Second
 
-	// sweepPeriod is how often expired rooms are looked for.
-	sweepPeriod = time.Minute
+	// The work every browser replays, in play's units of engine work
+	// (ReplayCost: events, and three per packet, as an event may carry a
+	// NAPI poll's 64 packets). A page replays about 18 million units a
+	// second natively (its session marks the world as it goes, for going
+	// back), about a third of that in WebAssembly on a 2-core machine, so
+	// one command costs a browser at most a second or two and a late
+	// joiner is in step within about five.
+	//
+	// MaxCommandWork bounds one command (a seek, a step of n events or
+	// packets, a tutorial step's runs): a million packets of xdp-drop
+	// are 3 million, of the default preset 6 million.
+	MaxCommandWork = 8_000_000
+	// MaxReplayWork bounds what a late joiner replays: the work of the
+	// commands since the room's last reset (a preset, a set, a tutorial
+	// step with a scenario), which discards everything before it (play's
+	// replay).
+	MaxReplayWork = 25_000_000
+	// WorkPerSecond and its burst MaxCommandWork are each room's budget
+	// of the server's own replay (it checks every command on a replica):
+	// a room that spends it waits for it to refill.
+	WorkPerSecond = 4_000_000
+	// MaxWorldBytes is a room's world as a browser tab holds it
+	// (scenario.MemoryEstimate): the default preset needs 12 MiB; the
+	// largest valid scenario 3 GiB, which no tab can afford.
+	MaxWorldBytes = 256 << 20
+	// MaxReplicaBytes bounds the server's replicas of the rooms' worlds
+	// together; the least recently used are dropped (and rebuilt from the
+	// log when their room is commanded again).
+	MaxReplicaBytes = 1 << 30
+
+	// sweepPeriodMax is how often expired rooms are looked for (more often
+	// when IdleExpiry is short).
+	sweepPeriodMax = time.Minute
 	// msgRatePerSecond and msgBurst are each connection's message token
 	// bucket (a scrubbing instructor sends a command per input event).
 	msgRatePerSecond = 20
@@ -67,21 +120,35 @@ const (
 	maxCreateBody = MaxScenarioBytes + 1024
 	// closeGoingAway is the reason sent with 1001 at shutdown.
 	closeGoingAway = "server shutting down"
+	// refusalLogBurst refusals are logged per refusalLogPeriod.
+	refusalLogBurst  = 5
+	refusalLogPeriod = 10 * time.Second
 )
 
 // Limits are a registry's limits; the zero value of a field means the
 // constant of the same name.
 type Limits struct {
 	MaxRooms          int
+	MaxRoomsPerAddr   int
 	MaxStudents       int
 	MaxInstructors    int
+	MaxConns          int
+	MaxConnsPerAddr   int
 	CommandsPerSecond int
 	MaxLogEntries     int
 	MaxLogBytes       int
 	MaxCommandBytes   int
 	IdleExpiry        time.Duration
+	QuietExpiry       time.Duration
 	QueueLen          int
 	JoinWait          time.Duration
+	MaxCommandWork    uint64
+	MaxReplayWork     uint64
+	WorkPerSecond     uint64
+	MaxWorldBytes     int64
+	MaxReplicaBytes   int64
+	// WriteWait is each connection's write deadline (wspeer.WriteWait).
+	WriteWait time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -90,31 +157,57 @@ func (l Limits) withDefaults() Limits {
 			*v = d
 		}
 	}
+	defU := func(v *uint64, d uint64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
 	def(&l.MaxRooms, MaxRooms)
+	def(&l.MaxRoomsPerAddr, MaxRoomsPerAddr)
 	def(&l.MaxStudents, MaxStudentsPerRoom)
 	def(&l.MaxInstructors, MaxInstructorsPerRoom)
+	def(&l.MaxConns, MaxConns)
+	def(&l.MaxConnsPerAddr, MaxConnsPerAddr)
 	def(&l.CommandsPerSecond, CommandsPerSecond)
 	def(&l.MaxLogEntries, MaxLogEntries)
 	def(&l.MaxLogBytes, MaxLogBytes)
 	def(&l.MaxCommandBytes, MaxCommandBytes)
 	def(&l.QueueLen, QueueLen)
-	if l.IdleExpiry <= 0 {
-		l.IdleExpiry = IdleExpiry
+	defD(&l.IdleExpiry, IdleExpiry)
+	defD(&l.QuietExpiry, QuietExpiry)
+	defD(&l.JoinWait, JoinWait)
+	defD(&l.WriteWait, wspeer.WriteWait)
+	defU(&l.MaxCommandWork, MaxCommandWork)
+	defU(&l.MaxReplayWork, MaxReplayWork)
+	defU(&l.WorkPerSecond, WorkPerSecond)
+	if l.MaxWorldBytes <= 0 {
+		l.MaxWorldBytes = MaxWorldBytes
 	}
-	if l.JoinWait <= 0 {
-		l.JoinWait = JoinWait
+	if l.MaxReplicaBytes <= 0 {
+		l.MaxReplicaBytes = MaxReplicaBytes
 	}
 	return l
 }
 
 // Options configure a Registry.
 type Options struct {
-	Validator Validator         // nil: DefaultValidator
-	Scenario  ScenarioValidator // nil: DefaultScenario
+	// Validator replaces the default check of a command (DefaultValidator
+	// and a replay of it on the room's replica, which bounds its work and
+	// its world's memory); a custom one is the only check.
+	Validator Validator
+	Scenario  ScenarioValidator // nil: DefaultScenario with Limits.MaxWorldBytes
 	Limits    Limits
 	Origins   wspeer.OriginPolicy
-	Logger    *slog.Logger     // nil discards
-	Now       func() time.Time // the clock of expiry and rate limits; nil: time.Now
+	// Store keeps rooms and logs across restarts; nil keeps them in
+	// memory only. The registry loads it in New and does not close it.
+	Store  *Store
+	Logger *slog.Logger     // nil discards
+	Now    func() time.Time // the clock of expiry and rate limits; nil: time.Now
 }
 
 // Registry holds the rooms. New starts its janitor; Close stops it.
@@ -123,30 +216,39 @@ type Registry struct {
 	lim      Limits
 	upgrader *websocket.Upgrader
 	log      *slog.Logger
+	replay   bool // commands are replayed on replicas (the default check)
+	replicas *replicaPool
 
-	mu     sync.Mutex
-	closed bool
-	rooms  map[string]*room
-	peers  map[*member]struct{} // every connection, joined or not
+	mu      sync.Mutex
+	closed  bool
+	rooms   map[string]*room
+	byAddr  map[string]int       // rooms per creating address
+	peers   map[*member]struct{} // every connection, joined or not
+	served  int                  // connections being served
+	perAddr map[string]int       // of which from each remote address
 
 	conns       sync.WaitGroup
 	quit        chan struct{}
 	janitorDone chan struct{}
+	refusals    *ratelimit.Throttle
 }
 
-// ErrLimit is returned by Create when MaxRooms rooms exist.
+// ErrLimit is returned by Create when a room limit is reached.
 var ErrLimit = errors.New("room limit reached")
 
 // ErrClosed is returned by Create after Close.
 var ErrClosed = errors.New("rooms: shutting down")
 
-// New returns a Registry and starts its janitor goroutine.
-func New(opts Options) *Registry {
+// New returns a Registry with the rooms of opts.Store, and starts its
+// janitor goroutine.
+func New(opts Options) (*Registry, error) {
+	lim := opts.Limits.withDefaults()
+	replay := opts.Validator == nil
 	if opts.Validator == nil {
 		opts.Validator = DefaultValidator
 	}
 	if opts.Scenario == nil {
-		opts.Scenario = DefaultScenario
+		opts.Scenario = func(raw json.RawMessage) (json.RawMessage, error) { return checkScenario(raw, lim.MaxWorldBytes) }
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -155,20 +257,47 @@ func New(opts Options) *Registry {
 		opts.Now = time.Now
 	}
 	r := &Registry{
-		opts: opts, lim: opts.Limits.withDefaults(), log: opts.Logger,
+		opts: opts, lim: lim, log: opts.Logger, replay: replay,
+		replicas:    newReplicaPool(lim.MaxReplicaBytes),
 		upgrader:    wspeer.Upgrader(opts.Origins),
 		rooms:       map[string]*room{},
+		byAddr:      map[string]int{},
 		peers:       map[*member]struct{}{},
+		perAddr:     map[string]int{},
 		quit:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
+		refusals:    ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
+	}
+	if opts.Store != nil {
+		stored, logs, err := opts.Store.Load()
+		if err != nil {
+			return nil, err
+		}
+		now := opts.Now()
+		for i, s := range stored {
+			rm := newRoom(s, r.lim, now)
+			rm.log = logs[i]
+			for _, e := range rm.log {
+				rm.logBytes += len(e.Cmd)
+			}
+			r.rooms[s.ID] = rm
+			r.byAddr[s.Creator]++
+		}
+		if len(stored) > 0 {
+			r.log.Info("rooms restored", "count", len(stored), "store", opts.Store.Path())
+		}
 	}
 	go r.janitor()
-	return r
+	return r, nil
+}
+
+func (r *Registry) sweepPeriod() time.Duration {
+	return min(sweepPeriodMax, max(r.lim.IdleExpiry/4, 10*time.Millisecond))
 }
 
 func (r *Registry) janitor() {
 	defer close(r.janitorDone)
-	t := time.NewTicker(sweepPeriod)
+	t := time.NewTicker(r.sweepPeriod())
 	defer t.Stop()
 	for {
 		select {
@@ -188,9 +317,9 @@ func (r *Registry) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /ws/room/{id}", r.handleWS)
 }
 
-// Create makes a room with a scenario already checked and returns its id
-// and instructor token.
-func (r *Registry) Create(scenario json.RawMessage) (id, token string, err error) {
+// Create makes a room for a creator address with a scenario already
+// checked and returns its id and instructor token.
+func (r *Registry) Create(addr string, scenario json.RawMessage) (id, token string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -199,12 +328,26 @@ func (r *Registry) Create(scenario json.RawMessage) (id, token string, err error
 	if len(r.rooms) >= r.lim.MaxRooms {
 		return "", "", fmt.Errorf("%w: %d rooms exist", ErrLimit, r.lim.MaxRooms)
 	}
+	if r.byAddr[addr] >= r.lim.MaxRoomsPerAddr {
+		return "", "", fmt.Errorf("%w: %s has created %d rooms, the most one address may have", ErrLimit, addr, r.lim.MaxRoomsPerAddr)
+	}
 	id = newID()
 	for r.rooms[id] != nil {
 		id = newID()
 	}
 	token = rand.Text() // 26 base32 characters: 130 random bits
-	r.rooms[id] = newRoom(id, token, scenario, r.lim, r.opts.Now())
+	sum := sha256.Sum256([]byte(token))
+	now := r.opts.Now()
+	s := StoredRoom{ID: id, TokenHash: sum[:], Scenario: scenario, Creator: addr, Created: now, Active: now}
+	if r.opts.Store != nil {
+		// Written before the answer: a room whose token was handed out
+		// survives a restart.
+		if err := r.opts.Store.Create(s); err != nil {
+			return "", "", err
+		}
+	}
+	r.rooms[id] = newRoom(s, r.lim, now)
+	r.byAddr[addr]++
 	return id, token, nil
 }
 
@@ -216,20 +359,32 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Sweep removes the rooms that have been empty for IdleExpiry and returns
-// how many it removed.
+// Sweep removes the rooms that are idle (no instructor and no command for
+// IdleExpiry) or quiet (no command for QuietExpiry), disconnecting whoever
+// is still in them, and returns how many it removed.
 func (r *Registry) Sweep() int {
 	now := r.opts.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
+	var gone []*room
 	for id, rm := range r.rooms {
-		if rm.expireIfIdle(now, r.lim.IdleExpiry) {
+		if rm.expire(now) {
 			delete(r.rooms, id)
-			n++
+			if r.byAddr[rm.creator]--; r.byAddr[rm.creator] <= 0 {
+				delete(r.byAddr, rm.creator)
+			}
+			gone = append(gone, rm)
 		}
 	}
-	return n
+	r.mu.Unlock()
+	for _, rm := range gone {
+		r.replicas.drop(rm)
+		if r.opts.Store != nil {
+			if err := r.opts.Store.Delete(rm.id); err != nil {
+				r.log.Warn("deleting an expired room", "room", rm.id, "err", err)
+			}
+		}
+	}
+	return len(gone)
 }
 
 // Len returns how many rooms exist.
@@ -275,10 +430,32 @@ func (r *Registry) Close(ctx context.Context) error {
 	return fmt.Errorf("rooms: closing connections: %w", ctx.Err())
 }
 
+// remoteHost is the address part of the request's remote address (the
+// connection's, not a header's: headers are the client's to choose).
+func remoteHost(req *http.Request) string {
+	host, _, err := net.SplitHostPort(req.RemoteAddr)
+	if err != nil {
+		return req.RemoteAddr
+	}
+	return host
+}
+
+// logRefusal logs a refused request, at most refusalLogBurst lines per
+// refusalLogPeriod.
+func (r *Registry) logRefusal(msg string, args ...any) {
+	if ok, more := r.refusals.Allow(time.Now()); ok {
+		if more > 0 {
+			args = append(args, "refused_since_last_line", more)
+		}
+		r.log.Info(msg, args...)
+	}
+}
+
 // handleCreate serves POST /api/rooms: body {"scenario": {...}} or empty;
 // answer 201 {"room", "join_url", "ws_path", "instructor_token"}.
 func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 	if !r.opts.Origins.Allow(req) {
+		r.logRefusal("room creation refused", "remote", req.RemoteAddr, "origin", req.Header.Get("Origin"))
 		httpError(w, http.StatusForbidden, wsmsg.Errorf(wsmsg.CodeForbidden, "", "origin %q may not create rooms", req.Header.Get("Origin")))
 		return
 	}
@@ -300,16 +477,31 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 	}
 	scenario, err := r.opts.Scenario(cr.Scenario)
 	if err != nil {
-		httpError(w, http.StatusBadRequest, wsmsg.AsError(err).WithFieldPrefix("scenario"))
+		e := wsmsg.AsError(err).WithFieldPrefix("scenario")
+		status := http.StatusBadRequest
+		if e.Code == wsmsg.CodeLimitExceeded {
+			status = http.StatusRequestEntityTooLarge
+		}
+		httpError(w, status, e)
 		return
 	}
 	if len(scenario) > MaxScenarioBytes {
 		httpError(w, http.StatusRequestEntityTooLarge, wsmsg.Errorf(wsmsg.CodeOutOfRange, "scenario", "a scenario has at most %d bytes", MaxScenarioBytes))
 		return
 	}
-	id, token, err := r.Create(scenario)
+	id, token, err := r.Create(remoteHost(req), scenario)
 	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "%v; try again when a room has expired", err))
+		status := http.StatusServiceUnavailable
+		if errors.Is(err, ErrLimit) {
+			status = http.StatusTooManyRequests
+			r.mu.Lock()
+			if len(r.rooms) >= r.lim.MaxRooms {
+				status = http.StatusServiceUnavailable
+			}
+			r.mu.Unlock()
+		}
+		r.logRefusal("room creation refused", "remote", req.RemoteAddr, "err", err)
+		httpError(w, status, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "%v; try again when a room has expired", err))
 		return
 	}
 	scheme := "http"
@@ -334,25 +526,48 @@ func httpError(w http.ResponseWriter, status int, e *wsmsg.Error) {
 func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 	rm := r.lookup(req.PathValue("id"))
 	if rm == nil {
-		httpError(w, http.StatusNotFound, wsmsg.Errorf(wsmsg.CodeNotFound, "", "no room %q (rooms expire after %v without anyone in them)", req.PathValue("id"), r.lim.IdleExpiry))
+		httpError(w, http.StatusNotFound, wsmsg.Errorf(wsmsg.CodeNotFound, "", "no room %q (a room expires %v after its instructor left, or %v after its last command)", req.PathValue("id"), r.lim.IdleExpiry, r.lim.QuietExpiry))
 		return
 	}
+	addr := remoteHost(req)
 	r.mu.Lock()
-	if r.closed {
+	switch {
+	case r.closed:
 		r.mu.Unlock()
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
+	case r.served >= r.lim.MaxConns:
+		r.mu.Unlock()
+		r.logRefusal("room websocket refused: too many connections", "remote", req.RemoteAddr, "limit", r.lim.MaxConns)
+		httpError(w, http.StatusServiceUnavailable, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "too many room connections (%d)", r.lim.MaxConns))
+		return
+	case r.perAddr[addr] >= r.lim.MaxConnsPerAddr:
+		r.mu.Unlock()
+		r.logRefusal("room websocket refused: too many connections from one address", "remote", req.RemoteAddr, "limit", r.lim.MaxConnsPerAddr)
+		httpError(w, http.StatusTooManyRequests, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "too many room connections from %s (%d)", addr, r.lim.MaxConnsPerAddr))
+		return
 	}
+	r.served++
+	r.perAddr[addr]++
 	r.conns.Add(1)
 	r.mu.Unlock()
-	defer r.conns.Done()
+	defer func() {
+		r.mu.Lock()
+		r.served--
+		if r.perAddr[addr]--; r.perAddr[addr] <= 0 {
+			delete(r.perAddr, addr)
+		}
+		r.mu.Unlock()
+		r.conns.Done()
+	}()
 
 	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
-		r.log.Info("room websocket refused", "remote", req.RemoteAddr, "origin", req.Header.Get("Origin"), "err", err)
+		r.logRefusal("room websocket refused", "remote", req.RemoteAddr, "origin", req.Header.Get("Origin"), "err", err)
 		return
 	}
-	m := &member{peer: wspeer.New(ws, r.lim.QueueLen), bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
+	m := &member{peer: wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, WriteWait: r.lim.WriteWait}),
+		bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
 	r.mu.Lock()
 	if r.closed {
 		m.peer.Abort(websocket.CloseGoingAway, closeGoingAway)

@@ -1,6 +1,7 @@
 package rooms
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"sync"
@@ -21,18 +22,24 @@ type member struct {
 	// Owned by the reader goroutine.
 	bucket     *ratelimit.Bucket
 	violations int
-	role       string // "" until joined
+	role       string // "" until joined; the role is the connection's authority
 
 	joined atomic.Bool // role is set (read by the join timer)
 }
 
 // room is one workshop: a scenario, a numbered command log and the members
-// that follow it. Everything is guarded by mu; broadcasting never waits.
+// that follow it. Its members and log are guarded by mu, and broadcasting
+// never waits; cmdMu makes its commands one at a time, from the check on
+// the replica to the broadcast.
 type room struct {
-	id       string
-	token    []byte // the instructor token
-	scenario json.RawMessage
-	lim      Limits
+	id        string
+	tokenHash []byte // SHA-256 of the instructor token
+	scenario  json.RawMessage
+	creator   string
+	lim       Limits
+
+	cmdMu sync.Mutex
+	work  workBucket // guarded by cmdMu
 
 	mu          sync.Mutex
 	closed      bool // expired or shut down: no more joins
@@ -41,27 +48,37 @@ type room struct {
 	members     map[*member]struct{}
 	students    int
 	instructors int
-	emptySince  time.Time // when the last member left (or creation); zero while occupied
+	lastCommand time.Time // or creation, or the server's start
+	lastLeft    time.Time // when the last instructor left (or lastCommand)
 	commands    *ratelimit.Bucket
 }
 
-func newRoom(id, token string, scenario json.RawMessage, lim Limits, now time.Time) *room {
+func newRoom(s StoredRoom, lim Limits, now time.Time) *room {
+	// After a restart the clocks start again: the instructor has
+	// IdleExpiry to come back.
+	active := s.Active
+	if active.Before(now) {
+		active = now
+	}
 	return &room{
-		id: id, token: []byte(token), scenario: scenario, lim: lim,
-		members:    map[*member]struct{}{},
-		emptySince: now,
-		commands:   ratelimit.New(float64(lim.CommandsPerSecond), lim.CommandsPerSecond),
+		id: s.ID, tokenHash: s.TokenHash, scenario: s.Scenario, creator: s.Creator, lim: lim,
+		members:     map[*member]struct{}{},
+		lastCommand: active, lastLeft: active,
+		commands: ratelimit.New(float64(lim.CommandsPerSecond), lim.CommandsPerSecond),
+		work:     workBucket{rate: float64(lim.WorkPerSecond), burst: float64(lim.MaxCommandWork), tokens: float64(lim.MaxCommandWork)},
 	}
 }
 
-// tokenOK compares in constant time (for a token of the right length).
+// tokenOK compares the token's hash with the room's in constant time.
 func (r *room) tokenOK(token string) bool {
-	return subtle.ConstantTimeCompare([]byte(token), r.token) == 1
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], r.tokenHash) == 1
 }
 
-// join adds m with role and queues its welcome, atomically with respect to
-// commands, so m's log has no gap and no duplicate.
-func (r *room) join(m *member, role string) *wsmsg.Error {
+// join adds m with role and queues its welcome with the log after seq
+// since, atomically with respect to commands, so m's log has no gap and
+// no duplicate.
+func (r *room) join(m *member, role string, since uint64) *wsmsg.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -81,15 +98,18 @@ func (r *room) join(m *member, role string) *wsmsg.Error {
 	}
 	m.role = role
 	r.members[m] = struct{}{}
-	r.emptySince = time.Time{}
-	log := r.log
+	if since > uint64(len(r.log)) {
+		since = 0 // a log this room does not have: the whole of it
+	}
+	log := r.log[since:]
 	if log == nil {
 		log = []Entry{}
 	}
-	welcome := mustMarshal(welcomeMsg{Type: typeWelcome, Room: r.id, You: role, Scenario: r.scenario, Log: log,
+	welcome := mustMarshal(welcomeMsg{Type: typeWelcome, Room: r.id, You: role, Scenario: r.scenario, Since: since, Log: log,
 		Students: r.students, Instructors: r.instructors, Limits: roomLimits{
 			MaxStudents: r.lim.MaxStudents, CommandsPerSecond: r.lim.CommandsPerSecond,
-			MaxLogEntries: r.lim.MaxLogEntries, MaxCommandBytes: r.lim.MaxCommandBytes}})
+			MaxLogEntries: r.lim.MaxLogEntries, MaxCommandBytes: r.lim.MaxCommandBytes,
+			MaxCommandWork: r.lim.MaxCommandWork, MaxReplayWork: r.lim.MaxReplayWork}})
 	if !m.peer.TrySend(welcome) {
 		r.dropLocked(m)
 		return nil
@@ -106,8 +126,8 @@ func (r *room) leave(m *member, now time.Time) {
 		return
 	}
 	r.removeLocked(m)
-	if len(r.members) == 0 {
-		r.emptySince = now
+	if m.role == RoleInstructor && r.instructors == 0 {
+		r.lastLeft = now
 	}
 	r.presenceLocked()
 }
@@ -128,9 +148,9 @@ func (r *room) dropLocked(m *member) {
 	m.peer.Abort(websocket.ClosePolicyViolation, "send queue overflow: client too slow to follow the room")
 }
 
-// command numbers cmd (already validated), appends it to the log and
-// broadcasts it.
-func (r *room) command(cmd json.RawMessage, now time.Time) *wsmsg.Error {
+// admit checks that a command (canonical) fits the log now and takes a
+// token of the room's command rate.
+func (r *room) admit(cmd json.RawMessage, now time.Time) *wsmsg.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(cmd) > r.lim.MaxCommandBytes {
@@ -142,11 +162,25 @@ func (r *room) command(cmd json.RawMessage, now time.Time) *wsmsg.Error {
 	if !r.commands.Allow(now) {
 		return wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d commands per second in this room: command dropped", r.lim.CommandsPerSecond)
 	}
-	e := Entry{Seq: uint64(len(r.log)) + 1, Cmd: cmd}
-	r.log = append(r.log, e)
-	r.logBytes += len(cmd)
-	r.broadcastLocked(mustMarshal(commandOut{Type: typeCommand, Seq: e.Seq, Cmd: cmd}))
 	return nil
+}
+
+// nextSeq is the seq the next command gets.
+func (r *room) nextSeq() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return uint64(len(r.log)) + 1
+}
+
+// append logs and broadcasts e (checked, and stored when there is a
+// store).
+func (r *room) append(e Entry, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log = append(r.log, e)
+	r.logBytes += len(e.Cmd)
+	r.lastCommand = now
+	r.broadcastLocked(mustMarshal(commandOut{Type: typeCommand, Seq: e.Seq, Cmd: e.Cmd}))
 }
 
 // broadcastLocked queues msg for every member; a member whose queue is full
@@ -171,15 +205,22 @@ func (r *room) presenceLocked() {
 	}
 }
 
-// expireIfIdle closes the room when it has been empty for idle, and reports
-// whether it did.
-func (r *room) expireIfIdle(now time.Time, idle time.Duration) bool {
+// expire closes the room when nobody holds it any more: no instructor
+// connected and nothing commanded for IdleExpiry (students alone do not
+// hold it), or nothing commanded for QuietExpiry whoever is connected.
+// Its members are told and disconnected. It reports whether it did.
+func (r *room) expire(now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.members) > 0 || now.Sub(r.emptySince) < idle {
+	idle := r.instructors == 0 && now.Sub(r.lastLeft) >= r.lim.IdleExpiry && now.Sub(r.lastCommand) >= r.lim.IdleExpiry
+	quiet := now.Sub(r.lastCommand) >= r.lim.QuietExpiry
+	if !idle && !quiet {
 		return false
 	}
 	r.closed = true
+	for m := range r.members {
+		m.peer.Abort(websocket.CloseNormalClosure, "the room expired: nobody commanded it")
+	}
 	return true
 }
 
@@ -189,3 +230,26 @@ func (r *room) Log() []Entry {
 	defer r.mu.Unlock()
 	return append([]Entry(nil), r.log...)
 }
+
+// workBucket is a room's budget of the server's replay, in units of
+// play's ReplayCost; it may go into debt by one command's work.
+type workBucket struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+// available reports whether a command may be checked at now.
+func (b *workBucket) available(now time.Time) bool {
+	if !b.last.IsZero() {
+		if dt := now.Sub(b.last).Seconds(); dt > 0 {
+			b.tokens = min(b.burst, b.tokens+dt*b.rate)
+		}
+	}
+	if b.last.IsZero() || now.After(b.last) {
+		b.last = now
+	}
+	return b.tokens > 0
+}
+
+// spend takes work units.
+func (b *workBucket) spend(units uint64) { b.tokens -= float64(units) }

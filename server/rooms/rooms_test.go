@@ -68,7 +68,9 @@ type fixture struct {
 func newFixture(t *testing.T, opts Options) *fixture {
 	f := &fixture{clock: &fakeClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}}
 	opts.Now = f.clock.Now
-	f.reg = New(opts)
+	reg, err := New(opts)
+	require.NoError(t, err)
+	f.reg = reg
 	mux := http.NewServeMux()
 	f.reg.Register(mux)
 	f.srv = httptest.NewServer(mux)
@@ -146,13 +148,13 @@ func readClose(t *testing.T, c *websocket.Conn) *websocket.CloseError {
 	}
 }
 
-func commandJSON(token, cmd string) string {
-	return fmt.Sprintf(`{"type":"command","token":%q,"cmd":%s}`, token, cmd)
+func commandJSON(cmd string) string {
+	return fmt.Sprintf(`{"type":"command","cmd":%s}`, cmd)
 }
 
 func TestWorkshopEveryoneSeesTheSameNumberedLog(t *testing.T) {
 	f := newFixture(t, Options{})
-	cr := f.create(t, `{"scenario":{"preset":"virtio-small", "ring": 256}}`)
+	cr := f.create(t, `{"scenario":{ "preset" : "small-ring" }}`)
 	assert.Len(t, cr.Room, 16)
 	assert.Equal(t, f.srv.URL+"/?room="+cr.Room, cr.JoinURL)
 	assert.Equal(t, "/ws/room/"+cr.Room, cr.WebSocketPath)
@@ -161,7 +163,7 @@ func TestWorkshopEveryoneSeesTheSameNumberedLog(t *testing.T) {
 	instructor := f.dial(t, cr.Room)
 	w := join(t, instructor, RoleInstructor, cr.InstructorToken)
 	assert.Equal(t, RoleInstructor, w.You)
-	assert.JSONEq(t, `{"preset":"virtio-small","ring":256}`, string(w.Scenario))
+	assert.Equal(t, `{"preset":"small-ring"}`, string(w.Scenario), "compacted")
 	assert.Empty(t, w.Log)
 	assert.Equal(t, MaxStudentsPerRoom, w.Limits.MaxStudents)
 
@@ -175,17 +177,17 @@ func TestWorkshopEveryoneSeesTheSameNumberedLog(t *testing.T) {
 	}
 
 	cmds := []struct{ in, canonical string }{
-		{`{"type":"preset","name":"virtio-mergeable"}`, `{"type":"preset","name":"virtio-mergeable"}`},
+		{`{"type":"preset","name":"cpumap"}`, `{"type":"preset","name":"cpumap"}`},
 		{`{"type":"set","key":"ring_size","value": 1024 }`, `{"type":"set","key":"ring_size","value":"1024"}`},
-		{`{"type":"set","key":"xdp.program","value":"xdp_drop"}`, `{"type":"set","key":"xdp.program","value":"xdp_drop"}`},
+		{`{"type":"set","key":"xdp","value":"xdp_drop"}`, `{"type":"set","key":"xdp","value":"xdp_drop"}`},
 		{`{"type":"play","speed":2.5}`, `{"type":"play","speed":2.5}`},
 		{`{"type":"pause"}`, `{"type":"pause"}`},
 		{`{"type":"step","n":5}`, `{"type":"step","n":5}`},
 		{`{"type":"seek","t_ns":1500000}`, `{"type":"seek","t_ns":1500000}`},
-		{`{"type":"tutorial_step","tutorial":"page-pool","step":3}`, `{"type":"tutorial_step","tutorial":"page-pool","step":3}`},
+		{`{"type":"tutorial_step","tutorial":"page-pool-inside","step":3}`, `{"type":"tutorial_step","tutorial":"page-pool-inside","step":3}`},
 	}
 	for _, c := range cmds {
-		send(t, instructor, commandJSON(cr.InstructorToken, c.in))
+		send(t, instructor, commandJSON(c.in))
 	}
 	logOf := func(c *websocket.Conn) []Entry {
 		var log []Entry
@@ -208,11 +210,11 @@ func TestWorkshopEveryoneSeesTheSameNumberedLog(t *testing.T) {
 	late := f.dial(t, cr.Room)
 	w = join(t, late, RoleStudent, "")
 	assert.Equal(t, want, w.Log, "a late joiner gets the whole log")
-	assert.JSONEq(t, `{"preset":"virtio-small","ring":256}`, string(w.Scenario))
+	assert.Equal(t, `{"preset":"small-ring"}`, string(w.Scenario))
 	assert.Equal(t, 4, w.Students)
 
 	// The next command reaches the late joiner too, numbered after the log.
-	send(t, instructor, commandJSON(cr.InstructorToken, `{"type":"pause"}`))
+	send(t, instructor, commandJSON(`{"type":"pause"}`))
 	m := readUntil(t, late, typeCommand)
 	assert.Equal(t, uint64(len(cmds)+1), m.Seq)
 
@@ -224,7 +226,11 @@ func TestWorkshopEveryoneSeesTheSameNumberedLog(t *testing.T) {
 	}, readWait, time.Millisecond)
 }
 
-func TestOnlyTheTokenMayCommand(t *testing.T) {
+// TestOnlyTheInstructorsConnectionMayCommand: the token is presented once,
+// in join; a command's authority is the connection's. A student's
+// connection is refused whatever it sends, a token inside a command is an
+// unknown field, and a wrong token leaves a connection unjoined.
+func TestOnlyTheInstructorsConnectionMayCommand(t *testing.T) {
 	f := newFixture(t, Options{})
 	cr := f.create(t, "")
 	student := f.dial(t, cr.Room)
@@ -232,20 +238,18 @@ func TestOnlyTheTokenMayCommand(t *testing.T) {
 	assert.Equal(t, "null", string(w.Scenario), "no scenario: the page's default")
 
 	tests := []struct {
-		name string
-		msg  string
+		name, msg, code, field string
 	}{
-		{"no token", `{"type":"command","cmd":{"type":"pause"}}`},
-		{"wrong token", commandJSON("AAAAAAAAAAAAAAAAAAAAAAAAAA", `{"type":"pause"}`)},
-		{"token of another length", commandJSON("x", `{"type":"pause"}`)},
-		{"wrong token, invalid command", commandJSON("x", `{"type":"nope"}`)},
+		{"a student's command", `{"type":"command","cmd":{"type":"pause"}}`, wsmsg.CodeForbidden, ""},
+		{"a student's invalid command", `{"type":"command","cmd":{"type":"nope"}}`, wsmsg.CodeForbidden, ""},
+		{"a captured token replayed", fmt.Sprintf(`{"type":"command","token":%q,"cmd":{"type":"pause"}}`, cr.InstructorToken), wsmsg.CodeUnknownField, "token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			send(t, student, tc.msg)
 			e := readUntil(t, student, "error")
-			assert.Equal(t, wsmsg.CodeForbidden, e.Code)
-			assert.Equal(t, "token", e.Field)
+			assert.Equal(t, tc.code, e.Code, e.Message)
+			assert.Equal(t, tc.field, e.Field)
 		})
 	}
 
@@ -253,9 +257,10 @@ func TestOnlyTheTokenMayCommand(t *testing.T) {
 	send(t, impostor, `{"type":"join","role":"instructor","token":"guess"}`)
 	e := readUntil(t, impostor, "error")
 	assert.Equal(t, wsmsg.CodeForbidden, e.Code)
+	assert.Equal(t, "token", e.Field)
 	send(t, impostor, `{"type":"join","role":"instructor"}`)
 	assert.Equal(t, wsmsg.CodeForbidden, readUntil(t, impostor, "error").Code)
-	send(t, impostor, `{"type":"command","token":"guess","cmd":{"type":"pause"}}`)
+	send(t, impostor, `{"type":"command","cmd":{"type":"pause"}}`)
 	assert.Equal(t, wsmsg.CodeBadState, readUntil(t, impostor, "error").Code, "an unjoined connection cannot command")
 	// The connection stays and may still join properly.
 	w = join(t, impostor, RoleInstructor, cr.InstructorToken)
@@ -265,7 +270,7 @@ func TestOnlyTheTokenMayCommand(t *testing.T) {
 
 	// Nothing was numbered: the first real command is seq 1, and the
 	// student, still connected, receives it.
-	send(t, impostor, commandJSON(cr.InstructorToken, `{"type":"play"}`))
+	send(t, impostor, commandJSON(`{"type":"play"}`))
 	m := readUntil(t, student, typeCommand)
 	assert.Equal(t, uint64(1), m.Seq)
 }
@@ -316,9 +321,9 @@ func TestBadMessagesGetErrorsAndTheConnectionStays(t *testing.T) {
 	for _, tc := range cmdTests {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.cmd == "" {
-				send(t, c, fmt.Sprintf(`{"type":"command","token":%q}`, cr.InstructorToken))
+				send(t, c, `{"type":"command"}`)
 			} else {
-				send(t, c, commandJSON(cr.InstructorToken, tc.cmd))
+				send(t, c, commandJSON(tc.cmd))
 			}
 			e := readUntil(t, c, "error")
 			assert.Equal(t, tc.wantCode, e.Code, e.Message)
@@ -454,6 +459,8 @@ func TestLimits(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Contains(t, string(b), `"code":"limit_exceeded"`)
 	assert.Contains(t, string(b), "2 rooms exist")
+	_, _, err := f.reg.Create("192.0.2.7", nil)
+	assert.ErrorIs(t, err, ErrLimit, "the total binds every address")
 
 	for range 2 {
 		join(t, f.dial(t, cr.Room), RoleStudent, "")
@@ -474,10 +481,10 @@ func TestLimits(t *testing.T) {
 	assert.Equal(t, wsmsg.CodeLimitExceeded, readUntil(t, second, "error").Code)
 
 	for range 3 {
-		send(t, in, commandJSON(cr.InstructorToken, `{"type":"pause"}`))
+		send(t, in, commandJSON(`{"type":"pause"}`))
 		readUntil(t, in, typeCommand)
 	}
-	send(t, in, commandJSON(cr.InstructorToken, `{"type":"pause"}`))
+	send(t, in, commandJSON(`{"type":"pause"}`))
 	e = readUntil(t, in, "error")
 	assert.Equal(t, wsmsg.CodeLimitExceeded, e.Code)
 	assert.Contains(t, e.Message, "log is full")
@@ -490,7 +497,7 @@ func TestCommandRateLimitPerRoom(t *testing.T) {
 	join(t, in, RoleInstructor, cr.InstructorToken)
 	const sent = CommandsPerSecond + 5
 	for range sent {
-		send(t, in, commandJSON(cr.InstructorToken, `{"type":"step"}`))
+		send(t, in, commandJSON(`{"type":"step"}`))
 	}
 	commands, limited := 0, 0
 	for commands+limited < sent {
@@ -506,44 +513,93 @@ func TestCommandRateLimitPerRoom(t *testing.T) {
 	assert.Equal(t, 5, limited)
 
 	f.clock.Advance(time.Second / CommandsPerSecond)
-	send(t, in, commandJSON(cr.InstructorToken, `{"type":"step"}`))
+	send(t, in, commandJSON(`{"type":"step"}`))
 	assert.Equal(t, uint64(CommandsPerSecond+1), readUntil(t, in, typeCommand).Seq, "a refilled token numbers the next command")
 }
 
-func TestEmptyRoomExpires(t *testing.T) {
+// TestIdleRoomsExpire: a room expires IdleExpiry after its instructor left
+// (or after its creation when none came) and its last command, however
+// many students sit in it, who are then disconnected; an instructor
+// connected keeps it, but not past QuietExpiry without a command.
+func TestIdleRoomsExpire(t *testing.T) {
 	f := newFixture(t, Options{})
 	idle := f.create(t, "")
-	busy := f.create(t, "")
-	visited := f.create(t, "")
+	held := f.create(t, "")
+	taught := f.create(t, "")
 
-	s := f.dial(t, busy.Room)
-	join(t, s, RoleStudent, "")
-	v := f.dial(t, visited.Room)
-	join(t, v, RoleStudent, "")
+	s := f.dial(t, held.Room)
+	join(t, s, RoleStudent, "") // one idle student does not hold the room
+	in := f.dial(t, taught.Room)
+	join(t, in, RoleInstructor, taught.InstructorToken)
 
-	f.clock.Advance(IdleExpiry / 2)
-	v.Close() // visited is empty from now on
-	require.Eventually(t, func() bool {
-		rm := f.reg.lookup(visited.Room)
-		rm.mu.Lock()
-		defer rm.mu.Unlock()
-		return len(rm.members) == 0
-	}, readWait, time.Millisecond)
-
-	f.clock.Advance(IdleExpiry/2 - time.Second)
+	f.clock.Advance(IdleExpiry - time.Second)
 	assert.Equal(t, 0, f.reg.Sweep(), "nothing is idle for IdleExpiry yet")
 	f.clock.Advance(time.Second)
-	assert.Equal(t, 1, f.reg.Sweep(), "the room nobody entered expires")
+	assert.Equal(t, 2, f.reg.Sweep(), "the room nobody entered and the room with only a student expire")
 	assert.Nil(t, f.reg.lookup(idle.Room))
-	f.clock.Advance(IdleExpiry / 2)
-	assert.Equal(t, 1, f.reg.Sweep(), "the room left empty expires IdleExpiry after its last member left")
-	assert.Nil(t, f.reg.lookup(visited.Room))
-	assert.NotNil(t, f.reg.lookup(busy.Room), "a room with someone in it never expires")
-	assert.Equal(t, 1, f.reg.Len())
-
-	_, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+"/ws/room/"+idle.Room, nil)
+	assert.Nil(t, f.reg.lookup(held.Room))
+	ce := readClose(t, s)
+	assert.Equal(t, websocket.CloseNormalClosure, ce.Code, "the student is told")
+	assert.Contains(t, ce.Text, "expired")
+	_, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+"/ws/room/"+held.Room, nil)
 	require.Error(t, err)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// The instructor's room lives on while it is commanded...
+	send(t, in, commandJSON(`{"type":"pause"}`))
+	readUntil(t, in, typeCommand)
+	f.clock.Advance(QuietExpiry - time.Second)
+	assert.Equal(t, 0, f.reg.Sweep(), "an instructor is connected")
+	f.clock.Advance(time.Second)
+	assert.Equal(t, 1, f.reg.Sweep(), "but a connection alone does not hold it for ever")
+	assert.Equal(t, 0, f.reg.Len())
+}
+
+// TestRoomsPerAddress: one address creates MaxRoomsPerAddr rooms; more get
+// 429 while other addresses still may, and an expired room gives its
+// share back.
+func TestRoomsPerAddress(t *testing.T) {
+	f := newFixture(t, Options{Limits: Limits{MaxRoomsPerAddr: 2}})
+	f.create(t, "")
+	f.create(t, "")
+	resp, b := f.post(t, "")
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", b)
+	assert.Contains(t, string(b), "limit_exceeded")
+	_, _, err := f.reg.Create("192.0.2.7", nil)
+	assert.NoError(t, err, "another address is not held back")
+	f.clock.Advance(IdleExpiry)
+	assert.Equal(t, 3, f.reg.Sweep())
+	f.create(t, "")
+}
+
+// TestConnectionCaps: room connections, joined or not, are bounded per
+// address and in all before the upgrade.
+func TestConnectionCaps(t *testing.T) {
+	f := newFixture(t, Options{Limits: Limits{MaxConnsPerAddr: 3}})
+	cr := f.create(t, "")
+	var conns []*websocket.Conn
+	for range 3 {
+		conns = append(conns, f.dial(t, cr.Room))
+	}
+	_, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+"/ws/room/"+cr.Room, nil)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	conns[0].Close()
+	require.Eventually(t, func() bool {
+		c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+"/ws/room/"+cr.Room, nil)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, readWait, 10*time.Millisecond, "a closed connection gives its share back")
+
+	g := newFixture(t, Options{Limits: Limits{MaxConns: 2}})
+	cr = g.create(t, "")
+	g.dial(t, cr.Room)
+	g.dial(t, cr.Room)
+	_, resp, err = websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(g.srv.URL, "http")+"/ws/room/"+cr.Room, nil)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 }
 
 // TestSlowStudentIsDisconnectedNotWaitedFor stalls one student (a tiny
@@ -592,14 +648,14 @@ func TestSlowStudentIsDisconnectedNotWaitedFor(t *testing.T) {
 	sent := 0
 	for slowIn() {
 		require.Less(t, sent, 5000, "the slow student was never dropped")
-		send(t, in, commandJSON(cr.InstructorToken, fmt.Sprintf(`{"type":"set","key":"pad","value":%q}`, pad)))
+		send(t, in, commandJSON(fmt.Sprintf(`{"type":"set","key":"pad","value":%q}`, pad)))
 		sent++
 		f.clock.Advance(time.Second / msgRatePerSecond) // within the message rate limit
 		time.Sleep(time.Millisecond)                    // a fast instructor, not a flood
 	}
 	// A few more after the drop.
 	for range 5 {
-		send(t, in, commandJSON(cr.InstructorToken, `{"type":"pause"}`))
+		send(t, in, commandJSON(`{"type":"pause"}`))
 		sent++
 	}
 	t.Logf("slow student dropped after %d commands of %d bytes", sent-5, len(pad)+40)

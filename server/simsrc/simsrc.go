@@ -4,6 +4,7 @@ package simsrc
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"ringlab/engine"
@@ -18,38 +19,76 @@ const (
 	DefaultPreset = "default"
 	// stepChunk is how much simulated time runs between wall-clock checks.
 	stepChunk = 50 * sim.Microsecond
+	// ClockPeriod is how often the source's clock advances the world when
+	// nothing reads it, so that simulated time keeps up with the wall
+	// clock between samples however far apart they are (a Prometheus
+	// scrape every 15 s, a client at 1 Hz): a Sample then only runs the
+	// last part of a period.
+	ClockPeriod = 50 * time.Millisecond
+	// MaxDuty is the share of one core the engine may use, the clock's
+	// ticks and the samples together, measured over time with a bucket of
+	// at most workBurst: a preset the engine cannot run in real time
+	// costs half a core while it is read, however often, and nothing once
+	// the clock rests. The default preset needs about 1 % natively (a
+	// second of it simulates in 8 ms), 22 % under the race detector.
+	MaxDuty   = 0.5
+	workBurst = 100 * time.Millisecond
 	// maxWorkPerSample bounds the wall time one Sample spends simulating,
-	// so a fast preset cannot starve the server: when the engine cannot
-	// keep up with real time, simulated time falls behind, and a note says
-	// so.
+	// so a fast preset cannot hold the server up.
 	maxWorkPerSample = 30 * time.Millisecond
-	// maxLag is how far simulated time may fall behind before the source
-	// stops trying to catch up (it then runs slower than real time).
-	maxLag = 200 * time.Millisecond
+	// MaxLag is how far simulated time may fall behind the wall clock
+	// before the source gives up on the backlog: it then moves its origin
+	// forward (the world runs slower than real time, and a note says so).
+	MaxLag = 500 * time.Millisecond
+	// IdleAfter is how long the clock runs without a Sample; then it
+	// rests, and the next Sample skips the time nobody read (no note: the
+	// engine kept up while it ran).
+	IdleAfter = 5 * time.Minute
 )
 
-// Source runs one world. Like every metrics.Source it is used by one
-// goroutine at a time.
+// Source runs one world whose simulated time follows the wall clock:
+// sim time t stands for the wall time origin+t. A Sample first runs the
+// world to the wall time now (within maxWorkPerSample) and reports
+// Time = origin + simulated time, so the rates taken between two
+// samples are the world's own, whoever reads it how often. Like every
+// metrics.Source it is used by one goroutine at a time; Open also starts
+// its clock, a goroutine of its own that shares the world with Sample
+// under mu (StartClock).
 type Source struct {
-	w       *engine.World
-	preset  string
-	now     func() time.Time
-	start   time.Time
-	lagged  bool
-	closed  bool
-	names   []string
-	noteLag string
+	preset string
+	now    func() time.Time
+	names  []string
+	labels metrics.Labels
+	mode   string
 
-	stats engine.Stats     // the last reading, reused
-	buf   []engine.Counter // named counters, reused
+	mu       sync.Mutex // the world and the clock's state, shared with the clock goroutine
+	w        *engine.World
+	origin   time.Time // the wall time of simulated time 0
+	last     time.Time // wall time of the last advance
+	lastRead time.Time // wall time of the last Sample
+	lagged   bool
+	clock    bool // StartClock was called
+	closed   bool
+	budget   workBudget
+	stats    engine.Stats     // the last reading, reused
+	buf      []engine.Counter // named counters, reused
+
+	quit chan struct{} // closed by Close when the clock runs
+	done chan struct{} // closed when the clock goroutine ends
 }
 
-// Open opens "sim" or "sim:PRESET".
+// Open opens "sim" or "sim:PRESET" and starts its clock.
 func Open(arg string) (metrics.Source, error) {
-	return New(arg, time.Now)
+	s, err := New(arg, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	s.StartClock(ClockPeriod)
+	return s, nil
 }
 
 // New runs preset (DefaultPreset when empty) with now as the wall clock.
+// Its world advances only when sampled until StartClock.
 func New(preset string, now func() time.Time) (*Source, error) {
 	if preset == "" {
 		preset = DefaultPreset
@@ -62,66 +101,141 @@ func New(preset string, now func() time.Time) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("preset %s: %w", preset, err)
 	}
-	src := &Source{w: w, preset: preset, now: now, start: now()}
+	t := now()
+	src := &Source{w: w, preset: preset, now: now, origin: t, last: t, lastRead: t, mode: w.Driver.Mode(),
+		budget: workBudget{duty: MaxDuty, burst: workBurst, perSample: maxWorkPerSample, perTick: ClockPeriod, tokens: workBurst}}
+	src.labels = metrics.Labels{Kind: "sim", Preset: preset}
+	if s.XDP != nil {
+		src.labels.Program = s.XDP.Program
+	}
 	for _, c := range w.Totals() {
 		src.names = append(src.names, c.Name)
 	}
 	return src, nil
 }
 
+// StartClock starts the goroutine that advances the world every period
+// while the source is read (a Sample in the last IdleAfter); Close stops
+// it. Call it at most once.
+func (s *Source) StartClock(period time.Duration) {
+	s.mu.Lock()
+	s.clock = true
+	s.mu.Unlock()
+	s.quit, s.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.quit:
+				return
+			case <-t.C:
+				s.tick()
+			}
+		}
+	}()
+}
+
+// tick is one step of the clock.
+func (s *Source) tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	wall := s.now()
+	if wall.Sub(s.lastRead) > IdleAfter {
+		return // nobody reads: rest until the next Sample
+	}
+	s.advance(wall, s.budget.perTick)
+}
+
+// workBudget is the engine's share of a core: tokens of wall time, refilled
+// at duty per second of real time up to burst, spent by the work done.
+type workBudget struct {
+	duty      float64
+	burst     time.Duration
+	perSample time.Duration // at most this much in one Sample
+	perTick   time.Duration // at most this much in one clock tick
+	tokens    time.Duration
+	refilled  time.Time // real time of the last refill
+}
+
+// take returns the work allowed now, at most limit.
+func (b *workBudget) take(real time.Time, limit time.Duration) time.Duration {
+	if !b.refilled.IsZero() {
+		b.tokens = min(b.burst, b.tokens+time.Duration(b.duty*float64(real.Sub(b.refilled))))
+	}
+	b.refilled = real
+	return max(0, min(limit, b.tokens))
+}
+
+// spend takes d of work off the tokens.
+func (b *workBudget) spend(d time.Duration) { b.tokens -= d }
+
 // Info implements metrics.Source.
 func (s *Source) Info() metrics.SourceInfo {
-	notes := []string{"simulated: counters come from the engine's clock and cost table, advanced with the wall clock"}
-	if s.noteLag != "" {
-		notes = append(notes, s.noteLag)
+	s.mu.Lock()
+	lagged := s.lagged
+	s.mu.Unlock()
+	notes := []string{"simulated: counters come from the engine's clock and cost table, its simulated time following the wall clock"}
+	if lagged {
+		notes = append(notes, "the engine runs this preset slower than real time here: simulated time lags the wall clock, and rates are per second of wall time")
 	}
 	return metrics.SourceInfo{
 		Name:        "sim:" + s.preset,
-		Description: fmt.Sprintf("the ringlab engine running preset %s (%s receive buffers)", s.preset, s.w.Driver.Mode()),
+		Description: fmt.Sprintf("the ringlab engine running preset %s (%s receive buffers)", s.preset, s.mode),
 		Counters:    append([]string(nil), s.names...),
 		Notes:       notes,
+		Labels:      s.labels,
 	}
 }
 
-// advance runs the world towards the wall clock.
-func (s *Source) advance() error {
-	wall := s.now()
-	target := sim.Time(wall.Sub(s.start).Nanoseconds())
-	if lag := time.Duration(target - s.w.Now()); lag > maxLag {
-		// Give up on the backlog: run at the speed the machine allows.
-		target = s.w.Now().Add(sim.Duration(maxLag))
-		if !s.lagged {
-			s.lagged = true
-			s.noteLag = "the engine runs this preset slower than real time here: simulated time lags the wall clock"
-		}
+// advance runs the world towards the wall time wall, for at most limit of
+// real time and what the budget allows. While the clock runs, a gap since the last advance longer
+// than MaxLag (the clock rested, the process was stopped) is skipped:
+// the origin moves forward by it. A backlog the engine cannot work off
+// (it runs slower than real time) is kept within MaxLag the same way,
+// and marks the source lagged. Called with s.mu held.
+func (s *Source) advance(wall time.Time, limit time.Duration) error {
+	if gap := wall.Sub(s.last); s.clock && gap > MaxLag {
+		s.origin = s.origin.Add(gap)
 	}
-	deadline := time.Now().Add(maxWorkPerSample)
-	for s.w.Now() < target {
-		next := s.w.Now().Add(stepChunk)
-		if next > target {
-			next = target
-		}
+	s.last = wall
+	target := sim.Time(wall.Sub(s.origin).Nanoseconds())
+	start := time.Now()
+	deadline := start.Add(s.budget.take(start, limit))
+	defer func() { s.budget.spend(time.Since(start)) }()
+	for s.w.Now() < target && time.Now().Before(deadline) {
+		next := min(s.w.Now().Add(stepChunk), target)
 		if err := s.w.RunUntil(next); err != nil {
 			return err
 		}
-		if time.Now().After(deadline) {
-			break
-		}
+	}
+	if lag := time.Duration(target - s.w.Now()); lag > MaxLag {
+		s.origin = s.origin.Add(lag - MaxLag)
+		s.lagged = true
 	}
 	return nil
 }
 
 // Sample implements metrics.Source: the world's typed counters
-// (engine.Stats), named as the engine names them, totals and per queue.
+// (engine.Stats), named as the engine names them, totals and per queue,
+// at Time = the wall time its simulated clock stands for.
 func (s *Source) Sample() (metrics.Sample, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
 		return metrics.Sample{}, metrics.ErrClosed
 	}
-	if err := s.advance(); err != nil {
+	wall := s.now()
+	s.lastRead = wall
+	if err := s.advance(wall, s.budget.perSample); err != nil {
 		return metrics.Sample{}, err
 	}
 	s.w.ReadStats(&s.stats)
-	out := metrics.Sample{Time: s.now(), Totals: map[string]uint64{}}
+	out := metrics.Sample{Time: s.origin.Add(time.Duration(s.w.Now())), Totals: map[string]uint64{}}
 	s.buf = s.stats.Totals(s.buf)
 	for _, c := range s.buf {
 		out.Totals[c.Name] = c.Value
@@ -137,11 +251,18 @@ func (s *Source) Sample() (metrics.Sample, error) {
 	return out, nil
 }
 
-// Close implements metrics.Source.
+// Close implements metrics.Source: it stops the clock.
 func (s *Source) Close() error {
+	s.mu.Lock()
+	already := s.closed
 	s.closed = true
+	s.mu.Unlock()
+	if !already && s.quit != nil {
+		close(s.quit)
+		<-s.done
+	}
 	return nil
 }
 
-// World returns the world (for tests).
+// World returns the world (for tests; not while the clock runs).
 func (s *Source) World() *engine.World { return s.w }

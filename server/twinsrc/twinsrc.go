@@ -207,6 +207,7 @@ func New(real metrics.Source, base scenario.Scenario, now func() time.Time) (*So
 		Description: fmt.Sprintf("%s next to the ringlab engine driven with the rate and frame size measured on it", ri.Name),
 		Counters:    counters,
 		Notes:       notes,
+		Labels:      metrics.Labels{Kind: Kind, Device: ri.Labels.Device, Program: ri.Labels.Program, Follows: ri.Labels.Kind},
 	}
 	return t, nil
 }

@@ -26,6 +26,7 @@ func TestTwinFollowsTheFake(t *testing.T) {
 	tw := src.(*Source)
 	info := tw.Info()
 	assert.Equal(t, "twin:fake", info.Name)
+	assert.Equal(t, metrics.Labels{Kind: Kind, Follows: "fake"}, info.Labels, "a twin is labelled by what it follows")
 	for _, n := range metrics.FakeCounters {
 		assert.Contains(t, info.Counters, n, "the real counters")
 		assert.Contains(t, info.Counters, PredictedPrefix+n, "and the engine's beside them")

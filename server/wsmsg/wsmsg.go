@@ -4,14 +4,15 @@
 package wsmsg
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
-	"strconv"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Error codes sent in error messages; docs/protocol.md lists them.
@@ -92,70 +93,110 @@ func Marshal(v any) []byte {
 }
 
 // Type returns the "type" field of a client message, checking that the
-// message is one JSON object.
+// message is one JSON object. The name is matched exactly, once: a "Type"
+// is another field, and two "type" fields are an error, not the last one
+// winning.
 func Type(data []byte) (string, error) {
 	var env struct {
-		Type json.RawMessage `json:"type"`
+		Type jsontext.Value `json:"type"`
 	}
-	if err := json.Unmarshal(data, &env); err != nil {
-		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-			return "", Errorf(CodeBadJSON, "", "a message must be a JSON object")
-		}
-		return "", Errorf(CodeBadJSON, "", "malformed JSON: %v", trimJSON(err))
+	if err := jsonv2.Unmarshal(data, &env); err != nil {
+		return "", decodeError(err)
 	}
 	if len(env.Type) == 0 || string(env.Type) == "null" {
 		return "", Errorf(CodeMissingType, "type", `a message needs a "type" field`)
 	}
 	var typ string
-	if err := json.Unmarshal(env.Type, &typ); err != nil {
+	if err := jsonv2.Unmarshal(env.Type, &typ); err != nil {
 		return "", Errorf(CodeBadField, "type", "want a string")
 	}
 	return typ, nil
 }
 
 // Strict decodes the JSON object data into v, a pointer to a struct, and
-// fails on unknown fields, fields of the wrong type and trailing data.
-// Absent fields keep their values.
+// fails on unknown fields, names that match a field only in another case,
+// duplicate names (at any depth), fields of the wrong type, numbers that
+// do not fit their field, invalid UTF-8 and trailing data. Absent fields
+// keep their values.
 func Strict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := jsonv2.Unmarshal(data, v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return decodeError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Errorf(CodeBadJSON, "", "trailing data after the message")
 	}
 	return nil
 }
 
-// decodeError turns an encoding/json error into an Error naming the field.
+// decodeError turns a decoding error into an Error naming the field.
 func decodeError(err error) error {
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if te.Field == "" {
+	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
+		field := dotted(se.JSONPointer)
+		switch {
+		case errors.Is(se.Err, jsontext.ErrDuplicateName):
+			return Errorf(CodeBadJSON, field, "the name %q appears twice in one object", se.JSONPointer.LastToken())
+		case strings.Contains(se.Error(), "after top-level value"):
+			return Errorf(CodeBadJSON, "", "trailing data after the message")
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(se.Error(), "unexpected EOF") {
+			return Errorf(CodeBadJSON, "", "malformed JSON: unexpected end of input")
+		}
+		return Errorf(CodeBadJSON, "", "malformed JSON: %v", trimJSON(se))
+	}
+	if se, ok := errors.AsType[*jsonv2.SemanticError](err); ok {
+		field := dotted(se.JSONPointer)
+		switch {
+		case errors.Is(se.Err, jsonv2.ErrUnknownName):
+			return Errorf(CodeUnknownField, field, "this message has no such field (names match exactly, case included)")
+		case field == "":
 			return Errorf(CodeBadJSON, "", "a message must be a JSON object")
+		case se.JSONKind == '0' && (kindOf(se.GoType) == "a number" || kindOf(se.GoType) == "an integer" && !strings.ContainsAny(string(se.JSONValue), ".eE")):
+			return Errorf(CodeOutOfRange, field, "%s does not fit %s", se.JSONValue, kindOf(se.GoType))
+		case se.JSONKind == '0':
+			return Errorf(CodeBadField, field, "want %s, got number %s", kindOf(se.GoType), se.JSONValue)
 		}
-		return Errorf(CodeBadField, te.Field, "want %s, got %s", jsonKind(te.Type), te.Value)
+		return Errorf(CodeBadField, field, "want %s, got %s", kindOf(se.GoType), jsonKindName(se.JSONKind))
 	}
-	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return Errorf(CodeBadJSON, "", "malformed JSON: %v", trimJSON(err))
-	}
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return Errorf(CodeBadJSON, "", "malformed JSON: unexpected end of input")
-	}
-	msg := err.Error()
-	if i := strings.Index(msg, "unknown field "); i >= 0 {
-		name := msg[i+len("unknown field "):]
-		if u, uerr := strconv.Unquote(name); uerr == nil {
-			name = u
-		}
-		return Errorf(CodeUnknownField, name, "this message has no such field")
 	}
 	return Errorf(CodeBadJSON, "", "%v", trimJSON(err))
 }
 
-func trimJSON(err error) string {
-	return strings.TrimPrefix(err.Error(), "json: ")
+// dotted turns a JSON Pointer (/cmd/speed) into a dotted path (cmd.speed),
+// leaving out array indices (counters/1 is counters).
+func dotted(p jsontext.Pointer) string {
+	var parts []string
+	for tok := range p.Tokens() {
+		if tok != "" && strings.Trim(tok, "0123456789") == "" {
+			continue
+		}
+		parts = append(parts, tok)
+	}
+	return strings.Join(parts, ".")
 }
+
+func jsonKindName(k jsontext.Kind) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "bool"
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "another value"
+}
+
+func trimJSON(err error) string {
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), "jsontext: "), "json: ")
+}
+
+// kindOf names the JSON value a Go type takes.
+func kindOf(t reflect.Type) string { return jsonKind(t) }
 
 // jsonKind names the JSON value a Go type takes.
 func jsonKind(t reflect.Type) string {

@@ -120,3 +120,39 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestStrictIsStrict: names match exactly and once, numbers fit.
+func TestStrictIsStrict(t *testing.T) {
+	tests := []struct {
+		name, in, code, field string
+	}{
+		{"a second type in another case", `{"type":"subscribe","Type":"ping"}`, CodeUnknownField, "Type"},
+		{"a name in another case", `{"type":"subscribe","RATE_HZ":20}`, CodeUnknownField, "RATE_HZ"},
+		{"a duplicate name", `{"type":"subscribe","rate_hz":1,"rate_hz":20}`, CodeBadJSON, "rate_hz"},
+		{"a duplicate name, nested", `{"type":"subscribe","nested":{"n":1,"n":2}}`, CodeBadJSON, "nested.n"},
+		{"30 digits", `{"type":"subscribe","rate_hz":123456789012345678901234567890}`, CodeOutOfRange, "rate_hz"},
+		{"1e999", `{"type":"subscribe","rate_hz":1e999}`, CodeBadField, "rate_hz"},
+		{"invalid UTF-8", "{\"type\":\"subscribe\",\"counters\":[\"\xff\"]}", CodeBadJSON, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var m subscribe
+			e := AsError(Strict([]byte(tc.in), &m))
+			assert.Equal(t, tc.code, e.Code, e.Message)
+			assert.Equal(t, tc.field, e.Field, e.Message)
+		})
+	}
+	for in, code := range map[string]string{
+		`{"type":"pause","type":"play"}`: CodeBadJSON,
+		`{"Type":"play"}`:                CodeMissingType,
+		`{"TYPE":"play","type":"x"}`:     "",
+	} {
+		typ, err := Type([]byte(in))
+		if code == "" {
+			assert.NoError(t, err, in)
+			assert.Equal(t, "x", typ)
+			continue
+		}
+		assert.Equal(t, code, AsError(err).Code, in)
+	}
+}

@@ -16,9 +16,26 @@ import (
 )
 
 const (
-	// WriteWait is the time allowed to write one message or control frame;
-	// a peer that cannot take a frame within it is disconnected.
+	// WriteWait is the time allowed to write one control frame or short
+	// message (a longer one gets MinWriteRate's time on top); a peer that
+	// cannot take a frame within it is disconnected, whatever it sends:
+	// the writer's progress decides, not the reader's.
 	WriteWait = 10 * time.Second
+
+	// MinWriteRate is the slowest a peer may take a long message (a
+	// room's welcome with its log) before it is disconnected: 1 MiB gets
+	// 4 s on top of WriteWait.
+	MinWriteRate = 256 << 10 // bytes per second
+
+	// SendBuffer bounds the kernel's send buffer of each connection
+	// (SO_SNDBUF; Linux doubles it for its own bookkeeping). Without it
+	// the kernel grows the buffer to tcp_wmem's maximum (4 MiB) for a
+	// peer that never reads, so a write completes into kernel memory and
+	// WriteWait never fires; with it a non-reading peer holds at most
+	// twice this much and its next write blocks until the deadline. 64
+	// KiB keeps a LAN's throughput (it is the window of a 5 ms path at
+	// 100 Mbit/s) and bounds 4096 stuck connections to 512 MiB.
+	SendBuffer = 64 << 10
 
 	// PongWait is how long the reader waits for the next frame (at least the
 	// pong answering our ping) before it gives the peer up.
@@ -56,8 +73,10 @@ type outbound struct {
 // Memory per peer is bounded: the queue holds at most its capacity of
 // messages and the mailbox its own (one unless NewWithMailbox says more).
 type Peer struct {
-	ws    *websocket.Conn
-	queue chan outbound
+	ws        *websocket.Conn
+	queue     chan outbound
+	writeWait time.Duration
+	stuck     atomic.Bool // a write did not complete: drop, do not linger
 
 	mu      sync.Mutex
 	mailbox [][]byte      // oldest first, at most cap(mailbox) messages
@@ -77,7 +96,7 @@ type Peer struct {
 // New returns a Peer for ws whose ordered queue holds queueLen messages and
 // whose mailbox holds one: the newest message wins.
 func New(ws *websocket.Conn, queueLen int) *Peer {
-	return NewWithMailbox(ws, queueLen, 1)
+	return NewWithOptions(ws, Options{QueueLen: queueLen})
 }
 
 // NewWithMailbox returns a Peer whose mailbox keeps the newest mailboxLen
@@ -85,10 +104,34 @@ func New(ws *websocket.Conn, queueLen int) *Peer {
 // mailboxLen offers (a scheduling hiccup) loses none, one that stays behind
 // gets the newest and skips the rest.
 func NewWithMailbox(ws *websocket.Conn, queueLen, mailboxLen int) *Peer {
+	return NewWithOptions(ws, Options{QueueLen: queueLen, MailboxLen: mailboxLen})
+}
+
+// Options configure a Peer; zero fields take the defaults.
+type Options struct {
+	QueueLen   int           // the ordered queue (1)
+	MailboxLen int           // the mailbox (1)
+	WriteWait  time.Duration // WriteWait
+	SendBuffer int           // SendBuffer
+}
+
+// NewWithOptions returns a Peer for ws. It bounds the kernel's send buffer
+// of a TCP connection to opts.SendBuffer.
+func NewWithOptions(ws *websocket.Conn, opts Options) *Peer {
+	if opts.WriteWait <= 0 {
+		opts.WriteWait = WriteWait
+	}
+	if opts.SendBuffer <= 0 {
+		opts.SendBuffer = SendBuffer
+	}
+	if tc, ok := ws.NetConn().(*net.TCPConn); ok {
+		tc.SetWriteBuffer(opts.SendBuffer) // best effort: a failure leaves the kernel's default
+	}
 	return &Peer{
 		ws:         ws,
-		queue:      make(chan outbound, max(queueLen, 1)),
-		mailbox:    make([][]byte, 0, max(mailboxLen, 1)),
+		writeWait:  opts.WriteWait,
+		queue:      make(chan outbound, max(opts.QueueLen, 1)),
+		mailbox:    make([][]byte, 0, max(opts.MailboxLen, 1)),
 		wake:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -118,6 +161,14 @@ func (p *Peer) Run(handle func(messageType int, data []byte)) error {
 		// oversize message unread, would reset the connection and could
 		// lose that frame, so read and discard until the peer is done.
 		p.linger()
+	}
+	if p.stuck.Load() {
+		// The peer stopped taking what it is sent: reset the connection
+		// so the kernel frees what it still holds for it at once, rather
+		// than keep it (and keep trying) for minutes after close.
+		if tc, ok := p.ws.NetConn().(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
 	}
 	p.ws.Close()
 	close(p.done)
@@ -182,8 +233,8 @@ func (p *Peer) writeLoop(readerDone <-chan struct{}) {
 				return
 			}
 		case <-ticker.C:
-			p.ws.SetWriteDeadline(time.Now().Add(WriteWait))
-			if p.ws.WriteMessage(websocket.PingMessage, nil) != nil {
+			p.ws.SetWriteDeadline(time.Now().Add(p.writeWait))
+			if p.failed(p.ws.WriteMessage(websocket.PingMessage, nil)) {
 				return
 			}
 		}
@@ -200,12 +251,30 @@ func (p *Peer) writeOutbound(m outbound, readerDone <-chan struct{}) bool {
 }
 
 func (p *Peer) write(data []byte) error {
-	p.ws.SetWriteDeadline(time.Now().Add(WriteWait))
+	p.ws.SetWriteDeadline(time.Now().Add(p.deadline(len(data))))
 	if err := p.ws.WriteMessage(websocket.TextMessage, data); err != nil {
+		p.failed(err)
 		return err
 	}
 	p.sent.Add(1)
 	return nil
+}
+
+// deadline is the time a message of n bytes may take to write.
+func (p *Peer) deadline(n int) time.Duration {
+	return p.writeWait + time.Duration(n)*time.Second/MinWriteRate
+}
+
+// failed reports whether err ended the writer, and notes a write that did
+// not complete in time.
+func (p *Peer) failed(err error) bool {
+	if err == nil {
+		return false
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		p.stuck.Store(true)
+	}
+	return true
 }
 
 // writeClose sends a close frame and waits, at most CloseGrace, for the
@@ -214,8 +283,8 @@ func (p *Peer) writeClose(code int, text string, readerDone <-chan struct{}) {
 	if len(text) > maxCloseReason {
 		text = text[:maxCloseReason]
 	}
-	p.ws.SetWriteDeadline(time.Now().Add(WriteWait))
-	if p.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, text)) != nil {
+	p.ws.SetWriteDeadline(time.Now().Add(p.writeWait))
+	if p.failed(p.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, text))) {
 		return
 	}
 	t := time.NewTimer(CloseGrace)

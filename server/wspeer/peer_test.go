@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -126,7 +127,8 @@ func TestStalledReaderIsDroppedAfterWriteWait(t *testing.T) {
 		res := runPeer(p)
 		require.True(t, p.Send([]byte(`{"type":"x"}`)))
 		<-res
-		assert.Equal(t, WriteWait, time.Since(start), "the blocked write gives up at its deadline")
+		assert.Equal(t, p.deadline(len(`{"type":"x"}`)), time.Since(start), "the blocked write gives up at its deadline")
+		assert.Equal(t, WriteWait+time.Second, p.deadline(MinWriteRate), "a long message gets more time")
 		assert.False(t, p.Send([]byte("late")), "Send reports a finished peer")
 		assert.False(t, p.TrySend([]byte("late")))
 		p.Close(websocket.CloseNormalClosure, "") // must not block
@@ -143,18 +145,18 @@ func TestQueueGoesBeforeTheMailboxAndTheNewestWins(t *testing.T) {
 		p.Offer([]byte("x"))
 		p.Offer([]byte("y"))
 		assert.Equal(t, uint64(1), p.Skipped())
-		res := runPeer(p)
-		assert.Equal(t, []string{"a", "b", "y"}, readN(t, cli, 3))
-
+		// Cleared before the writer runs (once it runs, it may take z
+		// from the mailbox before ClearMailbox does: a race, not a rule).
 		p.Offer([]byte("z"))
 		p.ClearMailbox()
 		p.Offer([]byte("w"))
-		assert.Equal(t, uint64(1), p.Skipped(), "a cleared message is not a skip")
-		_, m, err := cli.ReadMessage()
-		require.NoError(t, err)
-		assert.Equal(t, "w", string(m))
+		assert.Equal(t, uint64(2), p.Skipped(), "y replaced x, w replaced nothing: a cleared message is not a skip")
+		p.Offer([]byte("v"))
+		assert.Equal(t, uint64(3), p.Skipped(), "v replaced w")
+		res := runPeer(p)
+		assert.Equal(t, []string{"a", "b", "v"}, readN(t, cli, 3), "the queue first, then the newest offer")
 		synctest.Wait() // the writer counts after its write returns
-		assert.Equal(t, uint64(4), p.Sent())
+		assert.Equal(t, uint64(3), p.Sent())
 
 		cli.Close()
 		<-res
@@ -183,14 +185,20 @@ func TestMailboxKeepsTheNewestInOrder(t *testing.T) {
 		assert.Equal(t, uint64(2), p.Skipped(), "the two oldest were dropped")
 		res := runPeer(p)
 		assert.Equal(t, []string{"c", "d", "e"}, readN(t, cli, 3), "the newest three, oldest first")
+		cli.Close()
+		<-res
 
+		// ClearMailbox, before a writer runs (once one runs it may take
+		// a message before the clear does: a race, not a rule).
+		srv, cli = pipePair(t)
+		p = NewWithMailbox(srv, 4, 3)
 		p.Offer([]byte("f"))
 		p.Offer([]byte("g"))
 		p.ClearMailbox()
 		p.Offer([]byte("h"))
-		assert.Equal(t, uint64(2), p.Skipped(), "cleared messages are not skips")
+		assert.Equal(t, uint64(0), p.Skipped(), "cleared messages are not skips")
+		res = runPeer(p)
 		assert.Equal(t, []string{"h"}, readN(t, cli, 1), "all of the mailbox was cleared")
-
 		cli.Close()
 		<-res
 	})
@@ -321,6 +329,8 @@ func TestOriginPolicy(t *testing.T) {
 		{"garbage", OriginPolicy{}, "127.0.0.1:8080", "::nope", false},
 		{"allowed origin", policy, "127.0.0.1:8080", "https://workshop.example:8443", true},
 		{"allowed host, other scheme", policy, "127.0.0.1:8080", "http://workshop.example:8443", false},
+		{"same host, https on an http server", OriginPolicy{}, "127.0.0.1:8080", "https://127.0.0.1:8080", false},
+		{"same host, other scheme entirely", OriginPolicy{}, "127.0.0.1:8080", "file://127.0.0.1:8080", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -336,4 +346,71 @@ func TestOriginPolicy(t *testing.T) {
 		_, err := NewOriginPolicy([]string{bad})
 		assert.Error(t, err, bad)
 	}
+}
+
+// TestNonReadingPeerIsDroppedWhateverItSends: over real TCP, a client
+// that never reads and sends a pong every 50 ms. The kernel's send buffer
+// is bounded, so the server's writes block instead of piling megabytes
+// into kernel memory, the write deadline fires, and the connection is
+// reset (nothing left for the kernel to hold).
+func TestNonReadingPeerIsDroppedWhateverItSends(t *testing.T) {
+	var sndbuf atomic.Int64
+	ran := make(chan time.Duration, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		p := NewWithOptions(ws, Options{QueueLen: 256, WriteWait: 300 * time.Millisecond})
+		raw, err := ws.NetConn().(*net.TCPConn).SyscallConn()
+		require.NoError(t, err)
+		raw.Control(func(fd uintptr) {
+			n, _ := syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+			sndbuf.Store(int64(n))
+		})
+		go func() {
+			msg := []byte(`"` + strings.Repeat("x", 16<<10) + `"`)
+			for range 200 { // 3.2 MB: what the kernel would take without the bound
+				if !p.Send(msg) {
+					return
+				}
+			}
+		}()
+		start := time.Now()
+		p.Run(func(int, []byte) {})
+		ran <- time.Since(start)
+	}))
+	defer ts.Close()
+	cli, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.URL, "http"), nil)
+	require.NoError(t, err)
+	defer cli.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				cli.WriteControl(websocket.PongMessage, nil, time.Now().Add(time.Second))
+			}
+		}
+	}()
+	select {
+	case took := <-ran:
+		assert.Less(t, took, 5*time.Second)
+	case <-time.After(20 * time.Second):
+		t.Fatal("a peer that never reads is still connected after 20 s")
+	}
+	assert.LessOrEqual(t, sndbuf.Load(), int64(2*SendBuffer), "SO_SNDBUF is bounded (Linux doubles the value set)")
+	// The connection was reset: reading what is left ends in an error
+	// soon, not after megabytes.
+	cli.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for range 1000 {
+		if _, _, err = cli.ReadMessage(); err != nil {
+			break
+		}
+	}
+	require.Error(t, err)
+	assert.False(t, isTimeout(err), "reset, not held open: %v", err)
 }

@@ -50,8 +50,9 @@ func normalizeOrigin(s string) (string, error) {
 }
 
 // Allow reports whether r may proceed: it has no Origin header (it does not
-// come from a browser), its origin's host is the host it was sent to, or
-// its origin is in the allowed list.
+// come from a browser), its origin is the scheme and host it was sent to
+// (http unless the connection is TLS), or its origin is in the allowed
+// list.
 func (p OriginPolicy) Allow(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -61,7 +62,11 @@ func (p OriginPolicy) Allow(r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	if strings.EqualFold(u.Host, r.Host) {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, r.Host) {
 		return true
 	}
 	o, err := normalizeOrigin(origin)

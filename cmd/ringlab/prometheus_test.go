@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/scenario"
+	"ringlab/internal/testenv"
+	"ringlab/server/metrics"
+	"ringlab/server/simsrc"
+)
+
+// Bounds of the Prometheus test.
+const (
+	promScrapeInterval = time.Second
+	promRateWindow     = "5s"
+	promDeadline       = 60 * time.Second // Prometheus's start, 6 s of scrapes, the queries
+)
+
+// freePort returns a loopback port nothing listens on (for a program
+// that takes its port on the command line).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startPrometheus runs Debian's prometheus with a temporary configuration
+// and data directory, on loopback, scraping target every second, until
+// the test ends. It returns the base URL of its HTTP API. It skips (fails
+// with RINGLAB_CI=1) when prometheus is not installed.
+func startPrometheus(t *testing.T, target string) string {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		testenv.Missing(t, "prometheus is not installed (Debian's prometheus package: apt-get install -y prometheus)")
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "prometheus.yml")
+	require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `global:
+  scrape_interval: %s
+  evaluation_interval: %s
+scrape_configs:
+  - job_name: ringlab
+    static_configs:
+      - targets: [%q]
+`, promScrapeInterval, promScrapeInterval, target), 0o644))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), promDeadline+30*time.Second)
+	cmd := exec.CommandContext(ctx, bin,
+		"--config.file="+conf,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--log.level=warn")
+	out, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		out.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(out.Name())
+			t.Logf("prometheus's log:\n%s", b)
+		}
+	})
+	return "http://" + addr
+}
+
+// promQuery runs an instant PromQL query and returns each series' labels
+// and value.
+func promQuery(base, query string) ([]promSeries, error) {
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, err
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("query %q: %s", query, r.Error)
+	}
+	var out []promSeries
+	for _, s := range r.Data.Result {
+		v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, promSeries{s.Metric, v})
+	}
+	return out, nil
+}
+
+type promSeries struct {
+	labels map[string]string
+	value  float64
+}
+
+// TestPrometheusScrapesServe: a real Prometheus scrapes `ringlab serve`
+// (the sim source) every second; after a few scrapes, PromQL's rate()
+// over ringlab_rx_packets_total gives the preset's packet rate within
+// 5 %, under the labels /metrics promises.
+func TestPrometheusScrapesServe(t *testing.T) {
+	skipUnderRace(t)
+	preset, err := scenario.LookupPreset(simsrc.DefaultPreset)
+	require.NoError(t, err)
+	want := preset.Traffic.PPS()
+	base := startServeConfig(t, serveConfig{source: "sim", registry: metrics.Registry{"sim": simsrc.Open}})
+	prom := startPrometheus(t, strings.TrimPrefix(base, "http://"))
+
+	query := `rate(ringlab_rx_packets_total[` + promRateWindow + `])`
+	deadline := time.Now().Add(promDeadline)
+	var got []promSeries
+	var lastErr error
+	for time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		// At least six scrapes, so the window holds five intervals.
+		n, err := promQuery(prom, `count_over_time(ringlab_source_up[1m])`)
+		if err != nil || len(n) == 0 || n[0].value < 6 {
+			lastErr = err
+			continue
+		}
+		if got, lastErr = promQuery(prom, query); lastErr == nil && len(got) > 0 {
+			break
+		}
+	}
+	require.NoError(t, lastErr)
+	require.NotEmpty(t, got, "no result for %s within %v", query, promDeadline)
+	require.Len(t, got, 1, "one receive queue, one series")
+	s := got[0]
+	t.Logf("%s = %.1f packets/s (the preset offers %.0f): %v", query, s.value, want, s.labels)
+	assert.InEpsilon(t, want, s.value, 0.05)
+	assert.Equal(t, "sim", s.labels["source"])
+	assert.Equal(t, simsrc.DefaultPreset, s.labels["preset"])
+	assert.Equal(t, "0", s.labels["queue"])
+	assert.Equal(t, "ringlab", s.labels["job"])
+
+	up, err := promQuery(prom, `up{job="ringlab"}`)
+	require.NoError(t, err)
+	require.Len(t, up, 1)
+	assert.Equal(t, 1.0, up[0].value, "Prometheus scrapes the target without errors")
+	info, err := promQuery(prom, `ringlab_source_info`)
+	require.NoError(t, err)
+	require.Len(t, info, 1)
+	assert.Equal(t, "sim:"+simsrc.DefaultPreset, info[0].labels["spec"])
+
+	// The Grafana dashboard's queries are PromQL this Prometheus takes,
+	// with its variables as "All" gives them; the packets panel answers.
+	vars := strings.NewReplacer(`$__rate_interval`, promRateWindow, `$job`, ".*", `$source`, ".*", `$device`, ".*")
+	answered := 0
+	for _, q := range dashboardQueries(t) {
+		if strings.HasPrefix(q, "label_values(") {
+			continue // a Grafana function, not PromQL
+		}
+		res, err := promQuery(prom, vars.Replace(q))
+		if assert.NoError(t, err, "dashboard query %s", q) && len(res) > 0 {
+			answered++
+		}
+	}
+	assert.Greater(t, answered, 5, "dashboard queries with a result on the sim source")
+}

@@ -1,0 +1,137 @@
+package kernel
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Func is a kernel function the engine models: an event names the ones it
+// stands for (its handler's entry functions, and the function that counts
+// each counter it moved), and the playground shows them beside the event
+// with a link to their source at the scenario's kernel.
+//
+// The table holds the functions the engine's code cites (a test checks
+// that each is cited in a comment of the engine, and that every handler
+// and every counted counter names one here). Names are the newest
+// kernel's; Was gives the name older kernels used where the function was
+// renamed (page_pool's netmem conversion), and the link searches the name
+// of the scenario's kernel.
+type Func struct {
+	Name string // as in the kernel: "virtnet_poll"
+	File string // where it is defined
+	Was  string // its name in older kernels, "" when it kept it
+	Does string // what it does, as the engine models it
+}
+
+// funcs is the table, by file.
+var funcs = []Func{
+	// drivers/net/virtio_net.c: the guest driver.
+	{Name: "virtnet_poll", File: "drivers/net/virtio_net.c", Does: "NAPI poll of a receive queue: receive up to the budget, refill, re-arm the interrupt when done"},
+	{Name: "virtnet_receive", File: "drivers/net/virtio_net.c", Does: "take used buffers from the receive virtqueue and hand each to receive_buf; refill when half the ring is free"},
+	{Name: "receive_buf", File: "drivers/net/virtio_net.c", Does: "check a buffer's length and build an skb by the receive mode (small, big, mergeable); count drops and length errors"},
+	{Name: "receive_small", File: "drivers/net/virtio_net.c", Does: "small mode: the packet in one buffer, an skb built around it (build_skb)"},
+	{Name: "receive_big", File: "drivers/net/virtio_net.c", Does: "big mode: a chain of pages, turned into an skb by page_to_skb"},
+	{Name: "receive_mergeable", File: "drivers/net/virtio_net.c", Does: "mergeable mode: the packet over num_buffers buffers, each added as a frag (or coalesced); frag_list past MAX_SKB_FRAGS"},
+	{Name: "page_to_skb", File: "drivers/net/virtio_net.c", Does: "build an skb from a buffer: copy the first bytes into a small head or build around the page"},
+	{Name: "try_fill_recv", File: "drivers/net/virtio_net.c", Does: "post empty buffers to the receive virtqueue until it is full or memory runs out, then kick the host"},
+	{Name: "add_recvbuf_small", File: "drivers/net/virtio_net.c", Does: "post one small-mode buffer"},
+	{Name: "add_recvbuf_big", File: "drivers/net/virtio_net.c", Does: "post one big-mode buffer: a chain of pages"},
+	{Name: "add_recvbuf_mergeable", File: "drivers/net/virtio_net.c", Does: "post one mergeable buffer, its length from the packet-size average (get_mergeable_buf_len)"},
+	{Name: "virtnet_rq_alloc", File: "drivers/net/virtio_net.c", Does: "carve a buffer from the queue's page_frag block, premapped for DMA (virtnet_rq_dma)"},
+	{Name: "skb_recv_done", File: "drivers/net/virtio_net.c", Does: "the receive virtqueue's callback: schedule NAPI and disable further interrupts"},
+	{Name: "refill_work", File: "drivers/net/virtio_net.c", Does: "the delayed refill after try_fill_recv ran out of memory: retry, and again after HZ/2 (until 6.18)"},
+	{Name: "virtnet_xdp_handler", File: "drivers/net/virtio_net.c", Does: "run the XDP program on a buffer and act on its verdict (older kernels ran it inside receive_small and receive_mergeable)"},
+	{Name: "virtnet_xdp_xmit", File: "drivers/net/virtio_net.c", Does: "put XDP frames on a send queue (XDP_TX, or a redirect to this device)"},
+	// drivers/virtio/virtio_ring.c: the split virtqueue, driver side.
+	{Name: "virtqueue_add_split", File: "drivers/virtio/virtio_ring.c", Does: "put a buffer's descriptors in the table and its head in the avail ring"},
+	{Name: "virtqueue_get_buf_ctx_split", File: "drivers/virtio/virtio_ring.c", Does: "take the next used buffer the device returned (last_used_idx)"},
+	{Name: "virtqueue_kick_prepare_split", File: "drivers/virtio/virtio_ring.c", Does: "decide whether the device needs a notification (vring_need_event on avail_event, or VRING_USED_F_NO_NOTIFY)"},
+	{Name: "vring_interrupt", File: "drivers/virtio/virtio_ring.c", Does: "the device's interrupt: call the queue's callback if there are used buffers"},
+	// drivers/vhost/net.c: the host side of a vhost-net device.
+	{Name: "handle_rx", File: "drivers/vhost/net.c", Does: "the vhost-net thread: take avail descriptors, write frames into the guest's buffers, publish them used"},
+	{Name: "vhost_net_signal_used", File: "drivers/vhost/net.c", Does: "publish a batch of used entries and interrupt the guest if it asked to be (vhost_add_used_and_signal_n)"},
+	// net/core/page_pool.c.
+	{Name: "page_pool_alloc_netmems", File: "net/core/page_pool.c", Was: "page_pool_alloc_pages", Does: "allocate a page: from the alloc cache (fast), else a refill from the ptr_ring, else the page allocator"},
+	{Name: "page_pool_alloc_frag", File: "net/core/page_pool.c", Does: "allocate a fragment of a pool page (page_pool_alloc_frag_netmem): a page shared by several buffers"},
+	{Name: "page_pool_refill_alloc_cache", File: "net/core/page_pool.c", Does: "refill the alloc cache from the ptr_ring under its consumer lock"},
+	{Name: "__page_pool_alloc_netmems_slow", File: "net/core/page_pool.c", Was: "__page_pool_alloc_pages_slow", Does: "bulk-allocate order-0 pages from the page allocator (alloc_pages_bulk) and DMA-map them"},
+	{Name: "page_pool_recycle_in_cache", File: "net/core/page_pool.c", Does: "direct recycling: a page freed in the pool's own NAPI context goes straight into the alloc cache"},
+	{Name: "page_pool_recycle_in_ring", File: "net/core/page_pool.c", Does: "recycle a page into the ptr_ring (another context, or the cache full)"},
+	{Name: "page_pool_put_unrefed_netmem", File: "net/core/page_pool.c", Was: "page_pool_put_defragged_page", Does: "return a page with no reference left to the pool: cache, ring, or release"},
+	{Name: "page_pool_return_netmem", File: "net/core/page_pool.c", Was: "page_pool_return_page", Does: "release a page from the pool to the page allocator (unmapping it)"},
+	// net/core: skbs, XDP frames, sockets.
+	{Name: "skb_try_coalesce", File: "net/core/skbuff.c", Does: "merge an skb's data into the previous one's frags instead of queueing it"},
+	{Name: "skb_attempt_defer_free", File: "net/core/skbuff.c", Does: "free an skb on the CPU that allocated it: queue it on that CPU's defer list, with an IPI at half of skb_defer_max"},
+	{Name: "skb_defer_free_flush", File: "net/core/dev.c", Does: "free the skbs other CPUs deferred to this one (net_rx_action, or the IPI)"},
+	{Name: "napi_consume_skb", File: "net/core/skbuff.c", Does: "free an skb in softirq context, its pages recycled NAPI-locally when allowed"},
+	{Name: "skb_copy_datagram_iter", File: "net/core/datagram.c", Does: "recvmsg's copy of the payload to the application"},
+	{Name: "__skb_checksum_complete", File: "net/core/skbuff.c", Does: "sum the payload in software: the device did not validate the checksum"},
+	{Name: "xdp_do_redirect", File: "net/core/filter.c", Does: "act on XDP_REDIRECT: queue the frame on the map's target (bq_enqueue)"},
+	{Name: "xdp_return_frame", File: "net/core/xdp.c", Does: "return a transmitted XDP frame's memory to its memory model (page_pool or the page allocator)"},
+	{Name: "bpf_prog_run_xdp", File: "include/net/xdp.h", Does: "run the XDP program on an xdp_buff"},
+	// kernel/bpf: cpumap and devmap.
+	{Name: "bq_enqueue", File: "kernel/bpf/cpumap.c", Does: "queue a redirected frame in this CPU's bulk queue for the target CPU, flushing to its ptr_ring at CPU_MAP_BULK_SIZE"},
+	{Name: "cpu_map_kthread_run", File: "kernel/bpf/cpumap.c", Does: "the target CPU's kthread: take frames from the ptr_ring, build skbs, pass them up the stack"},
+	{Name: "bq_xmit_all", File: "kernel/bpf/devmap.c", Does: "send a devmap bulk queue to the next device's ndo_xdp_xmit"},
+	// net/ipv4: the receiving sockets.
+	{Name: "udp_recvmsg", File: "net/ipv4/udp.c", Does: "the application reads a datagram: copy it out and free the skb"},
+	{Name: "tcp_recvmsg", File: "net/ipv4/tcp.c", Does: "the application reads the stream: copy, free the skbs, reopen the window (tcp_cleanup_rbuf)"},
+	{Name: "tcp_queue_rcv", File: "net/ipv4/tcp_input.c", Does: "queue an in-order segment on the socket, coalescing it into the tail when it can (tcp_try_coalesce)"},
+	// net/packet: a packet socket's copy.
+	{Name: "packet_rcv", File: "net/packet/af_packet.c", Does: "a listening packet socket takes a clone of every skb"},
+	// mm/page_alloc.c: the page allocator.
+	{Name: "rmqueue", File: "mm/page_alloc.c", Does: "allocate a block: from the CPU's per_cpu_pages list, refilled in batches from the buddy (rmqueue_bulk, zone->lock)"},
+	{Name: "__free_pages", File: "mm/page_alloc.c", Does: "free a block: to the CPU's per_cpu_pages list, drained to the buddy in batches (free_pcppages_bulk)"},
+	{Name: "free_unref_page_commit", File: "mm/page_alloc.c", Does: "put a freed block on the pcp list and drain it when high, or by the free_high rule (renamed in newer kernels)"},
+	{Name: "rmqueue_bulk", File: "mm/page_alloc.c", Does: "move a batch of blocks from the buddy to a pcp list under zone->lock"},
+	{Name: "page_frag_free", File: "mm/page_frag_cache.c", Does: "drop a buffer's reference to its page_frag block; the last one frees it (mm/page_alloc.c before 6.12)"},
+}
+
+var byName = func() map[string]int {
+	m := map[string]int{}
+	for i, f := range funcs {
+		if _, dup := m[f.Name]; dup {
+			panic("kernel: function " + f.Name + " twice in the table")
+		}
+		m[f.Name] = i
+	}
+	return m
+}()
+
+// Funcs returns the table, sorted by file then name. The slice is a copy.
+func Funcs() []Func {
+	out := append([]Func(nil), funcs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].File != out[j].File {
+			return out[i].File < out[j].File
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// LookupFunc returns the table's entry for name (its newest name or the
+// older one).
+func LookupFunc(name string) (Func, bool) {
+	if i, ok := byName[name]; ok {
+		return funcs[i], true
+	}
+	for _, f := range funcs {
+		if f.Was == name {
+			return f, true
+		}
+	}
+	return Func{}, false
+}
+
+// SourceURL is the function's definition at kernel v in a public source
+// browser: Elixir's identifier search, which gives the file and line of
+// that release. Newest, which stands for net-next, links the latest
+// release.
+func SourceURL(name string, v Version) string {
+	tag := "v" + v.String()
+	if v == Newest {
+		tag = "latest"
+	}
+	return fmt.Sprintf("https://elixir.bootlin.com/linux/%s/A/ident/%s", tag, name)
+}

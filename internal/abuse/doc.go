@@ -1,0 +1,16 @@
+// Package abuse attacks `ringlab serve` the way a probe of it did (issue
+// 18), one test per attack, against the real binary on loopback: silent
+// room joiners, room squatting, connection floods, replay bombs (a seek
+// into the far future, floods of the largest steps), scenarios no browser
+// tab holds, loose JSON, captured commands, DNS rebinding, clients that
+// refuse gzip, refusal log floods, labs built by subscribers, the CLI's
+// inputs (a large file, a FIFO, a looping XDP object, the largest trace)
+// and a SIGKILL mid-tutorial. Each test logs FIGURE lines (the figures
+// the note quotes) and holds the bound the fix sets.
+//
+// Every loop is bounded in count and time. `make test` runs the short
+// form (tens of connections, seconds); `make abuse` (RINGLAB_ABUSE=full)
+// the full one. RINGLAB_ABUSE_BIN attacks another build, and
+// RINGLAB_ABUSE_LEGACY=1 speaks the protocol of the builds before the
+// suite (the token in every command), for their "before" figures.
+package abuse

@@ -1,0 +1,115 @@
+package rooms
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRoomsSurviveARestart: rooms, tokens and logs are in the store
+// before the answer and the broadcast, so a registry started again on the
+// same store has every room and every acknowledged command, the same token
+// still commands, and numbering goes on.
+func TestRoomsSurviveARestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", StoreFile)
+	st, err := OpenStore(path)
+	require.NoError(t, err)
+	f := newFixture(t, Options{Store: st})
+	cr := f.create(t, `{"scenario":{"preset":"default"}}`)
+	in := f.dial(t, cr.Room)
+	join(t, in, RoleInstructor, cr.InstructorToken)
+	cmds := []string{`{"type":"step","n":5}`, `{"type":"set","key":"ring_size","value":"64"}`, `{"type":"pause"}`}
+	for _, c := range cmds {
+		send(t, in, commandJSON(c))
+		readUntil(t, in, typeCommand) // acknowledged
+	}
+	want := f.reg.lookup(cr.Room).Log()
+
+	// The file has them while the server still runs (another process
+	// could not open it: bbolt locks it).
+	_, err = OpenStore(path)
+	require.Error(t, err, "the file is locked while the registry has it")
+
+	// Killed: the process ends, nothing is flushed (bbolt's commits are
+	// already on disk), the file is reopened.
+	require.NoError(t, st.Close())
+	st2, err := OpenStore(path)
+	require.NoError(t, err)
+	defer st2.Close()
+	reg, err := New(Options{Store: st2})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	reg.Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	defer reg.Close(context.Background())
+	g := &fixture{reg: reg, srv: srv, clock: f.clock}
+
+	require.Equal(t, 1, reg.Len())
+	assert.Equal(t, want, reg.lookup(cr.Room).Log(), "every acknowledged command")
+	in2 := g.dial(t, cr.Room)
+	w := join(t, in2, RoleInstructor, cr.InstructorToken)
+	assert.Equal(t, want, w.Log, "the welcome has the log")
+	assert.Equal(t, `{"preset":"default"}`, string(w.Scenario))
+	send(t, in2, commandJSON(`{"type":"step"}`))
+	assert.Equal(t, uint64(len(cmds)+1), readUntil(t, in2, typeCommand).Seq, "numbering goes on")
+
+	// A reconnecting page asks for what it lacks.
+	s := g.dial(t, cr.Room)
+	send(t, s, `{"type":"join","role":"student","since":2}`)
+	w = readUntil(t, s, typeWelcome)
+	require.Len(t, w.Log, 2)
+	assert.Equal(t, uint64(3), w.Log[0].Seq)
+
+	// The token is not in the file, its hash is.
+	raw := readFile(t, path)
+	assert.False(t, bytes.Contains(raw, []byte(cr.InstructorToken)), "the token is never written down")
+}
+
+// TestStoreDeletesExpiredRooms: an expired room leaves the store too.
+func TestStoreDeletesExpiredRooms(t *testing.T) {
+	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	require.NoError(t, err)
+	defer st.Close()
+	f := newFixture(t, Options{Store: st})
+	f.create(t, "")
+	rooms, _, err := st.Load()
+	require.NoError(t, err)
+	require.Len(t, rooms, 1)
+	f.clock.Advance(IdleExpiry)
+	require.Equal(t, 1, f.reg.Sweep())
+	rooms, _, err = st.Load()
+	require.NoError(t, err)
+	assert.Empty(t, rooms)
+}
+
+// TestStoreRefusesGaps: a log is appended in order only.
+func TestStoreRefusesGaps(t *testing.T) {
+	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.Create(StoredRoom{ID: "r", Created: time.Now()}))
+	require.NoError(t, st.Append("r", Entry{Seq: 1, Cmd: []byte(`{"type":"step"}`)}, time.Now()))
+	assert.Error(t, st.Append("r", Entry{Seq: 3, Cmd: []byte(`{"type":"step"}`)}, time.Now()))
+	assert.Error(t, st.Append("nope", Entry{Seq: 1, Cmd: []byte(`{"type":"step"}`)}, time.Now()))
+	require.NoError(t, st.AppendLog("r", []byte(`{"type":"pause"}`)))
+	_, logs, err := st.Load()
+	require.NoError(t, err)
+	require.Len(t, logs[0], 2)
+	assert.Equal(t, uint64(2), logs[0][1].Seq)
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
