@@ -108,6 +108,9 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	inflight := s.Queues*(s.RingSize+s.TxRingSize) + skb.SocketQueueLimit*s.CPUs + 4096
 	w.SKBs = skb.NewPool(inflight)
 	w.Frames = xdp.NewFramePool(inflight + 16384*s.CPUs)
+	if s.Traffic.Stream() != "" {
+		w.Frames.TrackSeqs() // the receiver reports each frame's number
+	}
 	cfg := stackConfig(&s)
 	if s.Traffic.Kind == scenario.TrafficTCPStream {
 		w.streams = newStreams(w)

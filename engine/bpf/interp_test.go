@@ -617,6 +617,40 @@ func TestConstantReturnMatchesInterpreter(t *testing.T) {
 	}
 }
 
+// TestConstVerdictIsWhatTheInterpreterReturns: a constant program's
+// ConstVerdict is the interpreter's result for it (the verdict, two
+// instructions, the offsets unchanged, no redirect, no fault); any other
+// program, or a budget too small to finish, has none.
+func TestConstVerdictIsWhatTheInterpreterReturns(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		insns  asm.Instructions
+		budget int
+		ok     bool
+	}{
+		{"mov64 drop", asm.Instructions{asm.Mov.Imm(asm.R0, int32(XDPDrop)), asm.Return()}, 0, true},
+		{"mov64 negative", asm.Instructions{asm.Mov.Imm(asm.R0, -7), asm.Return()}, 0, true},
+		{"mov32 redirect", asm.Instructions{asm.Mov.Imm32(asm.R0, int32(XDPRedirect)), asm.Return()}, 0, true},
+		{"budget of one", asm.Instructions{asm.Mov.Imm(asm.R0, int32(XDPPass)), asm.Return()}, 1, false},
+		{"other register", asm.Instructions{asm.Mov.Imm(asm.R1, 1), asm.Mov.Imm(asm.R0, 2), asm.Return()}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{NumCPU: 2, Budget: tc.budget}
+			p, err := NewProgram(&ProgramSpec{Name: "test", Instructions: tc.insns}, nil, opts)
+			require.NoError(t, err)
+			act, ok := p.ConstVerdict()
+			require.Equal(t, tc.ok, ok)
+			if !ok {
+				return
+			}
+			p.constRet = false // the interpreter's own answer
+			in := newInput(make([]byte, 64))
+			in.Data += 4
+			assert.Equal(t, Result{Action: act, Data: in.Data, DataEnd: in.DataEnd, DataMeta: in.DataMeta, Insns: 2}, runOn(p, in))
+		})
+	}
+}
+
 // TestConstantCallMatchesInterpreter guards Run's shortcut for programs
 // that set registers to constants, call bpf_redirect_map and exit: the
 // result and the machine left behind are what interpreting them gives,

@@ -296,7 +296,13 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.c.Drops += r.traffic.DropUntil(start, r.backlog)
 		}
 		_, size := r.traffic.Peek()
-		head, lone, nbuf, ndesc, fits, ok := r.planLone(size)
+		// A frame that fits the next available buffer when that is one
+		// writable descriptor (virtq.DevicePeekLone) needs no plan: lone
+		// is false when it is not, or the frame does not fit it, and
+		// plan decides.
+		head, writable, lone := r.q.DevicePeekLone()
+		lone = lone && uint64(size+VirtioNetHdrLen) <= uint64(writable)
+		nbuf, ndesc, fits, ok := 1, 1, true, true
 		if !lone {
 			nbuf, ndesc, fits, ok = r.plan(size, &r.first)
 		}
@@ -328,14 +334,33 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.discard(nbuf)
 			r.c.TooBig++
 		case lone:
-			r.deliverLone(head, size)
+			// deliver of a frame into the one buffer DevicePeekLone
+			// found: no chain to walk, one used entry.
+			r.writeFirst(head, 1, size)
+			r.q.DeviceAddUsedLone(head, uint32(size+VirtioNetHdrLen))
+			r.c.Buffers++
+			r.c.Packets++
+			r.c.Bytes += uint64(size)
 		default:
 			if !r.deliver(size, nbuf, &r.first) {
 				return irq, irqAt
 			}
 		}
 		r.traffic.Advance()
-		irq, irqAt = r.used(end, nbuf, size, irq, irqAt)
+		if r.batch {
+			irq, irqAt = r.used(end, nbuf, size, irq, irqAt)
+			continue
+		}
+		// used's hardware case without the call: publish and decide
+		// per frame (signal).
+		r.q.DevicePublishUsed()
+		r.c.UsedPublishes++
+		if r.q.DeviceNeedInterrupt() {
+			r.c.Interrupts++
+			if !irq {
+				irq, irqAt = true, end
+			}
+		}
 	}
 	return irq, irqAt
 }
@@ -566,26 +591,6 @@ func (r *RX) writeFirst(head uint16, nbuf, size int) {
 	if !r.mergeable {
 		pf.numBuf = 0
 	}
-}
-
-// planLone is plan for a frame that fits the next available buffer when
-// that is one writable descriptor (virtq.DevicePeekLone): lone is false
-// when it is not, or the frame does not fit it, and plan must decide.
-func (r *RX) planLone(size int) (head uint16, lone bool, nbuf, ndesc int, fits, ok bool) {
-	head, writable, lone := r.q.DevicePeekLone()
-	if !lone || uint64(size+VirtioNetHdrLen) > uint64(writable) {
-		return 0, false, 0, 0, false, false
-	}
-	return head, true, 1, 1, true, true
-}
-
-// deliverLone is deliver of a frame into the one buffer planLone found.
-func (r *RX) deliverLone(head uint16, size int) {
-	r.writeFirst(head, 1, size)
-	r.q.DeviceAddUsedLone(head, uint32(size+VirtioNetHdrLen))
-	r.c.Buffers++
-	r.c.Packets++
-	r.c.Bytes += uint64(size)
 }
 
 // discard takes nbuf buffers and returns them unused (length 0), as vhost

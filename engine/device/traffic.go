@@ -28,7 +28,7 @@ type Traffic struct {
 	flowIdx  int
 	rng      *rand.Rand // random_sizes: the scenario's seeded generator
 	pcg      *rand.PCG  // rng's source, whose state a copy copies
-	size     int        // the next frame's size when drawn at random
+	size     int        // the next frame's size (drawn at random, or SizeAt(seq)); not a TCP stream's
 	// tcp is the queue's tcp_stream sender (at most one stream a queue):
 	// it decides when each frame arrives and how many segments it
 	// carries; seq numbers its frames as it does.
@@ -90,6 +90,8 @@ func NewTraffic(spec scenario.Traffic, q, nq int, seed uint64) *Traffic {
 		t.pcg = sim.NewPCG(seed + uint64(q)*0x9e3779b97f4a7c15)
 		t.rng = rand.New(t.pcg)
 		t.size = spec.Sizes[t.rng.IntN(len(spec.Sizes))]
+	} else {
+		t.size = spec.SizeAt(0)
 	}
 	proto := uint8(ProtoUDP)
 	if spec.Proto == "tcp" {
@@ -158,10 +160,7 @@ func (t *Traffic) Peek() (*Flow, int) {
 	if t.tcp != nil {
 		return &t.flows[0], t.tcpSize()
 	}
-	if t.rng != nil {
-		return &t.flows[t.flowIdx], t.size
-	}
-	return &t.flows[t.flowIdx], t.spec.SizeAt(t.seq)
+	return &t.flows[t.flowIdx], t.size
 }
 
 // build writes packet seq of flow f, frameLen bytes long, into b as
@@ -179,8 +178,8 @@ func (t *Traffic) Advance() {
 		return
 	}
 	t.seq++
-	if t.rng != nil {
-		t.size = t.spec.Sizes[t.rng.IntN(len(t.spec.Sizes))]
+	if len(t.spec.Sizes) > 0 { // a list of sizes, drawn or in turn; a single size stays
+		t.nextSize()
 	}
 	t.flowIdx++
 	if t.flowIdx == len(t.flows) {
@@ -198,6 +197,18 @@ func (t *Traffic) Advance() {
 	whole := math.Floor(d)
 	t.frac = d - whole
 	t.next = t.next.Add(sim.Duration(whole))
+}
+
+// nextSize is Advance's size for the next frame from a list of sizes, at
+// random or in turn; out of line.
+//
+//go:noinline
+func (t *Traffic) nextSize() {
+	if t.rng != nil {
+		t.size = t.spec.Sizes[t.rng.IntN(len(t.spec.Sizes))]
+		return
+	}
+	t.size = t.spec.SizeAt(t.seq)
 }
 
 // DropUntil discards the packets that arrived at or before t beyond the

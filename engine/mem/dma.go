@@ -219,7 +219,7 @@ func (d *DMA) sync(c *sim.CPU, addr uint64, size uint32) error {
 	// finds the same mapping or says what is wrong.
 	if pfn := addr >> PageShift; d.inPage && !d.iommu && pfn < uint64(len(d.m.pages)) && c != nil && uint(c.ID) < uint(len(d.m.pcp)) {
 		p := &d.m.pages[pfn]
-		if f := uint32(p.dmaFirst); p.isHead && f < uint32(len(d.slots)) {
+		if f := int(p.dmaFirst); p.isHead && uint(f) < uint(len(d.slots)) { // -1, none, fails the range test
 			sl := &d.slots[f]
 			if end := sl.addr + uint64(sl.size); sl.live && addr >= sl.addr && addr < end && addr+uint64(size) <= end {
 				c.Spend(c.Costs().DMASync)

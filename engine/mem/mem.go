@@ -188,31 +188,31 @@ func (m *Mem) CPUNode(cpu int) int {
 func (m *Mem) Sim() *sim.Sim { return m.sim }
 
 // Valid reports whether id is a page of this memory.
-func (m *Mem) Valid(id PageID) bool { return id >= 0 && int(id) < len(m.pages) }
+func (m *Mem) Valid(id PageID) bool { return uint(int(id)) < uint(len(m.pages)) }
 
 // Page returns the struct page of id, or nil when id is out of range.
 func (m *Mem) Page(id PageID) *Page {
-	if !m.Valid(id) {
-		return nil
+	if i := int(id); uint(i) < uint(len(m.pages)) { // Valid, in the form that spares the index its bounds check
+		return &m.pages[i]
 	}
-	return &m.pages[id]
+	return nil
 }
 
 // Head returns the first page of the block holding id (compound_head), or
 // NoPage when id is out of range. It is O(MaxOrder): blocks are aligned to
 // their size, so the head is the first aligned head whose order covers id.
 func (m *Mem) Head(id PageID) PageID {
-	if !m.Valid(id) {
-		return NoPage
-	}
-	if m.pages[id].isHead { // every order covers k = 0: the common case, inlined
+	if uint(id) < uint(len(m.pages)) && m.pages[id].isHead { // every order covers k = 0: the common case, inlined
 		return id
 	}
 	return m.headOfTail(id)
 }
 
-// headOfTail is Head for a page that is not itself a head.
+// headOfTail is Head for any other id: a tail, or out of range.
 func (m *Mem) headOfTail(id PageID) PageID {
+	if !m.Valid(id) {
+		return NoPage
+	}
 	for k := 1; k <= m.maxOrder; k++ {
 		c := id &^ PageID(1<<k-1)
 		if p := &m.pages[c]; p.isHead && int(p.order) >= k {
@@ -269,11 +269,11 @@ func (m *Mem) Move(id PageID, to Loc, owner int) error {
 	// Fast path: an allocated head moved to a valid location (every move
 	// of a receive buffer). Anything else takes the checked path below,
 	// which reports what is wrong.
-	if uint(id) < uint(len(m.pages)) {
+	if i := int(id); uint(i) < uint(len(m.pages)) {
 		// Both locations are allocated ones (not Buddy, PCP or locTail):
 		// the unsigned subtraction wraps the others past NumLocs.
 		const first = PCP + 1
-		p := &m.pages[id]
+		p := &m.pages[i]
 		if from := p.loc; p.isHead && from-first < NumLocs-first && to-first < NumLocs-first && uint(owner+1) <= math.MaxInt16+1 {
 			// setLoc(id, to, owner), written out.
 			if from != to {
@@ -289,6 +289,20 @@ func (m *Mem) Move(id PageID, to Loc, owner int) error {
 		}
 	}
 	return m.moveChecked(id, to, owner)
+}
+
+// MoveFrom is Move when the block holding id is in from, and nothing
+// otherwise: Loc, then Move, in one call.
+func (m *Mem) MoveFrom(id PageID, from, to Loc, owner int) error {
+	if uint(id) < uint(len(m.pages)) && m.pages[id].isHead {
+		// Loc of a head, without the call.
+		if m.pages[id].loc != from {
+			return nil
+		}
+	} else if loc, _ := m.Loc(id); loc != from {
+		return nil
+	}
+	return m.Move(id, to, owner)
 }
 
 // moveChecked is Move for any page: tails resolve to their head, and a

@@ -263,3 +263,24 @@ func TestMoveFastPathKeepsTheRules(t *testing.T) {
 	assert.Equal(t, int64(4), m.Count(mem.XDPFrame))
 	verify(t, m)
 }
+
+// TestMoveFromMovesOnlyFromThere: MoveFrom moves a block (by its head or
+// a tail) only when it is in from, as Loc then Move would.
+func TestMoveFromMovesOnlyFromThere(t *testing.T) {
+	s, m := newMem(t, 1, small())
+	c := s.CPU(0)
+	id, err := m.AllocPages(c, 2, mem.Driver, 0)
+	require.NoError(t, err)
+	require.NoError(t, m.MoveFrom(id, mem.CpumapRing, mem.SKB, 1))
+	loc, owner := m.Loc(id)
+	assert.Equal(t, mem.Driver, loc, "not in the cpumap ring: not moved")
+	assert.Equal(t, 0, owner)
+	require.NoError(t, m.Move(id, mem.CpumapRing, 0))
+	require.NoError(t, m.MoveFrom(id+1, mem.CpumapRing, mem.SKB, 1))
+	loc, owner = m.Loc(id)
+	assert.Equal(t, mem.SKB, loc, "a tail moves its block")
+	assert.Equal(t, 1, owner)
+	assert.Error(t, m.MoveFrom(id, mem.SKB, mem.SKB, -2), "Move's rules: owner below -1")
+	assert.NoError(t, m.MoveFrom(mem.PageID(1<<30), mem.SKB, mem.Driver, 0), "no such page: not in from")
+	verify(t, m)
+}

@@ -102,11 +102,13 @@ func (p *Page) Touch(c *sim.CPU) bool { return p.line.Touch(c) }
 
 func (p *Page) record(at sim.Time, from, to Loc, owner int16) {
 	// Field by field, at an index the compiler sees in range.
-	h := &p.hist[p.hpos%HistoryLen]
+	n := p.hpos
+	h := &p.hist[n%HistoryLen]
 	h.At, h.From, h.To, h.Owner = at, from, to, owner
-	if p.hpos++; p.hpos == 0 {
-		p.hpos = HistoryLen // 256 is a multiple of HistoryLen: the slot is kept
+	if n++; n == 0 {
+		n = HistoryLen // 256 is a multiple of HistoryLen: the slot is kept
 	}
+	p.hpos = n
 }
 
 // record indexes hist with hpos % HistoryLen: a power of two keeps that a

@@ -22,13 +22,34 @@ func (p *Pool) AllocFrag(c *sim.CPU, size uint32) (mem.PageID, uint32, error) {
 	if p.state != Active {
 		return mem.NoPage, 0, ErrDestroyed
 	}
-	maxSize := uint32(mem.PageSize) << p.p.Order
+	maxSize := p.fragMax
 	if size > maxSize {
 		return mem.NoPage, 0, fmt.Errorf("pagepool: fragment of %d bytes in a %d-byte page", size, maxSize)
 	}
 	offset := p.fragOffset
 	id := p.fragPage
 	if id != mem.NoPage && uint64(offset)+uint64(size) > uint64(maxSize) {
+		if pg := p.m.Page(id); pg.PPRef > BiasMax-p.fragUsers && p.count > 0 {
+			// The common case of the page change, written out (every
+			// buffer that fills a page, as mergeable XDP buffers do):
+			// fragments of the old page are still out, so drainFrag's
+			// unref leaves them the page, and the alloc cache has the
+			// next one. drainFrag, getCached and fragReset in the same
+			// order, without their calls; the general path below stays
+			// the reference.
+			c.Spend(c.Costs().Atomic)
+			pg.PPRef -= BiasMax - p.fragUsers
+			p.alloc.Fast++
+			id = p.popCache(c)
+			p.fragPage = id
+			p.fragUsers = 1
+			p.fragOffset = size
+			p.m.Page(id).PPRef = BiasMax
+			if err := p.m.Move(id, mem.Driver, c.ID); err != nil { // p.move without the call
+				p.broken(err)
+			}
+			return id, 0, nil
+		}
 		id = p.drainFrag(c, id)
 		if id != mem.NoPage {
 			p.recycle.Cached++
@@ -58,7 +79,7 @@ func (p *Pool) FragRemaining() uint32 {
 	if p.fragPage == mem.NoPage {
 		return 0
 	}
-	return uint32(mem.PageSize)<<p.p.Order - p.fragOffset
+	return p.fragMax - p.fragOffset
 }
 
 // FragOffsetAdd moves the current fragment page's offset n bytes on, so
@@ -69,7 +90,7 @@ func (p *Pool) FragOffsetAdd(n uint32) {
 	if p.fragPage == mem.NoPage {
 		return
 	}
-	p.fragOffset = min(p.fragOffset+n, uint32(mem.PageSize)<<p.p.Order)
+	p.fragOffset = min(p.fragOffset+n, p.fragMax)
 }
 
 // fragReset is the frag_reset label: the page's first fragment.
@@ -118,7 +139,7 @@ func (p *Pool) freeFrag(c *sim.CPU) {
 // rest of it is added to this one (so truesize is not underestimated). It
 // returns the page, the offset and the size actually given (truesize).
 func (p *Pool) AllocNetmem(c *sim.CPU, size uint32) (mem.PageID, uint32, uint32, error) {
-	maxSize := uint32(mem.PageSize) << p.p.Order
+	maxSize := p.fragMax
 	if uint64(size)<<1 > uint64(maxSize) {
 		id, err := p.Alloc(c)
 		return id, 0, maxSize, err

@@ -132,6 +132,7 @@ type Pool struct {
 	fragPage   mem.PageID
 	fragOffset uint32
 	fragUsers  int64
+	fragMax    uint32 // PAGE_SIZE << order: a page's bytes (fixed at New)
 
 	dmaIndex  uint32 // last dma_mapped xarray index handed out
 	dmaMapped int    // pages in the dma_mapped xarray
@@ -161,6 +162,7 @@ func (r *Registry) New(p Params) (*Pool, error) {
 		cpuid:    p.CPUID,
 		napi:     p.NAPI,
 		fragPage: mem.NoPage,
+		fragMax:  uint32(mem.PageSize) << p.Order,
 
 		lockedRefill: r.kernel.LockedRefill,
 	}

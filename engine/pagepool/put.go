@@ -39,7 +39,9 @@ func (p *Pool) Put(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bo
 	// and room in the alloc cache. putPageState and recycleInCache in the
 	// same order, without their calls.
 	if allowDirect && p.state == Active && pg.RefCount() == 1 && p.count < AllocCacheSize {
-		p.syncForDevice(c, id, dmaSyncSize)
+		if p.dmaSync { // syncForDevice without the call and the lookup
+			_ = p.p.DMA.SyncForDevice(c, pg.DMAAddr+uint64(p.p.Offset), min(dmaSyncSize, p.p.MaxLen))
+		}
 		c.Spend(c.Costs().PPCachePut)
 		p.cache[p.count] = id
 		p.count++
@@ -47,6 +49,28 @@ func (p *Pool) Put(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bo
 			p.broken(err)
 		}
 		p.recycle.Cached++
+		return nil
+	}
+	if !allowDirect && p.state == Active && pg.RefCount() == 1 {
+		// The other common case, written out likewise (every page an
+		// skb freed away from the pool's NAPI gives back, as a cpumap
+		// kthread's): no direct recycling, so into the ptr_ring.
+		// putPageState, recycleInRing and putUnrefed's ring_full in
+		// the same order, without their calls.
+		if p.dmaSync { // syncForDevice without the call and the lookup
+			_ = p.p.DMA.SyncForDevice(c, pg.DMAAddr+uint64(p.p.Offset), min(dmaSyncSize, p.p.MaxLen))
+		}
+		ok := p.ring.Produce(c, int32(id)+1)
+		p.ring.ProducerLock.Hold(c, c.Costs().PPRingPut)
+		if ok {
+			if err := p.m.Move(id, mem.PoolRing, int(p.id)); err != nil { // p.move without the call
+				p.broken(err)
+			}
+			p.recycle.Ring++
+			return nil
+		}
+		p.recycle.RingFull++
+		p.returnPage(c, id)
 		return nil
 	}
 	p.putUnrefed(c, id, dmaSyncSize, allowDirect, ctx)

@@ -39,8 +39,9 @@ type Frag struct {
 // small kmalloc'd copy (napi_alloc_skb of GOOD_COPY_LEN).
 //
 // Invariant: Frags[NrFrags:] are zero. Frags are added with AddFrag and
-// grown with Coalesce only; Pool.Alloc relies on it to clear just the
-// frags the previous user had.
+// grown with Coalesce only; the pool's release relies on it to clear just
+// the frags the last user had. A free skb holds no page: Head is NoPage
+// and NrFrags 0.
 type SKB struct {
 	Head mem.PageID
 	// Len is the bytes of packet: of every skb chained through FragList
@@ -49,7 +50,6 @@ type SKB struct {
 	// Truesize is the buffer memory the skb holds (skb->truesize less the
 	// struct sk_buff, StructTruesize): a head skb's includes its chain.
 	Truesize uint32
-	Frags    [MaxSkbFrags]Frag
 	NrFrags  uint8
 	// PPRecycle is skb->pp_recycle (skb_mark_for_recycle): pages go back
 	// to their page_pool, not to the page allocator.
@@ -79,8 +79,11 @@ type SKB struct {
 	Born     sim.Time
 	// next links the free list while the skb is free, and the frag_list
 	// chain (skb->next) while it is chained.
-	next  ID
-	inUse bool // allocated (for PageRefs)
+	next ID
+	// Frags come last: the fields above share the skb's first cache
+	// line, which is all that building and freeing an skb of one buffer
+	// touch.
+	Frags [MaxSkbFrags]Frag
 }
 
 // Pool is a preallocated array of SKBs with a free list. Alloc and Free are
@@ -97,6 +100,7 @@ type Pool struct {
 func NewPool(n int) *Pool {
 	p := &Pool{skbs: make([]SKB, n), max: n}
 	for i := range p.skbs {
+		p.skbs[i].Head = mem.NoPage
 		p.skbs[i].next = ID(i + 1)
 	}
 	p.skbs[n-1].next = NoSKB
@@ -114,14 +118,12 @@ func (p *Pool) Alloc(cpu int, queue int, now sim.Time) ID {
 	p.free = s.next
 	// *s = SKB{Head: mem.NoPage, ...}, field by field: a composite literal
 	// is built on the stack and block-copied, which stalls on the narrow
-	// stores that built it. Frags past NrFrags are already zero (only
-	// AddFrag writes there), so only the used ones are cleared.
-	clear(s.Frags[:s.NrFrags])
-	s.Head, s.Len, s.Truesize, s.NrFrags = mem.NoPage, 0, 0, 0
+	// stores that built it. A free skb has no head and no frags already
+	// (release cleared them), which keeps Alloc small enough to inline.
+	s.Len, s.Truesize = 0, 0
 	s.PPRecycle, s.Cloned, s.Tailroom, s.Segs = false, false, 0, 1
 	s.AllocCPU, s.Queue, s.Born, s.next, s.FragList = int16(cpu), int16(queue), now, NoSKB, NoSKB
 	s.Seq = 0
-	s.inUse = true
 	p.live++
 	return id
 }
@@ -139,10 +141,13 @@ func (p *Pool) Chained() int { return p.chained }
 // Cap is the pool's size.
 func (p *Pool) Cap() int { return p.max }
 
-// release returns id to the free list.
+// release returns id to the free list, its pages given back: it clears
+// the head and the frags the skb had (Frags past NrFrags are zero).
 func (p *Pool) release(id ID) {
-	p.skbs[id].next = p.free
-	p.skbs[id].inUse = false
+	s := &p.skbs[id]
+	clear(s.Frags[:s.NrFrags])
+	s.Head, s.NrFrags = mem.NoPage, 0
+	s.next = p.free
 	p.free = id
 	p.live--
 }
@@ -226,6 +231,17 @@ func (p *Pool) Chain(head, tail, nskb ID) {
 // chained skb.
 func (p *Pool) Free(c *sim.CPU, id ID, r Releaser, ctx Context) error {
 	s := &p.skbs[id]
+	if s.NrFrags == 0 && s.FragList == NoSKB && s.Head != mem.NoPage {
+		// An skb of one buffer, its head (every skb built around a
+		// buffer of one page): releaseData and the release without the
+		// calls and the chain walk.
+		err := r.Release(c, s.Head, s.PPRecycle, ctx)
+		p.release(id)
+		if err != nil {
+			return headErr(id, err)
+		}
+		return nil
+	}
 	err := p.releaseData(c, id, s.PPRecycle, r, ctx)
 	for n := s.FragList; n != NoSKB; {
 		next := p.skbs[n].next
@@ -245,7 +261,7 @@ func (p *Pool) releaseData(c *sim.CPU, id ID, ppRecycle bool, r Releaser, ctx Co
 	s := &p.skbs[id]
 	if s.Head != mem.NoPage {
 		if err := r.Release(c, s.Head, ppRecycle, ctx); err != nil {
-			return fmt.Errorf("skb %d head: %w", id, err)
+			return headErr(id, err)
 		}
 	}
 	for i := 0; i < int(s.NrFrags); i++ {
@@ -254,6 +270,13 @@ func (p *Pool) releaseData(c *sim.CPU, id ID, ppRecycle bool, r Releaser, ctx Co
 		}
 	}
 	return nil
+}
+
+// headErr is releaseData's error for skb id's head, out of line.
+//
+//go:noinline
+func headErr(id ID, err error) error {
+	return fmt.Errorf("skb %d head: %w", id, err)
 }
 
 // Pages calls f for every page reference the skb holds itself (its
@@ -282,10 +305,7 @@ func (p *Pool) Pages(id ID, f func(mem.PageID)) {
 func (p *Pool) PageRefs() int64 {
 	var n int64
 	for i := range p.skbs {
-		s := &p.skbs[i]
-		if !s.inUse {
-			continue
-		}
+		s := &p.skbs[i] // a free skb holds none
 		if s.Head != mem.NoPage {
 			n++
 		}

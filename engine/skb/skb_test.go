@@ -2,6 +2,7 @@ package skb
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,8 +18,9 @@ func (r *countingReleaser) Release(*sim.CPU, mem.PageID, bool, Context) error {
 	return nil
 }
 
-// TestAllocClearsWhatTheLastUserLeft guards Alloc's partial clear: an skb
-// that had frags, a head, flags and a length comes back as a fresh one.
+// TestAllocClearsWhatTheLastUserLeft guards the partial clear of release
+// and Alloc: an skb that had frags, a head, flags and a length comes back
+// as a fresh one.
 func TestAllocClearsWhatTheLastUserLeft(t *testing.T) {
 	p := NewPool(1)
 	id := p.Alloc(1, 2, 100)
@@ -36,7 +38,7 @@ func TestAllocClearsWhatTheLastUserLeft(t *testing.T) {
 
 	id = p.Alloc(0, 3, 200)
 	require.NotEqual(t, NoSKB, id)
-	assert.Equal(t, SKB{Head: mem.NoPage, Segs: 1, AllocCPU: 0, Queue: 3, FragList: NoSKB, Born: 200, next: NoSKB, inUse: true}, *p.Get(id))
+	assert.Equal(t, SKB{Head: mem.NoPage, Segs: 1, AllocCPU: 0, Queue: 3, FragList: NoSKB, Born: 200, next: NoSKB}, *p.Get(id))
 	assert.Equal(t, NoSKB, p.Alloc(0, 0, 0), "pool of one")
 }
 
@@ -169,4 +171,16 @@ func TestTryCoalesce(t *testing.T) {
 		assert.Equal(t, uint32(128), p.Get(to).Truesize, "delta truesize 0")
 		assert.Equal(t, 1, p.Live(), "the copied skb is freed")
 	})
+}
+
+// TestSKBHeaderFitsALine: the fields before Frags, all that building and
+// freeing an skb of one buffer touch, fit the skb's first cache line (the
+// pool's array is page-aligned, and an skb a whole number of lines).
+func TestSKBHeaderFitsALine(t *testing.T) {
+	if off := unsafe.Offsetof(SKB{}.Frags); off > 64 {
+		t.Fatalf("SKB.Frags starts at byte %d, want the fields before it in 64", off)
+	}
+	if n := unsafe.Sizeof(SKB{}); n%64 != 0 {
+		t.Fatalf("SKB is %d bytes, want a multiple of 64", n)
+	}
 }

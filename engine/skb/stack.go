@@ -3,6 +3,7 @@ package skb
 import (
 	"fmt"
 
+	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 )
 
@@ -268,7 +269,17 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 		st.packetTap(c, id)
 		c.Spend(st.cost)
 		st.c.Delivered++
-		st.c.Bytes += uint64(st.pool.Get(id).Len)
+		sk := st.pool.Get(id)
+		st.c.Bytes += uint64(sk.Len)
+		if sk.NrFrags == 0 && sk.FragList == NoSKB && sk.Head != mem.NoPage {
+			// Pool.Free's skb of one buffer, without the call.
+			err := st.rel.Release(c, sk.Head, sk.PPRecycle, Context{Softirq: true})
+			st.pool.release(id)
+			if err != nil {
+				return headErr(id, err)
+			}
+			return nil
+		}
 		return st.pool.Free(c, id, st.rel, Context{Softirq: true})
 	}
 	st.packetTap(c, id)

@@ -95,10 +95,11 @@ func (rq *RQ) CheckPosted(head uint16, tok virtq.Token) error {
 	if rq.d.fragPremap {
 		// virtnet_rq_alloc: the buffer holds a reference on its block's
 		// struct virtnet_rq_dma, and the block is mapped.
-		if b.blk <= 0 || int(b.blk) > len(rq.rqDMA) {
+		blk := rq.bufMaps[slot].blk
+		if !b.mapped || blk <= 0 || int(blk) > len(rq.rqDMA) {
 			return fmt.Errorf("rx queue %d: posted buffer %d (page %d) names no premapped block", rq.Index, slot, b.page)
 		}
-		d := &rq.rqDMA[b.blk-1]
+		d := &rq.rqDMA[blk-1]
 		if d.page != m.Head(b.page) || d.ref == 0 || rq.d.env.DMA.Live(d.page) == 0 {
 			return fmt.Errorf("rx queue %d: posted buffer %d (page %d) is in block %d, whose mapping (ref %d) is gone", rq.Index, slot, b.page, d.page, d.ref)
 		}

@@ -28,7 +28,7 @@ func (d *Driver) CopyFrom(src *Driver) error {
 }
 
 func (rq *RQ) copyFrom(src *RQ) error {
-	if len(rq.bufs) != len(src.bufs) || (rq.frag == nil) != (src.frag == nil) {
+	if len(rq.bufs) != len(src.bufs) || len(rq.bufMaps) != len(src.bufMaps) || (rq.frag == nil) != (src.frag == nil) {
 		return fmt.Errorf("%d buffers into %d", len(src.bufs), len(rq.bufs))
 	}
 	own := *rq
@@ -39,6 +39,8 @@ func (rq *RQ) copyFrom(src *RQ) error {
 	rq.xdpIn, rq.xdpRes = own.xdpIn, own.xdpRes
 	rq.bufs = own.bufs
 	copy(rq.bufs, src.bufs)
+	rq.bufMaps = own.bufMaps
+	copy(rq.bufMaps, src.bufMaps)
 	rq.rqDMA = append(own.rqDMA[:0], src.rqDMA...)
 	rq.xdpBuf = append(own.xdpBuf[:0], src.xdpBuf...)
 	if rq.frag != nil {

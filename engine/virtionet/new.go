@@ -24,6 +24,16 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	}
 	d.mergeable = d.mode == scenario.ModeMergeable
 	d.bigPackets = d.mode == scenario.ModeBig
+	d.skbLead = int(d.headroom()) + HdrLen
+	if !d.mergeable {
+		d.skbLead += RxPad
+	}
+	if env.Prog != nil {
+		d.constAct, d.constProg = env.Prog.ConstVerdict()
+	}
+	if h := d.headroom(); h != 0 {
+		d.mrgRoom = uint32(skbDataAlign(int(h + ShinfoSize)))
+	}
 	d.buildBig = s.Behaviours().PageToSKBBuild
 	switch s.Driver.BufferSource {
 	case scenario.SourcePageFrag:
@@ -113,7 +123,7 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	// that may go indirect each one does (virtqueue_use_indirect).
 	d.indirectBig = d.bigPackets && vq.Indirect()
 	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage, freeDMA: -1, lastDMA: -1, napi: pagepool.NAPI{ListOwner: -1},
-		bufs: make([]rxBuf, s.RingSize), xdpBuf: make([]byte, XDPHeadroom+device.WindowSize+ShinfoSize)}
+		bufs: make([]rxBuf, s.RingSize), bufMaps: make([]bufMap, s.RingSize), xdpBuf: make([]byte, XDPHeadroom+device.WindowSize+ShinfoSize)}
 	for j := range rq.bufs {
 		rq.bufs[j].next = int32(j + 1)
 		rq.bufs[j].page = mem.NoPage

@@ -64,8 +64,9 @@ func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 		b.seq = rq.Dev.FrameSeq(b.head)
 	}
 	rq.putSlot(slot)
-	if b.mapped || b.blk != 0 {
-		rq.unmap(b) // vring_unmap_one_split, or virtnet_rq_get_buf's virtnet_rq_unmap
+	if b.mapped {
+		rq.unmap(slot) // vring_unmap_one_split, or virtnet_rq_get_buf's virtnet_rq_unmap
+		b.mapped = false
 	} else if b.pool && rq.d.premapped {
 		// The engine's own bound: virtio_ring returns the used length
 		// unchecked, and the driver checks it only after this sync
@@ -177,13 +178,8 @@ func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 	s.Truesize = b.truesize
 	s.PPRecycle = b.pool
 	// skb_tailroom after skb_reserve(headroom) and skb_put(len): the
-	// buffer less skb_shared_info, the headroom, the header and the data
-	// (small buffers start VIRTNET_RX_PAD further in).
-	lead := int(rq.d.headroom()) + HdrLen
-	if !rq.d.mergeable {
-		lead += RxPad
-	}
-	s.Tailroom = clampTailroom(int(b.truesize) - ShinfoSize - lead - int(n))
+	// buffer less skb_shared_info, what precedes the data and the data.
+	s.Tailroom = clampTailroom(int(b.truesize) - ShinfoSize - rq.d.skbLead - int(n))
 	if rq.d.wholePage { // rq.move(b.page, mem.SKB) without the call
 		if err := env.Mem.Move(b.page, mem.SKB, rq.Index); err != nil {
 			rq.d.fail(err)

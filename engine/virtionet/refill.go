@@ -233,7 +233,8 @@ func (rq *RQ) freeBuffer(page mem.PageID, pool bool) {
 // (DMA by the ring), the pool's premapped address plus the offset, or, for
 // a premapped page_frag block (6.6+), the block's address plus the offset
 // past its struct virtnet_rq_dma (virtnet_rq_init_one_sg).
-func (rq *RQ) mapBuffer(b *rxBuf) (uint64, error) {
+// b is the buffer of slot.
+func (rq *RQ) mapBuffer(b *rxBuf, slot int32) (uint64, error) {
 	env := rq.d.env
 	if rq.d.premapped && b.pool {
 		return rq.Pool.DMAAddr(b.page) + uint64(b.off), nil
@@ -241,14 +242,16 @@ func (rq *RQ) mapBuffer(b *rxBuf) (uint64, error) {
 	if rq.d.fragPremap {
 		// The buffer was carved from the current block: rq->last_dma.
 		d := &rq.rqDMA[rq.lastDMA]
-		b.blk = rq.lastDMA + 1
+		rq.bufMaps[slot].blk = rq.lastDMA + 1
+		b.mapped = true
 		return d.addr + uint64(b.off) - VirtnetRqDMASize, nil
 	}
 	addr, err := env.DMA.MapRange(rq.CPU, b.page, b.off, b.len)
 	if err != nil {
 		return 0, err
 	}
-	b.dma, b.mapped = addr, true
+	rq.bufMaps[slot].dma = addr
+	b.mapped = true
 	return addr, nil
 }
 
@@ -270,7 +273,7 @@ func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx
 		addr = rq.Pool.DMAAddr(page) + uint64(off) // mapBuffer's premapped case, inlined
 	} else {
 		var err error
-		if addr, err = rq.mapBuffer(b); err != nil {
+		if addr, err = rq.mapBuffer(b, slot); err != nil {
 			rq.putSlot(slot)
 			rq.freeBuffer(page, pool)
 			return errNoMem
@@ -278,7 +281,9 @@ func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx
 	}
 	c.Spend(c.Costs().VirtqueueAdd)
 	if err := rq.VQ.AddInbuf(virtq.SG{Addr: addr, Len: length}, virtq.Token(slot+1), ctx); err != nil {
-		rq.unmap(b)
+		if b.mapped {
+			rq.unmap(slot)
+		}
 		rq.putSlot(slot)
 		rq.freeBuffer(page, pool)
 		return err
@@ -291,17 +296,18 @@ func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx
 	return nil
 }
 
-// unmap undoes a ring mapping (vring_unmap_one_split), or gives back the
-// buffer's share of its premapped block (virtnet_rq_unmap).
-func (rq *RQ) unmap(b *rxBuf) {
-	if b.mapped {
-		rq.d.fail(rq.d.env.DMA.Unmap(rq.CPU, b.dma))
-		b.dma, b.mapped = 0, false
+// unmap undoes the ring mapping of the buffer of slot
+// (vring_unmap_one_split), or gives back its share of its premapped block
+// (virtnet_rq_unmap): the mapping a mapped buffer holds.
+func (rq *RQ) unmap(slot int32) {
+	m := &rq.bufMaps[slot]
+	if m.blk != 0 {
+		rq.rqUnmap(m.blk - 1)
+		m.blk = 0
+		return
 	}
-	if b.blk != 0 {
-		rq.rqUnmap(b.blk - 1)
-		b.blk = 0
-	}
+	rq.d.fail(rq.d.env.DMA.Unmap(rq.CPU, m.dma))
+	m.dma = 0
 }
 
 // addRecvbufSmall is add_recvbuf_small: one buffer big enough for
@@ -354,12 +360,7 @@ func (rq *RQ) getMergeableBufLen(room uint32) uint32 {
 //   - whole pages from the page allocator (source page, not a kernel
 //     variant): the truesize is the page.
 func (rq *RQ) addRecvbufMergeable() error {
-	headroom := rq.d.headroom()
-	var tailroom uint32
-	if headroom != 0 {
-		tailroom = ShinfoSize
-	}
-	room := uint32(skbDataAlign(int(headroom + tailroom)))
+	headroom, room := rq.d.headroom(), rq.d.mrgRoom
 	length := rq.getMergeableBufLen(room)
 	var page mem.PageID
 	var off uint32
@@ -382,8 +383,9 @@ func (rq *RQ) addRecvbufMergeable() error {
 	switch {
 	case rq.d.poolFrags:
 		// hole = (PAGE_SIZE << order) - frag_offset: given to this
-		// buffer when another of this size would not fit.
-		if hole := rq.Pool.FragRemaining(); hole < length+room {
+		// buffer when another of this size would not fit. A buffer
+		// that fills its page (XDP's) leaves none: nothing to add.
+		if hole := rq.Pool.FragRemaining(); hole < length+room && hole > 0 {
 			if headroom == 0 {
 				length += hole
 				truesize += hole

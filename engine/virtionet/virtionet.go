@@ -86,6 +86,18 @@ type Driver struct {
 	xdpEnabled  bool
 	stream      bool // a stream workload: buffers carry their frame's number to the socket
 	budget      int
+	// skbLead is what precedes the data in a buffer build_skb wraps: the
+	// headroom skb_reserve keeps, the header, and, for small buffers,
+	// VIRTNET_RX_PAD (fixed when the driver is built).
+	skbLead int
+	// constProg: the XDP program is constant, its verdict constAct
+	// (bpf.Program.ConstVerdict; fixed when the driver is built).
+	constProg bool
+	constAct  bpf.Action
+	// mrgRoom is add_recvbuf_mergeable's room: SKB_DATA_ALIGN(headroom +
+	// tailroom), the tailroom skb_shared_info's with XDP, none without
+	// (fixed when the driver is built).
+	mrgRoom uint32
 
 	// poolFrags: page_pool buffers are fragments (page_pool_alloc_frag of
 	// len + room, the hole given to the last of a page): page_pool on a
@@ -148,19 +160,29 @@ type RQStats struct {
 }
 
 // rxBuf is what the driver remembers of a posted buffer: the kernel keeps
-// the buffer address as the virtqueue token and the truesize in ctx.
+// the buffer address as the virtqueue token and the truesize in ctx. It is
+// 32 bytes, two to a cache line: what only some modes need of a slot is in
+// RQ.bufMaps.
 type rxBuf struct {
 	page     mem.PageID // block head
 	off      uint32     // offset of the buffer's data start in the block
 	len      uint32     // bytes posted
 	truesize uint32
-	dma      uint64 // address mapped by the ring (DMA ring mode), valid when mapped
-	mapped   bool
-	pool     bool   // from this queue's page_pool
-	head     uint16 // descriptor head it was posted at (where the device wrote)
 	seq      uint64 // the frame's number (device.RX.FrameSeq), set when taken back
 	next     int32  // free list
-	blk      int32  // 1 + its block's virtnet_rq_dma slot in RQ.rqDMA (fragPremap), 0 none
+	head     uint16 // descriptor head it was posted at (where the device wrote)
+	// mapped: the buffer holds a mapping of its own, kept in RQ.bufMaps at
+	// its slot: the ring's (DMA ring mode) or a reference on its premapped
+	// page_frag block (fragPremap).
+	mapped bool
+	pool   bool // from this queue's page_pool
+}
+
+// bufMap is the mapping a posted buffer holds when rxBuf.mapped: one of
+// the two.
+type bufMap struct {
+	dma uint64 // address mapped by the ring (DMA ring mode)
+	blk int32  // 1 + its block's virtnet_rq_dma slot in RQ.rqDMA (fragPremap), 0 none
 }
 
 // set makes b an unmapped buffer: *b = rxBuf{page: page, off: off, ...}
@@ -168,8 +190,8 @@ type rxBuf struct {
 // temporary whose narrow stores stall the wide copy out of it).
 func (b *rxBuf) set(page mem.PageID, off, length, truesize uint32, pool bool, next int32, head uint16) {
 	b.page, b.off, b.len, b.truesize = page, off, length, truesize
-	b.dma, b.mapped, b.pool = 0, false, pool
-	b.head, b.next, b.blk = head, next, 0
+	b.mapped, b.pool = false, pool
+	b.head, b.next = head, next
 }
 
 // RQ is struct receive_queue.
@@ -197,6 +219,7 @@ type RQ struct {
 	minBufLen uint32
 
 	bufs    []rxBuf
+	bufMaps []bufMap // by slot, beside bufs: the mapping of a mapped buffer
 	freeBuf int32
 	napiOn  bool // NAPI scheduled or running
 	// napi is what page_pool reads of rq->napi: list_owner, this queue's

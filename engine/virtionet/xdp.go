@@ -34,21 +34,28 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	// allocation per packet). It is written field by field: a composite
 	// literal is built on the stack and copied in wide loads that stall on
 	// the narrow stores that built it.
-	in := &rq.xdpIn
-	in.Buf = buf
-	in.Data, in.DataEnd, in.DataMeta = XDPHeadroom, XDPHeadroom+int(stored), XDPHeadroom
-	in.IngressIfindex, in.RxQueueIndex, in.EgressIfindex = 1, uint32(rq.Index), 0
-	in.CPU = c.ID
-	in.Clock = env.Clock
 	res := &rq.xdpRes
-	env.Prog.Run(in, res)
+	newLen := int(n)
+	if rq.d.constProg {
+		// A constant program's verdict without building the input and
+		// without the run: what Run returns for it (bpf.ConstVerdict).
+		res.Action, res.Redirect, res.Fault, res.Insns = rq.d.constAct, bpf.Redirect{}, bpf.Fault{}, 2
+	} else {
+		in := &rq.xdpIn
+		in.Buf = buf
+		in.Data, in.DataEnd, in.DataMeta = XDPHeadroom, XDPHeadroom+int(stored), XDPHeadroom
+		in.IngressIfindex, in.RxQueueIndex, in.EgressIfindex = 1, uint32(rq.Index), 0
+		in.CPU = c.ID
+		in.Clock = env.Clock
+		env.Prog.Run(in, res)
+		// Length after bpf_xdp_adjust_head / adjust_tail.
+		newLen += -(res.Data - in.Data) + (res.DataEnd - in.DataEnd)
+		if newLen < 0 {
+			newLen = 0
+		}
+	}
 	c.Spend(c.Costs().XDPProg + sim.Duration((res.Insns+7)/8)*c.Costs().XDPInsn8)
 	rq.Stats.XDPPackets++
-	// Length after bpf_xdp_adjust_head / adjust_tail.
-	newLen := int(n) - (res.Data - in.Data) + (res.DataEnd - in.DataEnd)
-	if newLen < 0 {
-		newLen = 0
-	}
 	switch res.Action {
 	case bpf.XDPPass:
 		return bpf.XDPPass, uint32(newLen), true
@@ -127,7 +134,7 @@ func (rq *RQ) toFrame(b *rxBuf, n uint32) xdp.FrameID {
 	}
 	f := env.Frames.Get(id)
 	f.Set(b.page, b.off, n, XDPHeadroom, b.truesize, xdp.MemPageShared, int16(rq.Index), int16(rq.CPU.ID))
-	f.Seq = b.seq
+	env.Frames.SetSeq(id, b.seq)
 	if b.pool {
 		f.Mem = xdp.MemPagePool
 	}
@@ -188,7 +195,11 @@ func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) bool {
 		if f == xdp.NoFrame {
 			return false
 		}
-		rq.moveFrame(f, mem.CpumapRing)
+		if env.Frames.Get(f).NrFrags == 0 {
+			rq.move(b.page, mem.CpumapRing) // moveFrame of one buffer, without the call
+		} else {
+			rq.moveFrame(f, mem.CpumapRing)
+		}
 		return env.Cpumap.Enqueue(c, int(r.Key), f)
 	case bpf.DevMap:
 		if env.Devmap == nil {

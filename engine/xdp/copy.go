@@ -9,14 +9,16 @@ import (
 // free lists. p must have src's size (see sim.Sim.CopyFrom for how a world
 // is copied).
 func (p *FramePool) CopyFrom(src *FramePool) error {
-	if len(p.frames) != len(src.frames) {
-		return fmt.Errorf("xdp: copy: %d frames into %d", len(src.frames), len(p.frames))
+	if len(p.frames) != len(src.frames) || len(p.seqs) != len(src.seqs) {
+		return fmt.Errorf("xdp: copy: %d frames (%d numbered) into %d (%d)", len(src.frames), len(src.seqs), len(p.frames), len(p.seqs))
 	}
 	own := *p
 	*p = *src
 	p.frames = own.frames
 	copy(p.frames, src.frames)
 	p.shinfos = append(own.shinfos[:0], src.shinfos...)
+	p.seqs = own.seqs
+	copy(p.seqs, src.seqs)
 	return nil
 }
 

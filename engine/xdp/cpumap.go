@@ -112,19 +112,16 @@ func (m *Cpumap) SetMem(mm *mem.Mem) { m.mem = mm }
 // locate moves frame f's pages that wait in a cpumap ring to the skb.
 func (m *Cpumap) locate(f FrameID) {
 	fr := &m.frames.frames[f]
-	m.locatePage(fr.Page, int(fr.Queue))
+	err := m.mem.MoveFrom(fr.Page, mem.CpumapRing, mem.SKB, int(fr.Queue))
 	if fr.NrFrags > 0 {
 		for _, g := range m.frames.Frags(f) {
-			m.locatePage(g.Page, int(fr.Queue))
+			if e := m.mem.MoveFrom(g.Page, mem.CpumapRing, mem.SKB, int(fr.Queue)); e != nil && err == nil {
+				err = e
+			}
 		}
 	}
-}
-
-func (m *Cpumap) locatePage(p mem.PageID, owner int) {
-	if loc, _ := m.mem.Loc(p); loc == mem.CpumapRing {
-		if err := m.mem.Move(p, mem.SKB, owner); err != nil && m.Err == nil {
-			m.Err = err
-		}
+	if err != nil && m.Err == nil {
+		m.Err = err
 	}
 }
 
@@ -228,7 +225,13 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 			}
 			continue
 		}
-		e.ring[(e.head+e.count)%len(e.ring)] = f
+		// (head + count) mod len without the division: both are below
+		// len (count is, as the ring is not full).
+		tail := e.head + e.count
+		if tail >= len(e.ring) {
+			tail -= len(e.ring)
+		}
+		e.ring[tail] = f
 		e.count++
 		m.C.Enqueued++
 	}
@@ -260,16 +263,38 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 	}
 	for i := 0; i < n; i++ {
 		f := e.ring[e.head]
-		e.head = (e.head + 1) % len(e.ring)
+		if e.head++; e.head == len(e.ring) { // (head + 1) mod len
+			e.head = 0
+		}
 		e.count--
-		m.frags -= int(m.frames.frames[f].NrFrags)
+		fr := &m.frames.frames[f]
+		m.frags -= int(fr.NrFrags)
 		c.Spend(c.Costs().BuildSKB)
 		if m.mem != nil {
-			m.locate(f)
+			if fr.NrFrags == 0 {
+				// locate of a frame of one buffer, without the call.
+				if err := m.mem.MoveFrom(fr.Page, mem.CpumapRing, mem.SKB, int(fr.Queue)); err != nil && m.Err == nil {
+					m.Err = err
+				}
+			} else {
+				m.locate(f)
+			}
 		}
-		s, err := m.frames.ToSKB(f, m.skbs, c, m.k.ReleaseFrames, m.pools)
-		if err != nil && m.Err == nil {
-			m.Err = err
+		var s skb.ID
+		if fr.NrFrags == 0 && !m.k.ReleaseFrames {
+			// ToSKB of a frame of one buffer, marked for recycling when
+			// it is a page_pool's, without the call.
+			if s = m.skbs.Alloc(c.ID, int(fr.Queue), c.Now()); s != skb.NoSKB {
+				b := m.skbs.Get(s)
+				b.Head, b.Len, b.Seq, b.Truesize = fr.Page, fr.Len, m.frames.Seq(f), fr.FrameSz
+				b.PPRecycle = fr.Mem == MemPagePool
+				m.frames.put(f)
+			}
+		} else {
+			var err error
+			if s, err = m.frames.ToSKB(f, m.skbs, c, m.k.ReleaseFrames, m.pools); err != nil && m.Err == nil {
+				m.Err = err
+			}
 		}
 		if s == skb.NoSKB {
 			m.C.SKBFails++

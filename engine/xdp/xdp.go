@@ -56,18 +56,20 @@ const NoFrame FrameID = -1
 // the head buffer's tailroom, whose frags are the packet's other buffers:
 // they travel with the frame and go back with it (xdp_return_frame) or
 // become the skb's frags (__xdp_build_skb_from_frame).
+//
+// It is 32 bytes, two to a cache line: the sender's frame number, which
+// only stream workloads have, is kept beside the frames (FramePool.Seq).
 type Frame struct {
 	Page     mem.PageID
 	Off      uint32 // offset of data_hard_start in the page block
 	Len      uint32 // bytes in the head buffer
-	Headroom uint32
 	FrameSz  uint32
-	Mem      MemType
+	Headroom uint16 // XDP_PACKET_HEADROOM or less
 	Queue    int16  // receive queue it came from (xdp_rxq_info)
 	RxCPU    int16  // CPU that received it
-	NrFrags  uint8  // skb_shared_info nr_frags; 0: a single buffer
-	Seq      uint64 // the frame's number from its sender (skb.SKB.Seq)
-	shinfo   int32  // index of its shared info in the pool, when NrFrags > 0
+	Mem      MemType
+	NrFrags  uint8 // skb_shared_info nr_frags; 0: a single buffer
+	shinfo   int32 // index of its shared info in the pool, when NrFrags > 0
 	next     FrameID
 }
 
@@ -76,9 +78,8 @@ type Frame struct {
 // literal goes through a stack temporary whose narrow stores stall the
 // wide copy out of it).
 func (f *Frame) Set(page mem.PageID, off, n, headroom, frameSz uint32, mt MemType, queue, rxCPU int16) {
-	f.Page, f.Off, f.Len, f.Headroom, f.FrameSz = page, off, n, headroom, frameSz
+	f.Page, f.Off, f.Len, f.Headroom, f.FrameSz = page, off, n, uint16(headroom), frameSz
 	f.Mem, f.Queue, f.RxCPU, f.NrFrags, f.next = mt, queue, rxCPU, 0, 0
-	f.Seq = 0
 }
 
 // shinfo is the part of a multi-buffer frame's skb_shared_info the engine
@@ -100,6 +101,30 @@ type FramePool struct {
 	shinfos    []shinfo
 	freeShinfo int32 // -1: none left
 	liveFrags  int   // frags held by live frames
+
+	seqs []uint64 // by frame: its sender's frame number, when TrackSeqs
+}
+
+// TrackSeqs has the pool keep each frame's number from its sender (SetSeq,
+// Seq): the world calls it once for a stream workload, whose receiver
+// reports the numbers. Without it every frame's number is 0.
+func (p *FramePool) TrackSeqs() { p.seqs = make([]uint64, len(p.frames)) }
+
+// SetSeq sets frame id's number from its sender (skb.SKB.Seq); it does
+// nothing unless TrackSeqs.
+func (p *FramePool) SetSeq(id FrameID, seq uint64) {
+	if p.seqs != nil {
+		p.seqs[id] = seq
+	}
+}
+
+// Seq is frame id's number from its sender, as SetSeq left it; 0 unless
+// TrackSeqs.
+func (p *FramePool) Seq(id FrameID) uint64 {
+	if p.seqs == nil {
+		return 0
+	}
+	return p.seqs[id]
 }
 
 // NewFramePool returns a pool of n frames.
@@ -251,7 +276,7 @@ func (p *FramePool) ToSKB(id FrameID, skbs *skb.Pool, c *sim.CPU, release bool, 
 	b := skbs.Get(s)
 	b.Head = f.Page
 	b.Len = f.Len
-	b.Seq = f.Seq
+	b.Seq = p.Seq(id)
 	b.Truesize = f.FrameSz
 	pool := f.Mem == MemPagePool
 	b.PPRecycle = pool && !release
