@@ -93,3 +93,25 @@ func TestLimitOfPresets(t *testing.T) {
 		assert.Equal(t, want, m.Limit.Kind, "%s: %s", preset, m.Limit.Why)
 	}
 }
+
+// TestRingNeeds: for a row whose published mechanism is the ring's
+// capacity, the verdict says, by Little's law, how long each buffer may
+// be away from the ring for the ring to hold the published rate, and
+// what the run's NAPI polls let it carry.
+func TestRingNeeds(t *testing.T) {
+	r := Row{Reproduction: scenario.Reproduction{ID: "R2", Unit: "Gbit/s", Published: 8, Mechanism: ResRing},
+		Usage: Usage{RingBuffers: 100, FrameBytes: 1000, PollEveryNS: 10000}, Limit: Limit{Kind: ResCPU, Name: "cpu1"}}
+	// 100 buffers x 8000 bits = 800,000 bits: 100 µs at 8 Gbit/s; one
+	// poll every 10 µs carries 80 Gbit/s.
+	got := r.ringNeeds()
+	assert.Contains(t, got, "a ring of 100 buffers")
+	assert.Contains(t, got, "100 µs on average")
+	assert.Contains(t, got, "one every 10.0 µs")
+	assert.Contains(t, got, "about 80 Gbit/s")
+	assert.Contains(t, r.limitText(nil), got, "the limit's text carries it when the ring does not limit")
+	r.Usage.PollEveryNS = 0
+	assert.Empty(t, r.ringNeeds(), "no polls in the window: nothing to say")
+	r.Limit = Limit{Kind: ResRing, Name: "ring"}
+	r.Usage.PollEveryNS = 10000
+	assert.NotContains(t, r.limitText(nil), "away from the ring", "the ring limits: as published")
+}

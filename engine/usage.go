@@ -65,6 +65,15 @@ type Usage struct {
 	// of the window a host waited for buffers (Hosts' Wait).
 	RingSize int     `json:"ring_size"`
 	RingWait float64 `json:"ring_wait"`
+	// RingBuffers is how many buffers a full receive ring holds: its
+	// entries over the descriptors each buffer takes (add_recvbuf_big's
+	// big_packets_num_skbfrags + 2 without indirect descriptors, else
+	// one). PollEveryNS is the window over the NAPI polls in it: how
+	// often the guest takes used buffers back and refills
+	// (virtnet_poll, try_fill_recv); FrameBytes the mean frame written.
+	RingBuffers int     `json:"ring_buffers"`
+	PollEveryNS float64 `json:"poll_every_ns,omitempty"`
+	FrameBytes  float64 `json:"frame_bytes,omitempty"`
 	// TCPLost and TCPRcvWnd are, for a tcp_stream, the frames its senders
 	// found lost over the window and the times the receiver's window held
 	// them back.
@@ -79,6 +88,7 @@ type Usage struct {
 var dropCounters = []struct{ name, reason string }{
 	{"host_drops", "host queue full while the ring was empty"},
 	{"host_too_big", "frame larger than the buffers posted"},
+	{"host_no_buffer_drops", "vDPA device found no buffer posted for a frame off the wire"},
 	{"rx_drops", "driver dropped (no buffer, no memory, bad length)"},
 	{"cpumap_drops", "cpumap ptr_ring full"},
 	{"devmap_drops", "next device's TX ring full"},
@@ -206,6 +216,15 @@ func (w *World) usage(a, b usageSnap) Usage {
 	}
 	share := func(d sim.Duration) float64 { return float64(d) / float64(win) }
 	u.DeliveredPPS = float64(b.written-a.written) / win.Seconds()
+	if len(w.Driver.RQ) > 0 {
+		u.RingBuffers = w.Scenario.RingSize / w.Driver.RQ[0].DescPerBuf()
+	}
+	if polls := b.totals["napi_polls"] - a.totals["napi_polls"]; polls > 0 {
+		u.PollEveryNS = float64(win) / float64(polls)
+	}
+	if pk := b.totals["rx_packets"] - a.totals["rx_packets"]; pk > 0 {
+		u.FrameBytes = float64(b.totals["rx_bytes"]-a.totals["rx_bytes"]) / float64(pk)
+	}
 	roles := w.cpuRoles()
 	for i := range b.cpuBusy {
 		busy := share(b.cpuBusy[i] - a.cpuBusy[i])
@@ -216,8 +235,11 @@ func (w *World) usage(a, b usageSnap) Usage {
 			Busy: busy, Wait: share(b.cpuSpin[i] - a.cpuSpin[i])})
 	}
 	host := "vhost worker"
-	if w.Scenario.Device.Kind == scenario.DeviceNIC {
+	switch w.Scenario.Device.Kind {
+	case scenario.DeviceNIC:
 		host = "NIC"
+	case scenario.DeviceVDPA:
+		host = "vDPA virtqueue"
 	}
 	for i := range b.hostBusy {
 		h := Resource{Kind: ResHost, Name: fmt.Sprintf("host rx%d", i), Role: host,

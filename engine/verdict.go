@@ -184,6 +184,25 @@ func Judge(r *Row, base *Row) {
 	}
 }
 
+// ringNeeds says, for a row whose published mechanism is the ring's
+// capacity, what that mechanism needs and what the run gave: by Little's
+// law a ring of N buffers carries N buffers' worth of frames per mean
+// time a buffer spends away from the ring (used, until try_fill_recv
+// posts it again), so the published rate with N buffers needs that time
+// to be N x frame / rate; the run's guest takes buffers back at every
+// NAPI poll. Empty when the run gives too little to say it.
+func (r *Row) ringNeeds() string {
+	u := &r.Usage
+	if r.Unit != "Gbit/s" || r.Published <= 0 || u.RingBuffers <= 0 || u.FrameBytes <= 0 || u.PollEveryNS <= 0 {
+		return ""
+	}
+	bits := float64(u.RingBuffers) * u.FrameBytes * 8
+	away := bits / (r.Published * 1e9) * 1e6 // µs
+	carries := bits / u.PollEveryNS          // bits per ns: Gbit/s
+	return fmt.Sprintf(" (a ring of %d buffers holds the published %.3g Gbit/s to its capacity only if each buffer is away from the ring %.0f µs on average, %d x %.0f bytes at that rate; here the guest takes used buffers back at every NAPI poll, one every %.1f µs, which lets the ring carry about %.0f Gbit/s)",
+		u.RingBuffers, r.Published, away, u.RingBuffers, u.FrameBytes, u.PollEveryNS/1e3, carries)
+}
+
 // limitText says what limits the row (and its baseline) against the
 // published mechanism.
 func (r *Row) limitText(base *Row) string {
@@ -199,6 +218,9 @@ func (r *Row) limitText(base *Row) string {
 		s += ", as published (" + r.Mechanism + ")"
 	} else {
 		s += ", the published mechanism is " + r.Mechanism
+		if kind, _, _ := strings.Cut(r.Mechanism, ":"); kind == ResRing {
+			s += r.ringNeeds()
+		}
 	}
 	if base != nil {
 		if bh, _ := MechanismHolds(base.Mechanism, base.Limit); !bh {
