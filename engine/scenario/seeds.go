@@ -133,7 +133,17 @@ func seedPresets() []Preset {
 			s.RingSize = 1024
 			s.TxRingSize = 256
 			s.MTU = mtu
+			// What the 2022 mlx5 vDPA device offered
+			// (drivers/vdpa/mlx5/net/mlx5_vnet.c,
+			// get_supported_features: CSUM, GUEST_CSUM, HOST_TSO4/6,
+			// MTU, STATUS, CTRL_VQ, CTRL_VLAN, MQ, CTRL_MAC_ADDR,
+			// VERSION_1, ACCESS_PLATFORM): no MRG_RXBUF and no guest
+			// GSO, so big buffers at 9000; no INDIRECT_DESC, so each
+			// takes its chain of descriptors in the ring; no EVENT_IDX,
+			// so the flags suppress kicks and interrupts.
 			s.Features.MrgRxbuf = false
+			s.Features.EventIdx = false
+			s.Features.IndirectDesc = false
 			s.Driver.BufferSource = SourcePage
 			s.Driver.DMA = DMARing
 			// iperf TCP into the guest over a vDPA virtqueue: the NIC
