@@ -433,27 +433,11 @@ func (w *World) Err() error {
 	if w.err != nil {
 		return w.err
 	}
-	for _, e := range []error{w.Driver.Err, w.Stack.Err, cpumapErr(w.Cpumap), devmapErr(w.Devmap)} {
-		if e != nil {
-			w.err = fmt.Errorf("%w: %v", ErrStopped, e)
-			return w.err
-		}
+	if e := w.Sim.Err(); e != nil {
+		w.err = fmt.Errorf("%w: %v", ErrStopped, e)
+		return w.err
 	}
 	return nil
-}
-
-func cpumapErr(m *xdp.Cpumap) error {
-	if m == nil {
-		return nil
-	}
-	return m.Err
-}
-
-func devmapErr(m *xdp.Devmap) error {
-	if m == nil {
-		return nil
-	}
-	return m.Err
 }
 
 // Now is the simulated time.

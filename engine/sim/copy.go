@@ -25,6 +25,7 @@ func (s *Sim) CopyFrom(src *Sim) error {
 		return err
 	}
 	s.Costs = src.Costs
+	s.err = src.err
 	for i := range s.cpus {
 		c := src.cpus[i]
 		c.sim = s

@@ -14,6 +14,7 @@ type Sim struct {
 	Queue *Queue
 	Costs Costs
 	cpus  []CPU
+	err   error // the first internal error (Fail)
 }
 
 // New returns a simulation with ncpu CPUs at time 0 and the given costs.

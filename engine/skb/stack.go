@@ -73,9 +73,6 @@ type Stack struct {
 	ipiSent  []bool // per CPU: sd->defer_ipi_scheduled
 
 	c StackCounters
-	// Err is the first internal error met by an event handler; the world
-	// stops on it.
-	Err error
 }
 
 // StackConfig is how the consumer side behaves.
@@ -366,9 +363,7 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 		if st.deferFree && int(s.AllocCPU) != cpu && st.attemptDeferFree(c, id, int(s.AllocCPU)) {
 			continue
 		}
-		if err := st.pool.Free(c, id, st.rel, Context{Softirq: false}); err != nil && st.Err == nil {
-			st.Err = err
-		}
+		st.sim.Fail(st.pool.Free(c, id, st.rel, Context{Softirq: false}))
 	}
 	st.sockq[cpu] = append(q[:0], q[n:]...)
 	if st.obs != nil {
@@ -417,9 +412,7 @@ func (st *Stack) deferIPI(now sim.Time, arg uint64) {
 	c.BeginActivity(now, "defer list IPI")
 	c.Spend(c.Costs().IPIRecv)
 	st.ipiSent[arg] = false
-	if err := st.FlushDeferred(c); err != nil && st.Err == nil {
-		st.Err = err
-	}
+	st.sim.Fail(st.FlushDeferred(c))
 	c.End()
 }
 

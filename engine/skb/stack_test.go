@@ -46,7 +46,7 @@ func TestSkbAttemptDeferFreeCapAndIPI(t *testing.T) {
 		require.NoError(t, st.CheckDefer())
 		most = max(most, st.Deferred(0))
 	}
-	require.NoError(t, st.Err)
+	require.NoError(t, s.Err())
 	c := st.Counters()
 	assert.Equal(t, DeferMax, most, "the list fills up to sysctl_skb_defer_max and no further")
 	assert.Positive(t, c.DeferFull, "past the max the skb is freed on CPU 1")
@@ -64,7 +64,7 @@ func TestSkbAttemptDeferFreeOnlyWhereTheProtocolDefers(t *testing.T) {
 	s, st, p, _ := appStack(t, StackConfig{Cost: 100}, 200)
 	for s.Queue.Step() {
 	}
-	require.NoError(t, st.Err)
+	require.NoError(t, s.Err())
 	c := st.Counters()
 	assert.Zero(t, c.Deferred)
 	assert.Zero(t, c.DeferIPIs)

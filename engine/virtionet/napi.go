@@ -124,7 +124,7 @@ func (rq *RQ) receive(budget int) int {
 		}
 		rq.Stats.Packets++ // virtnet_receive counts every buffer received
 		received++
-		if rq.d.Err != nil {
+		if rq.d.env.Sim.Err() != nil {
 			return received
 		}
 	}
@@ -195,7 +195,7 @@ func (d *Driver) refillWork(now sim.Time, arg uint64) {
 		if t := c.End(); t > end {
 			end = t
 		}
-		if d.Err != nil {
+		if d.env.Sim.Err() != nil {
 			return
 		}
 	}

@@ -89,8 +89,8 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 		rq.CPU.Begin(0)
 		ok := rq.tryFillRecv() // GFP_KERNEL
 		end := rq.CPU.End()
-		if d.Err != nil {
-			return nil, d.Err
+		if err := env.Sim.Err(); err != nil {
+			return nil, err
 		}
 		if !ok && !d.refillInNAPI {
 			// "Make sure we have some buffers: if oom use wq" (before
@@ -227,9 +227,5 @@ func (d *Driver) PoolFrags() bool { return d.poolFrags }
 // NumSkbFrags is big_packets_num_skbfrags.
 func (d *Driver) NumSkbFrags() int { return d.numSkbFrags }
 
-// fail records the first internal error.
-func (d *Driver) fail(err error) {
-	if err != nil && d.Err == nil {
-		d.Err = err
-	}
-}
+// fail records an internal error in the world's one sink (sim.Fail).
+func (d *Driver) fail(err error) { d.env.Sim.Fail(err) }

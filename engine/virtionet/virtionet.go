@@ -122,10 +122,6 @@ type Driver struct {
 	// schedule_delayed_work on a pending one does nothing).
 	refillQueued bool
 	Refill       RefillStats
-
-	// Err is the first internal error (a broken engine invariant); the
-	// world stops when it is set.
-	Err error
 }
 
 // RefillStats count refill_work (kernels before 6.19): its runs, and the

@@ -33,9 +33,6 @@ type Cpumap struct {
 	run     sim.Kind
 
 	C CpumapCounters
-	// Err is the first internal error met by the kthread; the world stops
-	// on it.
-	Err error
 }
 
 // CpumapCounters count the cpumap's work (xdp_cpumap_enqueue and
@@ -120,9 +117,7 @@ func (m *Cpumap) locate(f FrameID) {
 			}
 		}
 	}
-	if err != nil && m.Err == nil {
-		m.Err = err
-	}
+	m.sim.Fail(err)
 }
 
 // Has reports whether cpu has an entry.
@@ -220,9 +215,7 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 		if e.count == len(e.ring) {
 			m.C.Drops++
 			m.frags -= int(m.frames.frames[f].NrFrags)
-			if err := m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}); err != nil && m.Err == nil {
-				m.Err = err
-			}
+			m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}))
 			continue
 		}
 		// (head + count) mod len without the division: both are below
@@ -273,9 +266,7 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 		if m.mem != nil {
 			if fr.NrFrags == 0 {
 				// locate of a frame of one buffer, without the call.
-				if err := m.mem.MoveFrom(fr.Page, mem.CpumapRing, mem.SKB, int(fr.Queue)); err != nil && m.Err == nil {
-					m.Err = err
-				}
+				m.sim.Fail(m.mem.MoveFrom(fr.Page, mem.CpumapRing, mem.SKB, int(fr.Queue)))
 			} else {
 				m.locate(f)
 			}
@@ -292,21 +283,16 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 			}
 		} else {
 			var err error
-			if s, err = m.frames.ToSKB(f, m.skbs, c, m.k.ReleaseFrames, m.pools); err != nil && m.Err == nil {
-				m.Err = err
-			}
+			s, err = m.frames.ToSKB(f, m.skbs, c, m.k.ReleaseFrames, m.pools)
+			m.sim.Fail(err)
 		}
 		if s == skb.NoSKB {
 			m.C.SKBFails++
-			if err := m.frames.Return(c, f, m.rel, skb.Context{Softirq: true}); err != nil && m.Err == nil {
-				m.Err = err
-			}
+			m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true}))
 			continue
 		}
 		m.C.Passed++
-		if err := m.stack.Deliver(c, s); err != nil && m.Err == nil {
-			m.Err = err
-		}
+		m.sim.Fail(m.stack.Deliver(c, s))
 	}
 	end := c.End()
 	if e.count > 0 {

@@ -21,8 +21,6 @@ type Devmap struct {
 	frags  int       // frags of the frames in bulk queues and the TX ring
 
 	C DevmapCounters
-	// Err is the first internal error met by the completion handler.
-	Err error
 }
 
 // DevmapCounters count the devmap's work (xdp_devmap_xmit tracepoint).
@@ -118,9 +116,7 @@ func (m *Devmap) xmit(c *sim.CPU) {
 		if d.n == len(d.ring) {
 			m.C.Drops++
 			m.frags -= int(m.frames.frames[f].NrFrags)
-			if err := m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}); err != nil && m.Err == nil {
-				m.Err = err
-			}
+			m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}))
 			continue
 		}
 		c.Spend(c.Costs().XmitFrame)
@@ -171,9 +167,7 @@ func (m *Devmap) completion(now sim.Time, arg uint64) {
 		if done%ReturnBulkSize == 0 {
 			c.Spend(c.Costs().SpinLock)
 		}
-		if err := m.frames.Return(c, s.f, m.rel, skb.Context{Softirq: true}); err != nil && m.Err == nil {
-			m.Err = err
-		}
+		m.sim.Fail(m.frames.Return(c, s.f, m.rel, skb.Context{Softirq: true}))
 		d.Completed++
 	}
 	c.End()
