@@ -112,7 +112,7 @@ func (m *Devmap) xmit(c *sim.CPU) {
 	bq := &m.bq[c.ID]
 	d := m.next
 	m.C.Xmits++
-	c.Spend(c.Costs().NDOXmit)
+	c.Charge(sim.SymBQXmitAll, c.Costs().NDOXmit)
 	for i := 0; i < bq.n; i++ {
 		f := bq.q[i]
 		if d.n == len(d.ring) {
@@ -123,7 +123,7 @@ func (m *Devmap) xmit(c *sim.CPU) {
 			}
 			continue
 		}
-		c.Spend(c.Costs().XmitFrame)
+		c.Charge(sim.SymBQXmitAll, c.Costs().XmitFrame)
 		start := d.lastTx
 		if now := c.Now(); start < now {
 			start = now
@@ -160,7 +160,7 @@ func (m *Devmap) completion(now sim.Time, arg uint64) {
 	d.scheduled = false
 	c := m.sim.CPU(int(arg))
 	c.BeginActivity(now, "tx completion")
-	c.Spend(c.Costs().IRQ)
+	c.Charge(sim.SymVringInterrupt, c.Costs().IRQ)
 	done := 0
 	for d.n > 0 && d.ring[d.head].done <= c.Now() {
 		s := d.ring[d.head]
@@ -169,7 +169,7 @@ func (m *Devmap) completion(now sim.Time, arg uint64) {
 		done++
 		m.frags -= int(m.frames.frames[s.f].NrFrags)
 		if done%ReturnBulkSize == 0 {
-			c.Spend(c.Costs().SpinLock)
+			c.Charge(sim.SymRawSpinLock, c.Costs().SpinLock)
 		}
 		if err := m.frames.Return(c, s.f, m.rel, skb.Context{Softirq: true}); err != nil && m.Err == nil {
 			m.Err = err
