@@ -19,7 +19,7 @@ import (
 const PerfWindow = 200 * sim.Microsecond
 
 // PerfRows is how many symbols a CPU lists, idle included.
-const PerfRows = 10
+const PerfRows = 16
 
 // PerfState is a pane's perf top.
 type PerfState struct {

@@ -48,7 +48,7 @@ func (c *CPU) Charge(sym Sym, d Duration) {
 	}
 	c.cursor = c.cursor.Add(d)
 	c.busy += d
-	c.prof[sym] += d
+	c.prof[sym&(profSlots-1)] += d
 }
 
 // Profile is the CPU's busy time so far by symbol (the simulated perf

@@ -134,8 +134,16 @@ func (s Sym) String() string {
 func (s Sym) Pseudo() bool { return s == SymPageRef }
 
 // Profile is a CPU's charged time by symbol: Profile[s] is the busy time
-// charged to s. Its sum is the CPU's Busy.
-type Profile [NumSyms]Duration
+// charged to s; the slots past NumSyms stay zero. Its sum is the CPU's
+// Busy. Its length is a power of two so that Charge indexes it with a
+// mask, without a bounds check.
+type Profile [profSlots]Duration
+
+// profSlots is the length of a Profile: at least NumSyms (the array below
+// has a negative length otherwise, which does not compile).
+const profSlots = 64
+
+var _ [profSlots - NumSyms]struct{}
 
 // Sum is the total time of the profile.
 func (p *Profile) Sum() Duration {
