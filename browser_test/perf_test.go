@@ -43,7 +43,9 @@ func syms(rows []perfRow) []string {
 // cache (page_pool_recycle_in_cache) and the refill's row is gone.
 func TestPerfTop(t *testing.T) {
 	ts := server(t)
-	p := open(t, browser(t), ts.URL, "?preset=r3-napi-local-off")
+	ctx := browser(t)
+	errs := watchConsole(ctx)
+	p := open(t, ctx, ts.URL, "?preset=r3-napi-local-off")
 	p.pause()
 	p.send(map[string]any{"type": "step", "unit": "packet", "n": 20000})
 	p.settle()
@@ -89,6 +91,15 @@ func TestPerfTop(t *testing.T) {
 	b, err = chromedp.Run(timeout(t, p.ctx, 30*time.Second), chromedp.Screenshot(chromedp.ID("perf-cpus")))
 	require.NoError(t, err)
 	artifact(t, "perf-top-panel-r3-on.png", b)
+
+	// A vhost device's worker is a row of its own: handle_rx on the host.
+	p.send(map[string]any{"type": "preset", "name": "default"})
+	p.waitJS(`window.ringlab.state.panes[0].preset === "default"`, 30*time.Second)
+	p.pause()
+	p.send(map[string]any{"type": "step", "unit": "packet", "n": 2000})
+	p.settle()
+	p.waitJS(`!!document.querySelector('#perf-cpus table[data-cpu="host rx0"] tr[data-sym="handle_rx"] a')`, 30*time.Second)
+	assert.Empty(t, errs.get(), "console errors (a Content-Security-Policy violation is one)")
 }
 
 // pctOf reads "12.34%".

@@ -94,7 +94,8 @@ func (m *perfMarks) state(v kernel.Version) *PerfState {
 		if len(rows) == 0 {
 			rows = all[i].Rows // nothing ran in the window: the run's order
 		}
-		cs := PerfCPUState{Name: pc.Name, Busy: pc.Busy, TotalBusy: all[i].Busy}
+		// Rows is never null: a CPU that has had no time yet (t=0) has none.
+		cs := PerfCPUState{Name: pc.Name, Busy: pc.Busy, TotalBusy: all[i].Busy, Rows: []PerfRowState{}}
 		for _, r := range rows[:min(len(rows), PerfRows)] {
 			rs := PerfRowState{Sym: r.Sym, Total: all[i].Share(r.Sym)}
 			if len(pc.Rows) > 0 {

@@ -39,7 +39,7 @@
           head.append(th);
         }
         const body = t.createTBody();
-        for (const r of c.rows) {
+        for (const r of c.rows || []) {
           const tr = body.insertRow();
           tr.dataset.sym = r.sym;
           tr.insertCell().textContent = pct(r.window);
