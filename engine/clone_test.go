@@ -88,6 +88,10 @@ func TestCloneRunsTheSameEvents(t *testing.T) {
 			}
 			assert.Equal(t, w.Stats(), c.Stats())
 			assert.Equal(t, w.Summarize(), c.Summarize())
+			var wp, cp PerfSample
+			w.SamplePerf(&wp)
+			c.SamplePerf(&cp)
+			assert.Equal(t, wp, cp, "the clone charged each function what its world did")
 		})
 	}
 }

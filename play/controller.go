@@ -581,6 +581,7 @@ func (c *Controller) state() StateOut {
 				ps.Rates[view.Series(i).String()] = math.Round(v)
 			}
 		}
+		ps.Perf = p.perf.state(p.Scenario.KernelVersion())
 		for _, m := range p.Metrics {
 			ps.Metrics = append(ps.Metrics, [2]any{m.Name, m.Value})
 			if !c.described[m.Name] {

@@ -28,6 +28,8 @@ import (
 //	draw [on=N]               what the last tick said to draw
 //	metrics [on=N] [pane=0] names=(a,b)
 //	                          rows of the last state's counters table
+//	perf [on=N] [pane=0] [rows=N]
+//	                          the last state's perf top (rows per CPU, all by default)
 //	parse                     room commands (JSON, one a line): canonical, or why refused
 //	room create               a room whose scenario is the input (JSON; empty for none)
 //	room join name=N role=R   N joins the room: welcome with the room's log
@@ -207,8 +209,38 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		return b.String()
 	}
+	if d.Cmd == "perf" {
+		return printPerf(t, d, k)
+	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)
 	return ""
+}
+
+// printPerf prints the last state's perf top of a pane: per CPU, its busy
+// shares and its rows, the window's share then the run's.
+func printPerf(t *testing.T, d *datadriven.TestData, k *ctl) string {
+	pane := intArg(t, d, "pane", 0)
+	if k.state == nil || pane >= len(k.state.Panes) {
+		return "no such pane in the last state\n"
+	}
+	p := k.state.Panes[pane].Perf
+	if p == nil {
+		return "no perf top\n"
+	}
+	rows := intArg(t, d, "rows", PerfRows)
+	var b strings.Builder
+	fmt.Fprintf(&b, "perf top at %.3fus over the last %.3fus\n", float64(p.AtNs)/1e3, float64(p.WindowNs)/1e3)
+	for _, c := range p.CPUs {
+		fmt.Fprintf(&b, "%s: busy %.1f%% (%.1f%% since the start)\n", c.Name, 100*c.Busy, 100*c.TotalBusy)
+		for _, r := range c.Rows[:min(rows, len(c.Rows))] {
+			link := ""
+			if r.URL != "" {
+				link = " " + r.File
+			}
+			fmt.Fprintf(&b, "  %6.2f%% %6.2f%%  %s%s\n", 100*r.Window, 100*r.Total, r.Sym, link)
+		}
+	}
+	return b.String()
 }
 
 // liveFeed runs `live feed`.

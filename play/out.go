@@ -104,6 +104,8 @@ type PaneState struct {
 	// Rates are what the flow and rate views show: each series's rate
 	// per simulated second over the latest sample (view.Series names).
 	Rates map[string]float64 `json:"rates,omitempty"`
+	// Perf is the perf top: each CPU's time by kernel function (perf.go).
+	Perf *PerfState `json:"perf,omitempty"`
 }
 
 // EventState is one logged event: its number, when and what ran, and

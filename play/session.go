@@ -23,6 +23,7 @@ type Pane struct {
 	// each with what it changed, oldest first; at most EventLogSize.
 	Events []engine.TraceEvent
 
+	perf  perfMarks // the perf top's marks (perf.go)
 	dirty bool
 }
 
@@ -366,6 +367,7 @@ func (s *Session) Refresh() bool {
 		p.Snap.Fill(p.World, s.Queue)
 		p.Rates.Sample(p.World)
 		p.Metrics = view.Report(p.World, p.Metrics)
+		p.perf.observe(p.World)
 		any = true
 	}
 	return any

@@ -250,7 +250,7 @@ func TestFigureNamesExist(t *testing.T) {
 		"rq0.host_wakeups", "rq0.host_interrupts", "sq0.size", "sq0.num_free", "sq0.avail_idx", "sq0.used_idx",
 		"pool0.cache", "pool0.ring", "pool0.ring_size", "pool0.pool_size", "pool0.inflight", "pool0.hold_cnt",
 		"pool0.release_cnt", "pool0.alloc_fast", "pool0.recycle_released_ref", "pages.buddy", "pages.virtqueue",
-		"cpu0.util", "xdp.program", "xdp.insns", "xdp.bytes", "cost.vhost_desc", "scenario.ring_size",
+		"cpu0.util", "cpu0.perf._raw_spin_lock", "cpu0.perf.page_pool_refill_alloc_cache", "xdp.program", "xdp.insns", "xdp.bytes", "cost.vhost_desc", "scenario.ring_size",
 		"scenario.traffic.size", "scenario.features.mrg_rxbuf",
 	} {
 		_, err := s.Lookup(name)

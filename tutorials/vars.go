@@ -9,6 +9,7 @@ import (
 	"ringlab/engine"
 	"ringlab/engine/pagepool"
 	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
 	"ringlab/engine/vocab"
 )
 
@@ -39,6 +40,7 @@ var figureDocs = [][2]string{
 	{"cpumapN.consumer_lock", "how many times the kthread of cpumap entry N (the target CPU) took its ptr_ring's consumer_lock"},
 	{"pages.LOC", "pages in a location: buddy, pcp, pool_cache, pool_ring, virtqueue, skb, xdp_frame, cpumap_ring, tx_queue, page_frag, big_chain, driver"},
 	{"cpuN.util", "CPU N's utilisation over the run, 0 to 1"},
+	{"cpuN.perf.FUNC", "CPU N's share of the run's time charged to kernel function FUNC (the perf top pane's \"run\" column), 0 to 1: cpu0.perf._raw_spin_lock"},
 	{"xdp.program, xdp.insns, xdp.bytes", "the attached XDP program, its instruction count and size in bytes (8 an instruction, 16 for a 64-bit load such as a map pointer)"},
 	{"cost.NAME", "an entry of the world's cost table in ns (cost.vhost_desc, cost.dma_map_iommu); `ringlab run` scenarios override them with costs"},
 	{"scenario.PATH", "a field of the world's scenario by its JSON path (scenario.ring_size, scenario.traffic.size)"},
@@ -85,6 +87,19 @@ func worldFigures(w *engine.World) Figures {
 	}
 	for i := 0; i < w.Sim.NumCPU(); i++ {
 		num(vocab.CPUUtil(i), w.Sim.CPU(i).Utilisation(el))
+	}
+	// The perf top since the start: every symbol, 0 where nothing was
+	// charged to it (the pseudo-rows have no name a check can spell).
+	var ps engine.PerfSample
+	w.SamplePerf(&ps)
+	if top, err := engine.PerfTop(&engine.PerfSample{}, &ps); err == nil {
+		for i := 0; i < w.Sim.NumCPU(); i++ {
+			for s := sim.Sym(0); s < sim.NumSyms; s++ {
+				if !s.Pseudo() {
+					num(vocab.CPUPerf(i, s.String()), top[i].Share(s.String()))
+				}
+			}
+		}
 	}
 	f["mode"] = Str(w.Driver.Mode())
 	num("big_packets_num_skbfrags", float64(w.Driver.NumSkbFrags()))

@@ -24,14 +24,14 @@ func (m *Mem) AllocPages(c *sim.CPU, order int, to Loc, owner int) (PageID, erro
 	if order < 0 || order > m.maxOrder {
 		return NoPage, fmt.Errorf("mem: alloc order %d: want 0..%d", order, m.maxOrder)
 	}
-	c.Spend(c.Costs().PageAlloc)
+	c.Charge(sim.SymAllocPages, c.Costs().PageAlloc)
 	var id PageID
 	if order <= CostlyOrder {
 		m.pcpAllocated(c)
 		id = m.rmqueuePCP(c, order)
 	} else {
 		id = m.rmqueueSmallest(order)
-		m.zone.lock.Hold(c, c.Costs().BuddyPerPage)
+		m.zone.lock.Hold(c, sim.SymAllocPages, c.Costs().BuddyPerPage)
 	}
 	if id == NoPage {
 		m.stats.AllocFail++
@@ -59,7 +59,7 @@ func (m *Mem) AllocPagesBulk(c *sim.CPU, out []PageID, to Loc, owner int) (int, 
 		if id == NoPage {
 			break
 		}
-		c.Spend(c.Costs().PageAlloc)
+		c.Charge(sim.SymAllocPages, c.Costs().PageAlloc)
 		m.prepNewPage(c, id, to, owner)
 		out[n] = id
 		n++
@@ -91,7 +91,7 @@ func (m *Mem) prepNewPage(c *sim.CPU, id PageID, to Loc, owner int) {
 	p.refcount = 1
 	p.Private = NoPage
 	p.allocCPU = uint8(c.ID)
-	p.line.Touch(c)
+	p.line.Touch(c, sim.SymAllocPages)
 	m.setLoc(id, to, owner)
 	m.stats.Allocs++
 }
@@ -112,7 +112,7 @@ func (m *Mem) GetPage(c *sim.CPU, id PageID) error {
 		return fmt.Errorf("mem: get_page on page %d with refcount %d: %w", id, p.refcount, ErrBadPage)
 	}
 	m.touchRef(c, p)
-	c.Spend(c.Costs().Atomic)
+	c.Charge(sim.SymPageRef, c.Costs().Atomic)
 	p.refcount++
 	m.note(h)
 	return nil
@@ -121,7 +121,7 @@ func (m *Mem) GetPage(c *sim.CPU, id PageID) error {
 // touchRef touches the refcount line of head p from c: a transfer, counted
 // in Stats.RefTransfers, when another CPU wrote it last.
 func (m *Mem) touchRef(c *sim.CPU, p *Page) {
-	if p.line.Touch(c) {
+	if p.line.Touch(c, sim.SymPageRef) {
 		m.stats.RefTransfers++
 	}
 }
@@ -151,7 +151,7 @@ func (m *Mem) PutPage(c *sim.CPU, id PageID) (bool, error) {
 		}
 	}
 	m.touchRef(c, p)
-	c.Spend(c.Costs().Atomic)
+	c.Charge(sim.SymPageRef, c.Costs().Atomic)
 	p.refcount--
 	if p.refcount > 0 {
 		m.note(h)
@@ -179,7 +179,7 @@ func (m *Mem) freeable(h PageID) error {
 // the zone lock above CostlyOrder (free_one_page). Costs c PageFree. A free
 // on a CPU other than the one that allocated the block is counted remote.
 func (m *Mem) freePages(c *sim.CPU, h PageID) {
-	c.Spend(c.Costs().PageFree)
+	c.Charge(sim.SymFreePages, c.Costs().PageFree)
 	m.stats.Frees++
 	p := &m.pages[h]
 	if int(p.allocCPU) != c.ID {
@@ -191,7 +191,7 @@ func (m *Mem) freePages(c *sim.CPU, h PageID) {
 		m.freeToPCP(c, h)
 		return
 	}
-	m.zone.lock.Hold(c, c.Costs().BuddyPerPage)
+	m.zone.lock.Hold(c, sim.SymFreePages, c.Costs().BuddyPerPage)
 	m.setLoc(h, Buddy, -1)
 	m.freeOneBlock(h, order)
 }

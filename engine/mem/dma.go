@@ -124,9 +124,9 @@ func (d *DMA) MapRange(c *sim.CPU, id PageID, offset, size uint32) (uint64, erro
 		return 0, fmt.Errorf("mem: DMA map of %d bytes at offset %d in a %d-byte block", size, offset, blk)
 	}
 	if d.iommu {
-		c.Spend(c.Costs().DMAMapIOMMU)
+		c.Charge(sim.SymDMAMap, c.Costs().DMAMapIOMMU)
 	} else {
-		c.Spend(c.Costs().DMAMapDirect)
+		c.Charge(sim.SymDMAMap, c.Costs().DMAMapDirect)
 	}
 	if d.stats.Live >= d.m.maxDMA {
 		d.stats.MapFailures++
@@ -167,9 +167,9 @@ func (d *DMA) Unmap(c *sim.CPU, addr uint64) error {
 		return fmt.Errorf("mem: DMA unmap of %#x: %w", addr, ErrNotMapped)
 	}
 	if d.iommu {
-		c.Spend(c.Costs().DMAUnmapIOMMU)
+		c.Charge(sim.SymDMAUnmap, c.Costs().DMAUnmapIOMMU)
 	} else {
-		c.Spend(c.Costs().DMAUnmapDirect)
+		c.Charge(sim.SymDMAUnmap, c.Costs().DMAUnmapDirect)
 	}
 	sl := &d.slots[s]
 	h := sl.page
@@ -195,7 +195,7 @@ func (d *DMA) Unmap(c *sim.CPU, addr uint64) error {
 // SyncForCPU is dma_sync_single_for_cpu: size bytes from addr, inside one
 // live mapping, become visible to the CPU.
 func (d *DMA) SyncForCPU(c *sim.CPU, addr uint64, size uint32) error {
-	if err := d.sync(c, addr, size); err != nil {
+	if err := d.sync(c, sim.SymDMASyncCPU, addr, size); err != nil {
 		return err
 	}
 	d.stats.SyncsForCPU++
@@ -205,14 +205,14 @@ func (d *DMA) SyncForCPU(c *sim.CPU, addr uint64, size uint32) error {
 // SyncForDevice is dma_sync_single_for_device: size bytes from addr,
 // inside one live mapping, are handed back to the device.
 func (d *DMA) SyncForDevice(c *sim.CPU, addr uint64, size uint32) error {
-	if err := d.sync(c, addr, size); err != nil {
+	if err := d.sync(c, sim.SymDMASyncDevice, addr, size); err != nil {
 		return err
 	}
 	d.stats.SyncsForDevice++
 	return nil
 }
 
-func (d *DMA) sync(c *sim.CPU, addr uint64, size uint32) error {
+func (d *DMA) sync(c *sim.CPU, sym sim.Sym, addr uint64, size uint32) error {
 	// Fast path: a CPU of this simulation, direct DMA, an address in a
 	// head page whose first mapping (kept in struct page) holds all size
 	// bytes: every page_pool sync. Anything else takes syncChecked, which
@@ -222,16 +222,16 @@ func (d *DMA) sync(c *sim.CPU, addr uint64, size uint32) error {
 		if f := int(p.dmaFirst); p.isHead && uint(f) < uint(len(d.slots)) { // -1, none, fails the range test
 			sl := &d.slots[f]
 			if end := sl.addr + uint64(sl.size); sl.live && addr >= sl.addr && addr < end && addr+uint64(size) <= end {
-				c.Spend(c.Costs().DMASync)
+				c.Charge(sym, c.Costs().DMASync)
 				return nil
 			}
 		}
 	}
-	return d.syncChecked(c, addr, size)
+	return d.syncChecked(c, sym, addr, size)
 }
 
 // syncChecked is sync for any address.
-func (d *DMA) syncChecked(c *sim.CPU, addr uint64, size uint32) error {
+func (d *DMA) syncChecked(c *sim.CPU, sym sim.Sym, addr uint64, size uint32) error {
 	if err := d.m.checkCPU(c); err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (d *DMA) syncChecked(c *sim.CPU, addr uint64, size uint32) error {
 		d.stats.BadSyncs++
 		return fmt.Errorf("mem: DMA sync of %d bytes at %#x: %w", size, addr, ErrNotMapped)
 	}
-	c.Spend(c.Costs().DMASync)
+	c.Charge(sym, c.Costs().DMASync)
 	return nil
 }
 

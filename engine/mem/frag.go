@@ -122,7 +122,7 @@ func (f *Frag) Take(c *sim.CPU, n uint32) (PageID, uint32) {
 	if f.page == NoPage || uint64(f.offset)+uint64(n) > uint64(f.size) {
 		panic(fmt.Sprintf("mem: page_frag take of %d bytes at offset %d of a %d-byte block %d without a refill", n, f.offset, f.size, f.page))
 	}
-	c.Spend(c.Costs().PageFragCarve)
+	c.Charge(sim.SymVirtnetRqAlloc, c.Costs().PageFragCarve)
 	if err := f.m.GetPage(c, f.page); err != nil {
 		panic(fmt.Sprintf("mem: page_frag get_page of block %d: %v", f.page, err))
 	}

@@ -326,13 +326,14 @@ var errBadLoc = errors.New("not a location a page can be moved to")
 
 // Touch charges c for the struct page's cache line of the block holding id
 // (a transfer when another CPU touched it last) and reports whether the
-// line moved. Drivers call it where the kernel reads or writes struct page.
-func (m *Mem) Touch(c *sim.CPU, id PageID) bool {
+// line moved. Drivers call it where the kernel reads or writes struct page,
+// with the function that does (sym), which the transfer is charged to.
+func (m *Mem) Touch(c *sim.CPU, sym sim.Sym, id PageID) bool {
 	h := m.Head(id)
 	if h == NoPage {
 		return false
 	}
-	return m.pages[h].line.Touch(c)
+	return m.pages[h].line.Touch(c, sym)
 }
 
 // allocatedHead resolves id to the head of an allocated block.

@@ -97,8 +97,8 @@ func (p *Page) Loc() Loc { return p.loc }
 
 // Touch is Mem.Touch on a head page the caller already holds: it charges c
 // for the struct page's cache line when another CPU touched it last and
-// reports whether the line moved.
-func (p *Page) Touch(c *sim.CPU) bool { return p.line.Touch(c) }
+// reports whether the line moved; the transfer is charged to sym.
+func (p *Page) Touch(c *sim.CPU, sym sim.Sym) bool { return p.line.Touch(c, sym) }
 
 func (p *Page) record(at sim.Time, from, to Loc, owner int16) {
 	// Field by field, at an index the compiler sees in range.

@@ -119,7 +119,7 @@ func (m *Mem) rmqueueBulk(c *sim.CPU, order, count int, l *list) int {
 		hold += m.underLock(c, id)
 		n++
 	}
-	m.zone.lock.Hold(c, hold)
+	m.zone.lock.Hold(c, sim.SymRmqueueBulk, hold)
 	m.stats.PCPRefills++
 	return n
 }
@@ -226,7 +226,7 @@ func (m *Mem) freePCPBulk(c *sim.CPU, p *pcp, count, pindex int) {
 			}
 		}
 	}
-	m.zone.lock.Hold(c, hold)
+	m.zone.lock.Hold(c, sim.SymFreePCP, hold)
 	m.stats.PCPDrains++
 }
 

@@ -50,7 +50,7 @@ func (p *Pool) getCached(c *sim.CPU) mem.PageID {
 }
 
 func (p *Pool) popCache(c *sim.CPU) mem.PageID {
-	c.Spend(c.Costs().PPCacheAlloc)
+	c.Charge(sim.SymPagePoolAlloc, c.Costs().PPCacheAlloc)
 	p.count--
 	id := p.cache[p.count]
 	p.cache[p.count] = mem.NoPage
@@ -77,7 +77,7 @@ func (p *Pool) refillAllocCache(c *sim.CPU) mem.PageID {
 		// The section covers the pages this refill takes: at most a
 		// refill's worth, at most what the ring holds.
 		n := min(p.ring.Len(), AllocCacheRefill-p.count)
-		p.ring.ConsumerLock.Hold(c, sim.Duration(n)*get)
+		p.ring.ConsumerLock.Hold(c, sim.SymPagePoolRefill, sim.Duration(n)*get)
 		get = 0
 	}
 	for {
@@ -85,7 +85,7 @@ func (p *Pool) refillAllocCache(c *sim.CPU) mem.PageID {
 		if v == 0 {
 			break
 		}
-		c.Spend(get)
+		c.Charge(sim.SymPagePoolRefill, get)
 		id := mem.PageID(v - 1)
 		if p.m.Page(id).NID() != pref {
 			p.returnPage(c, id)

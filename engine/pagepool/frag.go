@@ -37,7 +37,7 @@ func (p *Pool) AllocFrag(c *sim.CPU, size uint32) (mem.PageID, uint32, error) {
 			// next one. drainFrag, getCached and fragReset in the same
 			// order, without their calls; the general path below stays
 			// the reference.
-			c.Spend(c.Costs().Atomic)
+			c.Charge(sim.SymPagePoolAllocFrag, c.Costs().Atomic)
 			pg.PPRef -= BiasMax - p.fragUsers
 			p.alloc.Fast++
 			id = p.popCache(c)

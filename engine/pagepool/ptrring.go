@@ -70,7 +70,7 @@ func (r *PtrRing) init(name string, size int) {
 // advance it. It returns false (-ENOSPC) when the slot is not NULL, or
 // when v is zero.
 func (r *PtrRing) Produce(c *sim.CPU, v int32) bool {
-	r.lines[r.producer/slotsPerLine].Touch(c)
+	r.lines[r.producer/slotsPerLine].Touch(c, sim.SymPagePoolRecycleRing)
 	if v == 0 || r.queue[r.producer] != 0 {
 		return false
 	}
@@ -96,7 +96,7 @@ func (r *PtrRing) Consume(c *sim.CPU) int32 {
 	if v == 0 {
 		return 0
 	}
-	r.lines[r.consumerHead/slotsPerLine].Touch(c)
+	r.lines[r.consumerHead/slotsPerLine].Touch(c, sim.SymPagePoolRefill)
 	r.discardOne()
 	r.n--
 	return v

@@ -26,7 +26,7 @@ func (p *Pool) Put(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bo
 	if !p.owns(c, id, pg) { // own, without the call
 		return p.ownErr(c, id)
 	}
-	pg.Touch(c) // own checked that id is a head: Mem.Touch without the lookup
+	pg.Touch(c, sim.SymPagePoolPutUnrefed) // own checked that id is a head: Mem.Touch without the lookup
 	// unref(pg, 1) of the only reference is a read that leaves it at 1.
 	if pg.PPRef != 1 && p.unref(c, pg, 1) != 0 {
 		return nil
@@ -42,7 +42,7 @@ func (p *Pool) Put(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bo
 		if p.dmaSync { // syncForDevice without the call and the lookup
 			_ = p.p.DMA.SyncForDevice(c, pg.DMAAddr+uint64(p.p.Offset), min(dmaSyncSize, p.p.MaxLen))
 		}
-		c.Spend(c.Costs().PPCachePut)
+		c.Charge(sim.SymPagePoolRecycleCache, c.Costs().PPCachePut)
 		p.cache[p.count] = id
 		p.count++
 		if err := p.m.Move(id, mem.PoolCache, int(p.id)); err != nil { // p.move without the call
@@ -61,7 +61,7 @@ func (p *Pool) Put(c *sim.CPU, id mem.PageID, dmaSyncSize uint32, allowDirect bo
 			_ = p.p.DMA.SyncForDevice(c, pg.DMAAddr+uint64(p.p.Offset), min(dmaSyncSize, p.p.MaxLen))
 		}
 		ok := p.ring.Produce(c, int32(id)+1)
-		p.ring.ProducerLock.Hold(c, c.Costs().PPRingPut)
+		p.ring.ProducerLock.Hold(c, sim.SymPagePoolRecycleRing, c.Costs().PPRingPut)
 		if ok {
 			if err := p.m.Move(id, mem.PoolRing, int(p.id)); err != nil { // p.move without the call
 				p.broken(err)
@@ -143,7 +143,7 @@ func (p *Pool) unref(c *sim.CPU, pg *mem.Page, nr int64) int64 {
 		pg.PPRef = 1
 		return 0
 	}
-	c.Spend(c.Costs().Atomic)
+	c.Charge(sim.SymPagePoolPutUnrefed, c.Costs().Atomic)
 	pg.PPRef -= nr
 	if pg.PPRef < 0 {
 		p.broken("pp_ref_count went negative")
@@ -195,7 +195,7 @@ func (p *Pool) recycleInCache(c *sim.CPU, id mem.PageID) bool {
 		p.recycle.CacheFull++
 		return false
 	}
-	c.Spend(c.Costs().PPCachePut)
+	c.Charge(sim.SymPagePoolRecycleCache, c.Costs().PPCachePut)
 	p.cache[p.count] = id
 	p.count++
 	p.move(id, mem.PoolCache, int(p.id))
@@ -207,7 +207,7 @@ func (p *Pool) recycleInCache(c *sim.CPU, id mem.PageID) bool {
 // lock.
 func (p *Pool) recycleInRing(c *sim.CPU, id mem.PageID) bool {
 	ok := p.ring.Produce(c, int32(id)+1)
-	p.ring.ProducerLock.Hold(c, c.Costs().PPRingPut)
+	p.ring.ProducerLock.Hold(c, sim.SymPagePoolRecycleRing, c.Costs().PPRingPut)
 	if ok {
 		p.move(id, mem.PoolRing, int(p.id))
 		p.recycle.Ring++
@@ -260,7 +260,7 @@ func (r *Registry) putBulk(c *sim.CPU, data []mem.PageID, ctx Context) {
 	count := 0
 	for _, id := range data {
 		pg := r.m.Page(id)
-		r.m.Touch(c, id)
+		r.m.Touch(c, sim.SymPagePoolPutUnrefed, id)
 		if r.Lookup(pg.PP).unref(c, pg, 1) == 0 {
 			data[count] = id
 			count++
@@ -305,7 +305,7 @@ func (p *Pool) recycleRingBulk(c *sim.CPU, bulk []mem.PageID) {
 		}
 		p.move(bulk[i], mem.PoolRing, int(p.id))
 	}
-	p.ring.ProducerLock.Hold(c, c.Costs().PPRingPut*sim.Duration(max(i, 1)))
+	p.ring.ProducerLock.Hold(c, sim.SymPagePoolRecycleRing, c.Costs().PPRingPut*sim.Duration(max(i, 1)))
 	p.recycle.Ring += uint64(i)
 	for ; i < len(bulk); i++ {
 		p.returnPage(c, bulk[i])

@@ -36,7 +36,7 @@ func (p *Pool) ReleasePage(c *sim.CPU, id mem.PageID) error {
 	if pg.PPRef != 1 || id == p.fragPage {
 		return fmt.Errorf("pagepool %d: release of page %d with %d pp references: other fragments are still out: %w", p.id, id, pg.PPRef, ErrNotPoolPage)
 	}
-	p.m.Touch(c, id)
+	p.m.Touch(c, sim.SymPagePoolReturn, id)
 	p.releaseDMA(c, pg)
 	p.release++
 	pg.PPMagic = 0 // page_pool_clear_pp_info
@@ -100,7 +100,7 @@ func (p *Pool) StalledWarnings() uint64 { return p.warnings }
 func (p *Pool) releasePool(c *sim.CPU) int64 {
 	p.scrub(c)
 	inflight := p.Inflight()
-	p.ring.ProducerLock.Hold(c, 0)
+	p.ring.ProducerLock.Hold(c, sim.SymPagePoolReturn, 0)
 	return inflight
 }
 
@@ -127,7 +127,7 @@ func (p *Pool) scrub(c *sim.CPU) {
 	// page_pool_empty_ring: ptr_ring_consume_bh takes the consumer lock.
 	for {
 		v := p.ring.Consume(c)
-		p.ring.ConsumerLock.Hold(c, c.Costs().PPRingGet)
+		p.ring.ConsumerLock.Hold(c, sim.SymPagePoolReturn, c.Costs().PPRingGet)
 		if v == 0 {
 			break
 		}

@@ -1,7 +1,7 @@
 package sim
 
 // CPU is one simulated processor with its own timeline. Work on a CPU is
-// bracketed by Begin and End; in between, Spend advances the CPU's cursor by
+// bracketed by Begin and End; in between, Charge advances the CPU's cursor by
 // the cost of each operation. A CPU never does two things at once: work that
 // could start while it is busy starts when it is free.
 //
@@ -16,6 +16,9 @@ type CPU struct {
 	spin      Duration // part of busy spent waiting for locks
 	transfers uint64   // cache lines this CPU pulled from another CPU
 	activity  string   // what the CPU is doing, for inspection
+	// prof is busy by symbol: every Charge adds to one row, so the rows
+	// sum to busy. A fixed array: one add per charge, copied with the CPU.
+	prof Profile
 }
 
 // Begin starts a piece of work that is ready at t, and returns when it
@@ -35,14 +38,22 @@ func (c *CPU) BeginActivity(t Time, what string) Time {
 	return c.Begin(t)
 }
 
-// Spend advances the cursor by d of busy time. Negative d is ignored.
-func (c *CPU) Spend(d Duration) {
+// Charge advances the cursor by d of busy time spent in the kernel
+// function sym, and adds d to sym's row of the CPU's profile. Negative d
+// is ignored. Every cost a CPU pays goes through Charge: the profile's
+// rows sum to Busy.
+func (c *CPU) Charge(sym Sym, d Duration) {
 	if d <= 0 {
 		return
 	}
 	c.cursor = c.cursor.Add(d)
 	c.busy += d
+	c.prof[sym&(profSlots-1)] += d
 }
+
+// Profile is the CPU's busy time so far by symbol (the simulated perf
+// top's counts); its sum is Busy.
+func (c *CPU) Profile() Profile { return c.prof }
 
 // Now is the CPU's cursor: the time the current work has reached.
 func (c *CPU) Now() Time { return c.cursor }

@@ -10,7 +10,7 @@
 // How work takes time. An event fires at its time t on the event queue. A
 // handler that does work on a CPU calls CPU.Begin(t): the CPU starts at t or
 // when it finishes what it is already doing, whichever is later. Each
-// operation then advances the CPU's cursor by its cost (CPU.Spend, from the
+// operation then advances the CPU's cursor by its cost (CPU.Charge, from the
 // Costs table); CPU.End records the finish. A Lock serialises holders across
 // CPUs: a holder whose critical section would overlap another's waits, and
 // the wait is spent spinning (busy), as a spinlock spins. A CacheLine charges

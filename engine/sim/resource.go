@@ -9,11 +9,12 @@ type CacheLine struct {
 }
 
 // Touch charges c for pulling the line when another CPU touched it last,
-// and makes c its owner. It reports whether a transfer happened.
-func (l *CacheLine) Touch(c *CPU) bool {
+// to sym (the function that touches it), and makes c its owner. It
+// reports whether a transfer happened.
+func (l *CacheLine) Touch(c *CPU, sym Sym) bool {
 	moved := l.Take(c)
 	if moved {
-		c.Spend(c.sim.Costs.CacheLineTransfer)
+		c.Charge(sym, c.sim.Costs.CacheLineTransfer)
 	}
 	return moved
 }
@@ -71,13 +72,16 @@ type Lock struct {
 func NewLock(name string) *Lock { return &Lock{Name: name} }
 
 // Hold takes the lock on c, holds it for d of work (which the caller is
-// charged), and releases it. It returns how long c spun waiting.
-func (l *Lock) Hold(c *CPU, d Duration) Duration {
+// charged, to sym: the function that does the work under the lock), and
+// releases it. It returns how long c spun waiting. The acquisition, the
+// lock's cache line and the spinning are charged to _raw_spin_lock
+// (SymRawSpinLock), as perf shows them.
+func (l *Lock) Hold(c *CPU, sym Sym, d Duration) Duration {
 	if d < 0 {
 		d = 0
 	}
-	c.Spend(c.sim.Costs.SpinLock)
-	l.line.Touch(c)
+	c.Charge(SymRawSpinLock, c.sim.Costs.SpinLock)
+	l.line.Touch(c, SymRawSpinLock)
 	l.prune(c.sim.Queue.Now())
 	want := c.cursor
 	start := l.place(want, d)
@@ -87,10 +91,10 @@ func (l *Lock) Hold(c *CPU, d Duration) Duration {
 		l.waits++
 		l.waitSum += wait
 		c.spin += wait
-		c.Spend(wait)
+		c.Charge(SymRawSpinLock, wait)
 	}
 	l.held += d
-	c.Spend(d)
+	c.Charge(sym, d)
 	return wait
 }
 

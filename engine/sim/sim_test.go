@@ -91,11 +91,11 @@ func TestCPUTimeline(t *testing.T) {
 	s := newSim(t, 1)
 	c := s.CPU(0)
 	assert.Equal(t, Time(100), c.Begin(100))
-	c.Spend(50)
+	c.Charge(SymVirtnetPoll, 50)
 	assert.Equal(t, Time(150), c.End())
 	// Work ready at 120 waits until the CPU is free at 150.
 	assert.Equal(t, Time(150), c.Begin(120))
-	c.Spend(30)
+	c.Charge(SymVirtnetPoll, 30)
 	assert.Equal(t, Time(180), c.End())
 	assert.Equal(t, Duration(80), c.Busy())
 	assert.InDelta(t, 0.4, c.Utilisation(200), 1e-9)
@@ -109,10 +109,10 @@ func TestCacheLineTransfer(t *testing.T) {
 	var l CacheLine
 	assert.Equal(t, -1, l.Owner())
 	c0.Begin(0)
-	assert.False(t, l.Touch(c0), "first touch is free")
-	assert.False(t, l.Touch(c0), "same CPU again is free")
+	assert.False(t, l.Touch(c0, SymPageRef), "first touch is free")
+	assert.False(t, l.Touch(c0, SymPageRef), "same CPU again is free")
 	c1.Begin(0)
-	assert.True(t, l.Touch(c1))
+	assert.True(t, l.Touch(c1, SymPageRef))
 	assert.Equal(t, s.Costs.CacheLineTransfer, c1.Busy())
 	assert.Equal(t, uint64(1), c1.Transfers())
 	assert.Equal(t, Duration(0), c0.Busy())
@@ -153,9 +153,9 @@ func TestLockSerialisesHolders(t *testing.T) {
 			l := NewLock("zone")
 			c0, c1 := s.CPU(0), s.CPU(1)
 			c0.Begin(0)
-			assert.Equal(t, Duration(0), l.Hold(c0, 500))
+			assert.Equal(t, Duration(0), l.Hold(c0, SymPagePoolRecycleRing, 500))
 			c1.Begin(tc.start1)
-			wait := l.Hold(c1, 50)
+			wait := l.Hold(c1, SymPagePoolRecycleRing, 50)
 			assert.Equal(t, tc.wantWait, wait)
 			assert.Equal(t, tc.contended, l.Stats().Contended)
 			assert.Equal(t, uint64(2), l.Stats().Acquisitions)
@@ -175,11 +175,11 @@ func TestLockFindsGapBeforeLaterHolder(t *testing.T) {
 	l := NewLock("zone")
 	c0, c1 := s.CPU(0), s.CPU(1)
 	c0.Begin(5000)
-	l.Hold(c0, 100) // [5000, 5100)
+	l.Hold(c0, SymPagePoolRecycleRing, 100) // [5000, 5100)
 	c1.Begin(1000)
-	assert.Equal(t, Duration(0), l.Hold(c1, 100), "[1000,1100) is free")
+	assert.Equal(t, Duration(0), l.Hold(c1, SymPagePoolRecycleRing, 100), "[1000,1100) is free")
 	c1.Begin(4950)
-	assert.Equal(t, Duration(150), l.Hold(c1, 100), "[4950,5050) overlaps: wait until 5100")
+	assert.Equal(t, Duration(150), l.Hold(c1, SymPagePoolRecycleRing, 100), "[4950,5050) overlaps: wait until 5100")
 	assert.Equal(t, Time(5200), c1.Now())
 }
 
@@ -196,8 +196,8 @@ func TestLockSaturates(t *testing.T) {
 		for id := 0; id < 2; id++ {
 			c := s.CPU(id)
 			c.Begin(c.BusyUntil())
-			c.Spend(10)
-			l.Hold(c, 100)
+			c.Charge(SymVirtnetPoll, 10)
+			l.Hold(c, SymPagePoolRecycleRing, 100)
 			c.End()
 		}
 	}
@@ -216,7 +216,7 @@ func TestLockHistoryOverflow(t *testing.T) {
 	c := s.CPU(0)
 	c.Begin(0)
 	for i := 0; i < 3*lockHistory; i++ {
-		l.Hold(c, 10)
+		l.Hold(c, SymPagePoolRecycleRing, 10)
 	}
 	require.LessOrEqual(t, l.n, lockHistory)
 	for i := 1; i < l.n; i++ {
@@ -295,7 +295,7 @@ func BenchmarkLockHold(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		c := s.CPU(i & 1)
 		c.Begin(c.BusyUntil())
-		l.Hold(c, 20)
+		l.Hold(c, SymPagePoolRecycleRing, 20)
 		c.End()
 	}
 }
@@ -357,4 +357,34 @@ func TestIOMMUCostIsOnePage(t *testing.T) {
 			assert.Contains(t, e.Source, "-t 8 -g 8")
 		}
 	}
+}
+
+// Every charge lands in one row of the CPU's profile: the rows sum to Busy,
+// a lock's acquisition, cache line and spinning go to _raw_spin_lock and
+// the work under it to the caller's symbol.
+func TestChargeProfile(t *testing.T) {
+	s := newSim(t, 2)
+	l := NewLock("ring")
+	c0, c1 := s.CPU(0), s.CPU(1)
+	c0.Begin(0)
+	c0.Charge(SymVirtnetPoll, 40)
+	l.Hold(c0, SymPagePoolRecycleRing, 500)
+	c0.Charge(SymReceiveBuf, -5) // ignored, as the cursor ignores it
+	c1.Begin(0)
+	wait := l.Hold(c1, SymPagePoolRefill, 50)
+	require.Greater(t, wait, Duration(0), "c1 spins behind c0's section")
+	p0, p1 := c0.Profile(), c1.Profile()
+	assert.Equal(t, c0.Busy(), p0.Sum())
+	assert.Equal(t, c1.Busy(), p1.Sum())
+	assert.Equal(t, Duration(40), p0[SymVirtnetPoll])
+	assert.Equal(t, Duration(500), p0[SymPagePoolRecycleRing])
+	assert.Equal(t, s.Costs.SpinLock, p0[SymRawSpinLock], "first acquisition: no transfer")
+	assert.Equal(t, Duration(50), p1[SymPagePoolRefill])
+	assert.Equal(t, s.Costs.SpinLock+s.Costs.CacheLineTransfer+wait, p1[SymRawSpinLock])
+	d := p1.Sub(&p0)
+	assert.Equal(t, Duration(-40), d[SymVirtnetPoll])
+	for sym := Sym(0); sym < NumSyms; sym++ {
+		assert.NotEmpty(t, sym.String())
+	}
+	assert.Equal(t, "?", NumSyms.String())
 }

@@ -256,7 +256,7 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 			o := st.sim.CPU(target)
 			o.Begin(c.Now())
 			st.packetTap(o, id)
-			o.Spend(st.cost)
+			o.Charge(sim.SymNAPIGROReceive, st.cost)
 			st.c.Bytes += uint64(st.pool.Get(id).Len)
 			err := st.pool.Free(o, id, st.rel, Context{Softirq: true})
 			o.End()
@@ -264,7 +264,7 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 			return err
 		}
 		st.packetTap(c, id)
-		c.Spend(st.cost)
+		c.Charge(sim.SymNAPIGROReceive, st.cost)
 		st.c.Delivered++
 		sk := st.pool.Get(id)
 		st.c.Bytes += uint64(sk.Len)
@@ -294,9 +294,9 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 		how, err := st.pool.TryCoalesce(c, q[len(q)-1], id, st.rel, Context{Softirq: true})
 		switch how {
 		case CoalescedCopy:
-			c.Spend(c.Costs().SKBCoalesce + sim.Duration((n+63)/64)*c.Costs().Memcpy64)
+			c.Charge(sim.SymSKBTryCoalesce, c.Costs().SKBCoalesce+sim.Duration((n+63)/64)*c.Costs().Memcpy64)
 		case CoalescedFrags:
-			c.Spend(c.Costs().SKBCoalesce)
+			c.Charge(sim.SymSKBTryCoalesce, c.Costs().SKBCoalesce)
 		}
 		if how != NotCoalesced {
 			st.c.Coalesced++
@@ -331,7 +331,7 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 func (st *Stack) checksum(c *sim.CPU, id ID) {
 	s := st.pool.Get(id)
 	if pay := uint64(s.Len) - min(uint64(s.Len), uint64(st.hdrBytes)); pay > 0 {
-		c.Spend(sim.Duration((pay + 63) / 64 * uint64(c.Costs().Csum64)))
+		c.Charge(sim.SymSKBChecksum, sim.Duration((pay+63)/64*uint64(c.Costs().Csum64)))
 		st.c.CsumBytes += pay
 	}
 }
@@ -350,13 +350,13 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 	}
 	for _, id := range q[:n] {
 		s := st.pool.Get(id)
-		c.Spend(st.cost * sim.Duration(s.Segs)) // per packet, coalesced ones too
+		c.Charge(st.appSym(), st.cost*sim.Duration(s.Segs)) // per packet, coalesced ones too
 		st.c.Delivered += uint64(s.Segs)
 		st.c.Bytes += uint64(s.Len)
 		// recvmsg's copy to the application (skb_copy_datagram_iter):
 		// every byte of payload, charged to the CPU that reads it.
 		if pay := uint64(s.Len) - min(uint64(s.Len), uint64(st.hdrBytes)*uint64(s.Segs)); pay > 0 {
-			c.Spend(sim.Duration((pay + 63) / 64 * uint64(c.Costs().CopyUser64)))
+			c.Charge(sim.SymCopyToUser, sim.Duration((pay+63)/64*uint64(c.Costs().CopyUser64)))
 			st.c.AppBytes += pay
 		}
 		st.rmem[cpu] -= min(st.rmem[cpu], uint64(s.Truesize)+StructTruesize)
@@ -399,7 +399,7 @@ func (st *Stack) attemptDeferFree(c *sim.CPU, id ID, owner int) bool {
 	if kick && !st.ipiSent[owner] {
 		st.ipiSent[owner] = true
 		st.c.DeferIPIs++
-		c.Spend(c.Costs().IPISend)
+		c.Charge(sim.SymSKBAttemptDeferFree, c.Costs().IPISend)
 		st.sim.Queue.Schedule(c.Now().Add(c.Costs().IRQLatency), st.ipi, uint64(owner))
 	}
 	return true
@@ -410,7 +410,7 @@ func (st *Stack) attemptDeferFree(c *sim.CPU, id ID, owner int) bool {
 func (st *Stack) deferIPI(now sim.Time, arg uint64) {
 	c := st.sim.CPU(int(arg))
 	c.BeginActivity(now, "defer list IPI")
-	c.Spend(c.Costs().IPIRecv)
+	c.Charge(sim.SymSKBDeferFreeFlush, c.Costs().IPIRecv)
 	st.ipiSent[arg] = false
 	st.sim.Fail(st.FlushDeferred(c))
 	c.End()
@@ -441,7 +441,18 @@ func (st *Stack) packetTap(c *sim.CPU, id ID) {
 	if !st.packetSocket {
 		return
 	}
-	c.Spend(c.Costs().SKBClone)
+	c.Charge(sim.SymPacketRcv, c.Costs().SKBClone)
 	st.pool.Get(id).Cloned = true
 	st.c.Cloned++
+}
+
+// appSym is the recvmsg the per-packet cost of process context is charged
+// to: tcp_recvmsg on a TCP socket, udp_recvmsg otherwise. The cost is the
+// scenario's consumer cost (StackConfig.Cost), which stands for the stack
+// and the application together, charged where the application reads.
+func (st *Stack) appSym() sim.Sym {
+	if st.tcp {
+		return sim.SymTCPRecvmsg
+	}
+	return sim.SymUDPRecvmsg
 }

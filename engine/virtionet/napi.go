@@ -30,7 +30,7 @@ func (rq *RQ) catchUp(t sim.Time) {
 	if irq && rq.napiOn {
 		rq.Stats.IRQs++
 		rq.VQ.Interrupt()
-		rq.CPU.Spend(rq.irqCost())
+		rq.CPU.Charge(sim.SymVringInterrupt, rq.irqCost())
 	}
 }
 
@@ -53,7 +53,7 @@ func (d *Driver) napiPoll(now sim.Time, arg uint64) {
 	rq := d.RQ[arg]
 	c := rq.CPU
 	c.BeginActivity(now, "napi poll")
-	c.Spend(c.Costs().NAPIPoll)
+	c.Charge(sim.SymVirtnetPoll, c.Costs().NAPIPoll)
 	rq.Stats.NAPIPolls++
 	d.fail(d.env.Stack.FlushDeferred(c))
 	rq.xdpXmit = 0
@@ -72,9 +72,9 @@ func (d *Driver) napiPoll(now sim.Time, arg uint64) {
 		if sq.VQ.KickPrepare() && sq.VQ.Notify() {
 			sq.Stats.Kicks++
 			if d.nic {
-				c.Spend(c.Costs().KickMMIO)
+				c.Charge(sim.SymVirtqueueNotify, c.Costs().KickMMIO)
 			} else {
-				c.Spend(c.Costs().KickVMExit)
+				c.Charge(sim.SymVirtqueueNotify, c.Costs().KickVMExit)
 			}
 			sq.Dev.Kick(c.Now())
 		}
@@ -117,7 +117,7 @@ func (rq *RQ) receive(budget int) int {
 		}
 		if rq.d.mergeable && length >= HdrLen+EthHlen {
 			// receiveBuf's mergeable case, without the call.
-			c.Spend(c.Costs().RxPacket)
+			c.Charge(sim.SymReceiveBuf, c.Costs().RxPacket)
 			rq.receiveMergeable(&b, length, ctx)
 		} else {
 			rq.receiveBuf(&b, length, ctx)
@@ -270,7 +270,7 @@ func (d *Driver) interrupt(now sim.Time, arg uint64) {
 	rq := d.RQ[arg]
 	c := rq.CPU
 	c.BeginActivity(now, "interrupt")
-	c.Spend(rq.irqCost())
+	c.Charge(sim.SymVringInterrupt, rq.irqCost())
 	rq.Stats.IRQs++
 	rq.VQ.Interrupt()
 	if !rq.napiOn {

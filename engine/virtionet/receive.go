@@ -46,13 +46,13 @@ func (rq *RQ) release(page mem.PageID, pool bool, ctx skb.Context) {
 // false.
 func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 	c := rq.CPU
-	c.Spend(c.Costs().VirtqueueGetBuf)
+	c.Charge(sim.SymVirtqueueGetBuf, c.Costs().VirtqueueGetBuf)
 	tok, length, ctx, ok := rq.VQ.GetBuf()
 	if !ok {
 		return 0, 0, false
 	}
 	if rq.d.indirectBig {
-		c.Spend(c.Costs().Kfree) // detach_buf_split frees the indirect table
+		c.Charge(sim.SymVirtqueueGetBuf, c.Costs().Kfree) // detach_buf_split frees the indirect table
 	}
 	slot := int32(tok) - 1
 	if slot < 0 || int(slot) >= len(rq.bufs) || rq.bufs[slot].page == mem.NoPage {
@@ -85,7 +85,7 @@ func (rq *RQ) getBuf(b *rxBuf) (length uint32, ctx uint64, ok bool) {
 // receiveBuf is receive_buf: drop runts, then the mode's receive path.
 func (rq *RQ) receiveBuf(b *rxBuf, length uint32, ctx uint64) {
 	c := rq.CPU
-	c.Spend(c.Costs().RxPacket)
+	c.Charge(sim.SymReceiveBuf, c.Costs().RxPacket)
 	if length < HdrLen+EthHlen {
 		rq.Stats.LengthErrors++
 		rq.Stats.Drops++
@@ -140,7 +140,7 @@ func (rq *RQ) receiveSmall(b *rxBuf, length uint32, ctx uint64) {
 		if headroom < rq.d.headroom() {
 			// Posted before XDP was attached: xdp_linearize_page.
 			rq.Stats.Linearized++
-			c.Spend(c.Costs().PageAlloc + memcpyCost(c, n))
+			c.Charge(sim.SymReceiveSmall, c.Costs().PageAlloc+memcpyCost(c, n))
 		}
 		act, n2, ok := rq.runXDP(b, n)
 		if !ok {
@@ -161,7 +161,7 @@ func (rq *RQ) receiveSmall(b *rxBuf, length uint32, ctx uint64) {
 func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 	c := rq.CPU
 	env := rq.d.env
-	c.Spend(c.Costs().BuildSKB)
+	c.Charge(rq.modeSym(), c.Costs().BuildSKB)
 	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 	if id == skb.NoSKB {
 		rq.Stats.Drops++
@@ -277,7 +277,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 		// takes the frags that follow; the head counts its truesize and,
 		// from then on, the bytes and truesize of each buffer.
 		if cs.NrFrags == skb.MaxSkbFrags {
-			c.Spend(c.Costs().AllocSKB)
+			c.Charge(sim.SymReceiveMergeable, c.Costs().AllocSKB)
 			nid := skbs.Alloc(c.ID, rq.Index, c.Now())
 			if nid == skb.NoSKB {
 				// err_skb: this buffer, the skb and the buffers left.
@@ -306,7 +306,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 			continue
 		}
 		cs.AddFrag(nb.page, nb.off, n, ts) // below MAX_SKB_FRAGS: cannot fail
-		c.Spend(c.Costs().Atomic)
+		c.Charge(sim.SymReceiveMergeable, c.Costs().Atomic)
 		rq.move(nb.page, mem.SKB)
 	}
 	rq.ewmaAdd(s.Len)
@@ -339,7 +339,7 @@ func (rq *RQ) consumeRest(numBuf int, copied bool) uint32 {
 		}
 		rq.Stats.Bytes += uint64(n)
 		if copied {
-			c.Spend(memcpyCost(c, n))
+			c.Charge(sim.SymReceiveMergeable, memcpyCost(c, n))
 		}
 		total += n
 		rq.release(nb.page, nb.pool, softirqCtx)
@@ -357,7 +357,7 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 	n := length - HdrLen
 	tailroom := int(truesize) - int(headroom) - HdrLen - int(n)
 	if n > GoodCopyLen && tailroom >= ShinfoSize {
-		c.Spend(c.Costs().BuildSKB)
+		c.Charge(sim.SymPageToSKB, c.Costs().BuildSKB)
 		id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 		if id == skb.NoSKB {
 			return skb.NoSKB
@@ -369,7 +369,7 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 		rq.move(b.page, mem.SKB)
 		return id
 	}
-	c.Spend(c.Costs().AllocSKB)
+	c.Charge(sim.SymPageToSKB, c.Costs().AllocSKB)
 	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 	if id == skb.NoSKB {
 		return skb.NoSKB
@@ -381,7 +381,7 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 	if n <= GoodCopyLen {
 		cp = n
 	}
-	c.Spend(memcpyCost(c, cp))
+	c.Charge(sim.SymPageToSKB, memcpyCost(c, cp))
 	s.Len = cp
 	s.Truesize = GoodCopyLen
 	if rest := n - cp; rest > 0 {
@@ -430,7 +430,7 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 		rq.bigBuildSKB(b, n)
 		return
 	}
-	c.Spend(c.Costs().AllocSKB)
+	c.Charge(sim.SymReceiveBig, c.Costs().AllocSKB)
 	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 	if id == skb.NoSKB {
 		rq.Stats.Drops++
@@ -445,7 +445,7 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 		cp = n
 		rq.Stats.Copied++
 	}
-	c.Spend(memcpyCost(c, cp))
+	c.Charge(sim.SymReceiveBig, memcpyCost(c, cp))
 	s.Len, s.Truesize = cp, GoodCopyLen
 	n -= cp
 	page := b.page
@@ -480,7 +480,7 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 func (rq *RQ) bigBuildSKB(b *rxBuf, n uint32) {
 	c := rq.CPU
 	env := rq.d.env
-	c.Spend(c.Costs().BuildSKB)
+	c.Charge(sim.SymReceiveBig, c.Costs().BuildSKB)
 	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 	if id == skb.NoSKB {
 		rq.Stats.Drops++
@@ -499,4 +499,14 @@ func (rq *RQ) bigBuildSKB(b *rxBuf, n uint32) {
 	rq.Stats.BigBuilt++
 	rq.move(b.page, mem.SKB)
 	rq.deliver(id)
+}
+
+// modeSym is the function buildAndDeliver's build_skb runs in:
+// receive_mergeable for a mergeable queue's XDP_PASS
+// (build_skb_from_xdp_buff), receive_small otherwise.
+func (rq *RQ) modeSym() sim.Sym {
+	if rq.d.mergeable {
+		return sim.SymReceiveMergeable
+	}
+	return sim.SymReceiveSmall
 }

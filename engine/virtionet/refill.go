@@ -60,9 +60,9 @@ func (rq *RQ) tryFillRecv() bool {
 func (rq *RQ) kick() {
 	c := rq.CPU
 	if rq.d.nic {
-		c.Spend(c.Costs().KickMMIO)
+		c.Charge(sim.SymVirtqueueNotify, c.Costs().KickMMIO)
 	} else {
-		c.Spend(c.Costs().KickVMExit)
+		c.Charge(sim.SymVirtqueueNotify, c.Costs().KickVMExit)
 	}
 	rq.Dev.Kick(c.Now())
 }
@@ -279,7 +279,7 @@ func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx
 			return errNoMem
 		}
 	}
-	c.Spend(c.Costs().VirtqueueAdd)
+	c.Charge(sim.SymVirtqueueAdd, c.Costs().VirtqueueAdd)
 	if err := rq.VQ.AddInbuf(virtq.SG{Addr: addr, Len: length}, virtq.Token(slot+1), ctx); err != nil {
 		if b.mapped {
 			rq.unmap(slot)
@@ -497,12 +497,12 @@ func (rq *RQ) addRecvbufBig() error {
 	if d.env.DMA.IOMMU() {
 		mapPair = costs.DMAMapIOMMU + costs.DMAUnmapIOMMU
 	}
-	c.Spend(sim.Duration(len(sg)) * (mapPair + costs.VirtqueueAdd))
+	c.Charge(sim.SymAddRecvbufBig, sim.Duration(len(sg))*(mapPair+costs.VirtqueueAdd))
 	if d.indirectBig {
 		// alloc_indirect_split: kmalloc_array(total_sg) with the refill's
 		// GFP_ATOMIC; vring_map_single maps the filled table (unmapped
 		// at detach). Its kfree is charged in getBuf.
-		c.Spend(costs.Kmalloc + mapPair)
+		c.Charge(sim.SymAddRecvbufBig, costs.Kmalloc+mapPair)
 	}
 	if err := rq.VQ.Add(nil, sg, virtq.Token(slot+1), 0); err != nil {
 		rq.putSlot(slot)

@@ -54,7 +54,7 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 			newLen = 0
 		}
 	}
-	c.Spend(c.Costs().XDPProg + sim.Duration((res.Insns+7)/8)*c.Costs().XDPInsn8)
+	c.Charge(sim.SymBPFProgRunXDP, c.Costs().XDPProg+sim.Duration((res.Insns+7)/8)*c.Costs().XDPInsn8)
 	rq.Stats.XDPPackets++
 	switch res.Action {
 	case bpf.XDPPass:
@@ -234,7 +234,7 @@ func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int)
 	if !rq.d.s.XDP.Frags {
 		if headroom < rq.d.headroom() || numBuf > 1 {
 			rq.Stats.Linearized++
-			c.Spend(c.Costs().PageAlloc + memcpyCost(c, n))
+			c.Charge(sim.SymReceiveMergeable, c.Costs().PageAlloc+memcpyCost(c, n))
 			n += rq.consumeRest(numBuf, true)
 			if n+XDPHeadroom+ShinfoSize > mem.PageSize {
 				rq.Stats.XDPDrops++
@@ -256,7 +256,7 @@ func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int)
 			return
 		}
 		rq.Stats.Linearized++
-		c.Spend(c.Costs().PageAlloc + memcpyCost(c, n))
+		c.Charge(sim.SymReceiveMergeable, c.Costs().PageAlloc+memcpyCost(c, n))
 	}
 	if numBuf > skb.MaxSkbFrags+1 { // virtnet_build_xdp_buff_mrg: -EINVAL
 		rq.xdpErr(b, numBuf)
@@ -327,7 +327,7 @@ func (d *Driver) xdpXmit(rq *RQ, f xdp.FrameID) {
 	d.freeOldXmit(sq, rq)
 	sq.Stats.XDPTx++
 	fr := d.env.Frames.Get(f)
-	c.Spend(c.Costs().VirtqueueAdd)
+	c.Charge(sim.SymVirtqueueAdd, c.Costs().VirtqueueAdd)
 	addr := uint64(fr.Page)<<mem.PageShift + uint64(fr.Off)
 	var err error
 	if fr.NrFrags == 0 {
@@ -368,7 +368,7 @@ func (d *Driver) freeOldXmit(sq *SQ, rq *RQ) {
 		if !ok {
 			return
 		}
-		c.Spend(c.Costs().VirtqueueGetBuf)
+		c.Charge(sim.SymVirtqueueGetBuf, c.Costs().VirtqueueGetBuf)
 		f := xdp.FrameID(tok - 1)
 		fr := d.env.Frames.Get(f)
 		sq.Stats.Packets++

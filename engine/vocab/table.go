@@ -119,6 +119,7 @@ var table = concat(
 		g("pps", "packets/s", "rx_packets per second of simulated time, over the whole run"),
 		g("gbps", "Gbit/s", "rx_bytes in Gbit per second of simulated time, over the whole run"),
 		g("cpuN.util", "fraction", "CPU N's busy time over the simulated time, 0 to 1 (spinning on a lock included)"),
+		g("cpuN.perf.*", "fraction", "CPU N's share of the run's time charged to the kernel function * (the simulated perf top, from the cost table's charges): cpu0.perf._raw_spin_lock, 0 to 1"),
 		same(c("time_ns", "ns", "simulated time since the world started (the tutorials' older name)"), "sim_time_ns"),
 		c("time_us", "us", "simulated time since the world started, in microseconds"),
 		same(c("packets", "packets", "buffers the driver received (the tutorials' short name)"), "rx_packets"),

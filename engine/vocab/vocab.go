@@ -106,6 +106,10 @@ func Pages(loc string) string { return "pages." + loc }
 // CPUUtil is CPU i's utilisation: "cpu0.util".
 func CPUUtil(i int) string { return "cpu" + strconv.Itoa(i) + ".util" }
 
+// CPUPerf is CPU i's share of time in kernel function sym (the perf top):
+// "cpu0.perf._raw_spin_lock".
+func CPUPerf(i int, sym string) string { return "cpu" + strconv.Itoa(i) + ".perf." + sym }
+
 // PagePoolStat strips the ethtool prefix of a page_pool stat for the
 // per-pool and host names: "rx_pp_alloc_fast" -> "alloc_fast".
 func PagePoolStat(ethtool string) string { return strings.TrimPrefix(ethtool, "rx_pp_") }

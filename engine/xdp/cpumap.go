@@ -209,7 +209,7 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 	e := m.entries[target]
 	bq := &m.bq[c.ID][target]
 	m.C.Flushes++
-	e.prod.Hold(c, sim.Duration(bq.n)*c.Costs().PPRingPut)
+	e.prod.Hold(c, sim.SymBQEnqueue, sim.Duration(bq.n)*c.Costs().PPRingPut)
 	for i := 0; i < bq.n; i++ {
 		f := bq.q[i]
 		if e.count == len(e.ring) {
@@ -250,9 +250,9 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 		n = CPUMapBatch
 	}
 	if m.k.LockedConsume {
-		e.cons.Hold(c, sim.Duration(n)*c.Costs().PPRingGet)
+		e.cons.Hold(c, sim.SymCPUMapKthread, sim.Duration(n)*c.Costs().PPRingGet)
 	} else {
-		c.Spend(sim.Duration(n) * c.Costs().PPRingGet)
+		c.Charge(sim.SymCPUMapKthread, sim.Duration(n)*c.Costs().PPRingGet)
 	}
 	for i := 0; i < n; i++ {
 		f := e.ring[e.head]
@@ -262,7 +262,7 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 		e.count--
 		fr := &m.frames.frames[f]
 		m.frags -= int(fr.NrFrags)
-		c.Spend(c.Costs().BuildSKB)
+		c.Charge(sim.SymCPUMapKthread, c.Costs().BuildSKB)
 		if m.mem != nil {
 			if fr.NrFrags == 0 {
 				// locate of a frame of one buffer, without the call.

@@ -110,7 +110,7 @@ func (m *Devmap) xmit(c *sim.CPU) {
 	bq := &m.bq[c.ID]
 	d := m.next
 	m.C.Xmits++
-	c.Spend(c.Costs().NDOXmit)
+	c.Charge(sim.SymBQXmitAll, c.Costs().NDOXmit)
 	for i := 0; i < bq.n; i++ {
 		f := bq.q[i]
 		if d.n == len(d.ring) {
@@ -119,7 +119,7 @@ func (m *Devmap) xmit(c *sim.CPU) {
 			m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}))
 			continue
 		}
-		c.Spend(c.Costs().XmitFrame)
+		c.Charge(sim.SymBQXmitAll, c.Costs().XmitFrame)
 		start := d.lastTx
 		if now := c.Now(); start < now {
 			start = now
@@ -156,7 +156,7 @@ func (m *Devmap) completion(now sim.Time, arg uint64) {
 	d.scheduled = false
 	c := m.sim.CPU(int(arg))
 	c.BeginActivity(now, "tx completion")
-	c.Spend(c.Costs().IRQ)
+	c.Charge(sim.SymVringInterrupt, c.Costs().IRQ)
 	done := 0
 	for d.n > 0 && d.ring[d.head].done <= c.Now() {
 		s := d.ring[d.head]
@@ -165,7 +165,7 @@ func (m *Devmap) completion(now sim.Time, arg uint64) {
 		done++
 		m.frags -= int(m.frames.frames[s.f].NrFrags)
 		if done%ReturnBulkSize == 0 {
-			c.Spend(c.Costs().SpinLock)
+			c.Charge(sim.SymRawSpinLock, c.Costs().SpinLock)
 		}
 		m.sim.Fail(m.frames.Return(c, s.f, m.rel, skb.Context{Softirq: true}))
 		d.Completed++

@@ -1,0 +1,111 @@
+package browsertest
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// perfRow is a line of the perf top panel as the page shows it.
+type perfRow struct {
+	Sym    string `json:"sym"`
+	Window string `json:"window"`
+	Run    string `json:"run"`
+	Href   string `json:"href"`
+}
+
+// perfRows reads the perf top panel's rows for a CPU of pane A.
+func (p *page) perfRows(cpu string) []perfRow {
+	p.t.Helper()
+	return eval[[]perfRow](p, `[...document.querySelectorAll('#perf-cpus table[data-pane="0"][data-cpu="`+cpu+`"] tbody tr')].map(tr => ({
+		sym: tr.dataset.sym, window: tr.cells[0].textContent, run: tr.cells[1].textContent,
+		href: tr.querySelector("a") ? tr.querySelector("a").href : ""}))`)
+}
+
+func syms(rows []perfRow) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.Sym)
+	}
+	return out
+}
+
+// TestPerfTop: the perf top panel lists, per CPU, the kernel functions the
+// simulated time went to, sorted, each linked to its source at the
+// scenario's kernel; R3's presets change its rows: on 6.4 the NAPI CPU
+// refills the alloc cache from the ptr_ring (page_pool_refill_alloc_cache)
+// and takes its locks (_raw_spin_lock), on 6.5 the pages recycle into the
+// cache (page_pool_recycle_in_cache) and the refill's row is gone.
+func TestPerfTop(t *testing.T) {
+	ts := server(t)
+	ctx := browser(t)
+	errs := watchConsole(ctx)
+	p := open(t, ctx, ts.URL, "?preset=r3-napi-local-off")
+	p.pause()
+	p.send(map[string]any{"type": "step", "unit": "packet", "n": 20000})
+	p.settle()
+	p.waitJS(`document.querySelectorAll('#perf-cpus table[data-cpu="cpu0"] tbody tr').length > 3`, 30*time.Second)
+	before := p.perfRows("cpu0")
+	t.Logf("r3-napi-local-off cpu0: %v", before)
+	require.NotEmpty(t, before)
+	assert.Contains(t, syms(before), "_raw_spin_lock")
+	all := eval[[]string](p, `[...document.querySelectorAll('#perf-cpus table[data-cpu="cpu0"] tbody tr')].map(tr => tr.dataset.sym)`)
+	assert.Contains(t, all, "[idle]", "idle is a row")
+	// Sorted by the window's share, largest first.
+	for i := 1; i < len(before); i++ {
+		a, b := pctOf(t, before[i-1].Window), pctOf(t, before[i].Window)
+		assert.GreaterOrEqual(t, a, b, "row %d: %v", i, before)
+	}
+	for _, r := range before {
+		if r.Sym == "_raw_spin_lock" {
+			assert.Contains(t, r.Href, "/v6.4/", "linked at the scenario's kernel")
+			assert.Contains(t, r.Href, "_raw_spin_lock")
+		}
+	}
+	screenshot(t, p.ctx, "perf-top-r3-off")
+	p.do(chromedp.ScrollIntoView(chromedp.ID("perf-h")))
+	b, err := chromedp.Run(timeout(t, p.ctx, 30*time.Second), chromedp.Screenshot(chromedp.ID("perf-cpus")))
+	require.NoError(t, err)
+	artifact(t, "perf-top-panel-r3-off.png", b)
+
+	eval[chromedp.Void](p, `(() => { const s = document.getElementById("preset"); s.value = "r3-napi-local-on"; s.dispatchEvent(new Event("change")); })()`)
+	p.waitJS(`window.ringlab.state.panes[0].preset === "r3-napi-local-on"`, 30*time.Second)
+	p.pause()
+	p.send(map[string]any{"type": "step", "unit": "packet", "n": 20000})
+	p.settle()
+	p.waitJS(`(() => { const t = document.querySelector('#perf-cpus table[data-cpu="cpu0"] a'); return t && t.href.includes("/v6.5/"); })()`, 30*time.Second)
+	after := p.perfRows("cpu0")
+	t.Logf("r3-napi-local-on cpu0: %v", after)
+	assert.NotEqual(t, before, after, "the rows change with the preset")
+	assert.NotContains(t, syms(after), "_raw_spin_lock", "no ptr_ring lock on the NAPI CPU's path")
+	offAll := strings.Join(all, " ")
+	assert.Contains(t, offAll, "page_pool_recycle_in_ring", "6.4 recycles into the ring")
+	onAll := eval[[]string](p, `[...document.querySelectorAll('#perf-cpus table[data-cpu="cpu0"] tbody tr')].map(tr => tr.dataset.sym)`)
+	assert.Contains(t, onAll, "page_pool_recycle_in_cache", "6.5 recycles into the cache")
+	assert.NotContains(t, onAll, "page_pool_refill_alloc_cache", "and never refills from the ring")
+	b, err = chromedp.Run(timeout(t, p.ctx, 30*time.Second), chromedp.Screenshot(chromedp.ID("perf-cpus")))
+	require.NoError(t, err)
+	artifact(t, "perf-top-panel-r3-on.png", b)
+
+	// A vhost device's worker is a row of its own: handle_rx on the host.
+	p.send(map[string]any{"type": "preset", "name": "default"})
+	p.waitJS(`window.ringlab.state.panes[0].preset === "default"`, 30*time.Second)
+	p.pause()
+	p.send(map[string]any{"type": "step", "unit": "packet", "n": 2000})
+	p.settle()
+	p.waitJS(`!!document.querySelector('#perf-cpus table[data-cpu="host rx0"] tr[data-sym="handle_rx"] a')`, 30*time.Second)
+	assert.Empty(t, errs.get(), "console errors (a Content-Security-Policy violation is one)")
+}
+
+// pctOf reads "12.34%".
+func pctOf(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	require.NoError(t, err, s)
+	return v
+}

@@ -1,0 +1,120 @@
+package play
+
+import (
+	"ringlab/engine"
+	"ringlab/engine/kernel"
+	"ringlab/engine/sim"
+)
+
+// The perf top pane: where each CPU's simulated time goes, by kernel
+// function, from the charges of the engine's cost table (engine.PerfTop).
+// A pane keeps two marks of the run's profiles, taken when it refreshes
+// and at least PerfWindow of simulated time apart; the window is from the
+// older mark to now: the last stretch of a long step, or of a run played
+// in small steps, between one and two PerfWindows long (longer when one
+// step ran more). Beside each share, the share since the start.
+
+// PerfWindow is the least simulated time between the marks a window
+// starts at.
+const PerfWindow = 200 * sim.Microsecond
+
+// PerfRows is how many symbols a CPU lists, idle included.
+const PerfRows = 16
+
+// PerfState is a pane's perf top.
+type PerfState struct {
+	WindowNs int64          `json:"window_ns"` // the window's length in simulated time
+	AtNs     int64          `json:"at_ns"`     // its end: the pane's time
+	CPUs     []PerfCPUState `json:"cpus"`      // the CPUs, then each vhost worker
+}
+
+// PerfCPUState is one CPU's top symbols: by share of the window, the
+// largest first, each with its share since the start.
+type PerfCPUState struct {
+	Name      string         `json:"name"`       // cpu0, or host rx0 (a vhost worker)
+	Busy      float64        `json:"busy"`       // share of the window not idle
+	TotalBusy float64        `json:"total_busy"` // since the start
+	Rows      []PerfRowState `json:"rows"`
+}
+
+// PerfRowState is a symbol's line: its shares and, for a kernel
+// function, what it does and its source at the scenario's kernel.
+type PerfRowState struct {
+	Sym    string  `json:"sym"`
+	Window float64 `json:"window"` // share of the window, in [0, 1]
+	Total  float64 `json:"total"`  // share of the run so far
+	File   string  `json:"file,omitempty"`
+	Does   string  `json:"does,omitempty"`
+	URL    string  `json:"url,omitempty"`
+}
+
+// perfMarks are a pane's two marks.
+type perfMarks struct {
+	prev, last engine.PerfSample
+	cur        engine.PerfSample // the sample of the latest refresh, reused
+}
+
+// observe samples w at a refresh and rolls the marks. A world that went
+// back (a step back, a new configuration) forgets marks ahead of it.
+func (m *perfMarks) observe(w *engine.World) {
+	w.SamplePerf(&m.cur)
+	if m.cur.T < m.last.T || m.cur.T < m.prev.T || len(m.last.CPUs) != len(m.cur.CPUs) && m.last.CPUs != nil {
+		m.prev, m.last = engine.PerfSample{}, engine.PerfSample{}
+	}
+	if m.cur.T.Sub(m.last.T) >= PerfWindow {
+		m.prev, m.last = m.last, copySample(m.prev, &m.cur)
+	}
+}
+
+// copySample copies s into into's slices.
+func copySample(into engine.PerfSample, s *engine.PerfSample) engine.PerfSample {
+	into.T = s.T
+	into.CPUs = append(into.CPUs[:0], s.CPUs...)
+	into.Hosts = append(into.Hosts[:0], s.Hosts...)
+	return into
+}
+
+// state is the perf top of the latest refresh, its functions linked at
+// kernel v.
+func (m *perfMarks) state(v kernel.Version) *PerfState {
+	if m.cur.CPUs == nil {
+		return nil
+	}
+	win, err := engine.PerfTop(&m.prev, &m.cur)
+	if err != nil {
+		return nil
+	}
+	all, err := engine.PerfTop(&engine.PerfSample{}, &m.cur)
+	if err != nil || len(all) != len(win) {
+		return nil
+	}
+	out := &PerfState{WindowNs: int64(m.cur.T.Sub(m.prev.T)), AtNs: int64(m.cur.T)}
+	for i, pc := range win {
+		rows := pc.Rows
+		if len(rows) == 0 {
+			rows = all[i].Rows // nothing ran in the window: the run's order
+		}
+		// Rows is never null: a CPU that has had no time yet (t=0) has none.
+		cs := PerfCPUState{Name: pc.Name, Busy: pc.Busy, TotalBusy: all[i].Busy, Rows: []PerfRowState{}}
+		for _, r := range rows[:min(len(rows), PerfRows)] {
+			rs := PerfRowState{Sym: r.Sym, Total: all[i].Share(r.Sym)}
+			if len(pc.Rows) > 0 {
+				rs.Window = r.Share
+			}
+			if f, ok := kernel.LookupFunc(r.Sym); ok {
+				rs.File, rs.Does, rs.URL = f.File, f.Does, kernel.SourceURL(r.Sym, v)
+			} else {
+				rs.Does = pseudoRows[r.Sym]
+			}
+			cs.Rows = append(cs.Rows, rs)
+		}
+		out.CPUs = append(out.CPUs, cs)
+	}
+	return out
+}
+
+// pseudoRows say what the rows that are no kernel function stand for.
+var pseudoRows = map[string]string{
+	sim.SymIdleName:         "time the CPU did no work: the part of the window nothing was charged",
+	sim.SymPageRef.String(): "get_page and put_page's atomics on struct page, inlined into the functions that take or drop a reference",
+}

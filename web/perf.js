@@ -1,0 +1,68 @@
+"use strict";
+// The perf top panel: where each CPU's simulated time goes, by kernel
+// function, from the cost table's charges (the state's panes[i].perf,
+// package play's perf.go). Per CPU, the symbols by share of the last
+// window, each beside its share since the start; each kernel function
+// links its source at the scenario's kernel, as the Events panel does.
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const box = $("perf-cpus");
+  if (!box || !window.ringlab) return;
+  let key = "";
+
+  const pct = (x) => (100 * x).toFixed(2) + "%";
+  const us = (ns) => ns >= 1e6 ? (ns / 1e6).toFixed(2) + " ms" : (ns / 1e3).toFixed(1) + " µs";
+
+  function fill(st) {
+    const panes = (st.panes || []).filter((p) => p.perf);
+    const k = panes.map((p) => p.name + "@" + p.perf.at_ns + "/" + p.perf.window_ns).join(",");
+    if (k === key) return;
+    key = k;
+    box.textContent = "";
+    $("perf-window").textContent = panes.length ?
+      `Over the last ${us(panes[0].perf.window_ns)} of simulated time (to ${us(panes[0].perf.at_ns)}), beside the share since the start.` : "";
+    panes.forEach((p, i) => {
+      for (const c of p.perf.cpus) {
+        const t = document.createElement("table");
+        t.className = "perf";
+        t.dataset.cpu = c.name;
+        t.dataset.pane = String(i);
+        const cap = document.createElement("caption");
+        cap.textContent = (panes.length > 1 ? "ABCD"[i] + " " : "") + c.name +
+          ` · busy ${pct(c.busy)} (${pct(c.total_busy)} since the start)`;
+        t.append(cap);
+        const head = t.createTHead().insertRow();
+        for (const h of ["window", "run", "symbol"]) {
+          const th = document.createElement("th");
+          th.scope = "col";
+          th.textContent = h;
+          head.append(th);
+        }
+        const body = t.createTBody();
+        for (const r of c.rows || []) {
+          const tr = body.insertRow();
+          tr.dataset.sym = r.sym;
+          tr.insertCell().textContent = pct(r.window);
+          tr.insertCell().textContent = pct(r.total);
+          const td = tr.insertCell();
+          if (r.url) {
+            const a = document.createElement("a");
+            a.href = r.url;
+            a.target = "_blank";
+            a.rel = "noopener";
+            a.textContent = r.sym;
+            a.title = r.file + ": " + r.does;
+            td.append(a);
+          } else {
+            td.textContent = r.sym;
+            if (r.does) td.title = r.does;
+            td.className = "pseudo";
+          }
+        }
+        box.append(t);
+      }
+    });
+  }
+
+  window.ringlab.listen((m) => { if (m.type === "state") fill(m); });
+})();
