@@ -117,4 +117,5 @@ func (m *perfMarks) state(v kernel.Version) *PerfState {
 var pseudoRows = map[string]string{
 	sim.SymIdleName:         "time the CPU did no work: the part of the window nothing was charged",
 	sim.SymPageRef.String(): "get_page and put_page's atomics on struct page, inlined into the functions that take or drop a reference",
+	sim.SymNextIRQ.String(): "the interrupt of the device a devmap sends through, for its TX completions: that device's own driver (ixgbe_msix_clean_rings in R4), not virtio's vring_interrupt",
 }

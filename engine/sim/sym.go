@@ -64,6 +64,11 @@ const (
 	SymBQEnqueue           // bq_enqueue: a cpumap bulk queue flushed into the ptr_ring
 	SymCPUMapKthread       // cpu_map_kthread_run
 	SymBQXmitAll           // bq_xmit_all: a devmap bulk queue sent to ndo_xdp_xmit
+	// SymNextIRQ is a pseudo-row: the next device's TX-completion
+	// interrupt (a devmap's target, another driver: ixgbe's
+	// ixgbe_msix_clean_rings in R4), which is not virtio's
+	// vring_interrupt and not a function the kernel table models.
+	SymNextIRQ
 
 	// NumSyms is the number of symbols: the length of a CPU's profile.
 	NumSyms
@@ -112,6 +117,7 @@ var symNames = [NumSyms]string{
 	SymBQEnqueue:            "bq_enqueue",
 	SymCPUMapKthread:        "cpu_map_kthread_run",
 	SymBQXmitAll:            "bq_xmit_all",
+	SymNextIRQ:              "[next device irq]",
 }
 
 // Pseudo-rows: names that are not one kernel function. A profile also
@@ -131,7 +137,7 @@ func (s Sym) String() string {
 
 // Pseudo reports whether the symbol is a pseudo-row, not a kernel
 // function: time perf would show inside several callers.
-func (s Sym) Pseudo() bool { return s == SymPageRef }
+func (s Sym) Pseudo() bool { return s == SymPageRef || s == SymNextIRQ }
 
 // Profile is a CPU's charged time by symbol: Profile[s] is the busy time
 // charged to s; the slots past NumSyms stay zero. Its sum is the CPU's

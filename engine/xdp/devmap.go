@@ -156,7 +156,7 @@ func (m *Devmap) completion(now sim.Time, arg uint64) {
 	d.scheduled = false
 	c := m.sim.CPU(int(arg))
 	c.BeginActivity(now, "tx completion")
-	c.Charge(sim.SymVringInterrupt, c.Costs().IRQ)
+	c.Charge(sim.SymNextIRQ, c.Costs().IRQ)
 	done := 0
 	for d.n > 0 && d.ring[d.head].done <= c.Now() {
 		s := d.ring[d.head]
