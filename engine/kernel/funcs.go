@@ -68,7 +68,7 @@ var funcs = []Func{
 	{Name: "__skb_checksum_complete", File: "net/core/skbuff.c", Does: "sum the payload in software: the device did not validate the checksum"},
 	{Name: "xdp_do_redirect", File: "net/core/filter.c", Does: "act on XDP_REDIRECT: queue the frame on the map's target (bq_enqueue)"},
 	{Name: "xdp_return_frame", File: "net/core/xdp.c", Does: "return a transmitted XDP frame's memory to its memory model (page_pool or the page allocator)"},
-	{Name: "bpf_prog_run_xdp", File: "include/net/xdp.h", Does: "run the XDP program on an xdp_buff"},
+	{Name: "bpf_prog_run_xdp", File: "include/linux/filter.h", Does: "run the XDP program on an xdp_buff"},
 	// kernel/bpf: cpumap and devmap.
 	{Name: "bq_enqueue", File: "kernel/bpf/cpumap.c", Does: "queue a redirected frame in this CPU's bulk queue for the target CPU, flushing to its ptr_ring at CPU_MAP_BULK_SIZE"},
 	{Name: "cpu_map_kthread_run", File: "kernel/bpf/cpumap.c", Does: "the target CPU's kthread: take frames from the ptr_ring, build skbs, pass them up the stack"},
@@ -124,11 +124,43 @@ func LookupFunc(name string) (Func, bool) {
 	return Func{}, false
 }
 
+// lineRun is where a function is defined over a run of releases, From
+// to To, both included (funclines_gen.go holds them).
+type lineRun struct {
+	From, To Version
+	File     string
+	Line     int
+	As       string // its name in those releases when not its newest
+}
+
+// FuncLine is the file and line of the definition of function name (its
+// newest name or its older one) at kernel v: ok is false when the
+// function did not exist in v, or v's source was not read (releaseTags
+// lists the releases that were, and the tag each was read at).
+func FuncLine(name string, v Version) (file string, line int, ok bool) {
+	f, ok := LookupFunc(name)
+	if !ok {
+		return "", 0, false
+	}
+	for _, r := range funcLines[f.Name] {
+		if !v.Less(r.From) && !r.To.Less(v) {
+			return r.File, r.Line, true
+		}
+	}
+	return "", 0, false
+}
+
 // SourceURL is the function's definition at kernel v in a public source
-// browser: Elixir's identifier search, which gives the file and line of
-// that release. Newest, which stands for net-next, links the latest
+// browser, Elixir: the line in its file at the tag v was read at
+// (releaseTags: vX.Y, or the newest stable vX.Y.N the generator had; for
+// Newest, which stands for net-next, the newest tag it had past the last
+// release) when FuncLine knows it; else Elixir's identifier search of
+// that release, which lists the definition, and for Newest of the latest
 // release.
 func SourceURL(name string, v Version) string {
+	if file, line, ok := FuncLine(name, v); ok {
+		return fmt.Sprintf("https://elixir.bootlin.com/linux/%s/source/%s#L%d", releaseTags[v], file, line)
+	}
 	tag := "v" + v.String()
 	if v == Newest {
 		tag = "latest"
