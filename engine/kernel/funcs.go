@@ -150,6 +150,14 @@ func FuncLine(name string, v Version) (file string, line int, ok bool) {
 	return "", 0, false
 }
 
+// SourceTag is the tag v's lines were read at ("v6.4", or a stable
+// "v6.1.190" when the generator had no vX.Y), ok false when v was not
+// read and FuncLine knows no line of it.
+func SourceTag(v Version) (tag string, ok bool) {
+	tag, ok = releaseTags[v]
+	return tag, ok
+}
+
 // SourceURL is the function's definition at kernel v in a public source
 // browser, Elixir: the line in its file at the tag v was read at
 // (releaseTags: vX.Y, or the newest stable vX.Y.N the generator had; for
