@@ -13,10 +13,13 @@
 // release candidate of the next release); a release with no tag has no
 // lines, and the page links Elixir's identifier search for it.
 //
-// A function is looked for under its name, then under its older name
-// (Func.Was), in its file, then in the table's other files (a function
-// that moved: page_frag_free lived in mm/page_alloc.c before 6.12). A
-// function that no file defines at a release has no line there.
+// A function is looked for under its name, then its other names
+// (Func.Also: page_pool_put_unrefed_netmem was page_pool_put_unrefed_page,
+// page_pool_put_defragged_page and page_pool_put_page), then its older
+// name (Func.Was); in its file, then the file it moved from (Func.WasIn:
+// page_frag_free lived in mm/page_alloc.c before 6.12), then the table's
+// other files. A function that no file defines at a release has no line
+// there.
 package main
 
 import (
@@ -196,13 +199,10 @@ type run struct {
 // locate finds every function at every release that has a tag.
 func locate(src source, funcs []kernel.Func, releases []kernel.Version, tags map[kernel.Version]string) (map[string]map[kernel.Version]place, error) {
 	var files []string
-	seen := map[string]bool{}
 	for _, f := range funcs {
-		if !seen[f.File] {
-			seen[f.File] = true
-			files = append(files, f.File)
-		}
+		files = append(files, f.File, f.WasIn)
 	}
+	files = dedup(files)
 	found := map[string]map[kernel.Version]place{}
 	for _, r := range releases {
 		tag, ok := tags[r]
@@ -231,18 +231,13 @@ func locate(src source, funcs []kernel.Func, releases []kernel.Version, tags map
 	return found, nil
 }
 
-// find looks for f's definition: its name then its older one, in its own
-// file then in the others.
+// find looks for f's definition: under its name, then its other names
+// (Also), then its older one (Was); in its file, then the one it moved
+// from (WasIn), then the table's others.
 func find(f kernel.Func, files []string, text map[string][]byte) (place, bool) {
-	names := []string{f.Name}
-	if f.Was != "" {
-		names = append(names, f.Was)
-	}
-	order := append([]string{f.File}, files...)
-	for i, p := range order {
-		if i > 0 && p == f.File {
-			continue
-		}
+	names := dedup(append(append([]string{f.Name}, f.Also...), f.Was))
+	order := dedup(append([]string{f.File, f.WasIn}, files...))
+	for _, p := range order {
 		b, ok := text[p]
 		if !ok {
 			continue
@@ -258,6 +253,19 @@ func find(f kernel.Func, files []string, text map[string][]byte) (place, bool) {
 		}
 	}
 	return place{}, false
+}
+
+// dedup drops empty and repeated strings, keeping the order.
+func dedup(in []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // runs folds a function's places into runs over consecutive releases
