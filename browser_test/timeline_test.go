@@ -123,7 +123,7 @@ func middle(v []float64) float64 {
 // kernel functions it stands for, each with its file and line at the
 // scenario's kernel and linking that line (6.4, the kernel of the R1
 // presets, whose source engine/kernel's funclines_gen.go has), or Elixir's identifier search at
-// a release whose source was not read (6.6); the pane follows a step
+// a release whose source was not read (6.7); the pane follows a step
 // back; a click on ▸ beside a function runs to the next event that runs
 // it.
 func TestKernelSourcePane(t *testing.T) {
@@ -149,14 +149,14 @@ func TestKernelSourcePane(t *testing.T) {
 	assert.Regexp(t, `^(drivers|net|kernel|mm|include)/.+\.[ch]:\d+: `, titles[0], "the file, line and what it does")
 
 	// A release whose source was not read: the identifier search.
-	p.send(map[string]any{"type": "set", "key": "kernel", "value": "6.6"})
+	p.send(map[string]any{"type": "set", "key": "kernel", "value": "6.7"})
 	p.send(map[string]any{"type": "goto", "unit": "event", "n": 40})
 	p.settle()
 	p.waitJS(`document.querySelector("#events li:last-child").dataset.seq === "40"`, 30*time.Second)
 	links = eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs a")].map(a => a.href)`)
 	require.NotEmpty(t, links)
 	for _, l := range links {
-		assert.Regexp(t, `^https://elixir\.bootlin\.com/linux/v6\.6/A/ident/[a-z_0-9]+$`, l, "the identifier search at the scenario's kernel")
+		assert.Regexp(t, `^https://elixir\.bootlin\.com/linux/v6\.7/A/ident/[a-z_0-9]+$`, l, "the identifier search at the scenario's kernel")
 	}
 
 	// Back one event: the pane follows.
