@@ -4,27 +4,29 @@
 package kernel
 
 // releaseTags is the tag each release's lines were read at; a release
-// missing here was not read, and its functions have no line.
+// missing here was not read, and its functions have no line. Each
+// comment is the subject of the commit the tag named: where the tree
+// came from.
 var releaseTags = map[Version]string{
-	{4, 15, 0}: "v4.15",
-	{4, 17, 0}: "v4.17",
-	{5, 9, 0}:  "v5.9.1",
-	{5, 12, 0}: "v5.12.9",
-	{5, 15, 0}: "v5.15.16",
-	{5, 19, 0}: "v5.19",
-	{6, 0, 0}:  "v6.0",
-	{6, 1, 0}:  "v6.1.190",
-	{6, 4, 0}:  "v6.4.4",
-	{6, 5, 0}:  "v6.5",
-	{6, 6, 0}:  "v6.6.9",
-	{6, 10, 0}: "v6.10",
-	{6, 11, 0}: "v6.11.11",
-	{6, 12, 0}: "v6.12",
-	{6, 13, 0}: "v6.13.7",
-	{6, 14, 0}: "v6.14",
-	{6, 18, 0}: "v6.18.2",
-	{6, 19, 0}: "v6.19",
-	{7, 0, 0}:  "v7.0-rc6",
+	{4, 15, 0}: "v4.15",    // v4.15: sndrzt/linux-4.15 6ea062648, its import from kernel.org
+	{4, 17, 0}: "v4.17",    // v4.17: SaumyaSachdev/linux-4.17 bd206cf2, its import
+	{5, 9, 0}:  "v5.9.1",   // v5.9.1: ach84/linux-5.9.1 af80bcbf9, its import
+	{5, 12, 0}: "v5.12.9",  // v5.12.9: zhangyinjun/linux-5.12.9 d2af43753, its import
+	{5, 15, 0}: "v5.15.16", // v5.15.16: yashlala/fastswap-linux-5.16.16 2b8adacbe, its import (5.15.16 by its Makefile)
+	{5, 19, 0}: "v5.19",    // v5.19: yishangzhang/linux-5.19 319643233, its import
+	{6, 0, 0}:  "v6.0",     // v6.0: Dima-diep/linux-6.0 60a7cfc76, its import
+	{6, 1, 0}:  "v6.1.190", // v6.1.190: Debian linux-source-6.1 6.1.190-1
+	{6, 4, 0}:  "v6.4.4",   // v6.4.4: lewisevans2007/linux-6.4 472bf2f4d, its import (6.4.4 by its Makefile)
+	{6, 5, 0}:  "v6.5",     // v6.5: sndrzt/linux-6.5 f5744aac0, its import
+	{6, 6, 0}:  "v6.6.9",   // v6.6.9: mihaelbh/adding-new-sched-policy-to-linux-6.6.9 ad8d9458f, its import
+	{6, 10, 0}: "v6.10",    // v6.10: msgeden/cryptocap-arm64-linux-6.10 449e07155, its import
+	{6, 11, 0}: "v6.11.11", // v6.11.11: segzix/linux-6.11.11 323e1467a, its import
+	{6, 12, 0}: "v6.12",    // v6.12: shilei-massclouds/linux-6.12 2974a9e75, its import
+	{6, 13, 0}: "v6.13.7",  // v6.13.7: ChenRuiwei/linux-6.13.7 f442e55ae, its import
+	{6, 14, 0}: "v6.14",    // v6.14: perishh/linux-6.14 16b95dcdf, its import
+	{6, 18, 0}: "v6.18.2",  // v6.18.2: gfunkmonk/linux-6.18.2 57dc26c98, its import
+	{6, 19, 0}: "v6.19",    // v6.19: matankalina/linux-6.19.10-fork 094d86945, its import
+	{7, 0, 0}:  "v7.0-rc6", // v7.0-rc6: julianw1010/hydra-linux-7.0.0 cccca0425, its import
 }
 
 // funcLines is each function's definition (by its newest name), in runs
