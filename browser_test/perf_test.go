@@ -63,8 +63,9 @@ func TestPerfTop(t *testing.T) {
 	}
 	for _, r := range before {
 		if r.Sym == "_raw_spin_lock" {
-			assert.Contains(t, r.Href, "/v6.4/", "linked at the scenario's kernel")
-			assert.Contains(t, r.Href, "_raw_spin_lock")
+			// The release's source that was read (a v6.4.x tag), at the
+			// function's line (kernel.FuncLine).
+			assert.Regexp(t, `/linux/v6\.4(\.\d+)?/source/kernel/locking/spinlock\.c#L\d+$`, r.Href, "linked at the scenario's kernel, at its line")
 		}
 	}
 	screenshot(t, p.ctx, "perf-top-r3-off")

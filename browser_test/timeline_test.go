@@ -3,6 +3,7 @@ package browsertest
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -119,12 +120,15 @@ func middle(v []float64) float64 {
 }
 
 // TestKernelSourcePane: each listed event says what it did and names the
-// kernel functions it stands for, each linking its source at the
-// scenario's kernel; the pane follows a step back; a click on ▸ beside a
-// function runs to the next event that runs it.
+// kernel functions it stands for, each with its file and line at the
+// scenario's kernel and linking that line (6.4, the kernel of the R1
+// presets, whose source engine/kernel's funclines_gen.go has), or Elixir's identifier search at
+// a release whose source was not read (6.7); the pane follows a step
+// back; a click on ▸ beside a function runs to the next event that runs
+// it.
 func TestKernelSourcePane(t *testing.T) {
 	ts := server(t)
-	p := open(t, browser(t), ts.URL, "?preset=cpumap&set=kernel:6.6")
+	p := open(t, browser(t), ts.URL, "?preset=cpumap&set=kernel:6.4")
 	p.pause()
 	p.send(map[string]any{"type": "goto", "unit": "event", "n": 40})
 	p.settle()
@@ -133,12 +137,27 @@ func TestKernelSourcePane(t *testing.T) {
 	say := eval[string](p, last+`.querySelector(".say").textContent`)
 	assert.Regexp(t, `^[A-Z].+\.$`, say, "a sentence")
 	links := eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs a")].map(a => a.href)`)
+	wheres := eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs .where")].map(c => c.textContent)`)
 	require.NotEmpty(t, links)
-	for _, l := range links {
-		assert.Regexp(t, `^https://elixir\.bootlin\.com/linux/v6\.6/A/ident/[a-z_0-9]+$`, l, "the source at the scenario's kernel")
+	require.Len(t, wheres, len(links), "a file:line beside each function")
+	for i, l := range links {
+		m := regexp.MustCompile(`^https://elixir\.bootlin\.com/linux/v6\.4(?:\.\d+)?/source/([a-z0-9_/.-]+\.[ch])#L(\d+)$`).FindStringSubmatch(l)
+		require.NotNil(t, m, "%s: the line at the scenario's kernel, 6.4", l)
+		assert.Equal(t, m[1]+":"+m[2], wheres[i], "the file and line shown are the link's")
 	}
 	titles := eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs a")].map(a => a.title)`)
-	assert.Regexp(t, `^(drivers|net|kernel|mm|include)/.+\.[ch]: `, titles[0], "the file and what it does")
+	assert.Regexp(t, `^(drivers|net|kernel|mm|include)/.+\.[ch]:\d+: `, titles[0], "the file, line and what it does")
+
+	// A release whose source was not read: the identifier search.
+	p.send(map[string]any{"type": "set", "key": "kernel", "value": "6.7"})
+	p.send(map[string]any{"type": "goto", "unit": "event", "n": 40})
+	p.settle()
+	p.waitJS(`document.querySelector("#events li:last-child").dataset.seq === "40"`, 30*time.Second)
+	links = eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs a")].map(a => a.href)`)
+	require.NotEmpty(t, links)
+	for _, l := range links {
+		assert.Regexp(t, `^https://elixir\.bootlin\.com/linux/v6\.7/A/ident/[a-z_0-9]+$`, l, "the identifier search at the scenario's kernel")
+	}
 
 	// Back one event: the pane follows.
 	p.do(chromedp.Click(chromedp.ID("description")), chromedp.KeyEvent(kb.ArrowLeft))

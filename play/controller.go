@@ -600,7 +600,11 @@ func (c *Controller) state() StateOut {
 				es := EventState{Seq: e.Seq, Head: e.Head(), Changes: e.ChangeList(), Say: e.Say}
 				for _, f := range e.Funcs {
 					kf, _ := kernel.LookupFunc(f)
-					es.Funcs = append(es.Funcs, FuncRef{Name: f, File: kf.File, Does: kf.Does, URL: kernel.SourceURL(f, v)})
+					ref := FuncRef{Name: f, File: kf.File, Does: kf.Does, URL: kernel.SourceURL(f, v)}
+					if file, line, ok := kernel.FuncLine(f, v); ok {
+						ref.File, ref.Line = file, line // where it was at the scenario's kernel
+					}
+					es.Funcs = append(es.Funcs, ref)
 				}
 				ps.Events = append(ps.Events, es)
 			}

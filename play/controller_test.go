@@ -582,7 +582,11 @@ func printState(m *StateOut) string {
 			fmt.Fprintf(&b, "     %d events logged, the last %s: %s\n", n, e.Head, e.Changes)
 			var funcs []string
 			for _, f := range e.Funcs {
-				funcs = append(funcs, f.Name+" ("+f.File+")")
+				where := f.File
+				if f.Line > 0 {
+					where += ":" + strconv.Itoa(f.Line)
+				}
+				funcs = append(funcs, f.Name+" ("+where+")")
 			}
 			fmt.Fprintf(&b, "       %s\n       in %s\n", e.Say, strings.Join(funcs, ", "))
 			if len(e.Funcs) > 0 {

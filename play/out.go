@@ -119,10 +119,14 @@ type EventState struct {
 }
 
 // FuncRef is a kernel function beside an event: its name, file, role,
-// and its source at the scenario's kernel.
+// and its source at the scenario's kernel. Line is its definition's line
+// in File at that kernel (kernel.FuncLine), 0 when the release's source
+// was not read (File is then the table's, and URL Elixir's identifier
+// search).
 type FuncRef struct {
 	Name string `json:"name"`
 	File string `json:"file"`
+	Line int    `json:"line,omitempty"`
 	Does string `json:"does"`
 	URL  string `json:"url"`
 }

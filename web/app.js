@@ -329,14 +329,20 @@
           a.target = "_blank";
           a.rel = "noopener";
           a.textContent = f.name;
-          a.title = f.file + ": " + f.does;
+          // Where it is defined at the scenario's kernel: file:line when
+          // that release's source was read, else the file.
+          const where = f.line ? f.file + ":" + f.line : f.file;
+          a.title = where + ": " + f.does;
+          const at = document.createElement("code");
+          at.className = "where";
+          at.textContent = where;
           const next = document.createElement("button");
           next.type = "button";
           next.textContent = "▸";
           next.dataset.func = f.name;
           next.title = "Run to the next event that runs " + f.name;
           next.setAttribute("aria-label", next.title);
-          fs.append(a, next);
+          fs.append(a, " ", at, next);
         }
         li.append(fs);
       }

@@ -21,6 +21,14 @@ type Func struct {
 	File string // where it is defined
 	Was  string // its name in older kernels, "" when it kept it
 	Does string // what it does, as the engine models it
+	// Also lists the other names it had at some releases, newest first,
+	// when Was is not the whole story (renamed twice, or renamed after
+	// the name the engine cites): scripts/funclines looks for them after
+	// Name and before Was. LookupFunc does not know them.
+	Also []string
+	// WasIn is the file that defined it in older kernels when it moved
+	// ("" when it did not); scripts/funclines looks there after File.
+	WasIn string
 }
 
 // funcs is the table, by file.
@@ -51,13 +59,13 @@ var funcs = []Func{
 	{Name: "handle_rx", File: "drivers/vhost/net.c", Does: "the vhost-net thread: take avail descriptors, write frames into the guest's buffers, publish them used"},
 	{Name: "vhost_net_signal_used", File: "drivers/vhost/net.c", Does: "publish a batch of used entries and interrupt the guest if it asked to be (vhost_add_used_and_signal_n)"},
 	// net/core/page_pool.c.
-	{Name: "page_pool_alloc_netmems", File: "net/core/page_pool.c", Was: "page_pool_alloc_pages", Does: "allocate a page: from the alloc cache (fast), else a refill from the ptr_ring, else the page allocator"},
+	{Name: "page_pool_alloc_netmems", File: "net/core/page_pool.c", Was: "page_pool_alloc_pages", Also: []string{"page_pool_alloc_netmem"}, Does: "allocate a page: from the alloc cache (fast), else a refill from the ptr_ring, else the page allocator"},
 	{Name: "page_pool_alloc_frag", File: "net/core/page_pool.c", Does: "allocate a fragment of a pool page (page_pool_alloc_frag_netmem): a page shared by several buffers"},
 	{Name: "page_pool_refill_alloc_cache", File: "net/core/page_pool.c", Does: "refill the alloc cache from the ptr_ring under its consumer lock"},
 	{Name: "__page_pool_alloc_netmems_slow", File: "net/core/page_pool.c", Was: "__page_pool_alloc_pages_slow", Does: "bulk-allocate order-0 pages from the page allocator (alloc_pages_bulk) and DMA-map them"},
 	{Name: "page_pool_recycle_in_cache", File: "net/core/page_pool.c", Does: "direct recycling: a page freed in the pool's own NAPI context goes straight into the alloc cache"},
 	{Name: "page_pool_recycle_in_ring", File: "net/core/page_pool.c", Does: "recycle a page into the ptr_ring (another context, or the cache full)"},
-	{Name: "page_pool_put_unrefed_netmem", File: "net/core/page_pool.c", Was: "page_pool_put_defragged_page", Does: "return a page with no reference left to the pool: cache, ring, or release"},
+	{Name: "page_pool_put_unrefed_netmem", File: "net/core/page_pool.c", Was: "page_pool_put_defragged_page", Also: []string{"page_pool_put_unrefed_page", "page_pool_put_defragged_page", "page_pool_put_page"}, Does: "return a page with no reference left to the pool: cache, ring, or release"},
 	{Name: "page_pool_return_netmem", File: "net/core/page_pool.c", Was: "page_pool_return_page", Does: "release a page from the pool to the page allocator (unmapping it)"},
 	// net/core: skbs, XDP frames, sockets.
 	{Name: "skb_try_coalesce", File: "net/core/skbuff.c", Does: "merge an skb's data into the previous one's frags instead of queueing it"},
@@ -68,7 +76,7 @@ var funcs = []Func{
 	{Name: "__skb_checksum_complete", File: "net/core/skbuff.c", Does: "sum the payload in software: the device did not validate the checksum"},
 	{Name: "xdp_do_redirect", File: "net/core/filter.c", Does: "act on XDP_REDIRECT: queue the frame on the map's target (bq_enqueue)"},
 	{Name: "xdp_return_frame", File: "net/core/xdp.c", Does: "return a transmitted XDP frame's memory to its memory model (page_pool or the page allocator)"},
-	{Name: "bpf_prog_run_xdp", File: "include/net/xdp.h", Does: "run the XDP program on an xdp_buff"},
+	{Name: "bpf_prog_run_xdp", File: "include/net/xdp.h", WasIn: "include/linux/filter.h", Does: "run the XDP program on an xdp_buff"},
 	// kernel/bpf: cpumap and devmap.
 	{Name: "bq_enqueue", File: "kernel/bpf/cpumap.c", Does: "queue a redirected frame in this CPU's bulk queue for the target CPU, flushing to its ptr_ring at CPU_MAP_BULK_SIZE"},
 	{Name: "cpu_map_kthread_run", File: "kernel/bpf/cpumap.c", Does: "the target CPU's kthread: take frames from the ptr_ring, build skbs, pass them up the stack"},
@@ -82,9 +90,20 @@ var funcs = []Func{
 	// mm/page_alloc.c: the page allocator.
 	{Name: "rmqueue", File: "mm/page_alloc.c", Does: "allocate a block: from the CPU's per_cpu_pages list, refilled in batches from the buddy (rmqueue_bulk, zone->lock)"},
 	{Name: "__free_pages", File: "mm/page_alloc.c", Does: "free a block: to the CPU's per_cpu_pages list, drained to the buddy in batches (free_pcppages_bulk)"},
-	{Name: "free_unref_page_commit", File: "mm/page_alloc.c", Does: "put a freed block on the pcp list and drain it when high, or by the free_high rule (renamed in newer kernels)"},
+	{Name: "free_unref_page_commit", File: "mm/page_alloc.c", Does: "put a freed block on the pcp list and drain it when high, or by the free_high rule (free_frozen_page_commit in newer kernels)", Also: []string{"free_frozen_page_commit"}},
 	{Name: "rmqueue_bulk", File: "mm/page_alloc.c", Does: "move a batch of blocks from the buddy to a pcp list under zone->lock"},
-	{Name: "page_frag_free", File: "mm/page_frag_cache.c", Does: "drop a buffer's reference to its page_frag block; the last one frees it (mm/page_alloc.c before 6.12)"},
+	{Name: "page_frag_free", File: "mm/page_frag_cache.c", WasIn: "mm/page_alloc.c", Does: "drop a buffer's reference to its page_frag block; the last one frees it (mm/page_alloc.c until 6.12)"},
+	// The functions only the cost accounting names: rows of the simulated
+	// perf top (engine/sim.Sym) that no event handler stands for, because
+	// the engine charges their cost inside the handlers that call them.
+	{Name: "_raw_spin_lock", File: "kernel/locking/spinlock.c", Does: "take a spinlock (zone->lock, a ptr_ring's producer or consumer lock, a bulk queue's): the acquisition, the lock's cache line and the spinning while another CPU holds it"},
+	{Name: "virtqueue_notify", File: "drivers/virtio/virtio_ring.c", Does: "kick the device: vp_notify's write to the notify register, which exits to the host"},
+	{Name: "__alloc_pages", File: "mm/page_alloc.c", Also: []string{"__alloc_pages_noprof"}, Was: "__alloc_pages_nodemask", Does: "the page allocator's entry (alloc_pages, and alloc_pages_bulk's __alloc_pages_bulk): the zonelist walk and prep_new_page (__alloc_pages_noprof from 6.10, __alloc_pages_nodemask until 5.12)"},
+	{Name: "dma_map_page_attrs", File: "kernel/dma/mapping.c", WasIn: "include/linux/dma-mapping.h", Does: "map a page for the device: direct (dma_direct_map_page) or through the IOMMU (iommu_dma_map_page)"},
+	{Name: "dma_unmap_page_attrs", File: "kernel/dma/mapping.c", WasIn: "include/linux/dma-mapping.h", Does: "unmap a page's DMA mapping (an IOTLB invalidation behind an IOMMU)"},
+	{Name: "dma_sync_single_for_cpu", File: "kernel/dma/mapping.c", Also: []string{"__dma_sync_single_for_cpu"}, WasIn: "include/linux/dma-mapping.h", Does: "make the bytes the device wrote visible to the CPU (__dma_sync_single_for_cpu since 6.12)"},
+	{Name: "dma_sync_single_for_device", File: "kernel/dma/mapping.c", Also: []string{"__dma_sync_single_for_device"}, WasIn: "include/linux/dma-mapping.h", Does: "hand a buffer back to the device (__dma_sync_single_for_device since 6.12)"},
+	{Name: "napi_gro_receive", File: "net/core/gro.c", Also: []string{"gro_receive_skb"}, WasIn: "net/core/dev.c", Does: "pass a received skb up the stack through GRO (net/core/dev.c before 5.18; an inline wrapper of gro_receive_skb by 6.18): the stack's per-packet receive in softirq"},
 }
 
 var byName = func() map[string]int {
@@ -124,11 +143,51 @@ func LookupFunc(name string) (Func, bool) {
 	return Func{}, false
 }
 
+// lineRun is where a function is defined over a run of releases, From
+// to To, both included (funclines_gen.go holds them).
+type lineRun struct {
+	From, To Version
+	File     string
+	Line     int
+	As       string // its name in those releases when not its newest
+}
+
+// FuncLine is the file and line of the definition of function name (its
+// newest name or its older one) at kernel v: ok is false when the
+// function did not exist in v, or v's source was not read (releaseTags
+// lists the releases that were, and the tag each was read at).
+func FuncLine(name string, v Version) (file string, line int, ok bool) {
+	f, ok := LookupFunc(name)
+	if !ok {
+		return "", 0, false
+	}
+	for _, r := range funcLines[f.Name] {
+		if !v.Less(r.From) && !r.To.Less(v) {
+			return r.File, r.Line, true
+		}
+	}
+	return "", 0, false
+}
+
+// SourceTag is the tag v's lines were read at ("v6.4", or a stable
+// "v6.1.190" when the generator had no vX.Y), ok false when v was not
+// read and FuncLine knows no line of it.
+func SourceTag(v Version) (tag string, ok bool) {
+	tag, ok = releaseTags[v]
+	return tag, ok
+}
+
 // SourceURL is the function's definition at kernel v in a public source
-// browser: Elixir's identifier search, which gives the file and line of
-// that release. Newest, which stands for net-next, links the latest
+// browser, Elixir: the line in its file at the tag v was read at
+// (releaseTags: vX.Y, or the newest stable vX.Y.N the generator had; for
+// Newest, which stands for net-next, the newest tag it had past the last
+// release) when FuncLine knows it; else Elixir's identifier search of
+// that release, which lists the definition, and for Newest of the latest
 // release.
 func SourceURL(name string, v Version) string {
+	if file, line, ok := FuncLine(name, v); ok {
+		return fmt.Sprintf("https://elixir.bootlin.com/linux/%s/source/%s#L%d", releaseTags[v], file, line)
+	}
 	tag := "v" + v.String()
 	if v == Newest {
 		tag = "latest"
