@@ -129,7 +129,7 @@ func (c *Controller) Handle(in In) []Out {
 		id, in = r.ID, r.In
 	}
 	if r, ok := in.(Resize); ok {
-		c.w, c.h = r.W, r.H
+		c.w, c.h = canvasSide(r.W), canvasSide(r.H)
 		return nil
 	}
 	if h, ok := in.(Hover); ok {
@@ -741,3 +741,17 @@ func contains(list []string, s string) bool {
 
 // errNotInRoom is the room inputs' error outside a room.
 var errNotInRoom = errors.New("not in a workshop room")
+
+// MaxCanvas is the largest canvas side the controller lays out, in CSS
+// pixels: more than any browser gives a canvas (Chromium's limit is
+// 32,767 device pixels a side), so that a resize from a page message
+// cannot ask the views for billions of pixels of drawing.
+const MaxCanvas = 16384
+
+// canvasSide is a resize's side within 0..MaxCanvas (NaN is 0).
+func canvasSide(v float64) float64 {
+	if !(v > 0) {
+		return 0
+	}
+	return min(v, MaxCanvas)
+}

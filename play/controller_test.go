@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"ringlab/engine/view"
 	"ringlab/internal/datadriven"
 )
@@ -721,4 +723,22 @@ func num(v any) string {
 		return strconv.FormatInt(int64(f), 10)
 	}
 	return strconv.FormatFloat(f, 'g', 6, 64)
+}
+
+// TestResizeIsBounded: a resize from a page message (any number the codec
+// takes) lays the canvas out at most MaxCanvas a side, and NaN or a
+// negative side is 0: the views never draw more than a browser could.
+func TestResizeIsBounded(t *testing.T) {
+	c, _ := New("preset=default")
+	for _, r := range []Resize{{1e12, math.Inf(1)}, {math.NaN(), -5}, {800, 600}} {
+		c.Handle(r)
+		l := c.lay()
+		require.NotNil(t, l)
+		require.LessOrEqual(t, c.w, float64(MaxCanvas), "%v", r)
+		require.LessOrEqual(t, c.h, float64(MaxCanvas), "%v", r)
+		require.GreaterOrEqual(t, c.w, 0.0, "%v", r)
+		require.GreaterOrEqual(t, c.h, 0.0, "%v", r)
+		c.Ready() // draws the frame at that size: returns
+	}
+	require.Equal(t, 800.0, c.w)
 }

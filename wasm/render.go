@@ -82,10 +82,13 @@ func (g *game) Draw(screen *ebiten.Image) {
 
 func header(d *drawer, f *play.Draw) {
 	d.rect(0, 0, f.W, view.HeaderH-4, colPanel)
-	d.text(8, 4, fit(f.Header, f.W-16), colText)
 	if f.Stopped != "" {
-		d.text(8, view.HeaderH, "stopped: "+f.Stopped, colWarn)
+		// In the header's line, not over the first view's title: a
+		// stopped world's header has nothing more urgent to say.
+		d.text(8, 4, fit("stopped: "+f.Stopped, f.W-16), colWarn)
+		return
 	}
+	d.text(8, 4, fit(f.Header, f.W-16), colText)
 }
 
 // answerCaptures posts the frame just drawn as a PNG to each capture
