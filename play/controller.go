@@ -50,7 +50,7 @@ type Controller struct {
 
 	w, h   float64 // canvas size (Resize)
 	layout view.Layout
-	laid   [2]int // panes and CPUs layout was made for
+	laid   [4]int // panes, CPUs, ring size and ring mode the layout was made for
 	phase  float64
 
 	ring           view.RingView // how the ring view draws (View, view.go)
@@ -347,9 +347,25 @@ func (c *Controller) lay() *view.Layout {
 	for _, p := range c.sess.Panes {
 		ncpu = max(ncpu, p.Scenario.CPUs)
 	}
-	if c.layout.W != c.w || c.layout.H != c.h || c.laid != [2]int{n, ncpu} || len(c.layout.Panes) != n {
-		c.layout = view.NewLayout(c.w, c.h, n, ncpu)
-		c.laid = [2]int{n, ncpu}
+	size := 0
+	for _, p := range c.sess.Panes {
+		size = max(size, p.Scenario.RingSize)
+	}
+	if c.layout.W != c.w || c.layout.H != c.h || c.laid != [4]int{n, ncpu, size, ringModeKey(c.ring.Mode)} || len(c.layout.Panes) != n {
+		// Lines when asked, or when the circle a circle's layout gives is
+		// too small for the ring (RingShape's rule for auto): a stack then
+		// gives the ring the height lines need, not a circle's.
+		lines := c.ring.Mode == view.RingLinear
+		if c.ring.Mode == view.RingAuto {
+			l := view.NewLayout(c.w, c.h, n, ncpu, false)
+			for i := range l.Panes {
+				if g := l.Panes[i].RingGeom(size); !g.Readable() {
+					lines = true
+				}
+			}
+		}
+		c.layout = view.NewLayout(c.w, c.h, n, ncpu, lines)
+		c.laid = [4]int{n, ncpu, size, ringModeKey(c.ring.Mode)}
 	}
 	c.layout.Ring = c.ring
 	return &c.layout
@@ -754,4 +770,15 @@ func canvasSide(v float64) float64 {
 		return 0
 	}
 	return min(v, MaxCanvas)
+}
+
+// ringModeKey numbers a ring mode for the layout's cache key.
+func ringModeKey(m view.RingMode) int {
+	switch m {
+	case view.RingLinear:
+		return 1
+	case view.RingCircle:
+		return 2
+	}
+	return 0
 }

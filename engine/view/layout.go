@@ -96,8 +96,11 @@ func cpusH(n int) float64 {
 // NewLayout lays out panes (1, or 2) on a w by h canvas, for worlds of up
 // to ncpu CPUs: the grid when one pane is wide enough, else a stack; two
 // panes side by side when each is as wide as the flow view needs, else
-// one over the other.
-func NewLayout(w, h float64, panes, ncpu int) Layout {
+// one over the other. lines says the ring view draws its rings as lines
+// (RingLinear, or a ring too large for the circle: the caller decides,
+// RingGeom.Readable), which in a stack needs far less height than a
+// circle.
+func NewLayout(w, h float64, panes, ncpu int, lines bool) Layout {
 	l := Layout{W: w, H: h, Header: Rect{0, 0, w, HeaderH}}
 	ncpu = max(ncpu, 1)
 	if panes <= 1 {
@@ -106,7 +109,7 @@ func NewLayout(w, h float64, panes, ncpu int) Layout {
 			l.Panes = []PaneLayout{grid(w, h, ncpu, &l.WantH)}
 		} else {
 			l.Form = FormStack
-			p, need := stack(Rect{gap, HeaderH, w - 2*gap, h - HeaderH - gap}, ncpu, false)
+			p, need := stack(Rect{gap, HeaderH, w - 2*gap, h - HeaderH - gap}, ncpu, false, lines)
 			l.Panes = []PaneLayout{p}
 			l.WantH = HeaderH + need + gap
 		}
@@ -117,7 +120,7 @@ func NewLayout(w, h float64, panes, ncpu int) Layout {
 		l.Form = FormColumns
 		for i := 0; i < panes; i++ {
 			x := float64(i)*w/float64(panes) + gap
-			p, need := stack(Rect{x, HeaderH, colW, h - HeaderH - gap}, ncpu, true)
+			p, need := stack(Rect{x, HeaderH, colW, h - HeaderH - gap}, ncpu, true, lines)
 			l.Panes = append(l.Panes, p)
 			l.WantH = max(l.WantH, HeaderH+need+gap)
 		}
@@ -125,11 +128,11 @@ func NewLayout(w, h float64, panes, ncpu int) Layout {
 	}
 	l.Form = FormRows
 	// Each pane gets its share of the height, at least what it needs.
-	_, need := stack(Rect{gap, 0, w - 2*gap, 0}, ncpu, true)
+	_, need := stack(Rect{gap, 0, w - 2*gap, 0}, ncpu, true, lines)
 	share := max(need, (h-HeaderH)/float64(panes)-gap)
 	y := float64(HeaderH)
 	for i := 0; i < panes; i++ {
-		p, _ := stack(Rect{gap, y, w - 2*gap, share}, ncpu, true)
+		p, _ := stack(Rect{gap, y, w - 2*gap, share}, ncpu, true, lines)
 		l.Panes = append(l.Panes, p)
 		y += share + gap
 	}
@@ -171,11 +174,26 @@ func grid(w, h float64, ncpu int, want *float64) PaneLayout {
 
 // stack lays one pane's views out one under the other in r (a title
 // first when titled). It returns the layout and the height the views
-// need; a taller r gives the spare height to the ring, the pages and the
-// rates, a shorter one shrinks every view alike.
-func stack(r Rect, ncpu int, titled bool) (PaneLayout, float64) {
+// need; a taller r gives the spare height to the ring (a circle's, not
+// lines'), the pages and the rates, a shorter one shrinks every view
+// alike.
+func stack(r Rect, ncpu int, titled, lines bool) (PaneLayout, float64) {
 	ringD := min(ringMaxD, max(0, r.W-RingLegendW-24))
 	ring := max(ringMinH, SectionTitleH+ringCaptionH+ringD+12)
+	ringShare := 0.2
+	if lines {
+		// The lines and the legend beside them (LineGeom), or the legend
+		// under them when the view is too narrow for both.
+		ring = ringMinH
+		if r.W-RingLegendW-16 < 240 {
+			rows := ringLegendRows // one column under the lines
+			if r.W >= 2*RingLegendW+16 {
+				rows = ringLegendRows/2 + 2 // two (legendTexts)
+			}
+			ring = SectionTitleH + ringCaptionH + lineViewH + 6 + float64(rows*LineH) + 8
+		}
+		ringShare = 0
+	}
 	flow := FlowMinH + 24
 	cpus := cpusH(min(ncpu, 8))
 	pages := float64(pagesMinH) + 40
@@ -192,7 +210,7 @@ func stack(r Rect, ncpu int, titled bool) (PaneLayout, float64) {
 	} else if r.H > 0 {
 		f = (r.H - head - 4*gap) / (need - head - 4*gap)
 	}
-	hs := []float64{ring*f + extra*0.2, flow*f + extra*0.2, cpus * f, pages*f + extra*0.3, rates*f + extra*0.3}
+	hs := []float64{ring*f + extra*ringShare, flow*f + extra*0.2, cpus * f, pages*f + extra*(0.3+(0.2-ringShare)/2), rates*f + extra*(0.3+(0.2-ringShare)/2)}
 	var p PaneLayout
 	y := r.Y
 	if titled {

@@ -126,13 +126,13 @@ func TestLabelsNeverOverlap(t *testing.T) {
 	}
 	for _, sz := range sizes {
 		for _, pair := range pairs {
-			l := NewLayout(sz.w, sz.h, sz.panes, ncpu)
+			l := NewLayout(sz.w, sz.h, sz.panes, ncpu, false)
 			if sz.want != "" {
 				require.Equal(t, sz.want, l.Form, "%vx%v, %d panes", sz.w, sz.h, sz.panes)
 			}
 			// The page gives the canvas the height the layout wants.
 			if l.WantH > sz.h {
-				l = NewLayout(sz.w, l.WantH, sz.panes, ncpu)
+				l = NewLayout(sz.w, l.WantH, sz.panes, ncpu, false)
 			}
 			panes := []*paneWorld{worlds[pair[0]], worlds[pair[1]]}[:sz.panes]
 			checkLayout(t, &l, panes, fmt.Sprintf("%s %vx%v, %d panes (%s, %s)", l.Form, sz.w, l.H, sz.panes, pair[0], pair[1]))
@@ -148,12 +148,12 @@ func TestLabelsNeverOverlap(t *testing.T) {
 // the grid needs no more (with up to two CPUs).
 func TestGridFitsA1280Window(t *testing.T) {
 	for ncpu := 1; ncpu <= 2; ncpu++ {
-		l := NewLayout(frame1280W, frame1280H, 1, ncpu)
+		l := NewLayout(frame1280W, frame1280H, 1, ncpu, false)
 		assert.Equal(t, FormGrid, l.Form)
 		assert.LessOrEqual(t, l.WantH, float64(frame1280H), "%d CPUs", ncpu)
 	}
 	// Narrower, the views stack and want more height than a window has.
-	l := NewLayout(frame800W, frame800H, 1, 2)
+	l := NewLayout(frame800W, frame800H, 1, 2, false)
 	assert.Equal(t, FormStack, l.Form)
 	assert.Greater(t, l.WantH, float64(frame800H))
 	p := l.Panes[0]
@@ -174,7 +174,7 @@ func TestRing1024IsReadable(t *testing.T) {
 	q := &p.snap.Queue
 	require.Equal(t, 1024, q.Size)
 	for _, sz := range [][3]float64{{frame1280W, frame1280H, 1}, {frame800W, 1300, 1}, {frame1280W, 1200, 2}, {frame800W, 2600, 2}} {
-		l := NewLayout(sz[0], sz[1], int(sz[2]), 2)
+		l := NewLayout(sz[0], sz[1], int(sz[2]), 2, true)
 		for pane := range l.Panes {
 			pl := &l.Panes[pane]
 			sh := pl.RingShape(q, RingView{})
@@ -213,7 +213,7 @@ func TestRing1024IsReadable(t *testing.T) {
 	}
 	// A 16-entry ring stays a circle, unless asked.
 	d := runPane(t, "default", 100_000)
-	l := NewLayout(frame1280W, frame1280H, 1, 1)
+	l := NewLayout(frame1280W, frame1280H, 1, 1, false)
 	assert.False(t, l.Panes[0].RingShape(&d.snap.Queue, RingView{}).Linear)
 	assert.True(t, l.Panes[0].RingShape(&d.snap.Queue, RingView{Mode: RingLinear}).Linear)
 	assert.False(t, l.Panes[0].RingShape(q, RingView{Mode: RingCircle}).Linear, "a circle when asked, even of 1024")
@@ -225,7 +225,7 @@ func TestLayoutHitTestFindsWhatWhereReports(t *testing.T) {
 		for _, size := range [][2]float64{{1040, 700}, {1400, 900}, {800, 1300}, {frame1280W, frame1280H}} {
 			for _, rv := range []RingView{{}, {Mode: RingLinear}, {Mode: RingLinear, Slots: 8, From: 5, Fixed: true}} {
 				for first := 0; first+panes <= len(all); first++ {
-					l := NewLayout(size[0], size[1], panes, 2)
+					l := NewLayout(size[0], size[1], panes, 2, false)
 					l.Ring = rv
 					snaps := all[first : first+panes]
 					for pane := 0; pane < panes; pane++ {

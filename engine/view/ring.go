@@ -110,6 +110,9 @@ type LineGeom struct {
 
 // Linear view metrics.
 const (
+	// lineViewH is the lines' height: the three rows, the indices, the
+	// overview and its caption.
+	lineViewH = lineRowGap + 3*lineRowH + 3*lineRowGap + LineH + 6 + overviewH + 2 + LineH
 	lineNamesW = 44 // "avail" and a margin
 	lineRowH   = 20
 	lineRowGap = 10 // room for an index marker between two rows
@@ -121,7 +124,7 @@ func (p *PaneLayout) LineGeom(q *QueueView, rv RingView) LineGeom {
 	caption, body := p.ringBody()
 	g := LineGeom{Size: q.Size, Caption: caption}
 	// The legend beside the lines when both fit, else under them.
-	linesH := float64(lineRowGap + 3*lineRowH + 3*lineRowGap + LineH + 6 + overviewH + 2 + LineH)
+	linesH := float64(lineViewH)
 	var lines Rect
 	if body.W-RingLegendW-16 >= 240 {
 		lines = Rect{body.X, body.Y, body.W - RingLegendW - 16, min(body.H, linesH)}
