@@ -112,7 +112,7 @@ type LineGeom struct {
 const (
 	// lineViewH is the lines' height: the three rows, the indices, the
 	// overview and its caption.
-	lineViewH = lineRowGap + 3*lineRowH + 3*lineRowGap + LineH + 6 + overviewH + 2 + LineH
+	lineViewH  = lineRowGap + 3*lineRowH + 3*lineRowGap + LineH + 6 + overviewH + 2 + LineH
 	lineNamesW = 44 // "avail" and a margin
 	lineRowH   = 20
 	lineRowGap = 10 // room for an index marker between two rows
