@@ -11,7 +11,6 @@ import (
 	"ringlab/engine/device"
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
-	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
 	"ringlab/engine/virtq"
@@ -34,7 +33,7 @@ const (
 	ewmaWeight = 64
 )
 
-// bufferSource is scenario.Driver.BufferSource decoded.
+// bufferSource is Config.BufferSource decoded.
 type bufferSource uint8
 
 const (
@@ -60,17 +59,20 @@ type Env struct {
 	Devmap   *xdp.Devmap // nil without a devmap
 	Prog     *bpf.Program
 	Clock    bpf.Clock
+	// Traffic is the generator feeding receive queue q's host (for a
+	// scenario, device.NewStreamTraffic), called once per queue by New.
+	Traffic func(q int) (*device.Traffic, error)
 }
 
 // Driver is struct virtnet_info.
 type Driver struct {
 	env  *Env
-	s    *scenario.Scenario
+	cfg  Config
 	mode string
 
 	mergeable  bool
 	bigPackets bool
-	// Scenario choices decoded once at New, so the per-packet paths test
+	// Config choices decoded once at New, so the per-packet paths test
 	// a flag instead of comparing strings.
 	source    bufferSource
 	premapped bool // Driver.DMA is premapped: pool pages carry their DMA address
