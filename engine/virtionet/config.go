@@ -40,7 +40,7 @@ type Config struct {
 	RefillRetryInNAPI bool // a failed refill returns the budget instead of queueing refill_work (6.19+)
 	PageFragPremap    bool // page_frag blocks are mapped once (virtnet_rq_alloc, 6.6+, off in 6.11 and 6.12)
 
-	Device device.Config // the host side of every queue
+	Device device.Config // the host side of every queue; New sets its Mode to Mode
 }
 
 // ConfigOf is the driver's Config in scenario s.

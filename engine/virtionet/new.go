@@ -18,6 +18,7 @@ func New(env *Env, cfg Config) (*Driver, error) {
 	if env.Traffic == nil {
 		return nil, fmt.Errorf("virtio_net: no traffic for the receive queues (Env.Traffic)")
 	}
+	cfg.Device.Mode = cfg.Mode // the hosts see the driver's buffers
 	s := &cfg
 	d := &Driver{
 		env:         env,

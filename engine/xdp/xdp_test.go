@@ -101,25 +101,26 @@ func TestCpumapBulkQueueFlushesAtBulkSize(t *testing.T) {
 	m := NewCpumap(r.sim, r.frames, r.skbs, r.stack, r.rel, r.rel, []int{1}, 64, CpumapKernel{})
 	c := r.sim.CPU(0)
 	c.Begin(0)
-	for i := 0; i < CPUMapBulkSize; i++ {
+	const bulk = 8 // CPU_MAP_BULK_SIZE
+	for i := 0; i < bulk; i++ {
 		require.True(t, m.Enqueue(c, 1, r.frame(t, mem.PageID(i), MemPageShared, 0)))
 	}
 	assert.Equal(t, CpumapCounters{}, m.C, "eight frames stay in the bulk queue")
-	assert.Equal(t, CPUMapBulkSize, m.Queued())
+	assert.Equal(t, bulk, m.Queued())
 	assert.Equal(t, 0, r.sim.Queue.Len(), "no kthread woken before a flush")
 
 	require.True(t, m.Enqueue(c, 1, r.frame(t, 100, MemPageShared, 0)))
-	assert.Equal(t, uint64(CPUMapBulkSize), m.C.Enqueued, "the ninth frame flushes the eight before it")
+	assert.Equal(t, uint64(bulk), m.C.Enqueued, "the ninth frame flushes the eight before it")
 	assert.Equal(t, uint64(1), m.C.Flushes)
 	assert.Equal(t, uint64(1), m.C.Wakeups)
 
 	m.Flush(c)
 	c.End()
-	assert.Equal(t, uint64(CPUMapBulkSize+1), m.C.Enqueued)
+	assert.Equal(t, uint64(bulk+1), m.C.Enqueued)
 	assert.Equal(t, uint64(2), m.C.Flushes)
 	assert.Equal(t, uint64(1), m.C.Wakeups, "a kthread already woken is not woken again")
 	assert.Zero(t, m.C.Drops)
-	assert.Equal(t, CPUMapBulkSize+1, m.Queued())
+	assert.Equal(t, bulk+1, m.Queued())
 }
 
 // TestCpumapEnqueueWithoutEntry holds Enqueue to cpu_map_enqueue's
@@ -135,7 +136,7 @@ func TestCpumapEnqueueWithoutEntry(t *testing.T) {
 	assert.False(t, m.Enqueue(c, 7, f), "no CPU 7")
 	assert.Zero(t, m.Queued())
 	assert.Equal(t, 1, r.frames.Live(), "the frame is still the caller's")
-	assert.Equal(t, 64+2*CPUMapBulkSize, m.Capacity(), "one ring and a bulk queue per source CPU")
+	assert.Equal(t, 64+2*8, m.Capacity(), "one ring and a bulk queue of CPU_MAP_BULK_SIZE per source CPU")
 }
 
 // TestCpumapFullRingDrops holds flushOne to bq_flush_to_queue: frames the
@@ -174,7 +175,7 @@ func TestCpumapKthreadBatches(t *testing.T) {
 	m := NewCpumap(r.sim, r.frames, r.skbs, r.stack, r.rel, r.rel, []int{1}, 64, CpumapKernel{})
 	c := r.sim.CPU(0)
 	c.Begin(0)
-	const n = 2*CPUMapBatch + 4
+	const n = 2*8 + 4 // CPUMAP_BATCH is 8
 	for i := 0; i < n; i++ {
 		require.True(t, m.Enqueue(c, 1, r.frame(t, mem.PageID(i), MemPageShared, 0)))
 	}
@@ -245,7 +246,7 @@ func TestCpumapConsumerLockByKernel(t *testing.T) {
 		m := NewCpumap(r.sim, r.frames, r.skbs, r.stack, r.rel, r.rel, []int{1}, 64, CpumapKernel{LockedConsume: locked})
 		c := r.sim.CPU(0)
 		c.Begin(0)
-		for i := 0; i < CPUMapBatch+1; i++ {
+		for i := 0; i < 8+1; i++ { // CPUMAP_BATCH and one
 			require.True(t, m.Enqueue(c, 1, r.frame(t, mem.PageID(i), MemPageShared, 0)))
 		}
 		m.Flush(c)
@@ -372,19 +373,20 @@ func TestDevmapBulkQueue(t *testing.T) {
 	m := NewDevmap(r.sim, r.frames, r.rel, 1e6, 64, -1)
 	c := r.sim.CPU(0)
 	c.Begin(0)
-	for i := 0; i < DevMapBulkSize; i++ {
+	const bulk = 16 // DEV_MAP_BULK_SIZE
+	for i := 0; i < bulk; i++ {
 		m.Enqueue(c, r.frame(t, mem.PageID(i), MemPageShared, 0))
 	}
 	assert.Equal(t, DevmapCounters{}, m.C)
-	assert.Equal(t, DevMapBulkSize, m.InFlight())
+	assert.Equal(t, bulk, m.InFlight())
 	m.Enqueue(c, r.frame(t, 100, MemPageShared, 0))
-	assert.Equal(t, DevmapCounters{Sent: DevMapBulkSize, Xmits: 1}, m.C)
+	assert.Equal(t, DevmapCounters{Sent: bulk, Xmits: 1}, m.C)
 	m.Flush(c)
-	assert.Equal(t, DevmapCounters{Sent: DevMapBulkSize + 1, Xmits: 2}, m.C)
+	assert.Equal(t, DevmapCounters{Sent: bulk + 1, Xmits: 2}, m.C)
 	m.Flush(c)
 	c.End()
 	assert.Equal(t, uint64(2), m.C.Xmits, "an empty bulk queue sends nothing")
-	assert.Equal(t, DevMapBulkSize+1, m.InFlight())
+	assert.Equal(t, bulk+1, m.InFlight())
 }
 
 // TestDevmapFullRingDrops holds xmit to bq_xmit_all: the frames the next
