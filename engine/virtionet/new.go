@@ -26,6 +26,8 @@ func New(env *Env, cfg Config) (*Driver, error) {
 		mode:        s.Mode,
 		numSkbFrags: s.NumSkbFrags,
 		xdpEnabled:  env.Prog != nil,
+		xdpFrags:    s.XDPFrags,
+		cloneSKBs:   s.CloneSKBs,
 		budget:      s.Budget,
 	}
 	d.mergeable = d.mode == scenario.ModeMergeable

@@ -67,7 +67,6 @@ type Env struct {
 // Driver is struct virtnet_info.
 type Driver struct {
 	env  *Env
-	cfg  Config
 	mode string
 
 	mergeable  bool
@@ -86,6 +85,8 @@ type Driver struct {
 	indirectBig bool // big buffers go indirect: one ring slot each (INDIRECT_DESC, no ctx)
 	buildBig    bool // page_to_skb builds big-mode skbs around the first page (5.13+)
 	xdpEnabled  bool
+	xdpFrags    bool // the program supports multi-buffer packets (Config.XDPFrags)
+	cloneSKBs   bool // every skb delivered is cloned (Config.CloneSKBs)
 	stream      bool // a stream workload: buffers carry their frame's number to the socket
 	budget      int
 	// skbLead is what precedes the data in a buffer build_skb wraps: the
@@ -124,6 +125,8 @@ type Driver struct {
 	// schedule_delayed_work on a pending one does nothing).
 	refillQueued bool
 	Refill       RefillStats
+
+	cfg Config // what New was given; the per-packet paths read the fields above
 }
 
 // RefillStats count refill_work (kernels before 6.19): its runs, and the
