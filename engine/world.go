@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"ringlab/engine/bpf"
+	"ringlab/engine/device"
 	"ringlab/engine/kernel"
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
@@ -126,9 +127,10 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	env := &virtionet.Env{
 		Sim: w.Sim, Mem: w.Mem, DMA: w.DMA, Pools: w.Pools, SKBs: w.SKBs, Frames: w.Frames,
 		Stack: w.Stack, Releaser: w, Cpumap: w.Cpumap, Devmap: w.Devmap, Prog: w.Prog,
-		Clock: bpf.ClockFunc(func() uint64 { return uint64(w.Sim.Now()) }),
+		Clock:   bpf.ClockFunc(func() uint64 { return uint64(w.Sim.Now()) }),
+		Traffic: func(q int) (*device.Traffic, error) { return device.NewStreamTraffic(&w.Scenario, q) },
 	}
-	if w.Driver, err = virtionet.New(env, &w.Scenario); err != nil {
+	if w.Driver, err = virtionet.New(env, virtionet.ConfigOf(&w.Scenario)); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	return w, nil

@@ -102,21 +102,39 @@ type RX struct {
 	first virtq.ChainInfo // scratch: plan's first chain, for deliver
 }
 
-// NewRX returns the backend of receive queue index out of nq. It fails
-// only when the scenario's stream cannot be built (a validated scenario's
-// always can).
-func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) (*RX, error) {
-	tr, err := NewStreamTraffic(s, index)
-	if err != nil {
-		return nil, err
+// Config is what a device's host side takes from the scenario, decoded
+// once (ConfigOf): its kind, the driver's receive mode, and its limits.
+type Config struct {
+	Kind    string  // scenario.Device.Kind: vhost, nic or vdpa
+	Mode    string  // the driver's receive mode (scenario.Mode): mergeable frames may span buffers
+	Backlog int     // frames the host queues while the ring is empty (vhost and nic)
+	MaxPPS  float64 // the device's own packet rate cap, 0 for none
+	// AvailEventOnPop: the device writes avail_event as it pops each
+	// chain rather than when it sleeps (scenario.AvailEventPop).
+	AvailEventOnPop bool
+}
+
+// ConfigOf is the device's Config in scenario s.
+func ConfigOf(s *scenario.Scenario) Config {
+	return Config{
+		Kind:            s.Device.Kind,
+		Mode:            s.Mode(),
+		Backlog:         s.Device.Backlog,
+		MaxPPS:          s.Device.MaxPPS,
+		AvailEventOnPop: s.Device.AvailEvent == scenario.AvailEventPop,
 	}
+}
+
+// NewRX returns the backend of receive queue q, fed by tr (for a
+// scenario's queue, NewStreamTraffic).
+func NewRX(q *virtq.Queue, cfg Config, tr *Traffic, costs *sim.Costs) *RX {
 	r := &RX{
 		q:       q,
 		traffic: tr,
 		costs:   costs,
-		kind:    s.Device.Kind,
-		mode:    s.Mode(),
-		backlog: s.Device.Backlog,
+		kind:    cfg.Kind,
+		mode:    cfg.Mode,
+		backlog: cfg.Backlog,
 		window:  make([]byte, q.Size()*WindowSize),
 		pend:    make([]pendingFrame, q.Size()),
 	}
@@ -127,11 +145,11 @@ func NewRX(q *virtq.Queue, s *scenario.Scenario, index int, costs *sim.Costs) (*
 		r.backlog = 0 // frames wait nowhere: see CatchUp
 	}
 	r.mergeable = r.mode == scenario.ModeMergeable
-	if s.Device.MaxPPS > 0 {
-		r.minGap = sim.Duration(1e9 / s.Device.MaxPPS)
+	if cfg.MaxPPS > 0 {
+		r.minGap = sim.Duration(1e9 / cfg.MaxPPS)
 	}
-	q.DeviceSetAvailEventOnPop(s.Device.AvailEvent == scenario.AvailEventPop)
-	return r, nil
+	q.DeviceSetAvailEventOnPop(cfg.AvailEventOnPop)
+	return r
 }
 
 // Counters returns the backend's counters.

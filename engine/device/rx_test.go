@@ -25,8 +25,9 @@ func TestWindowHoldsTheFrameBuiltWhenRead(t *testing.T) {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	r, err := NewRX(q, &s, 0, &costs)
+	tr, err := NewStreamTraffic(&s, 0)
 	require.NoError(t, err)
+	r := NewRX(q, ConfigOf(&s), tr, &costs)
 	ref := NewTraffic(s.Traffic, 0, 1, s.Seed) // the same packets, built eagerly
 
 	var tok virtq.Token
@@ -82,8 +83,9 @@ func TestHostBusyAndStarvedTime(t *testing.T) {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	r, err := NewRX(q, &s, 0, &costs)
+	tr, err := NewStreamTraffic(&s, 0)
 	require.NoError(t, err)
+	r := NewRX(q, ConfigOf(&s), tr, &costs)
 	per := r.cost(64, 1, 1)
 	var tok virtq.Token
 	post := func(at sim.Time) {
@@ -124,8 +126,9 @@ func newRig(t *testing.T, s scenario.Scenario, ring int) *rig {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", EventIdx: s.Features.EventIdx, Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	r, err := NewRX(q, &s, 0, &costs)
+	tr, err := NewStreamTraffic(&s, 0)
 	require.NoError(t, err)
+	r := NewRX(q, ConfigOf(&s), tr, &costs)
 	return &rig{q: q, r: r}
 }
 

@@ -24,12 +24,12 @@ type TX struct {
 }
 
 // NewTX returns the host side of send queue q.
-func NewTX(q *virtq.Queue, s *scenario.Scenario, costs *sim.Costs) *TX {
-	t := &TX{q: q, costs: costs, kind: s.Device.Kind, sleep: true}
-	if s.Device.MaxPPS > 0 {
-		t.minGap = sim.Duration(1e9 / s.Device.MaxPPS)
+func NewTX(q *virtq.Queue, cfg Config, costs *sim.Costs) *TX {
+	t := &TX{q: q, costs: costs, kind: cfg.Kind, sleep: true}
+	if cfg.MaxPPS > 0 {
+		t.minGap = sim.Duration(1e9 / cfg.MaxPPS)
 	}
-	q.DeviceSetAvailEventOnPop(s.Device.AvailEvent == scenario.AvailEventPop)
+	q.DeviceSetAvailEventOnPop(cfg.AvailEventOnPop)
 	return t
 }
 

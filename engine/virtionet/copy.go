@@ -4,7 +4,7 @@ import "fmt"
 
 // CopyFrom makes d's state src's: every queue's ring, buffers, host and
 // counters, its page_frag and DMA blocks, and the refill's state. d must
-// have been built from src's scenario in a twin world; it keeps its links
+// have been built from src's Config in a twin world; it keeps its links
 // to that world (see sim.Sim.CopyFrom for how a world is copied). The
 // page pools, memory and the rest are copied by their owners.
 func (d *Driver) CopyFrom(src *Driver) error {
@@ -13,7 +13,7 @@ func (d *Driver) CopyFrom(src *Driver) error {
 	}
 	own := *d
 	*d = *src
-	d.env, d.s, d.RQ, d.SQ = own.env, own.s, own.RQ, own.SQ
+	d.env, d.RQ, d.SQ = own.env, own.RQ, own.SQ
 	for i, rq := range d.RQ {
 		if err := rq.copyFrom(src.RQ[i]); err != nil {
 			return fmt.Errorf("virtionet: copy: rx%d: %w", i, err)

@@ -10,17 +10,25 @@ import (
 	"ringlab/engine/virtq"
 )
 
-// New is virtnet_probe and virtnet_open: it picks the receive mode from the
-// negotiated features, creates the queues (and a page_pool per receive
-// queue when the scenario asks for one), and fills every receive ring.
-func New(env *Env, s *scenario.Scenario) (*Driver, error) {
+// New is virtnet_probe and virtnet_open: it takes the receive mode from
+// the negotiated features, creates the queues (and a page_pool per receive
+// queue when the config asks for one), and fills every receive ring.
+// env.Traffic gives each receive queue's host its frames.
+func New(env *Env, cfg Config) (*Driver, error) {
+	if env.Traffic == nil {
+		return nil, fmt.Errorf("virtio_net: no traffic for the receive queues (Env.Traffic)")
+	}
+	cfg.Device.Mode = cfg.Mode // the hosts see the driver's buffers
+	s := &cfg
 	d := &Driver{
 		env:         env,
-		s:           s,
-		mode:        s.Mode(),
-		numSkbFrags: s.BigPacketsNumSkbFrags(),
+		cfg:         cfg,
+		mode:        s.Mode,
+		numSkbFrags: s.NumSkbFrags,
 		xdpEnabled:  env.Prog != nil,
-		budget:      s.Driver.Budget,
+		xdpFrags:    s.XDPFrags,
+		cloneSKBs:   s.CloneSKBs,
+		budget:      s.Budget,
 	}
 	d.mergeable = d.mode == scenario.ModeMergeable
 	d.bigPackets = d.mode == scenario.ModeBig
@@ -34,8 +42,8 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	if h := d.headroom(); h != 0 {
 		d.mrgRoom = uint32(skbDataAlign(int(h + ShinfoSize)))
 	}
-	d.buildBig = s.Behaviours().PageToSKBBuild
-	switch s.Driver.BufferSource {
+	d.buildBig = s.PageToSKBBuild
+	switch s.BufferSource {
 	case scenario.SourcePageFrag:
 		d.source = srcPageFrag
 	case scenario.SourcePage:
@@ -45,21 +53,20 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 	default:
 		d.source = srcPagePoolFrag
 	}
-	kb := s.Behaviours()
-	d.poolFrags = d.source == srcPagePoolFrag || (d.source == srcPagePool && kb.VirtioNetPagePool)
-	d.refillInNAPI = kb.RefillRetryInNAPI
-	d.stream = s.Traffic.Stream() != ""
-	d.premapped = s.Driver.DMA == scenario.DMAPremapped
+	d.poolFrags = d.source == srcPagePoolFrag || (d.source == srcPagePool && s.VirtioNetPagePool)
+	d.refillInNAPI = s.RefillRetryInNAPI
+	d.stream = s.Stream
+	d.premapped = s.Premapped
 	// virtnet_rq_set_premapped (6.6 to 6.10) and its successor in 6.13
 	// premap in small and mergeable modes, never big.
-	d.fragPremap = s.Behaviours().PageFragPremap && d.source == srcPageFrag && s.Mode() != scenario.ModeBig
+	d.fragPremap = s.PageFragPremap && d.source == srcPageFrag && s.Mode != scenario.ModeBig
 	d.nic = s.Device.Kind != scenario.DeviceVhost // nic and vdpa: MMIO doorbells, MSI-X
 	// Buffers own their page in big mode, with whole pages per buffer,
 	// and with XDP from order-0 pool fragments: an XDP buffer (len + room
 	// = PAGE_SIZE in mergeable mode, 2176 bytes in small) leaves no room
 	// for a second one in its page.
 	d.wholePage = d.bigPackets || d.source == srcPage || (d.source == srcPagePool && !d.poolFrags) ||
-		(d.poolFrags && d.xdpEnabled && s.Driver.PoolOrder == 0)
+		(d.poolFrags && d.xdpEnabled && s.PoolOrder == 0)
 	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", d.napiPoll)
 	d.landKind = env.Sim.Queue.RegisterArg("host lands frames", "rx", d.landing)
 	d.irqKind = env.Sim.Queue.RegisterArg("rx interrupt", "rx", d.interrupt)
@@ -79,11 +86,11 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 			return nil, fmt.Errorf("virtio_net: rx queue %d: %w", i, err)
 		}
 		d.RQ = append(d.RQ, rq)
-		vq, err := virtq.New(s.TxRingSize, virtq.Config{Name: fmt.Sprintf("output.%d", i), EventIdx: s.Features.EventIdx, IndirectDesc: s.Features.IndirectDesc})
+		vq, err := virtq.New(s.TxRingSize, virtq.Config{Name: fmt.Sprintf("output.%d", i), EventIdx: s.EventIdx, IndirectDesc: s.IndirectDesc})
 		if err != nil {
 			return nil, fmt.Errorf("virtio_net: tx queue %d: %w", i, err)
 		}
-		d.SQ = append(d.SQ, &SQ{Index: i, VQ: vq, Dev: device.NewTX(vq, s, &env.Sim.Costs)})
+		d.SQ = append(d.SQ, &SQ{Index: i, VQ: vq, Dev: device.NewTX(vq, s.Device, &env.Sim.Costs)})
 	}
 	for _, rq := range d.RQ {
 		rq.CPU.Begin(0)
@@ -103,7 +110,7 @@ func New(env *Env, s *scenario.Scenario) (*Driver, error) {
 }
 
 func (d *Driver) newRQ(i int) (*RQ, error) {
-	s := d.s
+	s := &d.cfg
 	env := d.env
 	cpu := env.Sim.CPU(i % env.Sim.NumCPU())
 	// virtnet_find_vqs gives the receive queues a ctx unless they post
@@ -113,8 +120,8 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	// descriptors (__vring_new_virtqueue: vq->indirect = INDIRECT_DESC &&
 	// !context), so only big mode can.
 	vq, err := virtq.New(s.RingSize, virtq.Config{
-		Name: fmt.Sprintf("input.%d", i), EventIdx: s.Features.EventIdx,
-		IndirectDesc: s.Features.IndirectDesc, Ctx: !d.bigPackets,
+		Name: fmt.Sprintf("input.%d", i), EventIdx: s.EventIdx,
+		IndirectDesc: s.IndirectDesc, Ctx: !d.bigPackets,
 	})
 	if err != nil {
 		return nil, err
@@ -129,11 +136,13 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 		rq.bufs[j].page = mem.NoPage
 	}
 	rq.bufs[len(rq.bufs)-1].next = -1
-	if rq.Dev, err = device.NewRX(vq, s, i, &env.Sim.Costs); err != nil {
+	tr, err := env.Traffic(i)
+	if err != nil {
 		return nil, err
 	}
+	rq.Dev = device.NewRX(vq, s.Device, tr, &env.Sim.Costs)
 	rq.minBufLen = d.mergeableMinBufLen()
-	switch s.Driver.BufferSource {
+	switch s.BufferSource {
 	case scenario.SourcePageFrag:
 		rq.frag, err = env.Mem.NewFrag(i)
 		if err != nil {
@@ -151,14 +160,14 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 		}
 	case scenario.SourcePagePool, scenario.SourcePagePoolFrag:
 		p := pagepool.Params{
-			Order:    s.Driver.PoolOrder,
-			PoolSize: s.Driver.PoolSize,
+			Order:    s.PoolOrder,
+			PoolSize: s.PoolSize,
 			CPUID:    -1, // page_pool_create
 			NAPIID:   uint32(i + 1),
 			Ifindex:  1,
 			NID:      pagepool.NoNode,
 		}
-		if d.nic || s.Behaviours().VirtioNetPagePool {
+		if d.nic || s.VirtioNetPagePool {
 			// pp_params.napi = &rq->napi: the 2026 series links the pool
 			// to the queue's NAPI, as the NIC drivers this device stands
 			// for do (bnxt and mlx5 since 6.5). The 2023 series, as
@@ -168,10 +177,10 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 		if p.PoolSize == 0 {
 			p.PoolSize = s.RingSize
 		}
-		if s.Driver.DMA == scenario.DMAPremapped {
+		if s.Premapped {
 			p.Flags = pagepool.DMAMap | pagepool.DMASyncDev
 			p.DMA = env.DMA
-			p.MaxLen = mem.PageSize << s.Driver.PoolOrder
+			p.MaxLen = mem.PageSize << s.PoolOrder
 		}
 		rq.Pool, err = env.Pools.New(p)
 		if err != nil {
@@ -193,13 +202,13 @@ func (d *Driver) mergeableMinBufLen() uint32 {
 	const ipMaxMTU, ethMaxMTU = 65535, 65535 // IP_MAX_MTU, ETH_MAX_MTU
 	packetLen := ethMaxMTU
 	switch {
-	case d.s.BigPackets():
+	case d.cfg.BigPackets:
 		packetLen = ipMaxMTU
-	case d.s.Features.MTU:
-		packetLen = d.s.MTU
+	case d.cfg.DeviceMTU != 0:
+		packetLen = d.cfg.DeviceMTU
 	}
 	bufLen := HdrLen + EthHlen + 4 + packetLen // hdr_len + ETH_HLEN + VLAN_HLEN + packet_len
-	minBuf := (bufLen + d.s.RingSize - 1) / d.s.RingSize
+	minBuf := (bufLen + d.cfg.RingSize - 1) / d.cfg.RingSize
 	if minBuf < HdrLen {
 		minBuf = HdrLen
 	}

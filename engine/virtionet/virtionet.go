@@ -11,7 +11,6 @@ import (
 	"ringlab/engine/device"
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
-	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
 	"ringlab/engine/virtq"
@@ -34,7 +33,7 @@ const (
 	ewmaWeight = 64
 )
 
-// bufferSource is scenario.Driver.BufferSource decoded.
+// bufferSource is Config.BufferSource decoded.
 type bufferSource uint8
 
 const (
@@ -60,17 +59,19 @@ type Env struct {
 	Devmap   *xdp.Devmap // nil without a devmap
 	Prog     *bpf.Program
 	Clock    bpf.Clock
+	// Traffic is the generator feeding receive queue q's host (for a
+	// scenario, device.NewStreamTraffic), called once per queue by New.
+	Traffic func(q int) (*device.Traffic, error)
 }
 
 // Driver is struct virtnet_info.
 type Driver struct {
 	env  *Env
-	s    *scenario.Scenario
 	mode string
 
 	mergeable  bool
 	bigPackets bool
-	// Scenario choices decoded once at New, so the per-packet paths test
+	// Config choices decoded once at New, so the per-packet paths test
 	// a flag instead of comparing strings.
 	source    bufferSource
 	premapped bool // Driver.DMA is premapped: pool pages carry their DMA address
@@ -84,6 +85,8 @@ type Driver struct {
 	indirectBig bool // big buffers go indirect: one ring slot each (INDIRECT_DESC, no ctx)
 	buildBig    bool // page_to_skb builds big-mode skbs around the first page (5.13+)
 	xdpEnabled  bool
+	xdpFrags    bool // the program supports multi-buffer packets (Config.XDPFrags)
+	cloneSKBs   bool // every skb delivered is cloned (Config.CloneSKBs)
 	stream      bool // a stream workload: buffers carry their frame's number to the socket
 	budget      int
 	// skbLead is what precedes the data in a buffer build_skb wraps: the
@@ -122,6 +125,8 @@ type Driver struct {
 	// schedule_delayed_work on a pending one does nothing).
 	refillQueued bool
 	Refill       RefillStats
+
+	cfg Config // what New was given; the per-packet paths read the fields above
 }
 
 // RefillStats count refill_work (kernels before 6.19): its runs, and the

@@ -231,7 +231,7 @@ func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) bool {
 func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int) {
 	c := rq.CPU
 	n := length - HdrLen
-	if !rq.d.s.XDP.Frags {
+	if !rq.d.xdpFrags {
 		if headroom < rq.d.headroom() || numBuf > 1 {
 			rq.Stats.Linearized++
 			c.Charge(sim.SymReceiveMergeable, c.Costs().PageAlloc+memcpyCost(c, n))
