@@ -46,7 +46,7 @@ func TestSetText(t *testing.T) {
 	}
 }
 
-// TestSetTextBufferSource: the example, a bare buffer source on a
+// TestSetTextBufferSource: a bare buffer source (--set driver.buffer_source=page_pool) on a
 // preset whose ring maps its buffers.
 func TestSetTextBufferSource(t *testing.T) {
 	s, err := LookupPreset("r4-page-alloc-1flow")
