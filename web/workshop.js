@@ -48,6 +48,7 @@
     students: 0,
     instructors: 0,
     away: false,       // a student sees no instructor connected
+    aways: 0,          // times the instructor went away (for tests)
     conn: null,
     error: "",
     closed: false,
@@ -466,6 +467,7 @@
         }
         ws.role = m.you;
         ws.retries = 0;
+        ws.joins = (ws.joins || 0) + 1;
         ws.students = m.students || 0;
         ws.instructors = m.instructors || 0;
         ws.away = ws.role === "student" && ws.instructors === 0;
@@ -495,6 +497,7 @@
         ws.students = m.students;
         ws.instructors = m.instructors;
         ws.away = ws.role === "student" && m.instructors === 0;
+        if (ws.role === "student" && ws.away && !wasAway) ws.aways++;
         if (ws.role === "student" && ws.away && !wasAway) showToast("The instructor is away: the room waits for them (their commands continue when they are back).", "info");
         if (ws.role === "student" && wasAway && !ws.away) showToast("The instructor is back.", "info");
         render();
@@ -526,6 +529,7 @@
     }
   }
 
+  let resynced = false; // a resync is under way: say when it is done
   let ready = Promise.resolve();
   function toGame(msg) {
     ready = ready.then(gameReady).then(() => ui.send(msg));
@@ -573,8 +577,11 @@
         ws.replaying = r.replaying;
         ws.attached = r.attached;
         ws.playing = r.playing;
-        if (r.status === "resyncing" && ws.status !== "resyncing") status("Your world had drifted from the room's: resyncing…", "error");
-        if (ws.status === "resyncing" && r.status === "following") status("Back in step with the room.", "info", true);
+        if ((r.resyncs || 0) > ws.resyncs) resynced = true;
+        if (resynced && r.status === "following") {
+          resynced = false;
+          status(`Resynced: back in step with the room (command ${r.applied}).`, "info", true);
+        }
         ws.status = r.status || "";
         ws.checked = r.checked || 0;
         ws.resyncs = r.resyncs || 0;
@@ -674,7 +681,7 @@
     const answers = q.answers.filter((a) => a.answer !== "(other answers)");
     const nums = answers.map((a) => numeric(a.answer));
     let rows;
-    if (answers.length >= 5 && nums.every((n) => !Number.isNaN(n))) {
+    if (answers.length >= 4 && nums.every((n) => !Number.isNaN(n))) {
       const lo = Math.min(...nums), hi = Math.max(...nums);
       const bins = 8, w = (hi - lo) / bins || 1;
       rows = Array.from({ length: bins }, (_, i) => ({ label: `${fmt(lo + i * w)}–${fmt(lo + (i + 1) * w)}`, count: 0, answers: [] }));

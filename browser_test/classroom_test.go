@@ -1,0 +1,236 @@
+package browsertest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The classroom tests (issue 16): an instructor and students, each a tab
+// of the shared Chromium with its own engine, against the rooms of
+// `ringlab serve` in-process (workshopServer).
+
+// createRoom opens the workshop panel in inst and creates a room; it
+// returns the join link the panel shows.
+func createRoom(t *testing.T, inst *page) string {
+	t.Helper()
+	inst.waitJS(`!document.getElementById("workshop-btn").disabled`, 10*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("workshop-btn").click()`)
+	inst.waitJS(`!document.getElementById("workshop-panel").hidden`, 5*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("ws-create").click()`)
+	inst.waitJS(`window.ringlab.workshop.role === "instructor" && document.getElementById("ws-link").value !== ""`, 10*time.Second)
+	inst.waitApplied(0)
+	link := eval[string](inst, `document.getElementById("ws-link").value`)
+	require.Contains(t, link, "?room=")
+	return link
+}
+
+// joinStudent opens the join link in a new tab and waits until it is in
+// step; name, when given, is what the roster shows.
+func joinStudent(t *testing.T, link, name string) *page {
+	t.Helper()
+	s := openURL(t, browser(t), link)
+	s.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
+	if name != "" {
+		eval[chromedp.Void](s, fmt.Sprintf(`(() => { const n = document.getElementById("ws-name"); n.value = %q; n.dispatchEvent(new Event("change")); })()`, name))
+		s.waitJS(`window.ringlab.workshop.joins >= 2`, 10*time.Second)
+	}
+	s.waitApplied(0)
+	return s
+}
+
+// inStep waits until every page has applied seq and reports that their
+// counters tables are the instructor's.
+func inStep(t *testing.T, seq int, inst *page, pages ...*page) {
+	t.Helper()
+	inst.waitApplied(seq)
+	want := inst.counters()
+	for i, p := range pages {
+		p.waitApplied(seq)
+		assert.Equal(t, want, p.counters(), "page %d's world after command %d", i, seq)
+	}
+}
+
+const tutStep = `document.getElementById("tut-step-title").textContent`
+
+// TestWorkshopInstructorReload: an instructor and four students go
+// through a tutorial; the instructor reloads mid-way and is the
+// instructor again (the role kept in the tab), the students having seen
+// the instructor away and back; the instructor link opens the room as a
+// co-instructor on another device; a late joiner lands on the step the
+// room is at, its world the room's.
+func TestWorkshopInstructorReload(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	var stu []*page
+	for i := range 4 {
+		stu = append(stu, joinStudent(t, link, fmt.Sprintf("s%d", i+1)))
+	}
+	inst.waitJS(`document.getElementById("ws-students").textContent === "4"`, 10*time.Second)
+	for _, s := range stu {
+		s.waitJS(`document.getElementById("ws-students").textContent === "4"`, 10*time.Second)
+	}
+
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
+	inStep(t, 1, inst, stu...)
+	require.Contains(t, eval[string](stu[0], tutStep), "Step 1:")
+
+	// The reload: the room's address is in the bar, the token in the tab.
+	require.Contains(t, eval[string](inst, `location.search`), "room=")
+	start := time.Now()
+	inst.do(chromedp.Reload())
+	inst.waitJS(`document.body.dataset.ready === "1"`, 60*time.Second)
+	inst.waitJS(`window.ringlab.workshop.role === "instructor"`, 20*time.Second)
+	inst.waitApplied(1)
+	t.Logf("instructor back in the room %v after the reload", time.Since(start).Round(time.Millisecond))
+	for i, s := range stu {
+		s.waitJS(`window.ringlab.workshop.aways >= 1 && !window.ringlab.workshop.away`, 20*time.Second)
+		assert.Equal(t, "here", eval[string](s, `document.getElementById("ws-instructor").textContent`), "student %d sees the instructor back", i)
+	}
+	screenshot(t, stu[0].ctx, "workshop-student-instructor-back")
+
+	// Still the instructor: its next step goes to the room.
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 2).then(() => true)`)
+	inStep(t, 2, inst, stu...)
+	for _, s := range stu {
+		s.waitJS(tutStep+`.startsWith("Step 2:")`, 30*time.Second)
+	}
+
+	// The instructor link, on another device: a co-instructor.
+	ilink := eval[string](inst, `document.getElementById("ws-ilink").value`)
+	require.Contains(t, ilink, "#instructor=")
+	co := openURL(t, freshBrowser(t), ilink)
+	co.waitJS(`window.ringlab.workshop.role === "instructor"`, 20*time.Second)
+	co.waitApplied(2)
+	assert.NotContains(t, eval[string](co, `location.href`), "#instructor=", "the token leaves the address bar")
+	co.send(map[string]any{"type": "step", "unit": "event", "n": 3})
+	inStep(t, 3, inst, append(stu, co)...)
+
+	// A late joiner replays the room: the tutorial's step and its world.
+	late := joinStudent(t, link, "")
+	late.waitApplied(3)
+	late.waitJS(tutStep+`.startsWith("Step 2:")`, 30*time.Second)
+	assert.Equal(t, inst.counters(), late.counters(), "late joiner")
+	assert.Equal(t, "5", eval[string](inst, `document.getElementById("ws-students").textContent`))
+}
+
+// TestWorkshopNoSilentDrift: a following student cannot take its world
+// off the room's: the tutorial panel asks to detach instead of running a
+// step, keys and requests are refused with a notice in view; the
+// instructor's beacons confirm each page's digest, and a page whose
+// digest differs resyncs and says so. The status tells the truth.
+func TestWorkshopNoSilentDrift(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	a := joinStudent(t, link, "")
+	b := joinStudent(t, link, "")
+	inst.send(map[string]any{"type": "step", "unit": "event", "n": 40})
+	inStep(t, 1, inst, a, b)
+	assert.Equal(t, "following", eval[string](a, `document.getElementById("workshop-panel").dataset.follow`))
+
+	// The tutorial panel: no step of its own while following.
+	before := a.digest()
+	eval[bool](a, `window.ringlabTutorial.open("descriptor-journey", 3).then(() => true)`)
+	a.waitJS(`!!document.getElementById("tut-following")`, 10*time.Second)
+	a.settle()
+	assert.Equal(t, before, a.digest(), "the panel did not run the step")
+	assert.Equal(t, inst.digest(), a.digest())
+	// A key (the game's s steps) and a request: refused, in a toast.
+	a.send(map[string]any{"type": "step", "unit": "event", "n": 5})
+	a.waitJS(`!document.getElementById("ws-toast").hidden && /following the room/.test(document.getElementById("ws-toast").textContent)`, 10*time.Second)
+	r := a.request(map[string]any{"type": "preset", "name": "xdp-drop"})
+	assert.Equal(t, "error", r["type"])
+	a.settle()
+	assert.Equal(t, inst.digest(), a.digest(), "still the room's world")
+	screenshot(t, a.ctx, "workshop-drift-refused")
+
+	// The instructor plays and pauses: beacons check every page.
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	time.Sleep(2500 * time.Millisecond)
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	inst.waitJS(`(() => { const w = window.ringlab.workshop, l = w.log[w.log.length - 1];
+		return !window.ringlab.state.playing && l.cmd.type === "seek" && w.log[w.log.length - 2].cmd.type === "pause" && w.applied === l.seq; })()`, 20*time.Second)
+	last := eval[int](inst, `window.ringlab.workshop.log.at(-1).seq`)
+	for _, s := range []*page{a, b} {
+		s.waitJS(fmt.Sprintf(`window.ringlab.workshop.checked === %d`, last), 20*time.Second)
+		assert.Equal(t, inst.digest(), s.digest())
+	}
+
+	// A page that drifted anyway (a bug; here a beacon that disagrees):
+	// it resyncs from the room's log, says so, and is in step again.
+	seek := eval[map[string]any](a, `window.ringlab.workshop.log.at(-1).cmd`)
+	a.send(map[string]any{"type": "room_beacon", "seq": last, "t_ns": seek["t_ns"], "digest": strings.Repeat("0", 32), "playing": false, "speed": 0})
+	a.waitJS(`window.ringlab.workshop.resyncs === 1 && window.ringlab.workshop.status === "following"`, 30*time.Second)
+	assert.Contains(t, eval[string](a, `document.getElementById("ws-status").textContent + " " + document.getElementById("ws-toast").textContent`), "step with the room")
+	a.settle()
+	assert.Equal(t, inst.digest(), a.digest(), "resynced")
+
+	// Detaching from the panel's offer: the step runs, the status says so.
+	eval[bool](a, `window.ringlabTutorial.go(3).then(() => true)`)
+	a.waitJS(`!!document.getElementById("tut-detach")`, 10*time.Second)
+	eval[chromedp.Void](a, `document.getElementById("tut-detach").click()`)
+	a.waitJS(tutStep+`.startsWith("Step 3:") && !!document.querySelector("#tut-body .tut-check")`, 30*time.Second)
+	assert.Equal(t, "detached", eval[string](a, `document.getElementById("workshop-panel").dataset.follow`))
+	assert.NotEqual(t, inst.digest(), a.digest(), "a detached student explores")
+	assert.Equal(t, inst.digest(), b.digest(), "the other student still follows")
+	eval[chromedp.Void](a, `window.ringlab.workshopSnap()`)
+	a.waitApplied(last)
+	assert.Equal(t, inst.digest(), a.digest(), "snapped back")
+
+	// Disconnected is said too.
+	eval[chromedp.Void](b, `window.ringlab.workshop.conn.close()`)
+	b.waitJS(`document.getElementById("workshop-panel").dataset.follow === "disconnected" || window.ringlab.workshop.reconnects >= 1`, 10*time.Second)
+}
+
+// TestWorkshopSmoothFollow: while the instructor plays, a following
+// student's view moves as the instructor's does (many small advances,
+// not a jump a second), shows the room playing, and ends where the
+// instructor paused.
+func TestWorkshopSmoothFollow(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	s := joinStudent(t, link, "")
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	s.waitJS(`window.ringlab.workshop.playing && window.ringlab.state.playing`, 10*time.Second)
+
+	const samples = 40
+	var seen []float64
+	var gaps []float64
+	playing := 0
+	for range samples {
+		time.Sleep(100 * time.Millisecond)
+		v := eval[[]float64](s, `[window.ringlab.state.position.events, window.ringlab.state.playing ? 1 : 0]`)
+		seen = append(seen, v[0])
+		playing += int(v[1])
+		g := eval[float64](inst, `window.ringlab.state.position.events`) - v[0]
+		gaps = append(gaps, g)
+	}
+	distinct, maxJump := 0, 0.0
+	for i := 1; i < len(seen); i++ {
+		if seen[i] != seen[i-1] {
+			distinct++
+		}
+		maxJump = max(maxJump, seen[i]-seen[i-1])
+	}
+	t.Logf("student's events every 100 ms: %v; instructor minus student: %v", seen, gaps)
+	require.Greater(t, seen[len(seen)-1], seen[0], "the student's world moves")
+	assert.GreaterOrEqual(t, distinct, 12, "the student's view moves smoothly, not once a second")
+	assert.Equal(t, samples, playing, "the student's page shows the room playing throughout")
+	screenshot(t, s.ctx, "workshop-smooth-follow-student")
+
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	inst.waitJS(`(() => { const w = window.ringlab.workshop, l = w.log[w.log.length - 1];
+		return !window.ringlab.state.playing && l.cmd.type === "seek" && w.applied === l.seq; })()`, 20*time.Second)
+	last := eval[int](inst, `window.ringlab.workshop.log.at(-1).seq`)
+	s.waitApplied(last)
+	s.waitJS(`!window.ringlab.state.playing`, 10*time.Second)
+	assert.Equal(t, inst.digest(), s.digest(), "where the instructor paused")
+}
