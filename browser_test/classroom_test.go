@@ -34,8 +34,10 @@ func createRoom(t *testing.T, inst *page) string {
 // step; name, when given, is what the roster shows.
 func joinStudent(t *testing.T, link, name string) *page {
 	t.Helper()
+	start := time.Now()
 	s := openURL(t, browser(t), link)
 	s.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
+	defer func() { t.Logf("student %q: from opening the join link to in step %v", name, time.Since(start).Round(time.Millisecond)) }()
 	if name != "" {
 		eval[chromedp.Void](s, fmt.Sprintf(`(() => { const n = document.getElementById("ws-name"); n.value = %q; n.dispatchEvent(new Event("change")); })()`, name))
 		s.waitJS(`window.ringlab.workshop.joins >= 2`, 10*time.Second)
@@ -48,10 +50,14 @@ func joinStudent(t *testing.T, link, name string) *page {
 // counters tables are the instructor's.
 func inStep(t *testing.T, seq int, inst *page, pages ...*page) {
 	t.Helper()
+	start := time.Now()
 	inst.waitApplied(seq)
+	for _, p := range pages {
+		p.waitApplied(seq)
+	}
+	t.Logf("command %d applied on the instructor's and %d other pages within %v", seq, len(pages), time.Since(start).Round(time.Millisecond))
 	want := inst.counters()
 	for i, p := range pages {
-		p.waitApplied(seq)
 		assert.Equal(t, want, p.counters(), "page %d's world after command %d", i, seq)
 	}
 }
@@ -233,4 +239,103 @@ func TestWorkshopSmoothFollow(t *testing.T) {
 	s.waitApplied(last)
 	s.waitJS(`!window.ringlab.state.playing`, 10*time.Second)
 	assert.Equal(t, inst.digest(), s.digest(), "where the instructor paused")
+}
+
+// rosterRow is one student as the instructor's roster table shows it.
+type rosterRow struct {
+	Name, State, Step, Revealed string
+}
+
+func (p *page) roster() map[string]rosterRow {
+	rows := eval[[][]string](p, `[...document.querySelectorAll("#ws-roster tbody tr")].map(tr => [...tr.cells].map(td => td.textContent))`)
+	out := map[string]rosterRow{}
+	for _, r := range rows {
+		out[r[0]] = rosterRow{Name: r[0], State: r[1], Step: r[3], Revealed: r[4]}
+	}
+	return out
+}
+
+// TestWorkshopRoster: the instructor's roster shows each student by name
+// with their state (following, detached, gone), the tutorial step they
+// are at and whether its question is revealed.
+func TestWorkshopRoster(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	names := []string{"ada", "ben", "cem", "dee"}
+	stu := map[string]*page{}
+	for _, n := range names {
+		stu[n] = joinStudent(t, link, n)
+	}
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
+	inStep(t, 1, inst, stu["ada"], stu["ben"], stu["cem"], stu["dee"])
+	inst.waitJS(`document.querySelectorAll("#ws-roster tbody tr").length === 4 &&
+		[...document.querySelectorAll("#ws-roster tbody tr")].every(tr => tr.dataset.state === "following" && tr.cells[3].textContent === "descriptor-journey 1")`, 20*time.Second)
+	for n, r := range inst.roster() {
+		assert.Equal(t, "no", r.Revealed, n)
+	}
+
+	// ben detaches, dee closes the tab, the instructor reveals.
+	eval[chromedp.Void](stu["ben"], `window.ringlab.workshopDetach()`)
+	require.NoError(t, chromedp.Cancel(stu["dee"].ctx))
+	eval[chromedp.Void](inst, `document.querySelector(".tut-reveal").click()`)
+	inStep(t, 2, inst, stu["ada"], stu["cem"])
+	inst.waitJS(`(() => { const r = Object.fromEntries([...document.querySelectorAll("#ws-roster tbody tr")].map(tr => [tr.dataset.name, tr.dataset.state]));
+		return r.ada === "following" && r.ben === "detached" && r.cem === "following" && r.dee === "gone"; })()`, 20*time.Second)
+	inst.waitJS(`[...document.querySelectorAll("#ws-roster tbody tr")].filter(tr => tr.cells[4].textContent === "yes").length === 2`, 20*time.Second)
+	ro := inst.roster()
+	assert.Equal(t, "yes", ro["ada"].Revealed)
+	assert.Equal(t, "yes", ro["cem"].Revealed)
+	assert.Equal(t, "no", ro["ben"].Revealed, "a detached student's panel is its own")
+	assert.Contains(t, eval[string](inst, `document.getElementById("ws-roster-sum").textContent`), "1 gone")
+	assert.Equal(t, "3", eval[string](inst, `document.getElementById("ws-students").textContent`), "the real count")
+	eval[chromedp.Void](inst, `document.getElementById("workshop-panel").scrollIntoView()`)
+	screenshot(t, inst.ctx, "workshop-roster-instructor")
+}
+
+// TestWorkshopPredictions: at a tutorial question four students predict;
+// the instructor sees the distribution live before revealing (counts by
+// answer range, graded once the engine's answer is known), no student
+// sees another's answer, and the instructor shows the distribution to the
+// room.
+func TestWorkshopPredictions(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	var stu []*page
+	for i := range 4 {
+		stu = append(stu, joinStudent(t, link, fmt.Sprintf("p%d", i+1)))
+	}
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
+	inStep(t, 1, inst, stu...)
+	answers := []string{"16", "16", "8", "32"}
+	for i, s := range stu {
+		s.waitJS(`!!document.getElementById("tut-q0-in")`, 20*time.Second)
+		eval[chromedp.Void](s, fmt.Sprintf(`(() => { const el = document.getElementById("tut-q0-in"); el.value = %q; el.dispatchEvent(new Event("input", {bubbles: true})); })()`, answers[i]))
+	}
+	inst.waitJS(`document.querySelector('#ws-predictions .ws-hist[data-question="0"]')?.dataset.count === "4"`, 20*time.Second)
+	// The engine's answer (16) is known to the instructor's panel: the
+	// bars are graded.
+	inst.waitJS(`document.querySelectorAll("#ws-predictions .bar.right").length >= 1`, 20*time.Second)
+	hist := eval[[]string](inst, `[...document.querySelectorAll("#ws-predictions .row")].map(r => r.textContent)`)
+	t.Logf("the instructor's histogram: %q", hist)
+	total := eval[int](inst, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`)
+	assert.Equal(t, 4, total, "every prediction counted once")
+	assert.True(t, eval[bool](inst, `document.body.dataset.predicting === "1"`), "before the reveal")
+	for i, s := range stu {
+		assert.True(t, eval[bool](s, `window.ringlab.workshop.shared === null && document.getElementById("ws-predictions").hidden`), "student %d sees no one's answer", i)
+	}
+	eval[chromedp.Void](inst, `document.getElementById("workshop-panel").scrollIntoView()`)
+	screenshot(t, inst.ctx, "workshop-predictions-instructor")
+
+	// Shown to the room, after the reveal.
+	eval[chromedp.Void](inst, `document.querySelector(".tut-reveal").click()`)
+	inStep(t, 2, inst, stu...)
+	eval[chromedp.Void](inst, `document.querySelector("#ws-predictions .ws-share").click()`)
+	for i, s := range stu {
+		s.waitJS(`window.ringlab.workshop.shared && window.ringlab.workshop.shared.count === 4 && !document.getElementById("ws-predictions").hidden`, 20*time.Second)
+		assert.Equal(t, 4, eval[int](s, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`), "student %d", i)
+	}
+	eval[chromedp.Void](stu[0], `document.getElementById("workshop-panel").scrollIntoView()`)
+	screenshot(t, stu[0].ctx, "workshop-predictions-shared-student")
 }

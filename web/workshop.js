@@ -141,7 +141,7 @@
       </div>
       </div>
       <div id="ws-roster-box" hidden>
-        <h3>Roster <span id="ws-roster-sum" class="note"></span></h3>
+        <h3>Roster: <span id="ws-roster-sum" class="note"></span></h3>
         <table id="ws-roster"><thead><tr><th>student</th><th>state</th><th>command</th><th>tutorial step</th><th>revealed</th></tr></thead><tbody></tbody></table>
       </div>
       <div id="ws-predictions" hidden></div>
@@ -185,7 +185,7 @@
   document.body.appendChild(toast);
   let toastTimer = 0;
   function showToast(text, kind, action) {
-    $("ws-toast-text").textContent = text;
+    $("ws-toast-text").textContent = text.charAt(0).toUpperCase() + text.slice(1);
     const act = $("ws-toast-act");
     act.textContent = "";
     if (action) {
@@ -694,7 +694,8 @@
       rows = q.answers.slice(0, 12).map((a) => ({ label: a.answer, count: a.count, answers: [a.answer] }));
     }
     const most = Math.max(1, ...rows.map((r) => r.count));
-    const key = keyOf(q);
+    // A student sees the engine's answer only once it is revealed.
+    const key = ws.role === "instructor" || revealed(q) ? keyOf(q) : null;
     for (const r of rows) {
       const row = document.createElement("div");
       row.className = "row";
