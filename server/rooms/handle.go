@@ -258,7 +258,9 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "answer", "an answer has at most %d bytes of printable UTF-8", maxAnswerLen))
 			return
 		}
-		rm.predict(m, k, a)
+		if e := rm.predict(m, k, a); e != nil {
+			m.reply(e)
+		}
 	}
 }
 

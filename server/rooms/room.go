@@ -294,10 +294,17 @@ func (r *room) setStatus(m *member, st statusMsg) {
 }
 
 // predict records a student's answer at a question, anonymously (the
-// instructors see how many gave each answer).
-func (r *room) predict(m *member, k questionKey, answer string) {
+// instructors see how many gave each answer). A question holds at most
+// twice MaxStudents answers (pages that joined again with new client ids
+// add no more).
+func (r *room) predict(m *member, k questionKey, answer string) *wsmsg.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if a := r.predictions[k]; a != nil && answer != "" && len(a) >= 2*r.lim.MaxStudents {
+		if _, ok := a[m.client]; !ok {
+			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "this question has %d answers, the most it keeps", len(a))
+		}
+	}
 	answers := r.predictions[k]
 	if answers == nil {
 		if len(r.predOrder) >= maxQuestions {
@@ -315,6 +322,7 @@ func (r *room) predict(m *member, k questionKey, answer string) {
 		answers[m.client] = answer
 	}
 	r.rosterLocked()
+	return nil
 }
 
 // share shows one question's distribution to every member.
