@@ -141,8 +141,8 @@
       </div>
       </div>
       <div id="ws-roster-box" hidden>
-        <h3>Roster: <span id="ws-roster-sum" class="note"></span></h3>
-        <table id="ws-roster"><thead><tr><th>student</th><th>state</th><th>command</th><th>tutorial step</th><th>revealed</th></tr></thead><tbody></tbody></table>
+        <h3>Roster: <span id="ws-roster-sum" class="note">no students yet</span></h3>
+        <table id="ws-roster" hidden><thead><tr><th>student</th><th>state</th><th>command</th><th>tutorial step</th><th>revealed</th></tr></thead><tbody></tbody></table>
       </div>
       <div id="ws-predictions" hidden></div>
     </div>
@@ -641,7 +641,8 @@
       });
       tb.appendChild(tr);
     }
-    $("ws-roster-sum").textContent = Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ");
+    $("ws-roster").hidden = ws.roster.length === 0;
+    $("ws-roster-sum").textContent = ws.roster.length ? Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ") : "no students yet";
   }
 
   // ---- predictions ----
