@@ -63,6 +63,7 @@ type room struct {
 	speed, rate float64
 	cap         uint64
 	markFired   uint64
+	paced       bool // markFired and wall count from a play or a landed seek
 	wall        int64
 	// No silent drift: a seek of the log (seq mark) is where a student's
 	// digest is taken once it lands; the instructor's beacon says what
@@ -343,7 +344,7 @@ func NewFollower() *Controller {
 func (c *Controller) replay() ([]Out, error) {
 	r := &c.room
 	r.replaying, r.next, r.applied, r.playing = true, 0, 0, false
-	r.mark, r.digests, r.beacon, r.cap, r.rate, r.speed = 0, nil, nil, 0, 0, 0
+	r.mark, r.digests, r.beacon, r.cap, r.rate, r.speed, r.paced = 0, nil, nil, 0, 0, 0, false
 	c.playing = false
 	if len(c.sess.Panes) > 1 {
 		if err := c.sess.SetCompare(false); err != nil {
@@ -471,10 +472,10 @@ func (c *Controller) landed() []Out {
 		return nil
 	}
 	fired := c.sess.Panes[0].World.Sim.Queue.Fired()
-	if r.markFired > 0 && fired > r.markFired && r.wall > 0 && !r.replaying {
+	if r.paced && r.playing && fired > r.markFired && r.wall > 0 && !r.replaying {
 		r.rate = float64(fired-r.markFired) / (float64(r.wall) / 1e9)
 	}
-	r.markFired, r.wall = fired, 0
+	r.markFired, r.wall, r.paced = fired, 0, r.playing
 	r.follow(fired)
 	if r.playing && !c.headless {
 		c.playing = true
@@ -487,13 +488,15 @@ func (c *Controller) landed() []Out {
 }
 
 // follow sets how far a student may play on its own from fired events:
-// most of a seek period at the instructor's pace.
+// most of a seek period at the instructor's pace once measured, half of
+// one at the play command's speed before (the instructor's page may not
+// keep up with its speed).
 func (r *room) follow(fired uint64) {
-	pace := r.rate
+	pace, short := r.rate, followShort
 	if pace <= 0 {
-		pace = r.speed
+		pace, short = r.speed, 0.5
 	}
-	r.cap = fired + uint64(followShort*pace*float64(SeekPeriod)/1e9)
+	r.cap = fired + uint64(short*pace*float64(SeekPeriod)/1e9)
 }
 
 // checkBeacon compares the instructor's beacon with the student's digest
@@ -564,7 +567,7 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 			if m.Speed > 0 {
 				c.sess.Speed = m.Speed
 			}
-			r.markFired, r.wall, r.rate = c.sess.Panes[0].World.Sim.Queue.Fired(), 0, 0
+			r.markFired, r.wall, r.rate, r.paced = c.sess.Panes[0].World.Sim.Queue.Fired(), 0, 0, true
 			r.follow(r.markFired)
 			c.playing = !c.headless && !r.replaying
 		}
