@@ -137,6 +137,16 @@ func TestRosterAndClassPredictions(t *testing.T) {
 		r := rosterOf(t, m)
 		return len(r) == 3 && r[1].Name == "bob" && r[1].State == "gone"
 	})
+	// bob's page joins again (the same client): back on the roster, once.
+	bob := f.dial(t, cr.Room)
+	send(t, bob, `{"type":"join","role":"student","client":"c1","name":"bob"}`)
+	readUntil(t, bob, typeWelcome)
+	send(t, bob, `{"type":"status","state":"following","applied":1}`)
+	waitMsg(t, inst, typeRoster, func(m classMsg) bool {
+		r := rosterOf(t, m)
+		return len(r) == 3 && r[1].Name == "bob" && r[1].State == "following"
+	})
+
 	// Everyone hears the instructor leave (the room stays).
 	inst.Close()
 	p := waitMsg(t, stu[2], typePresence, func(m classMsg) bool { return m.Instructors == 0 })

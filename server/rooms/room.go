@@ -174,6 +174,11 @@ func (r *room) removeLocked(m *member) {
 	switch m.role {
 	case RoleStudent:
 		r.students--
+		for o := range r.members {
+			if o.client == m.client {
+				return // the same page joined again already
+			}
+		}
 		e := r.entryLocked(m, time.Time{})
 		e.State = "gone"
 		r.forgetGoneLocked(m.client)
