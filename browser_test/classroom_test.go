@@ -37,7 +37,9 @@ func joinStudent(t *testing.T, link, name string) *page {
 	start := time.Now()
 	s := openURL(t, browser(t), link)
 	s.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
-	defer func() { t.Logf("student %q: from opening the join link to in step %v", name, time.Since(start).Round(time.Millisecond)) }()
+	defer func() {
+		t.Logf("student %q: from opening the join link to in step %v", name, time.Since(start).Round(time.Millisecond))
+	}()
 	if name != "" {
 		eval[chromedp.Void](s, fmt.Sprintf(`(() => { const n = document.getElementById("ws-name"); n.value = %q; n.dispatchEvent(new Event("change")); })()`, name))
 		s.waitJS(`window.ringlab.workshop.joins >= 2`, 10*time.Second)
