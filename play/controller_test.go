@@ -76,6 +76,19 @@ type fakeRoom struct {
 	log      []RoomEntry
 	sent     []json.RawMessage // instructors' commands not broadcast yet
 	beacons  []RoomBeaconOut   // instructors' beacons not relayed yet
+	heard    map[uint64]bool   // the seqs of the beacons taken
+}
+
+// beacon takes an instructor's beacon to relay at the next echo (once:
+// a tick's outputs may be printed too).
+func (r *fakeRoom) beacon(b RoomBeaconOut) {
+	if r.heard == nil {
+		r.heard = map[uint64]bool{}
+	}
+	if !r.heard[b.Seq] {
+		r.heard[b.Seq] = true
+		r.beacons = append(r.beacons, b)
+	}
 }
 
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
@@ -297,6 +310,11 @@ func (h *harness) tick(k *ctl, ns int64, events int) []Out {
 		}
 	}
 	k.last = k.c.Ready()
+	for _, o := range k.last.Send {
+		if b, ok := o.(RoomBeaconOut); ok && h.room != nil {
+			h.room.beacon(b)
+		}
+	}
 	return k.last.Send
 }
 
@@ -481,7 +499,7 @@ func (h *harness) print(name string, outs []Out) string {
 			fmt.Fprintf(&b, "room_send %s\n", m.Cmd)
 		case RoomBeaconOut:
 			if h.room != nil {
-				h.room.beacons = append(h.room.beacons, m)
+				h.room.beacon(m)
 			}
 			digest := "a digest"
 			if m.Digest == "" {

@@ -76,6 +76,9 @@ type room struct {
 	resyncing bool
 	resyncs   int
 	checked   uint64
+	markSeek  bool  // the mark is a seek (or a play): the instructor's place
+	lastSeek  int64 // the instructor's last seek sent (seekSent)
+	seekSent  bool
 }
 
 type seqDigest struct {
@@ -88,8 +91,13 @@ type timeDigest struct {
 	digest string
 }
 
-// keepDigests is how many seeks' digests a page keeps for the beacons.
-const keepDigests = 8
+// keepDigests is how many commands' digests a page keeps for the
+// beacons.
+const keepDigests = 32
+
+// maxTies bounds the events at one time an instructor runs before a seek
+// there.
+const maxTies = 1000
 
 // followShort is how far short of the next expected seek a following
 // student stops (a fraction of a seek period's events).
@@ -127,10 +135,18 @@ func (c *Controller) sendSeek() Out {
 	r := &c.room
 	w := c.sess.Panes[0].World
 	t := int64(w.Now())
+	// A seek to t runs every event due at t: so does the instructor, so
+	// that it is where the seek lands everyone else.
+	for i := 0; i < maxTies && !c.sess.Pending(); i++ {
+		if at, ok := w.Sim.Queue.Peek(); !ok || int64(at) > t || c.sess.Play(1, 1) == 0 {
+			break
+		}
+	}
 	d := ""
 	if at, ok := w.Sim.Queue.Peek(); !ok || int64(at) > t {
 		d = c.Digest() // a seek to t lands here: nothing else is due at t
 	}
+	r.lastSeek, r.seekSent = t, true
 	r.sent = append(r.sent, timeDigest{t, d})
 	if len(r.sent) > keepDigests {
 		r.sent = r.sent[1:]
@@ -194,9 +210,9 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 		if m.Unit != UnitNs {
 			m.N = min(max(m.N, 1), MaxRoomStep)
 		}
-		return []Out{c.roomSend(m)}, true
+		return c.pinned(m), true
 	case Back, GoTo, Until, Reset:
-		return []Out{c.roomSend(in)}, true
+		return c.pinned(in), true
 	case Seek:
 		return nil, false
 	case Play, Pause, Toggle:
@@ -220,6 +236,19 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 	// Compare, a scenario, an XDP object or a link would take the
 	// instructor off the room's log.
 	return note(fmt.Sprintf("%q is not shared with the room; leave the room to use it.", inType(in))), true
+}
+
+// pinned sends a command whose effect depends on where pane A stands.
+// While the room plays, the instructor first stops where it is and pins
+// that in the log (a seek, then a pause), so every page applies the
+// command from the same place.
+func (c *Controller) pinned(in In) []Out {
+	r := &c.room
+	if !r.playing || !c.playing {
+		return []Out{c.roomSend(in)}
+	}
+	c.playing, r.playing = false, false
+	return []Out{c.sendSeek(), c.roomSend(Pause{}), c.roomSend(in)}
 }
 
 // roomInput handles what the page passes on from the room's socket, and
@@ -466,19 +495,30 @@ func (c *Controller) drainRoom() []Out {
 // expected seek.
 func (c *Controller) landed() []Out {
 	r := &c.room
-	seq := r.mark
-	r.mark = 0
-	if r.role != RoleStudent {
+	seq, seek := r.mark, r.markSeek
+	r.mark, r.markSeek = 0, false
+	if c.headless {
 		return nil
 	}
-	fired := c.sess.Panes[0].World.Sim.Queue.Fired()
-	if r.paced && r.playing && fired > r.markFired && r.wall > 0 && !r.replaying {
-		r.rate = float64(fired-r.markFired) / (float64(r.wall) / 1e9)
+	w := c.sess.Panes[0].World
+	if r.role == RoleInstructor {
+		if r.replaying {
+			return nil
+		}
+		// Every other page applies the same command from the same
+		// world: its digest after it is this one.
+		return []Out{RoomBeaconOut{Seq: seq, TNs: int64(w.Now()), Digest: c.Digest(), Playing: r.playing, Speed: r.speed}}
 	}
-	r.markFired, r.wall, r.paced = fired, 0, r.playing
-	r.follow(fired)
-	if r.playing && !c.headless {
-		c.playing = true
+	if seek {
+		fired := w.Sim.Queue.Fired()
+		if r.paced && r.playing && fired > r.markFired && r.wall > 0 && !r.replaying {
+			r.rate = float64(fired-r.markFired) / (float64(r.wall) / 1e9)
+		}
+		r.markFired, r.wall, r.paced = fired, 0, r.playing
+		r.follow(fired)
+		if r.playing {
+			c.playing = true
+		}
 	}
 	r.digests = append(r.digests, seqDigest{seq, c.Digest()})
 	if len(r.digests) > keepDigests {
@@ -548,10 +588,24 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 		return fail(err)
 	}
 	instructor := r.role == RoleInstructor
+	// Its digest is taken once its work is done (landed), where every
+	// page's world is the same: after a command that builds the world,
+	// or one applied while the room is paused (a step, a move); a
+	// following student's own play makes its place its own while the
+	// room plays (the seeks pin it, below).
+	switch in.(type) {
+	case Preset, Set, Reset, TutorialStep:
+		r.mark = e.Seq
+	case Step, Back, GoTo, Until, TutorialReveal:
+		if !r.playing {
+			r.mark = e.Seq
+		}
+	}
 	switch m := in.(type) {
 	case Preset, Set, Step, Back, GoTo, Until, Reset:
 		outs, err := c.run(in, 0)
 		if err != nil {
+			r.mark = 0
 			return fail(err)
 		}
 		return outs
@@ -575,6 +629,9 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 		r.playing = false
 		c.playing = false
 		if instructor && !r.replaying {
+			if r.seekSent && r.lastSeek == int64(c.sess.Panes[0].World.Now()) {
+				return nil // pinned there already (pinned)
+			}
 			return []Out{c.sendSeek()}
 		}
 	case Seek:
@@ -589,7 +646,7 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 				return fail(err)
 			}
 			c.playing = false // until it lands (landed)
-			r.mark = e.Seq
+			r.mark, r.markSeek = e.Seq, true
 			break
 		}
 		for i, s := range r.sent {
