@@ -221,16 +221,21 @@ func TestWorkshopSmoothFollow(t *testing.T) {
 		g := eval[float64](inst, `window.ringlab.state.position.events`) - v[0]
 		gaps = append(gaps, g)
 	}
-	distinct, maxJump := 0, 0.0
+	distinct, backs, maxJump := 0, 0, 0.0
 	for i := 1; i < len(seen); i++ {
 		if seen[i] != seen[i-1] {
 			distinct++
 		}
+		if seen[i] < seen[i-1] {
+			backs++
+		}
 		maxJump = max(maxJump, seen[i]-seen[i-1])
 	}
+	t.Logf("%d of %d samples moved, %d back, the largest jump %v events", distinct, samples-1, backs, maxJump)
 	t.Logf("student's events every 100 ms: %v; instructor minus student: %v", seen, gaps)
 	require.Greater(t, seen[len(seen)-1], seen[0], "the student's world moves")
 	assert.GreaterOrEqual(t, distinct, 12, "the student's view moves smoothly, not once a second")
+	assert.LessOrEqual(t, backs, 2, "a following student rarely has to step back to the room")
 	assert.Equal(t, samples, playing, "the student's page shows the room playing throughout")
 	screenshot(t, s.ctx, "workshop-smooth-follow-student")
 

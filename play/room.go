@@ -617,6 +617,7 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 		// where the next seek is expected.
 		if instructor {
 			c.playing = true
+			c.sinceSeek = 0 // the first seek a period from now, as the students expect
 		} else {
 			if m.Speed > 0 {
 				c.sess.Speed = m.Speed
