@@ -495,7 +495,11 @@
   function setCompare(on) { send({ type: "compare", on }); }
 
   async function copyLink() {
-    const link = location.href;
+    // The run's link, not the room's (the address keeps the room for a
+    // reload: workshop.js).
+    const u = new URL(location.href);
+    u.searchParams.delete("room");
+    const link = u.href;
     try {
       await navigator.clipboard.writeText(link);
       showStatus("Link copied: it reproduces this run.", "info");
