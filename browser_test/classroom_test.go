@@ -192,6 +192,12 @@ func TestWorkshopNoSilentDrift(t *testing.T) {
 	a.waitApplied(last)
 	assert.Equal(t, inst.digest(), a.digest(), "snapped back")
 
+	// The instructor's reset is the room's: every page from time zero.
+	eval[chromedp.Void](inst, `document.getElementById("ws-reset").click()`)
+	inStep(t, last+1, inst, a, b)
+	assert.Equal(t, 0.0, a.counter("events", 0), "reset")
+	assert.Equal(t, inst.digest(), b.digest())
+
 	// Disconnected is said too.
 	eval[chromedp.Void](b, `window.ringlab.workshop.conn.close()`)
 	b.waitJS(`document.getElementById("workshop-panel").dataset.follow === "disconnected" || window.ringlab.workshop.reconnects >= 1`, 10*time.Second)

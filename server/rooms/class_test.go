@@ -253,4 +253,24 @@ func TestTwoHundredStudents(t *testing.T) {
 	t.Logf("join to welcome: median %v, max %v; command to the last of %d students: median %v, max %v",
 		joinTimes[students/2], joinTimes[students-1], students, worst[commands/2], worst[commands-1])
 	assert.Less(t, worst[commands-1], 5*time.Second, "every student gets a command within seconds")
+
+	// Every student reports it is in step: the instructor's roster holds
+	// all 200, following.
+	start := time.Now()
+	for _, c := range conns {
+		send(t, c, fmt.Sprintf(`{"type":"status","state":"following","applied":%d}`, commands))
+	}
+	waitMsg(t, inst, typeRoster, func(m classMsg) bool {
+		r := rosterOf(t, m)
+		if len(r) != students {
+			return false
+		}
+		for _, e := range r {
+			if e.State != "following" || e.Applied != commands {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("the roster of %d students in step %v after their statuses", students, time.Since(start).Round(time.Millisecond))
 }
