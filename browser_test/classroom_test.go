@@ -200,7 +200,8 @@ func TestWorkshopNoSilentDrift(t *testing.T) {
 
 	// Disconnected is said too.
 	eval[chromedp.Void](b, `window.ringlab.workshop.conn.close()`)
-	b.waitJS(`document.getElementById("workshop-panel").dataset.follow === "disconnected" || window.ringlab.workshop.reconnects >= 1`, 10*time.Second)
+	b.waitJS(`window.ringlab.workshop.seen.disconnected && window.ringlab.workshop.reconnects >= 1 &&
+		document.getElementById("workshop-panel").dataset.follow === "following"`, 20*time.Second)
 }
 
 // TestWorkshopSmoothFollow: while the instructor plays, a following

@@ -60,6 +60,7 @@
     predictions: [],   // [{tutorial, step, question, count, answers: [{answer, count}]}]
     shared: null,      // a student's: the distribution the instructor showed
     toasts: 0,         // toasts shown (for tests)
+    seen: {},          // every state the panel has shown (for tests)
   };
   const RETRY_FIRST_MS = 500;
   const RETRY_MAX_MS = 15000;
@@ -227,6 +228,7 @@
     ui.room = inRoom && !ws.gone ? ws.room : ""; // app.js keeps it in the address
     if (!inRoom) return;
     const fs = followState();
+    ws.seen[fs] = true;
     $("ws-id").textContent = ws.room + (ws.closed ? " (disconnected)" : "");
     $("ws-role").textContent = ws.role + (ws.role === "student" ? (ws.attached ? ", following" : ", detached") : "");
     $("ws-follow").textContent = fs + (ws.role === "student" && ws.checked ? ` (checked at command ${ws.checked})` : "");
