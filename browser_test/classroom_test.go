@@ -66,6 +66,17 @@ func inStep(t *testing.T, seq int, inst *page, pages ...*page) {
 
 const tutStep = `document.getElementById("tut-step-title").textContent`
 
+// checkedAt waits until the instructor's beacon has confirmed each
+// page's world at command seq or later, and reports that none had to
+// resync: nothing drifted.
+func checkedAt(t *testing.T, seq int, pages ...*page) {
+	t.Helper()
+	for i, p := range pages {
+		p.waitJS(fmt.Sprintf(`window.ringlab.workshop.checked >= %d`, seq), 20*time.Second)
+		assert.Equal(t, 0, eval[int](p, `window.ringlab.workshop.resyncs`), "page %d resynced", i)
+	}
+}
+
 // TestWorkshopInstructorReload: an instructor and four students go
 // through a tutorial; the instructor reloads mid-way and is the
 // instructor again (the role kept in the tab), the students having seen
@@ -109,6 +120,7 @@ func TestWorkshopInstructorReload(t *testing.T) {
 	for _, s := range stu {
 		s.waitJS(tutStep+`.startsWith("Step 2:")`, 30*time.Second)
 	}
+	checkedAt(t, 2, stu...)
 
 	// The instructor link, on another device: a co-instructor.
 	ilink := eval[string](inst, `document.getElementById("ws-ilink").value`)
@@ -126,6 +138,7 @@ func TestWorkshopInstructorReload(t *testing.T) {
 	late.waitJS(tutStep+`.startsWith("Step 2:")`, 30*time.Second)
 	assert.Equal(t, inst.counters(), late.counters(), "late joiner")
 	assert.Equal(t, "5", eval[string](inst, `document.getElementById("ws-students").textContent`))
+	checkedAt(t, 3, append(stu, late)...)
 }
 
 // TestWorkshopNoSilentDrift: a following student cannot take its world
@@ -197,6 +210,8 @@ func TestWorkshopNoSilentDrift(t *testing.T) {
 	inStep(t, last+1, inst, a, b)
 	assert.Equal(t, 0.0, a.counter("events", 0), "reset")
 	assert.Equal(t, inst.digest(), b.digest())
+	checkedAt(t, last+1, b)
+	assert.Equal(t, 1, eval[int](a, `window.ringlab.workshop.resyncs`), "a resynced once: the beacon that disagreed")
 
 	// Disconnected is said too.
 	eval[chromedp.Void](b, `window.ringlab.workshop.conn.close()`)
@@ -253,6 +268,7 @@ func TestWorkshopSmoothFollow(t *testing.T) {
 	s.waitApplied(last)
 	s.waitJS(`!window.ringlab.state.playing`, 10*time.Second)
 	assert.Equal(t, inst.digest(), s.digest(), "where the instructor paused")
+	checkedAt(t, last, s)
 }
 
 // rosterRow is one student as the instructor's roster table shows it.
@@ -303,6 +319,7 @@ func TestWorkshopRoster(t *testing.T) {
 	assert.Equal(t, "no", ro["ben"].Revealed, "a detached student's panel is its own")
 	assert.Contains(t, eval[string](inst, `document.getElementById("ws-roster-sum").textContent`), "1 gone")
 	assert.Equal(t, "3", eval[string](inst, `document.getElementById("ws-students").textContent`), "the real count")
+	checkedAt(t, 2, stu["ada"], stu["cem"])
 	eval[chromedp.Void](inst, `document.getElementById("workshop-panel").scrollIntoView()`)
 	screenshot(t, inst.ctx, "workshop-roster-instructor")
 }
@@ -350,6 +367,7 @@ func TestWorkshopPredictions(t *testing.T) {
 		s.waitJS(`window.ringlab.workshop.shared && window.ringlab.workshop.shared.count === 4 && !document.getElementById("ws-predictions").hidden`, 20*time.Second)
 		assert.Equal(t, 4, eval[int](s, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`), "student %d", i)
 	}
+	checkedAt(t, 2, stu...)
 	eval[chromedp.Void](stu[0], `document.getElementById("workshop-panel").scrollIntoView()`)
 	screenshot(t, stu[0].ctx, "workshop-predictions-shared-student")
 }

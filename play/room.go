@@ -486,6 +486,7 @@ func (c *Controller) drainRoom() []Out {
 	if r.replaying && (r.next >= len(r.log) || !r.attached) && !c.sess.Busy() {
 		r.replaying, r.resyncing = false, false
 		c.force = true
+		outs = append(outs, c.checkBeacon()...) // the one a late joiner's welcome came with
 	}
 	return outs
 }

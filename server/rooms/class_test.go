@@ -130,12 +130,15 @@ func TestRosterAndClassPredictions(t *testing.T) {
 	assert.Equal(t, uint64(1), b.Seq)
 	assert.Equal(t, "00ff", b.Digest)
 	assert.Len(t, f.reg.lookup(cr.Room).Log(), 1, "a beacon is not logged")
+	late := f.dial(t, cr.Room)
+	join(t, late, RoleStudent, "")
+	assert.Equal(t, "00ff", waitMsg(t, late, typeBeacon, nil).Digest, "a joiner gets the last beacon after its welcome")
 
-	// bob leaves: gone, still on the roster.
+	// bob leaves: gone, still on the roster (with the late joiner).
 	stu[1].Close()
 	waitMsg(t, inst, typeRoster, func(m classMsg) bool {
 		r := rosterOf(t, m)
-		return len(r) == 3 && r[1].Name == "bob" && r[1].State == "gone"
+		return len(r) == 4 && r[1].Name == "bob" && r[1].State == "gone"
 	})
 	// bob's page joins again (the same client): back on the roster, once.
 	bob := f.dial(t, cr.Room)
@@ -144,7 +147,7 @@ func TestRosterAndClassPredictions(t *testing.T) {
 	send(t, bob, `{"type":"status","state":"following","applied":1}`)
 	waitMsg(t, inst, typeRoster, func(m classMsg) bool {
 		r := rosterOf(t, m)
-		return len(r) == 3 && r[1].Name == "bob" && r[1].State == "following"
+		return len(r) == 4 && r[1].Name == "bob" && r[1].State == "following"
 	})
 
 	// Everyone hears the instructor leave (the room stays).

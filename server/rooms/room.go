@@ -68,6 +68,7 @@ type room struct {
 	predictions map[questionKey]map[string]string // answers by client
 	predOrder   []questionKey
 	rosterDue   *time.Timer // a roster is scheduled for the instructors
+	lastBeacon  []byte      // the instructor's last, for joiners
 }
 
 type questionKey struct {
@@ -146,6 +147,11 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 			MaxLogEntries: r.lim.MaxLogEntries, MaxCommandBytes: r.lim.MaxCommandBytes,
 			MaxCommandWork: r.lim.MaxCommandWork, MaxReplayWork: r.lim.MaxReplayWork}})
 	if !m.peer.TrySend(welcome) {
+		r.dropLocked(m)
+		return nil
+	}
+	// The last beacon, so a late joiner checks the world it replays.
+	if role == RoleStudent && r.lastBeacon != nil && !m.peer.TrySend(r.lastBeacon) {
 		r.dropLocked(m)
 		return nil
 	}
@@ -275,6 +281,7 @@ func (r *room) relayBeacon(b beaconMsg) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	msg := mustMarshal(b)
+	r.lastBeacon = msg
 	for m := range r.members {
 		if m.role == RoleStudent && !m.peer.TrySend(msg) {
 			r.dropLocked(m)
