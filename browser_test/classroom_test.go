@@ -339,7 +339,8 @@ func TestWorkshopPredictions(t *testing.T) {
 	}
 	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
 	inStep(t, 1, inst, stu...)
-	answers := []string{"16", "16", "8", "32"}
+	// Four different numbers: the histogram counts them by range.
+	answers := []string{"16", "15", "8", "32"}
 	for i, s := range stu {
 		s.waitJS(`!!document.getElementById("tut-q0-in")`, 20*time.Second)
 		eval[chromedp.Void](s, fmt.Sprintf(`(() => { const el = document.getElementById("tut-q0-in"); el.value = %q; el.dispatchEvent(new Event("input", {bubbles: true})); })()`, answers[i]))
@@ -350,6 +351,8 @@ func TestWorkshopPredictions(t *testing.T) {
 	inst.waitJS(`document.querySelectorAll("#ws-predictions .bar.right").length >= 1`, 20*time.Second)
 	hist := eval[[]string](inst, `[...document.querySelectorAll("#ws-predictions .row")].map(r => r.textContent)`)
 	t.Logf("the instructor's histogram: %q", hist)
+	assert.Len(t, hist, 8, "eight ranges")
+	assert.Equal(t, "14–172", eval[string](inst, `document.querySelector("#ws-predictions .bar.right").parentNode.textContent`), "15 and 16 in the range of the engine's 16")
 	total := eval[int](inst, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`)
 	assert.Equal(t, 4, total, "every prediction counted once")
 	assert.True(t, eval[bool](inst, `document.body.dataset.predicting === "1"`), "before the reveal")
