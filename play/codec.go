@@ -182,6 +182,14 @@ type (
 		Seq uint64          `json:"seq"`
 		Cmd json.RawMessage `json:"cmd"`
 	}
+	wRoomBeacon struct {
+		envelope
+		Seq     uint64  `json:"seq"`
+		TNs     int64   `json:"t_ns"`
+		Digest  string  `json:"digest"`
+		Playing bool    `json:"playing"`
+		Speed   float64 `json:"speed"`
+	}
 	wResize struct {
 		envelope
 		W float64 `json:"w"`
@@ -416,6 +424,16 @@ var decoders = map[string]func(raw []byte) (In, int, error){
 		err := strict(raw, &w)
 		return RoomCommand{w.Seq, w.Cmd}, w.ID, err
 	},
+	"room_beacon": func(raw []byte) (In, int, error) {
+		var w wRoomBeacon
+		if err := strict(raw, &w); err != nil {
+			return nil, 0, err
+		}
+		if w.TNs < 0 || w.Speed < 0 || len(w.Digest) > 64 {
+			return nil, 0, codecErr(CodeOutOfRange, "", "a beacon's t_ns and speed are not negative, its digest at most 64 bytes")
+		}
+		return RoomBeacon{w.Seq, w.TNs, w.Digest, w.Playing, w.Speed}, w.ID, nil
+	},
 	"room_leave":  bare(RoomLeave{}),
 	"room_detach": bare(RoomDetach{}),
 	"room_snap":   bare(RoomSnap{}),
@@ -601,9 +619,9 @@ func ParseCommand(raw []byte) (In, error) {
 		return nil, err
 	}
 	switch typ {
-	case "preset", "set", "play", "pause", "step", "seek", "back", "goto", "until", "tutorial_step", "tutorial_reveal":
+	case "preset", "set", "play", "pause", "step", "seek", "back", "goto", "until", "reset", "tutorial_step", "tutorial_reveal":
 	default:
-		return nil, codecErr(CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, back, goto, until, tutorial_step and tutorial_reveal", typ)
+		return nil, codecErr(CodeUnknownType, "type", "unknown command %q; commands are preset, set, play, pause, step, seek, back, goto, until, reset, tutorial_step and tutorial_reveal", typ)
 	}
 	in, id, err := decoders[typ](raw)
 	if err != nil {
@@ -670,6 +688,8 @@ func EncodeCommand(in In) ([]byte, error) {
 		v = w
 	case Pause:
 		v = envelope{Type: "pause"}
+	case Reset:
+		v = envelope{Type: "reset"}
 	case TutorialStep:
 		v = wTutorialStep{envelope{Type: "tutorial_step"}, c.Tutorial, &c.Step}
 	case TutorialReveal:

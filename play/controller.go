@@ -277,6 +277,10 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case Tutorials, Tutorial, TutorialGrade:
 		return c.tutorialInfo(in, id)
 	case TutorialStep:
+		if c.room.role == RoleStudent && c.room.attached {
+			// It would take this page's world off the room's.
+			return nil, errFollowing
+		}
 		out, err := c.tutorialStep(m.Tutorial, m.Step, id, false)
 		if err != nil {
 			return nil, err
@@ -291,7 +295,7 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		if c.room.role == RoleInstructor && !c.room.replaying {
 			return []Out{c.roomSend(m)}, nil
 		}
-	case RoomWelcome, RoomCommand, RoomLeave, RoomDetach, RoomSnap:
+	case RoomWelcome, RoomCommand, RoomLeave, RoomDetach, RoomSnap, RoomBeacon:
 		return c.roomInput(in)
 	case LiveHello:
 		c.live.start(m)
@@ -403,6 +407,7 @@ func (c *Controller) Tick(elapsed int64) {
 	c.sinceState += c.gap
 	c.sinceRecord += c.gap
 	c.sinceSeek += c.gap
+	c.room.wall += c.gap
 	c.live.sinceSnap += c.gap
 }
 
@@ -436,6 +441,16 @@ func (c *Controller) Work(budget int) bool {
 			c.acc += s.Speed * float64(c.gap) / 1e9
 			c.owed = uint64(c.acc)
 			c.acc -= float64(c.owed)
+		}
+	}
+	if r := &c.room; r.role == RoleStudent && r.attached {
+		// A following student plays on its own between the room's seeks,
+		// up to where the next one is expected (room.go).
+		fired := s.Panes[0].World.Sim.Queue.Fired()
+		if fired >= r.cap {
+			c.owed = 0
+		} else {
+			c.owed = min(c.owed, r.cap-fired)
 		}
 	}
 	if c.owed == 0 {
@@ -515,8 +530,8 @@ func (c *Controller) Ready() Frame {
 	c.phase++
 	out := c.outbox
 	c.outbox = nil
-	if c.room.role == RoleInstructor && c.room.playing && c.playing && c.sinceSeek >= SeekPeriod {
-		out = append(out, c.roomSend(Seek{int64(s.Panes[0].World.Now())}))
+	if c.room.role == RoleInstructor && c.room.playing && c.playing && c.sinceSeek >= SeekPeriod && !s.Busy() {
+		out = append(out, c.sendSeek())
 		c.sinceSeek = 0
 	}
 	idle := !c.busy()
@@ -724,6 +739,8 @@ func inType(in In) string {
 		return "room_command"
 	case RoomLeave:
 		return "room_leave"
+	case RoomBeacon:
+		return "room_beacon"
 	case RoomDetach:
 		return "room_detach"
 	case RoomSnap:
@@ -782,3 +799,7 @@ func ringModeKey(m view.RingMode) int {
 	}
 	return 0
 }
+
+// errFollowing refuses what would take a following student's world off
+// the room's.
+var errFollowing = errors.New("you are following the room: detach first to run a step of your own")

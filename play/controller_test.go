@@ -35,7 +35,8 @@ import (
 //	parse                     room commands (JSON, one a line): canonical, or why refused
 //	room create               a room whose scenario is the input (JSON; empty for none)
 //	room join name=N role=R   N joins the room: welcome with the room's log
-//	room echo                 the server numbers what instructors sent and broadcasts it
+//	room echo                 the server numbers what instructors sent and broadcasts it,
+//	                          then relays their beacons
 //	same a=N b=M              do N's and M's pane A hold the same world?
 //	live feed [on=N] n=K [ms=1000] [t0=MS] [reset]
 //	                          K live snapshots ms apart, each line of the input a
@@ -78,6 +79,20 @@ type fakeRoom struct {
 	scenario json.RawMessage
 	log      []RoomEntry
 	sent     []json.RawMessage // instructors' commands not broadcast yet
+	beacons  []RoomBeaconOut   // instructors' beacons not relayed yet
+	heard    map[uint64]bool   // the seqs of the beacons taken
+}
+
+// beacon takes an instructor's beacon to relay at the next echo (once:
+// a tick's outputs may be printed too).
+func (r *fakeRoom) beacon(b RoomBeaconOut) {
+	if r.heard == nil {
+		r.heard = map[uint64]bool{}
+	}
+	if !r.heard[b.Seq] {
+		r.heard[b.Seq] = true
+		r.beacons = append(r.beacons, b)
+	}
 }
 
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
@@ -329,6 +344,11 @@ func (h *harness) tick(k *ctl, ns int64, events int) []Out {
 		}
 	}
 	k.last = k.c.Ready()
+	for _, o := range k.last.Send {
+		if b, ok := o.(RoomBeaconOut); ok && h.room != nil {
+			h.room.beacon(b)
+		}
+	}
 	return k.last.Send
 }
 
@@ -399,6 +419,17 @@ func (h *harness) roomCmd(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "seq %d: %s\n", e.Seq, canon)
 			for _, m := range h.members {
 				out := h.print(m, h.ctls[m].c.Handle(RoomCommand(e)))
+				if out != "" {
+					fmt.Fprintf(&b, "%s: %s", m, strings.ReplaceAll(strings.TrimSuffix(out, "\n"), "\n", "\n"+m+": ")+"\n")
+				}
+			}
+		}
+		beacons := h.room.beacons
+		h.room.beacons = nil
+		for _, bc := range beacons {
+			fmt.Fprintf(&b, "beacon after seq %d relayed\n", bc.Seq)
+			for _, m := range h.members {
+				out := h.print(m, h.ctls[m].c.Handle(RoomBeacon(bc)))
 				if out != "" {
 					fmt.Fprintf(&b, "%s: %s", m, strings.ReplaceAll(strings.TrimSuffix(out, "\n"), "\n", "\n"+m+": ")+"\n")
 				}
@@ -500,6 +531,15 @@ func (h *harness) print(name string, outs []Out) string {
 				h.room.sent = append(h.room.sent, m.Cmd)
 			}
 			fmt.Fprintf(&b, "room_send %s\n", m.Cmd)
+		case RoomBeaconOut:
+			if h.room != nil {
+				h.room.beacon(m)
+			}
+			digest := "a digest"
+			if m.Digest == "" {
+				digest = "no digest (an event due at the same time)"
+			}
+			fmt.Fprintf(&b, "room_beacon after seq %d at t=%d: %s, playing=%v\n", m.Seq, m.TNs, digest, m.Playing)
 		case NoteOut:
 			fmt.Fprintf(&b, "note (%s): %s\n", m.Source, m.Text)
 		case LiveOut:
@@ -606,6 +646,15 @@ func printState(m *StateOut) string {
 		}
 		if r.Replaying {
 			flags = append(flags, "replaying")
+		}
+		if r.Status == "resyncing" {
+			flags = append(flags, "resyncing")
+		}
+		if r.Checked > 0 {
+			flags = append(flags, fmt.Sprintf("checked at %d", r.Checked))
+		}
+		if r.Resyncs > 0 {
+			flags = append(flags, fmt.Sprintf("%d resyncs", r.Resyncs))
 		}
 		fmt.Fprintf(&b, "  room %s: %s, applied %d of %d\n", r.Room, strings.Join(flags, ", "), r.Applied, r.Seq)
 	}

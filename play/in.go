@@ -139,6 +139,17 @@ type (
 	}
 	// RoomCommand is a numbered command the room broadcast.
 	RoomCommand RoomEntry
+	// RoomBeacon is the instructor's periodic word, relayed by the room:
+	// after command Seq (a seek to TNs) pane A's Digest was this
+	// (empty: not comparable), the room playing or not at Speed. A
+	// following student whose own digest there differs resyncs.
+	RoomBeacon struct {
+		Seq     uint64
+		TNs     int64
+		Digest  string
+		Playing bool
+		Speed   float64
+	}
 	// RoomLeave leaves the room: the run stays as it is.
 	RoomLeave struct{}
 	// RoomDetach lets a student explore on its own; the room's commands
@@ -218,6 +229,7 @@ func (Tutorial) isIn()       {}
 func (RoomWelcome) isIn()    {}
 func (RoomCommand) isIn()    {}
 func (RoomLeave) isIn()      {}
+func (RoomBeacon) isIn()     {}
 func (RoomDetach) isIn()     {}
 func (RoomSnap) isIn()       {}
 func (Resize) isIn()         {}

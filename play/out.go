@@ -140,6 +140,14 @@ type RoomState struct {
 	Seq       uint64 `json:"seq"`       // the last command received
 	Applied   uint64 `json:"applied"`   // the last command applied
 	Replaying bool   `json:"replaying"` // the room's log is being applied from the start
+	// Status is what a student's page is to the room: following,
+	// detached, replaying (joining, snapping back) or resyncing (its
+	// world differed from the instructor's beacon); "" for an instructor.
+	Status  string `json:"status,omitempty"`
+	Resyncs int    `json:"resyncs,omitempty"` // drifts found and mended
+	// Checked is the last command at which the instructor's beacon
+	// confirmed this page's world (its digest there was the same).
+	Checked uint64 `json:"checked,omitempty"`
 }
 
 // InspectOut is an inspect record: picked by a click, asked for, or the
@@ -248,6 +256,18 @@ type RoomSendOut struct {
 	Cmd json.RawMessage `json:"cmd"`
 }
 
+// RoomBeaconOut is the instructor's beacon for the room (the page sends
+// it as a beacon message): after command Seq, a seek to TNs, pane A's
+// digest was Digest ("" when another event was due at the same time, so
+// a seek there would not land on the same state).
+type RoomBeaconOut struct {
+	Seq     uint64  `json:"seq"`
+	TNs     int64   `json:"t_ns"`
+	Digest  string  `json:"digest"`
+	Playing bool    `json:"playing"`
+	Speed   float64 `json:"speed"`
+}
+
 // NoteOut is a sentence for the person: why the room took over or
 // refused what they did.
 type NoteOut struct {
@@ -269,4 +289,5 @@ func (TutorialOut) outType() string       { return "tutorial" }
 func (TutorialStepOut) outType() string   { return "tutorial_step" }
 func (TutorialRevealOut) outType() string { return "tutorial_reveal" }
 func (RoomSendOut) outType() string       { return "room_send" }
+func (RoomBeaconOut) outType() string     { return "room_beacon" }
 func (NoteOut) outType() string           { return "note" }

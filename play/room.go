@@ -55,7 +55,53 @@ type room struct {
 	attached  bool
 	playing   bool // the room's play or pause
 	replaying bool
+
+	// Smooth following: a student plays on its own while the room plays,
+	// at the instructor's pace (speed, or rate once measured), up to cap
+	// events: a little short of where the next seek is expected, so it
+	// rarely has to go back. wall is wall ns since the last seek landed.
+	speed, rate float64
+	cap         uint64
+	markFired   uint64
+	paced       bool // markFired and wall count from a play or a landed seek
+	wall        int64
+	// No silent drift: a seek of the log (seq mark) is where a student's
+	// digest is taken once it lands; the instructor's beacon says what
+	// its own was there. sent are the instructor's digests of the seeks
+	// it sent, by time, until their echo numbers them.
+	mark      uint64
+	digests   []seqDigest
+	beacon    *RoomBeacon
+	sent      []timeDigest
+	resyncing bool
+	resyncs   int
+	checked   uint64
+	markSeek  bool  // the mark is a seek (or a play): the instructor's place
+	lastSeek  int64 // the instructor's last seek sent (seekSent)
+	seekSent  bool
 }
+
+type seqDigest struct {
+	seq    uint64
+	digest string
+}
+
+type timeDigest struct {
+	t      int64
+	digest string
+}
+
+// keepDigests is how many commands' digests a page keeps for the
+// beacons.
+const keepDigests = 32
+
+// maxTies bounds the events at one time an instructor runs before a seek
+// there.
+const maxTies = 1000
+
+// followShort is how far short of the next expected seek a following
+// student stops (a fraction of a seek period's events).
+const followShort = 0.9
 
 func (r *room) pending() bool {
 	return r.role != "" && r.attached && r.next < len(r.log) || r.replaying
@@ -66,8 +112,46 @@ func (r *room) state() RoomState {
 	if n := len(r.log); n > 0 {
 		seq = r.log[n-1].Seq
 	}
-	return RoomState{Room: r.id, Role: r.role, Attached: r.attached, Playing: r.playing,
-		Seq: seq, Applied: r.applied, Replaying: r.replaying}
+	st := RoomState{Room: r.id, Role: r.role, Attached: r.attached, Playing: r.playing,
+		Seq: seq, Applied: r.applied, Replaying: r.replaying, Resyncs: r.resyncs, Checked: r.checked}
+	if r.role == RoleStudent {
+		switch {
+		case !r.attached:
+			st.Status = "detached"
+		case r.replaying && r.resyncing:
+			st.Status = "resyncing"
+		case r.replaying:
+			st.Status = "replaying"
+		default:
+			st.Status = "following"
+		}
+	}
+	return st
+}
+
+// sendSeek is the instructor's seek to where it is, and the digest it
+// remembers for the beacon that follows the seek's echo.
+func (c *Controller) sendSeek() Out {
+	r := &c.room
+	w := c.sess.Panes[0].World
+	t := int64(w.Now())
+	// A seek to t runs every event due at t: so does the instructor, so
+	// that it is where the seek lands everyone else.
+	for i := 0; i < maxTies && !c.sess.Pending(); i++ {
+		if at, ok := w.Sim.Queue.Peek(); !ok || int64(at) > t || c.sess.Play(1, 1) == 0 {
+			break
+		}
+	}
+	d := ""
+	if at, ok := w.Sim.Queue.Peek(); !ok || int64(at) > t {
+		d = c.Digest() // a seek to t lands here: nothing else is due at t
+	}
+	r.lastSeek, r.seekSent = t, true
+	r.sent = append(r.sent, timeDigest{t, d})
+	if len(r.sent) > keepDigests {
+		r.sent = r.sent[1:]
+	}
+	return c.roomSend(Seek{t})
 }
 
 func (c *Controller) roomSend(cmd In) Out {
@@ -85,11 +169,15 @@ func note(text string) []Out { return []Out{NoteOut{Source: "room", Text: text}}
 // are the page's own: never taken.
 func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 	r := &c.room
-	if r.role == "" || id != 0 {
+	if r.role == "" {
 		return nil, false
 	}
 	switch in.(type) {
-	case Preset, Set, Step, Back, GoTo, Until, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
+	case Preset, Set, Step, Seek, Back, GoTo, Until, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
+	case Speed:
+		if r.role != RoleStudent {
+			return nil, false
+		}
 	default:
 		return nil, false
 	}
@@ -97,7 +185,15 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 		if !r.attached {
 			return nil, false
 		}
+		// Nothing takes a following student's world off the room's,
+		// a request (with an id) no more than a key.
+		if id != 0 {
+			return []Out{ErrorOut{Source: inType(in), ID: id, Message: errFollowing.Error()}}, true
+		}
 		return note("You are following the room: detach to explore on your own."), true
+	}
+	if id != 0 {
+		return nil, false
 	}
 	switch m := in.(type) {
 	case Preset:
@@ -114,9 +210,11 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 		if m.Unit != UnitNs {
 			m.N = min(max(m.N, 1), MaxRoomStep)
 		}
-		return []Out{c.roomSend(m)}, true
-	case Back, GoTo, Until:
-		return []Out{c.roomSend(in)}, true
+		return c.pinned(m), true
+	case Back, GoTo, Until, Reset:
+		return c.pinned(in), true
+	case Seek:
+		return nil, false
 	case Play, Pause, Toggle:
 		play := false
 		switch in.(type) {
@@ -135,9 +233,22 @@ func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
 		}
 		return []Out{c.roomSend(cmd)}, true
 	}
-	// Reset, compare, a scenario, an XDP object or a link would take the
+	// Compare, a scenario, an XDP object or a link would take the
 	// instructor off the room's log.
 	return note(fmt.Sprintf("%q is not shared with the room; leave the room to use it.", inType(in))), true
+}
+
+// pinned sends a command whose effect depends on where pane A stands.
+// While the room plays, the instructor first stops where it is and pins
+// that in the log (a seek, then a pause), so every page applies the
+// command from the same place.
+func (c *Controller) pinned(in In) []Out {
+	r := &c.room
+	if !r.playing || !c.playing {
+		return []Out{c.roomSend(in)}
+	}
+	c.playing, r.playing = false, false
+	return []Out{c.sendSeek(), c.roomSend(Pause{}), c.roomSend(in)}
 }
 
 // roomInput handles what the page passes on from the room's socket, and
@@ -164,6 +275,14 @@ func (c *Controller) roomInput(in In) ([]Out, error) {
 			return nil, nil // already have it
 		}
 		r.log = append(r.log, RoomEntry(m))
+	case RoomBeacon:
+		if r.role != RoleStudent {
+			return nil, nil // an instructor's own, or outside a room
+		}
+		b := m
+		r.beacon = &b
+		outs := c.checkBeacon()
+		return append(outs, c.drainRoom()...), nil
 	case RoomLeave:
 		*r = room{}
 	case RoomDetach:
@@ -175,7 +294,7 @@ func (c *Controller) roomInput(in In) ([]Out, error) {
 		if r.role != RoleStudent {
 			return nil, fmt.Errorf("room_snap: only a student snaps back")
 		}
-		r.attached = true
+		r.attached, r.resyncing = true, false
 		return c.replay()
 	}
 	return c.drainRoom(), nil
@@ -206,6 +325,8 @@ func RoomReset(cur Config, in In) (next Config, reset bool, err error) {
 			return cur, false, err
 		}
 		return Config{Preset: m.Name}, true, nil
+	case Reset:
+		return cur, true, nil // the same world from time zero
 	case Set:
 		c, err := cur.With(m.Key, m.Value)
 		if err != nil {
@@ -252,6 +373,7 @@ func NewFollower() *Controller {
 func (c *Controller) replay() ([]Out, error) {
 	r := &c.room
 	r.replaying, r.next, r.applied, r.playing = true, 0, 0, false
+	r.mark, r.digests, r.beacon, r.cap, r.rate, r.speed, r.paced = 0, nil, nil, 0, 0, 0, false
 	c.playing = false
 	if len(c.sess.Panes) > 1 {
 		if err := c.sess.SetCompare(false); err != nil {
@@ -321,6 +443,7 @@ func (c *Controller) checkpoint(base Config) (Config, int, []Out) {
 		switch cmds[i].(type) {
 		case Play:
 			r.playing, c.playing = true, instructor
+			r.speed = cmds[i].(Play).Speed
 		case Pause:
 			r.playing, c.playing = false, false
 		case TutorialStep:
@@ -347,7 +470,13 @@ func (c *Controller) checkpoint(base Config) (Config, int, []Out) {
 func (c *Controller) drainRoom() []Out {
 	r := &c.room
 	var outs []Out
-	for r.role != "" && r.attached && r.next < len(r.log) && !c.sess.Busy() {
+	for {
+		if r.mark != 0 && !c.sess.Busy() {
+			outs = append(outs, c.landed()...)
+		}
+		if !(r.role != "" && r.attached && r.next < len(r.log) && !c.sess.Busy()) {
+			break
+		}
 		e := r.log[r.next]
 		r.next++
 		outs = append(outs, c.applyRoom(e)...)
@@ -355,10 +484,98 @@ func (c *Controller) drainRoom() []Out {
 		c.force = true
 	}
 	if r.replaying && (r.next >= len(r.log) || !r.attached) && !c.sess.Busy() {
-		r.replaying = false
+		r.replaying, r.resyncing = false, false
 		c.force = true
+		outs = append(outs, c.checkBeacon()...) // the one a late joiner's welcome came with
 	}
 	return outs
+}
+
+// landed is a student's seek done: its digest is kept for the beacon,
+// the instructor's pace measured, and local play may go on to the next
+// expected seek.
+func (c *Controller) landed() []Out {
+	r := &c.room
+	seq, seek := r.mark, r.markSeek
+	r.mark, r.markSeek = 0, false
+	if c.headless {
+		return nil
+	}
+	w := c.sess.Panes[0].World
+	if r.role == RoleInstructor {
+		if r.replaying {
+			return nil
+		}
+		// Every other page applies the same command from the same
+		// world: its digest after it is this one.
+		return []Out{RoomBeaconOut{Seq: seq, TNs: int64(w.Now()), Digest: c.Digest(), Playing: r.playing, Speed: r.speed}}
+	}
+	if seek {
+		fired := w.Sim.Queue.Fired()
+		if r.paced && r.playing && fired > r.markFired && r.wall > 0 && !r.replaying {
+			r.rate = float64(fired-r.markFired) / (float64(r.wall) / 1e9)
+		}
+		r.markFired, r.wall, r.paced = fired, 0, r.playing
+		r.follow(fired)
+		if r.playing {
+			c.playing = true
+		}
+	}
+	r.digests = append(r.digests, seqDigest{seq, c.Digest()})
+	if len(r.digests) > keepDigests {
+		r.digests = r.digests[1:]
+	}
+	return c.checkBeacon()
+}
+
+// follow sets how far a student may play on its own from fired events:
+// most of a seek period at the instructor's pace once measured, half of
+// one at the play command's speed before (the instructor's page may not
+// keep up with its speed).
+func (r *room) follow(fired uint64) {
+	pace, short := r.rate, followShort
+	if pace <= 0 {
+		pace, short = r.speed, 0.5
+	}
+	r.cap = fired + uint64(short*pace*float64(SeekPeriod)/1e9)
+}
+
+// checkBeacon compares the instructor's beacon with the student's digest
+// at the same command: a difference means this page's world drifted from
+// the room's (a bug, a tampered page), and it resyncs from the log.
+func (c *Controller) checkBeacon() []Out {
+	r := &c.room
+	b := r.beacon
+	if b == nil || r.role != RoleStudent || !r.attached || r.replaying {
+		return nil
+	}
+	if b.Digest == "" {
+		r.beacon = nil
+		return nil
+	}
+	for _, d := range r.digests {
+		if d.seq != b.Seq {
+			continue
+		}
+		r.beacon = nil
+		if d.digest == b.Digest {
+			r.checked = b.Seq
+			c.force = true
+			return nil
+		}
+		r.resyncs++
+		outs, err := c.replay()
+		if err != nil {
+			return []Out{ErrorOut{Source: "room", Message: "resyncing: " + err.Error()}}
+		}
+		r.resyncing = true
+		c.force = true
+		return append(note(fmt.Sprintf("Your world had drifted from the room's (at command %d): resyncing from the room's log.", b.Seq)), outs...)
+	}
+	if r.applied >= b.Seq && r.mark == 0 {
+		r.beacon = nil // a seek this page did not land on (a replay passed it)
+	}
+	return nil
 }
 
 // applyRoom applies one command of the room's log.
@@ -372,28 +589,76 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 		return fail(err)
 	}
 	instructor := r.role == RoleInstructor
+	// Its digest is taken once its work is done (landed), where every
+	// page's world is the same: after a command that builds the world,
+	// or one applied while the room is paused (a step, a move); a
+	// following student's own play makes its place its own while the
+	// room plays (the seeks pin it, below).
+	switch in.(type) {
+	case Preset, Set, Reset, TutorialStep:
+		r.mark = e.Seq
+	case Step, Back, GoTo, Until, TutorialReveal:
+		if !r.playing {
+			r.mark = e.Seq
+		}
+	}
 	switch m := in.(type) {
-	case Preset, Set, Step, Back, GoTo, Until:
+	case Preset, Set, Step, Back, GoTo, Until, Reset:
 		outs, err := c.run(in, 0)
 		if err != nil {
+			r.mark = 0
 			return fail(err)
 		}
 		return outs
 	case Play:
 		r.playing = true
-		// The instructor's clock drives the room; students follow its seeks.
+		r.speed = m.Speed
+		// The instructor's clock drives the room; a student plays on its
+		// own at its pace (its speed, once measured its rate) up to about
+		// where the next seek is expected.
 		if instructor {
 			c.playing = true
+			c.sinceSeek = 0 // the first seek a period from now, as the students expect
+		} else {
+			if m.Speed > 0 {
+				c.sess.Speed = m.Speed
+			}
+			r.markFired, r.wall, r.rate, r.paced = c.sess.Panes[0].World.Sim.Queue.Fired(), 0, 0, true
+			r.follow(r.markFired)
+			c.playing = !c.headless && !r.replaying
 		}
 	case Pause:
 		r.playing = false
 		c.playing = false
 		if instructor && !r.replaying {
-			return []Out{c.roomSend(Seek{int64(c.sess.Panes[0].World.Now())})}
+			if r.seekSent && r.lastSeek == int64(c.sess.Panes[0].World.Now()) {
+				return nil // pinned there already (pinned)
+			}
+			return []Out{c.sendSeek()}
 		}
 	case Seek:
 		if !instructor { // the instructor is there already: it is its own time
-			c.seek(m.TNs)
+			w := c.sess.Panes[0].World
+			if now := int64(w.Now()); m.TNs >= now {
+				if m.TNs > now {
+					c.sess.Do(Step{UnitNs, uint64(m.TNs - now)})
+				}
+			} else if err := c.sess.GoTo(UnitNs, uint64(m.TNs)); err != nil {
+				// Ahead of the room (it played on its own): back to it.
+				return fail(err)
+			}
+			c.playing = false // until it lands (landed)
+			r.mark, r.markSeek = e.Seq, true
+			break
+		}
+		for i, s := range r.sent {
+			if s.t == m.TNs {
+				r.sent = r.sent[i+1:]
+				if r.replaying {
+					break
+				}
+				return []Out{RoomBeaconOut{Seq: e.Seq, TNs: m.TNs, Digest: s.digest, Playing: r.playing, Speed: r.speed}}
+			}
 		}
 	case TutorialStep:
 		// The instructor ran the step before sending it; everyone else

@@ -219,7 +219,9 @@
     // The address follows the run (at most twice a second while playing:
     // browsers throttle frequent history changes).
     const now = performance.now();
-    const q = st.query + (embedMode ? "&embed=1" : "");
+    // A room's page keeps its room there (workshop.js sets ui.room), so a
+    // reload comes back to it.
+    const q = st.query + (embedMode ? "&embed=1" : "") + (ui.room ? "&room=" + encodeURIComponent(ui.room) : "");
     if (!benchMode && st.query !== undefined && "?" + q !== location.search &&
         (!st.playing || now - ui.urlAt > 500)) {
       history.replaceState(null, "", location.pathname + "?" + q);
@@ -499,7 +501,11 @@
   function setCompare(on) { send({ type: "compare", on }); }
 
   async function copyLink() {
-    const link = location.href;
+    // The run's link, not the room's (the address keeps the room for a
+    // reload: workshop.js).
+    const u = new URL(location.href);
+    u.searchParams.delete("room");
+    const link = u.href;
     try {
       await navigator.clipboard.writeText(link);
       showStatus("Link copied: it reproduces this run.", "info");

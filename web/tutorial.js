@@ -204,6 +204,15 @@
     $("tut-step-title").textContent = `Step ${n}: ${st.title}`;
     $("tut-body").innerHTML = '<p class="tut-running">Running the step…</p>';
     let r = given;
+    const room = window.ringlab.workshop;
+    if (!r && room && room.role === "student" && room.attached) {
+      // Running it would take this page's world off the room's: the
+      // room's steps come by themselves; detaching lets the student go.
+      predicting(false);
+      $("tut-body").innerHTML = '<p class="tut-following" id="tut-following">You are following the room: this step would take your world off the room\'s. ' +
+        `<button type="button" id="tut-detach" data-step="${n}">Detach and run this step</button></p>`;
+      return;
+    }
     if (!r) {
       tut.busy = true;
       try {
@@ -362,6 +371,8 @@
   $("tut-body").addEventListener("click", (e) => {
     const nt = e.target.closest("#tut-next-tutorial");
     if (nt) { openTutorial(nt.dataset.name, 1); return; }
+    const dt = e.target.closest("#tut-detach");
+    if (dt) { window.ringlab.workshopDetach(); go(Number(dt.dataset.step)); return; }
     const b = e.target.closest(".tut-reveal");
     if (!b) return;
     const q = Number(b.dataset.target.slice("tut-q".length));

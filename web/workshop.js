@@ -14,6 +14,15 @@
 // with backoff, 0.5 s doubling to 15 s, and the join asks for the log
 // after the last command the page has (since): the game catches up with
 // what it missed instead of replaying the room from the start.
+//
+// The instructor keeps the room: its token is kept in sessionStorage by
+// room (a reload, a tab closed and reopened), and the instructor link
+// (?room=ID#instructor=TOKEN) opens it on another device, for a
+// co-instructor too. The page tells the room what a student is
+// (following, detached, resyncing; its tutorial step) for the
+// instructor's roster, and sends its predictions at a tutorial question;
+// the instructor sees the class's distribution and may show it to the
+// room. Notices are toasts at the top, where they are seen.
 "use strict";
 
 (function () {
@@ -22,19 +31,24 @@
   if (!ui) return;
   const roomParam = new URLSearchParams(location.search).get("room");
   const base = location.pathname.replace(/[^/]*$/, "");
-  const SEEK_EVERY_MS = 1000;
 
   const ws = {
     room: "",          // the room's id
     role: "",          // "instructor" or "student" once welcomed
     token: "",         // the instructor's token
-    joinURL: "",
+    joinURL: "",       // the preferred join link (the server's LAN address)
+    joinURLs: [],
     log: [],           // [{seq, cmd}] as received, gap-free
     applied: 0,        // seq of the last command the game applied (its state)
     attached: true,    // a detached student explores; the log still grows
     playing: false,    // the room's play/pause (the game's state)
+    status: "",        // following, detached, replaying, resyncing (the game's), or disconnected
+    checked: 0,        // the last command the instructor's beacon confirmed
+    resyncs: 0,
     students: 0,
     instructors: 0,
+    away: false,       // a student sees no instructor connected
+    aways: 0,          // times the instructor went away (for tests)
     conn: null,
     error: "",
     closed: false,
@@ -42,11 +56,45 @@
     retries: 0,        // reconnections tried since the last welcome
     reconnects: 0,     // welcomes after the first (for tests and the curious)
     gone: false,       // the room no longer exists: no more reconnecting
+    roster: [],        // the instructor's: [{name, state, applied, tutorial, step, revealed}]
+    predictions: [],   // [{tutorial, step, question, count, answers: [{answer, count}]}]
+    shared: null,      // a student's: the distribution the instructor showed
+    toasts: 0,         // toasts shown (for tests)
+    seen: {},          // every state the panel has shown (for tests)
   };
   const RETRY_FIRST_MS = 500;
   const RETRY_MAX_MS = 15000;
+  const STATUS_EVERY_MS = 300;
+  const TOKENS = "ringlab.rooms";   // sessionStorage: {room: token}
   let retryTimer = 0;
   ui.workshop = ws; // for tests and the curious
+
+  // ---- the instructor's token, kept by room ----
+
+  function tokens() {
+    try { return JSON.parse(sessionStorage.getItem(TOKENS) || "{}") || {}; } catch (e) { return {}; }
+  }
+  function keepToken(room, token) {
+    const t = tokens();
+    if (token) t[room] = token; else delete t[room];
+    try { sessionStorage.setItem(TOKENS, JSON.stringify(t)); } catch (e) { /* private mode: the link still works */ }
+  }
+  // The instructor link's token, taken out of the address bar at once
+  // (it is not for the projector).
+  const hashToken = (/^#instructor=([A-Za-z0-9]+)$/.exec(location.hash) || [])[1] || "";
+  if (roomParam && hashToken) {
+    keepToken(roomParam, hashToken);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  // A student's own id across reconnects (its roster entry) and name.
+  let clientID = "";
+  try {
+    clientID = sessionStorage.getItem("ringlab.client") || "";
+    if (!clientID) {
+      clientID = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, "0")).join("");
+      sessionStorage.setItem("ringlab.client", clientID);
+    }
+  } catch (e) { clientID = ""; }
 
   // ---- panel ----
 
@@ -61,50 +109,138 @@
       <span class="note">or open a join link (<code>?room=ID</code>) to join as a student</span>
     </div>
     <div id="ws-room" hidden>
+      <div class="ws-cols">
+      <div>
       <table class="ws-state"><tbody>
         <tr><td>room</td><td id="ws-id" class="mono"></td></tr>
         <tr><td>role</td><td id="ws-role"></td></tr>
+        <tr><td>state</td><td id="ws-follow"></td></tr>
+        <tr><td>instructor</td><td id="ws-instructor"></td></tr>
         <tr><td>students</td><td id="ws-students"></td></tr>
         <tr><td>last seq</td><td id="ws-seq" class="mono"></td></tr>
         <tr><td>room clock</td><td id="ws-playing"></td></tr>
       </tbody></table>
-      <div id="ws-join" hidden>
-        <label>Join link <input id="ws-link" type="text" readonly size="48"></label>
-        <button id="ws-copy" type="button">Copy</button>
-      </div>
       <div id="ws-student" hidden>
         <button id="ws-detach" type="button">Detach (explore freely)</button>
         <button id="ws-snap" type="button" hidden>Snap back to the room</button>
+        <label class="ws-name">Your name for the roster <input id="ws-name" type="text" maxlength="40" size="16" placeholder="student"></label>
+      </div>
+      <div id="ws-lead" hidden>
+        <button id="ws-reset" type="button" title="Every page starts the room's world again from time zero">Reset the room</button>
       </div>
       <button id="ws-leave" type="button">Leave the room</button>
+      </div>
+      <div id="ws-join" hidden>
+        <label>Join link <select id="ws-links" hidden></select> <input id="ws-link" type="text" readonly size="40"></label>
+        <button id="ws-copy" type="button">Copy</button>
+        <button id="ws-qr-big" type="button">Show the QR code</button>
+        <div><img id="ws-qr" alt="QR code of the join link" width="160" height="160"></div>
+        <details><summary>Instructor link (reopen the room on another device, or add a co-instructor)</summary>
+          <input id="ws-ilink" type="text" readonly size="48"> <button id="ws-icopy" type="button">Copy</button>
+          <p class="note">Whoever opens it commands the room: do not show it on the projector.</p>
+        </details>
+      </div>
+      </div>
+      <div id="ws-roster-box" hidden>
+        <h3>Roster: <span id="ws-roster-sum" class="note">no students yet</span></h3>
+        <table id="ws-roster" hidden><thead><tr><th>student</th><th>state</th><th>command</th><th>tutorial step</th><th>revealed</th></tr></thead><tbody></tbody></table>
+      </div>
+      <div id="ws-predictions" hidden></div>
     </div>
     <div id="ws-status" role="status" aria-live="polite"></div>`;
   const css = document.createElement("style");
   css.textContent = `#ws-status.error { color: var(--warn); } #ws-status.info { color: var(--ok); }
     #workshop-panel .ws-state td:first-child { color: var(--dim); padding-right: 12px; }
-    #workshop-panel button { margin: 6px 6px 0 0; }`;
+    #workshop-panel button { margin: 6px 6px 0 0; }
+    #workshop-panel .ws-cols { display: flex; gap: 24px; flex-wrap: wrap; }
+    #workshop-panel h3 { font-size: 14px; margin: 12px 0 4px; }
+    #ws-roster { border-collapse: collapse; font-size: 13px; }
+    #ws-roster td, #ws-roster th { padding: 2px 10px 2px 0; text-align: left; }
+    #ws-roster td.st-following { color: var(--ok); } #ws-roster td.st-lagging, #ws-roster td.st-resyncing { color: #d29922; }
+    #ws-roster td.st-gone, #ws-roster td.st-detached { color: var(--dim); }
+    #ws-follow.st-resyncing, #ws-follow.st-disconnected { color: var(--warn); } #ws-follow.st-following { color: var(--ok); }
+    .ws-hist { font-size: 13px; margin: 4px 0 10px; }
+    .ws-hist .row { display: flex; align-items: center; gap: 8px; margin: 2px 0; }
+    .ws-hist .lab { width: 110px; text-align: right; color: var(--dim); overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+    .ws-hist .bar { height: 14px; background: var(--accent); border-radius: 2px; min-width: 2px; }
+    .ws-hist .bar.right { background: var(--ok); } .ws-hist .bar.close { background: #d29922; } .ws-hist .bar.wrong { background: var(--warn); }
+    #ws-toast { position: fixed; top: 10px; left: 50%; transform: translateX(-50%); z-index: 1000; max-width: min(720px, 90vw);
+      background: var(--panel2); border: 1px solid var(--border); border-left: 4px solid var(--ok); border-radius: 6px;
+      padding: 8px 12px; box-shadow: 0 4px 16px rgba(0,0,0,.5); font-size: 14px; }
+    #ws-toast.error { border-left-color: var(--warn); }
+    #ws-toast button { margin-left: 10px; }
+    #ws-qr-full { position: fixed; inset: 0; z-index: 1001; background: #fff; display: flex; flex-direction: column; align-items: center; justify-content: center; cursor: pointer; }
+    #ws-qr-full img { width: min(80vh, 80vw); height: min(80vh, 80vw); image-rendering: pixelated; }
+    #ws-qr-full p { color: #000; font: 28px system-ui, sans-serif; margin: 12px; }`;
   document.head.appendChild(css);
   const anchor = $("counters-panel") || document.querySelector("main");
   anchor.parentNode.insertBefore(panel, anchor);
 
-  function status(text, kind) {
+  // The toast: the room's notices at the top of the window, where a
+  // refused click is seen (the panel may be below the fold).
+  const toast = document.createElement("div");
+  toast.id = "ws-toast";
+  toast.hidden = true;
+  toast.setAttribute("role", "alert");
+  toast.innerHTML = '<span id="ws-toast-text"></span><span id="ws-toast-act"></span><button id="ws-toast-x" type="button" aria-label="Dismiss">×</button>';
+  document.body.appendChild(toast);
+  let toastTimer = 0;
+  function showToast(text, kind, action) {
+    $("ws-toast-text").textContent = text.charAt(0).toUpperCase() + text.slice(1);
+    const act = $("ws-toast-act");
+    act.textContent = "";
+    if (action) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.id = "ws-toast-do";
+      b.textContent = action.label;
+      b.addEventListener("click", () => { hideToast(); action.run(); });
+      act.appendChild(b);
+    }
+    toast.className = kind === "error" ? "error" : "";
+    toast.hidden = false;
+    ws.toasts++;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(hideToast, kind === "error" ? 10000 : 6000);
+  }
+  function hideToast() { toast.hidden = true; }
+  $("ws-toast-x").addEventListener("click", hideToast);
+  ui.workshopToast = showToast;
+
+  function status(text, kind, loud) {
     const el = $("ws-status");
     el.textContent = text;
     el.className = kind || "";
     if (kind === "error") ws.error = text;
+    if (loud || kind === "error") showToast(text, kind);
+  }
+
+  function followState() {
+    if (ws.closed) return "disconnected";
+    if (ws.role === "instructor") return "leading";
+    return ws.status || (ws.attached ? "following" : "detached");
   }
 
   function render() {
     const inRoom = !!ws.role;
     $("ws-start").hidden = inRoom;
     $("ws-room").hidden = !inRoom;
+    ui.room = inRoom && !ws.gone ? ws.room : ""; // app.js keeps it in the address
     if (!inRoom) return;
+    const fs = followState();
+    ws.seen[fs] = true;
     $("ws-id").textContent = ws.room + (ws.closed ? " (disconnected)" : "");
     $("ws-role").textContent = ws.role + (ws.role === "student" ? (ws.attached ? ", following" : ", detached") : "");
+    $("ws-follow").textContent = fs + (ws.role === "student" && ws.checked ? ` (checked at command ${ws.checked})` : "");
+    $("ws-follow").className = "st-" + fs;
+    $("ws-instructor").textContent = ws.instructors > 0 ? (ws.instructors > 1 ? `here (${ws.instructors} connections)` : "here") : "away (the room waits for them)";
     $("ws-students").textContent = String(ws.students);
     $("ws-seq").textContent = String(ws.log.length ? ws.log[ws.log.length - 1].seq : 0);
     $("ws-playing").textContent = ws.playing ? "playing" : "paused";
-    $("ws-join").hidden = ws.role !== "instructor";
+    const lead = ws.role === "instructor";
+    $("ws-join").hidden = !lead;
+    $("ws-lead").hidden = !lead;
+    $("ws-roster-box").hidden = !lead;
     $("ws-link").value = ws.joinURL;
     $("ws-student").hidden = ws.role !== "student";
     $("ws-detach").hidden = !ws.attached;
@@ -112,6 +248,38 @@
     panel.dataset.role = ws.role;
     panel.dataset.seq = $("ws-seq").textContent;
     panel.dataset.applied = String(ws.applied);
+    panel.dataset.follow = fs;
+  }
+
+  function renderLinks() {
+    const sel = $("ws-links");
+    sel.textContent = "";
+    ws.joinURLs.forEach((u, i) => {
+      const o = document.createElement("option");
+      o.value = String(i);
+      o.textContent = u.replace(/\/\?room=.*$/, "");
+      sel.appendChild(o);
+    });
+    sel.hidden = ws.joinURLs.length < 2;
+    const i = Math.max(0, ws.joinURLs.indexOf(ws.joinURL));
+    sel.value = String(i);
+    $("ws-qr").src = base + "api/rooms/" + encodeURIComponent(ws.room) + "/qr.png?i=" + i;
+    $("ws-ilink").value = (ws.joinURL || location.origin + base + "?room=" + ws.room) + "#instructor=" + ws.token;
+    render();
+  }
+  $("ws-links").addEventListener("change", (e) => {
+    ws.joinURL = ws.joinURLs[Number(e.target.value)] || ws.joinURL;
+    renderLinks();
+  });
+  async function fetchLinks() {
+    try {
+      const r = await fetch(base + "api/rooms/" + encodeURIComponent(ws.room));
+      if (!r.ok) return;
+      const b = await r.json();
+      ws.joinURLs = b.join_urls || [b.join_url];
+      if (!ws.joinURLs.includes(ws.joinURL)) ws.joinURL = b.join_url;
+      renderLinks();
+    } catch (e) { /* the panel keeps what it has */ }
   }
 
   // ---- the server ----
@@ -122,7 +290,8 @@
     btn.title = "Run or join a workshop room";
     if (roomParam && !ws.conn) {
       panel.hidden = false;
-      connect(roomParam, "student", "");
+      const token = tokens()[roomParam] || "";
+      connect(roomParam, token ? "instructor" : "student", token);
     }
   };
   $("workshop-btn").addEventListener("click", () => {
@@ -152,7 +321,9 @@
       status(`Cannot create a room (${r.status}${body.code ? " " + body.code : ""}): ${body.message || r.statusText}`, "error");
       return;
     }
-    ws.joinURL = location.origin + base + "index.html?room=" + encodeURIComponent(body.room);
+    ws.joinURLs = body.join_urls || [body.join_url];
+    ws.joinURL = body.join_url || location.origin + base + "?room=" + encodeURIComponent(body.room);
+    keepToken(body.room, body.instructor_token);
     connect(body.room, "instructor", body.instructor_token);
   }
 
@@ -160,7 +331,8 @@
     if (ws.conn) { const c = ws.conn; ws.conn = null; c.close(); }
     clearTimeout(retryTimer);
     if (!resume) {
-      Object.assign(ws, { room, token, log: [], applied: 0, attached: true, playing: false, error: "", retries: 0, reconnects: 0, gone: false });
+      Object.assign(ws, { room, token, log: [], applied: 0, attached: true, playing: false, error: "", retries: 0, reconnects: 0, gone: false,
+        roster: [], predictions: [], shared: null, status: "", checked: 0 });
       ws.joinRole = role;
     }
     ws.closed = false;
@@ -179,8 +351,14 @@
       opened = true;
       const join = { type: "join", role };
       if (role === "instructor") join.token = token;
+      else {
+        if (clientID) join.client = clientID;
+        const name = $("ws-name").value.trim() || storedName();
+        if (name) join.name = name;
+      }
       if (resume && ws.log.length) join.since = ws.log[ws.log.length - 1].seq;
       conn.send(JSON.stringify(join));
+      lastStatus = "";
     };
     conn.onmessage = (e) => {
       let m;
@@ -212,13 +390,14 @@
     ws.retries++;
     const what = opened ? `Disconnected from room ${room}` + (e.reason ? ": " + e.reason : "") + ` (code ${e.code})` : `Cannot reach room ${room}`;
     const again = () => {
-      status(`${what}: reconnecting in ${(delay / 1000).toFixed(1)} s…`, "error");
+      status(`${what}: reconnecting in ${(delay / 1000).toFixed(1)} s…`, "error", ws.retries === 1);
       retryTimer = setTimeout(() => { if (ws.room === room && !ws.conn) connect(room, role, token, true); }, delay);
     };
     if (opened) { again(); return; }
     fetch(base + "ws/room/" + encodeURIComponent(room)).then((r) => {
       if (r.status === 404) {
         ws.gone = true;
+        keepToken(room, "");
         status(`Room ${room} is gone (expired or never existed): create a new one or ask for a new link.`, "error");
         render();
         return;
@@ -232,20 +411,44 @@
     const c = ws.conn;
     ws.conn = null;
     if (c) c.close();
-    Object.assign(ws, { role: "", room: "", token: "", log: [], applied: 0, attached: true, playing: false });
+    keepToken(ws.room, "");
+    Object.assign(ws, { role: "", room: "", token: "", log: [], applied: 0, attached: true, playing: false, roster: [], predictions: [], shared: null });
     ui.send({ type: "room_leave" });
     status("Left the room.", "info");
     render();
   });
 
-  $("ws-copy").addEventListener("click", async () => {
+  async function copy(text, what) {
     try {
-      await navigator.clipboard.writeText(ws.joinURL);
-      status("Join link copied.", "info");
+      await navigator.clipboard.writeText(text);
+      status(what + " copied.", "info");
     } catch (e) {
-      $("ws-link").select();
       status("Select the link and copy it.", "info");
     }
+  }
+  $("ws-copy").addEventListener("click", () => copy(ws.joinURL, "Join link"));
+  $("ws-icopy").addEventListener("click", () => copy($("ws-ilink").value, "Instructor link"));
+  $("ws-qr-big").addEventListener("click", () => {
+    const full = document.createElement("div");
+    full.id = "ws-qr-full";
+    full.title = "Click to close";
+    const img = document.createElement("img");
+    img.src = $("ws-qr").src;
+    img.alt = "QR code of the join link";
+    const p = document.createElement("p");
+    p.textContent = ws.joinURL;
+    full.append(img, p);
+    full.addEventListener("click", () => full.remove());
+    document.body.appendChild(full);
+  });
+  $("ws-reset").addEventListener("click", () => ui.send({ type: "reset" }));
+
+  function storedName() { try { return localStorage.getItem("ringlab.name") || ""; } catch (e) { return ""; } }
+  $("ws-name").value = storedName();
+  $("ws-name").addEventListener("change", (e) => {
+    try { localStorage.setItem("ringlab.name", e.target.value.trim()); } catch (err) { /* kept for this page only */ }
+    // The name goes with a join: join again (the log continues).
+    if (ws.role === "student" && ws.conn) connect(ws.room, "student", "", true);
   });
 
   // The server's messages: the room's ones go on to the game, which
@@ -266,9 +469,14 @@
         }
         ws.role = m.you;
         ws.retries = 0;
+        ws.joins = (ws.joins || 0) + 1;
         ws.students = m.students || 0;
         ws.instructors = m.instructors || 0;
-        status(back ? `Back in room ${m.room} as ${m.you}: caught up to command ${ws.log.length ? ws.log[ws.log.length - 1].seq : 0}.` : `In room ${m.room} as ${m.you}.`, "info");
+        ws.away = ws.role === "student" && ws.instructors === 0;
+        const where = m.you === "instructor" ? " (this tab keeps the role: a reload comes back as instructor)" : "";
+        status(back ? `Back in room ${m.room} as ${m.you}: caught up to command ${ws.log.length ? ws.log[ws.log.length - 1].seq : 0}.` : `In room ${m.room} as ${m.you}${where}.`, "info", back);
+        if (ws.away) showToast("The instructor is away: the room waits for them.", "info");
+        if (m.you === "instructor") fetchLinks();
         render();
         // The game gets the whole log: one that continues what it has
         // applied is caught up, not replayed (play/room.go).
@@ -283,16 +491,38 @@
         toGame({ type: "room_command", seq: m.seq, cmd: m.cmd });
         break;
       }
-      case "presence":
+      case "beacon":
+        toGame({ type: "room_beacon", seq: m.seq, t_ns: m.t_ns, digest: m.digest, playing: m.playing, speed: m.speed });
+        break;
+      case "presence": {
+        const wasAway = ws.away;
         ws.students = m.students;
         ws.instructors = m.instructors;
+        ws.away = ws.role === "student" && m.instructors === 0;
+        if (ws.role === "student" && ws.away && !wasAway) ws.aways++;
+        if (ws.role === "student" && ws.away && !wasAway) showToast("The instructor is away: the room waits for them (their commands continue when they are back).", "info");
+        if (ws.role === "student" && wasAway && !ws.away) showToast("The instructor is back.", "info");
         render();
+        break;
+      }
+      case "roster":
+        ws.roster = m.roster || [];
+        renderRoster();
+        break;
+      case "predictions":
+        if (m.shared) {
+          ws.shared = (m.questions || [])[0] || null;
+          if (ws.role === "student") showToast("The instructor shows the class's predictions.", "info");
+        } else {
+          ws.predictions = m.questions || [];
+        }
+        renderPredictions();
         break;
       case "error": {
         const what = {
           forbidden: "Forbidden: only the instructor's connection commands the room",
           rate_limited: "Too fast: the room dropped a command (rate limited); wait a moment",
-          limit_exceeded: "The room is full or its log is full: create a new room",
+          limit_exceeded: "The room refused: over a limit",
           not_found: "The room is gone",
         }[m.code] || "Room error";
         status(`${what} (${m.code}${m.field ? ", " + m.field : ""}): ${m.message || ""}`, "error");
@@ -301,6 +531,7 @@
     }
   }
 
+  let resynced = false; // a resync is under way: say when it is done
   let ready = Promise.resolve();
   function toGame(msg) {
     ready = ready.then(gameReady).then(() => ui.send(msg));
@@ -310,6 +541,9 @@
       const check = () => (document.body.dataset.ready === "1" ? resolve() : setTimeout(check, 50));
       check();
     });
+  }
+  function sendRoom(msg) {
+    if (ws.conn && ws.conn.readyState === WebSocket.OPEN) ws.conn.send(JSON.stringify(msg));
   }
 
   // What the game says: commands for the room, notes for the person, and
@@ -323,8 +557,20 @@
         }
         ws.conn.send(JSON.stringify({ type: "command", cmd: m.cmd }));
         break;
+      case "room_beacon":
+        sendRoom({ type: "beacon", seq: m.seq, t_ns: m.t_ns, digest: m.digest, playing: m.playing, speed: m.speed });
+        break;
       case "note":
-        if (m.source === "room") status(m.text, "info");
+        if (m.source === "room") {
+          const following = /following the room/.test(m.text);
+          status(m.text, "info", true);
+          if (following && ws.role === "student") showToast(m.text, "info", { label: "Detach", run: () => ui.workshopDetach() });
+        }
+        break;
+      case "error":
+        if (/following the room/.test(m.message || "")) {
+          showToast(m.message, "info", { label: "Detach", run: () => ui.workshopDetach() });
+        }
         break;
       case "state": {
         const r = m.room;
@@ -333,19 +579,221 @@
         ws.replaying = r.replaying;
         ws.attached = r.attached;
         ws.playing = r.playing;
+        if ((r.resyncs || 0) > ws.resyncs) resynced = true;
+        if (resynced && r.status === "following") {
+          resynced = false;
+          status(`Resynced: back in step with the room (command ${r.applied}).`, "info", true);
+        }
+        ws.status = r.status || "";
+        ws.checked = r.checked || 0;
+        ws.resyncs = r.resyncs || 0;
         render();
+        reportStatus();
         break;
       }
+      case "tutorial_step":
+      case "tutorial_reveal":
+        setTimeout(() => { reportStatus(); renderPredictions(); }, 0);
+        break;
     }
   });
+
+  // ---- a student's status, for the instructor's roster ----
+
+  let lastStatus = "";
+  let statusTimer = 0;
+  function tutorialAt() {
+    const t = window.ringlabTutorial;
+    const reveals = document.querySelectorAll("#tut-body .tut-reveal");
+    return {
+      tutorial: t && t.t ? t.t.name : "",
+      step: t && t.t ? t.step : 0,
+      revealed: reveals.length > 0 && Array.from(reveals).every((b) => b.dataset.revealed === "1"),
+    };
+  }
+  function reportStatus() {
+    if (ws.role !== "student" || !ws.conn) return;
+    if (statusTimer) return;
+    statusTimer = setTimeout(() => {
+      statusTimer = 0;
+      const st = Object.assign({ type: "status", state: ws.status || (ws.attached ? "following" : "detached"), applied: ws.applied }, tutorialAt());
+      const s = JSON.stringify(st);
+      if (s === lastStatus) return;
+      lastStatus = s;
+      sendRoom(st);
+    }, STATUS_EVERY_MS);
+  }
+  document.addEventListener("click", (e) => { if (e.target.closest && e.target.closest(".tut-reveal")) reportStatus(); });
+
+  function renderRoster() {
+    const tb = $("ws-roster").tBodies[0];
+    tb.textContent = "";
+    const counts = {};
+    for (const s of ws.roster) {
+      counts[s.state] = (counts[s.state] || 0) + 1;
+      const tr = document.createElement("tr");
+      tr.dataset.name = s.name;
+      tr.dataset.state = s.state;
+      const cells = [s.name, s.state, String(s.applied), s.tutorial ? `${s.tutorial} ${s.step}` : "–", s.tutorial ? (s.revealed ? "yes" : "no") : "–"];
+      cells.forEach((c, i) => {
+        const td = document.createElement("td");
+        td.textContent = c;
+        if (i === 1) td.className = "st-" + s.state;
+        tr.appendChild(td);
+      });
+      tb.appendChild(tr);
+    }
+    $("ws-roster").hidden = ws.roster.length === 0;
+    $("ws-roster-sum").textContent = ws.roster.length ? Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ") : "no students yet";
+  }
+
+  // ---- predictions ----
+
+  // A student's prediction goes to the room as it is typed (the last
+  // one counts); the instructor sees only how many gave each answer.
+  let predictTimers = new Map();
+  document.addEventListener("input", (e) => {
+    const el = e.target;
+    if (!el.classList || !el.classList.contains("tut-predict") || ws.role !== "student") return;
+    const t = window.ringlabTutorial;
+    const q = Number((/^tut-q(\d+)-in$/.exec(el.id) || [])[1]);
+    if (!t || !t.t || !Number.isInteger(q) || !t.step) return;
+    clearTimeout(predictTimers.get(q));
+    predictTimers.set(q, setTimeout(() => {
+      sendRoom({ type: "predict", tutorial: t.t.name, step: t.step, question: q, answer: el.value.slice(0, 64) });
+    }, 250));
+  });
+
+  const numeric = (a) => {
+    const m = /^\s*(-?[0-9][0-9,_ ]*(?:\.[0-9]+)?|-?\.[0-9]+)\s*(%?)\s*$/.exec(a);
+    return m ? Number(m[1].replace(/[,_ ]/g, "")) : NaN;
+  };
+  const grades = new Map(); // "tutorial step q answer" -> verdict
+
+  // histogram draws a question's distribution: a bar per answer, or for
+  // numeric answers one per range; the engine's grade colours the bars
+  // once the key is known (the instructor's panel has it).
+  function histogram(q) {
+    const box = document.createElement("div");
+    box.className = "ws-hist";
+    box.dataset.question = String(q.question);
+    box.dataset.count = String(q.count);
+    const head = document.createElement("div");
+    head.textContent = `Question ${q.question + 1} of step ${q.step}: ${q.count} prediction${q.count === 1 ? "" : "s"}`;
+    box.appendChild(head);
+    const answers = q.answers.filter((a) => a.answer !== "(other answers)");
+    const nums = answers.map((a) => numeric(a.answer));
+    let rows;
+    if (answers.length >= 4 && nums.every((n) => !Number.isNaN(n))) {
+      const lo = Math.min(...nums), hi = Math.max(...nums);
+      const bins = 8, w = (hi - lo) / bins || 1;
+      rows = Array.from({ length: bins }, (_, i) => ({ label: `${fmt(lo + i * w)}–${fmt(lo + (i + 1) * w)}`, count: 0, answers: [] }));
+      answers.forEach((a, i) => {
+        const b = rows[Math.min(bins - 1, Math.floor((nums[i] - lo) / w))];
+        b.count += a.count;
+        b.answers.push(a.answer);
+      });
+    } else {
+      rows = q.answers.slice(0, 12).map((a) => ({ label: a.answer, count: a.count, answers: [a.answer] }));
+    }
+    const most = Math.max(1, ...rows.map((r) => r.count));
+    // A student sees the engine's answer only once it is revealed.
+    const key = ws.role === "instructor" || revealed(q) ? keyOf(q) : null;
+    for (const r of rows) {
+      const row = document.createElement("div");
+      row.className = "row";
+      const lab = document.createElement("span");
+      lab.className = "lab";
+      lab.textContent = r.label;
+      lab.title = r.label;
+      const bar = document.createElement("span");
+      bar.className = "bar";
+      bar.style.width = Math.round(240 * r.count / most) + "px";
+      const verdicts = r.answers.map((a) => grades.get(gradeKey(q, a))).filter(Boolean);
+      if (verdicts.length) bar.classList.add(verdicts.includes("right") ? "right" : verdicts.includes("close") ? "close" : "wrong");
+      const n = document.createElement("span");
+      n.textContent = String(r.count);
+      row.append(lab, bar, n);
+      box.appendChild(row);
+    }
+    if (key) {
+      const truth = document.createElement("div");
+      truth.className = "note";
+      truth.textContent = `The engine's ${key.subject}: ${key.truth_text}` + (revealed(q) ? "" : " (hidden from the students until you reveal it)");
+      box.appendChild(truth);
+      gradeAnswers(q, key);
+    }
+    if (ws.role === "instructor") {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "ws-share";
+      b.textContent = "Show the class's predictions to the room";
+      b.addEventListener("click", () => sendRoom({ type: "share_predictions", tutorial: q.tutorial, step: q.step, question: q.question }));
+      box.appendChild(b);
+    }
+    return box;
+  }
+  const fmt = (x) => (Math.abs(x) >= 100 || Number.isInteger(x) ? String(Math.round(x)) : x.toPrecision(3));
+  const gradeKey = (q, a) => `${q.tutorial} ${q.step} ${q.question} ${a}`;
+  function keyOf(q) {
+    const t = window.ringlabTutorial;
+    if (!t || !t.t || t.t.name !== q.tutorial || t.step !== q.step) return null;
+    const b = document.querySelector(`#tut-body .tut-reveal[data-target="tut-q${q.question}"]`);
+    if (!b || !b.dataset.key) return null;
+    try { return JSON.parse(b.dataset.key); } catch (e) { return null; }
+  }
+  function revealed(q) {
+    const b = document.querySelector(`#tut-body .tut-reveal[data-target="tut-q${q.question}"]`);
+    return !!(b && b.dataset.revealed);
+  }
+  let grading = false;
+  async function gradeAnswers(q, key) {
+    if (grading) return;
+    const todo = q.answers.filter((a) => a.answer !== "(other answers)" && !grades.has(gradeKey(q, a.answer)));
+    if (!todo.length) return;
+    grading = true;
+    try {
+      for (const a of todo) {
+        const r = await ui.request({ type: "tutorial_grade", key, prediction: a.answer });
+        grades.set(gradeKey(q, a.answer), r.type === "tutorial_grade" ? r.grade.verdict : "unreadable");
+      }
+    } finally {
+      grading = false;
+    }
+    renderPredictions();
+  }
+
+  function renderPredictions() {
+    const box = $("ws-predictions");
+    box.textContent = "";
+    let qs = [];
+    let title = "";
+    if (ws.role === "instructor") {
+      const t = window.ringlabTutorial;
+      qs = ws.predictions.filter((q) => t && t.t && q.tutorial === t.t.name && q.step === t.step);
+      if (!qs.length && ws.predictions.length) qs = [ws.predictions[ws.predictions.length - 1]];
+      title = "Class predictions (anonymous: students see them only when you show them)";
+    } else if (ws.shared) {
+      qs = [ws.shared];
+      title = "The class predicted";
+    }
+    box.hidden = qs.length === 0;
+    if (!qs.length) return;
+    const h = document.createElement("h3");
+    h.textContent = title;
+    box.appendChild(h);
+    for (const q of qs) box.appendChild(histogram(q));
+  }
 
   // ---- detach and snap back ----
 
   $("ws-detach").addEventListener("click", () => {
     ws.attached = false;
+    ws.status = "detached";
     ui.send({ type: "room_detach" });
-    status("Detached: explore freely; the room's commands are kept for when you snap back.", "info");
+    status("Detached: explore freely; the room's commands are kept for when you snap back.", "info", true);
     render();
+    reportStatus();
   });
   $("ws-snap").addEventListener("click", () => {
     ws.attached = true;
@@ -355,7 +803,7 @@
     ui.send({ type: "room_snap" });
     ui.request({ type: "sync" }).then(() => status("Back in step with the room.", "info"));
   });
-  ui.workshopDetach = () => $("ws-detach").click();
+  ui.workshopDetach = () => { if (ws.attached) $("ws-detach").click(); };
   ui.workshopSnap = () => { $("ws-snap").click(); return ui.request({ type: "sync" }); };
   ui.workshopCreate = createRoom;
 })();

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -167,7 +168,11 @@ Flags:
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = serve(ctx, cfg, func(addr net.Addr) {
-		fmt.Fprintf(stdout, "ringlab: serving http://%s/ with source %s (Ctrl-C stops)\n", addr, cfg.source)
+		urls := listenURLs(addr, net.InterfaceAddrs)
+		fmt.Fprintf(stdout, "ringlab: serving %s with source %s (Ctrl-C stops)\n", urls[0], cfg.source)
+		if len(urls) > 1 {
+			fmt.Fprintf(stdout, "ringlab: also at %s\n", strings.Join(urls[1:], " "))
+		}
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab serve: %v\n", err)
@@ -322,6 +327,9 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 		metricsHub.Close(context.Background())
 		return fmt.Errorf("listening: %w", err)
 	}
+	if bases := listenURLs(ln.Addr(), net.InterfaceAddrs); isUnspecified(ln.Addr()) {
+		roomReg.SetJoinBases(bases) // students join at a LAN address
+	}
 	log.Info("serving", "addr", ln.Addr().String(), "source", cfg.source, "wasm", static.WasmBuilt())
 	if ready != nil {
 		ready(ln.Addr())
@@ -356,4 +364,54 @@ func shutdown(srv *http.Server, h *hub.Hub, r *rooms.Registry, served <-chan err
 		}
 	}
 	return errors.Join(srvErr, hubErr, roomsErr)
+}
+
+// listenURLs are the base URLs the server is reached at: its address, or,
+// when it listens on every interface (":8080", "0.0.0.0:8080"), each
+// address of the machine's interfaces, LAN IPv4 addresses first, then
+// other global ones, then loopback (never "http://[::]:8080/", which no
+// browser can open).
+func listenURLs(addr net.Addr, ifaddrs func() ([]net.Addr, error)) []string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return []string{"http://" + addr.String() + "/"}
+	}
+	url := func(ip net.IP) string {
+		return "http://" + net.JoinHostPort(ip.String(), strconv.Itoa(tcp.Port)) + "/"
+	}
+	if !tcp.IP.IsUnspecified() && tcp.IP != nil {
+		return []string{url(tcp.IP)}
+	}
+	v4only := tcp.IP.To4() != nil && tcp.IP != nil
+	var lan, global, loop []string
+	if as, err := ifaddrs(); err == nil {
+		for _, a := range as {
+			n, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip := n.IP
+			switch {
+			case v4only && ip.To4() == nil:
+			case ip.IsLoopback():
+				loop = append(loop, url(ip))
+			case ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || !ip.IsGlobalUnicast():
+			case ip.To4() != nil:
+				lan = append(lan, url(ip))
+			default:
+				global = append(global, url(ip))
+			}
+		}
+	}
+	out := append(append(lan, global...), loop...)
+	if len(out) == 0 {
+		out = []string{url(net.IPv4(127, 0, 0, 1))}
+	}
+	return out
+}
+
+// isUnspecified reports whether addr is every interface's.
+func isUnspecified(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && (tcp.IP == nil || tcp.IP.IsUnspecified())
 }

@@ -355,3 +355,27 @@ func TestServeHardening(t *testing.T) {
 	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(`{"type":"join","role":"instructor","token":"`+created.Token+`"}`)))
 	assert.Equal(t, "welcome", readJSON(t, c)["type"])
 }
+
+// TestListenURLs: serve prints, and gives rooms as join links, addresses
+// a browser can open: on every interface, the LAN addresses first, never
+// [::] or a link-local one.
+func TestListenURLs(t *testing.T) {
+	ifaddrs := func() ([]net.Addr, error) {
+		var out []net.Addr
+		for _, c := range []string{"127.0.0.1/8", "::1/128", "192.168.1.10/24", "fe80::1/64", "2001:db8::5/64"} {
+			ip, n, err := net.ParseCIDR(c)
+			require.NoError(t, err)
+			n.IP = ip
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	at := func(s string) net.Addr { a, err := net.ResolveTCPAddr("tcp", s); require.NoError(t, err); return a }
+	assert.Equal(t, []string{"http://192.168.1.10:8080/", "http://[2001:db8::5]:8080/", "http://127.0.0.1:8080/", "http://[::1]:8080/"},
+		listenURLs(at("[::]:8080"), ifaddrs))
+	assert.Equal(t, []string{"http://192.168.1.10:8080/", "http://127.0.0.1:8080/"}, listenURLs(at("0.0.0.0:8080"), ifaddrs))
+	assert.Equal(t, []string{"http://127.0.0.1:9/"}, listenURLs(at("127.0.0.1:9"), ifaddrs))
+	assert.Equal(t, []string{"http://127.0.0.1:8080/"}, listenURLs(at(":8080"), func() ([]net.Addr, error) { return nil, nil }))
+	assert.True(t, isUnspecified(at(":8080")))
+	assert.False(t, isUnspecified(at("127.0.0.1:8080")))
+}

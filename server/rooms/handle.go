@@ -2,6 +2,11 @@ package rooms
 
 import (
 	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -36,6 +41,8 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 		r.join(rm, m, data)
 	case typeCommand:
 		r.command(rm, m, data)
+	case typeBeacon, typeStatus, typePredict, typeShare:
+		r.side(rm, m, typ, data)
 	case typePing:
 		var p pingMsg
 		if err := wsmsg.Strict(data, &p); err != nil {
@@ -44,7 +51,7 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 		}
 		m.peer.Send(mustMarshal(pongMsg{Type: typePong}))
 	default:
-		m.reply(wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown message type %q; /ws/room takes join, command and ping", typ))
+		m.reply(wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown message type %q; /ws/room takes join, command, beacon, status, predict, share_predictions and ping", typ))
 	}
 	return m.role != ""
 }
@@ -79,7 +86,23 @@ func (r *Registry) join(rm *room, m *member, data []byte) {
 	if j.Since != nil {
 		since = *j.Since
 	}
-	if e := rm.join(m, j.Role, since); e != nil {
+	var client, name string
+	if j.Client != nil {
+		if !clientPattern.MatchString(*j.Client) {
+			m.reply(wsmsg.Errorf(wsmsg.CodeBadField, "client", "client must match %s", clientPattern))
+			return
+		}
+		client = *j.Client
+	}
+	if j.Name != nil {
+		n := strings.Join(strings.Fields(*j.Name), " ")
+		if !utf8.ValidString(n) || len(n) > maxNameLen || strings.ContainsFunc(n, unicode.IsControl) {
+			m.reply(wsmsg.Errorf(wsmsg.CodeBadField, "name", "a name has at most %d bytes of printable UTF-8", maxNameLen))
+			return
+		}
+		name = n
+	}
+	if e := rm.join(m, j.Role, since, client, name); e != nil {
 		m.reply(e)
 		m.peer.Close(websocket.ClosePolicyViolation, e.Message)
 		return
@@ -148,4 +171,101 @@ func (r *Registry) commit(rm *room, cmd json.RawMessage) *wsmsg.Error {
 	}
 	rm.append(e, now)
 	return nil
+}
+
+// What join's client and name may be.
+var (
+	clientPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	namePattern   = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`) // a tutorial's
+	digestPattern = regexp.MustCompile(`^[0-9a-f]{0,64}$`)
+)
+
+const maxNameLen = 40
+
+// Student states a status may report.
+var studentStates = []string{"following", "detached", "resyncing", "replaying"}
+
+// side handles the messages beside the log: the instructor's beacon and
+// shared predictions, a student's status and prediction. None is logged.
+func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
+	if m.role == "" {
+		m.reply(wsmsg.Errorf(wsmsg.CodeBadState, "", "send join first"))
+		return
+	}
+	want := RoleStudent
+	if typ == typeBeacon || typ == typeShare {
+		want = RoleInstructor
+	}
+	if m.role != want {
+		m.reply(wsmsg.Errorf(wsmsg.CodeForbidden, "", "%s is sent by a connection that joined as %s", typ, want))
+		return
+	}
+	switch typ {
+	case typeBeacon:
+		var b beaconMsg
+		if err := wsmsg.Strict(data, &b); err != nil {
+			m.reply(wsmsg.AsError(err))
+			return
+		}
+		switch {
+		case !digestPattern.MatchString(b.Digest):
+			m.reply(wsmsg.Errorf(wsmsg.CodeBadField, "digest", "digest is up to 64 lower-case hex digits"))
+			return
+		case b.TNs < 0 || b.Speed < 0 || b.Speed > 1e9:
+			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "", "t_ns and speed are not negative"))
+			return
+		}
+		rm.relayBeacon(b)
+	case typeStatus:
+		var st statusMsg
+		if err := wsmsg.Strict(data, &st); err != nil {
+			m.reply(wsmsg.AsError(err))
+			return
+		}
+		if !slices.Contains(studentStates, st.State) {
+			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "state", "state is one of %s, got %q", strings.Join(studentStates, ", "), st.State))
+			return
+		}
+		if st.Tutorial != "" && !namePattern.MatchString(st.Tutorial) || st.Step < 0 || st.Step > 999 {
+			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "tutorial", "a tutorial's name and a step from 0 to 999"))
+			return
+		}
+		rm.setStatus(m, st)
+	case typePredict, typeShare:
+		var p predictMsg
+		if typ == typeShare {
+			var sh shareMsg
+			if err := wsmsg.Strict(data, &sh); err != nil {
+				m.reply(wsmsg.AsError(err))
+				return
+			}
+			p = predictMsg{Tutorial: sh.Tutorial, Step: sh.Step, Question: sh.Question}
+		} else if err := wsmsg.Strict(data, &p); err != nil {
+			m.reply(wsmsg.AsError(err))
+			return
+		}
+		if !namePattern.MatchString(p.Tutorial) || p.Step < 1 || p.Step > 999 || p.Question < 0 || p.Question > 99 {
+			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "", "a tutorial's name, a step from 1 to 999 and a question from 0 to 99"))
+			return
+		}
+		k := questionKey{p.Tutorial, p.Step, p.Question}
+		if typ == typeShare {
+			rm.share(k)
+			return
+		}
+		a := normalizeAnswer(p.Answer)
+		if len(a) > maxAnswerLen || !utf8.ValidString(a) || strings.ContainsFunc(a, unicode.IsControl) {
+			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "answer", "an answer has at most %d bytes of printable UTF-8", maxAnswerLen))
+			return
+		}
+		if e := rm.predict(m, k, a); e != nil {
+			m.reply(e)
+		}
+	}
+}
+
+// normalizeAnswer makes answers that say the same thing count together:
+// trimmed, spaces collapsed, lower case.
+func normalizeAnswer(s string) string {
+	return strings.ToLower(strings.Join(strings.Fields(s), " "))
 }

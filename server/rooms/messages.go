@@ -10,6 +10,15 @@ const (
 	typeWelcome  = "welcome"
 	typePong     = "pong"
 	typePresence = "presence"
+	// Since issue #16: the instructor's beacon (relayed to students, not
+	// logged), a student's status and prediction, the roster and the
+	// class's predictions (to instructors), a shared distribution.
+	typeBeacon      = "beacon"
+	typeStatus      = "status"
+	typePredict     = "predict"
+	typeShare       = "share_predictions"
+	typeRoster      = "roster"
+	typePredictions = "predictions"
 )
 
 // Roles a client may join as.
@@ -27,6 +36,46 @@ type (
 		// Since is the seq of the last command the client has (it
 		// reconnects): the welcome's log starts after it.
 		Since *uint64 `json:"since"`
+		// Client names the page across reconnects (its roster entry);
+		// Name is what the instructor's roster shows.
+		Client *string `json:"client"`
+		Name   *string `json:"name"`
+	}
+	// beaconMsg is the instructor's periodic word on where the room
+	// stands: after command Seq, pane A at TNs has digest Digest (empty
+	// when it cannot be compared), playing or not, at Speed.
+	beaconMsg struct {
+		Type    string  `json:"type"`
+		Seq     uint64  `json:"seq"`
+		TNs     int64   `json:"t_ns"`
+		Digest  string  `json:"digest"`
+		Playing bool    `json:"playing"`
+		Speed   float64 `json:"speed"`
+	}
+	// statusMsg is a student's state for the roster.
+	statusMsg struct {
+		Type     string `json:"type"`
+		State    string `json:"state"`
+		Applied  uint64 `json:"applied"`
+		Tutorial string `json:"tutorial"`
+		Step     int    `json:"step"`
+		Revealed bool   `json:"revealed"`
+	}
+	// predictMsg is a student's prediction at a tutorial question.
+	predictMsg struct {
+		Type     string `json:"type"`
+		Tutorial string `json:"tutorial"`
+		Step     int    `json:"step"`
+		Question int    `json:"question"`
+		Answer   string `json:"answer"`
+	}
+	// shareMsg asks the server to show one question's distribution to
+	// the whole room.
+	shareMsg struct {
+		Type     string `json:"type"`
+		Tutorial string `json:"tutorial"`
+		Step     int    `json:"step"`
+		Question int    `json:"question"`
 	}
 	// commandMsg carries no token: a command's authority is the
 	// connection's, which joined as instructor with it.
@@ -68,14 +117,30 @@ type (
 		Students    int    `json:"students"`
 		Instructors int    `json:"instructors"`
 	}
+	rosterMsg struct {
+		Type     string        `json:"type"`
+		Seq      uint64        `json:"seq"` // the log's last
+		Students []RosterEntry `json:"roster"`
+	}
+	predictionsMsg struct {
+		Type      string              `json:"type"`
+		Shared    bool                `json:"shared,omitempty"` // the instructor showed it to the room
+		Questions []QuestionPredicted `json:"questions"`
+	}
 	pongMsg struct {
 		Type string `json:"type"`
 	}
 	createResponse struct {
-		Room            string `json:"room"`
-		JoinURL         string `json:"join_url"`
-		WebSocketPath   string `json:"ws_path"`
-		InstructorToken string `json:"instructor_token"`
+		Room            string   `json:"room"`
+		JoinURL         string   `json:"join_url"`
+		JoinURLs        []string `json:"join_urls"`
+		WebSocketPath   string   `json:"ws_path"`
+		InstructorToken string   `json:"instructor_token"`
+	}
+	roomInfo struct {
+		Room     string   `json:"room"`
+		JoinURL  string   `json:"join_url"`
+		JoinURLs []string `json:"join_urls"`
 	}
 	createRequest struct {
 		Scenario json.RawMessage `json:"scenario"`
@@ -98,4 +163,30 @@ func mustMarshal(v any) []byte {
 		panic("rooms: encoding " + err.Error())
 	}
 	return b
+}
+
+// RosterEntry is one student as the instructor's roster shows it.
+type RosterEntry struct {
+	Name     string `json:"name"`
+	State    string `json:"state"` // following, detached, resyncing, replaying, lagging, gone
+	Applied  uint64 `json:"applied"`
+	Tutorial string `json:"tutorial,omitempty"`
+	Step     int    `json:"step"`
+	Revealed bool   `json:"revealed"`
+}
+
+// QuestionPredicted is the class's predictions at one tutorial question:
+// how many answered and how many gave each answer (anonymous).
+type QuestionPredicted struct {
+	Tutorial string       `json:"tutorial"`
+	Step     int          `json:"step"`
+	Question int          `json:"question"`
+	Count    int          `json:"count"`
+	Answers  []AnswerSeen `json:"answers"`
+}
+
+// AnswerSeen is one answer and how many gave it.
+type AnswerSeen struct {
+	Answer string `json:"answer"`
+	Count  int    `json:"count"`
 }

@@ -18,10 +18,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/skip2/go-qrcode"
 
 	"ringlab/server/ratelimit"
 	"ringlab/server/wsmsg"
@@ -120,6 +124,10 @@ const (
 	maxCreateBody = MaxScenarioBytes + 1024
 	// closeGoingAway is the reason sent with 1001 at shutdown.
 	closeGoingAway = "server shutting down"
+	// mailboxLen is each connection's mailbox, of the messages where the
+	// newest counts: presence, and an instructor's roster and predictions
+	// (a shared distribution too).
+	mailboxLen = 4
 	// refusalLogBurst refusals are logged per refusalLogPeriod.
 	refusalLogBurst  = 5
 	refusalLogPeriod = 10 * time.Second
@@ -219,13 +227,14 @@ type Registry struct {
 	replay   bool // commands are replayed on replicas (the default check)
 	replicas *replicaPool
 
-	mu      sync.Mutex
-	closed  bool
-	rooms   map[string]*room
-	byAddr  map[string]int       // rooms per creating address
-	peers   map[*member]struct{} // every connection, joined or not
-	served  int                  // connections being served
-	perAddr map[string]int       // of which from each remote address
+	mu        sync.Mutex
+	joinBases []string // SetJoinBases: where students reach the server
+	closed    bool
+	rooms     map[string]*room
+	byAddr    map[string]int       // rooms per creating address
+	peers     map[*member]struct{} // every connection, joined or not
+	served    int                  // connections being served
+	perAddr   map[string]int       // of which from each remote address
 
 	conns       sync.WaitGroup
 	quit        chan struct{}
@@ -276,6 +285,7 @@ func New(opts Options) (*Registry, error) {
 		now := opts.Now()
 		for i, s := range stored {
 			rm := newRoom(s, r.lim, now)
+			rm.clock = opts.Now
 			rm.log = logs[i]
 			for _, e := range rm.log {
 				rm.logBytes += len(e.Cmd)
@@ -314,7 +324,101 @@ func (r *Registry) janitor() {
 // Register adds the routes: POST /api/rooms and GET /ws/room/{id}.
 func (r *Registry) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/rooms", r.handleCreate)
+	mux.HandleFunc("GET /api/rooms/{id}", r.handleInfo)
+	mux.HandleFunc("GET /api/rooms/{id}/qr.png", r.handleQR)
 	mux.HandleFunc("GET /ws/room/{id}", r.handleWS)
+}
+
+// SetJoinBases tells the registry the base URLs students reach the server
+// at ("http://192.168.1.10:8080/"), the first one preferred: serve calls
+// it once it listens, with its LAN addresses when it listens on all
+// interfaces. Without any, a join link is built from the request's Host.
+func (r *Registry) SetJoinBases(bases []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.joinBases = append([]string(nil), bases...)
+}
+
+// joinURLs are a room's join links, the preferred first: the request's
+// own host unless it is loopback (an instructor browsing on the server's
+// machine), then the server's bases.
+func (r *Registry) joinURLs(req *http.Request, id string) []string {
+	r.mu.Lock()
+	bases := append([]string(nil), r.joinBases...)
+	r.mu.Unlock()
+	scheme := "http"
+	if req.TLS != nil {
+		scheme = "https"
+	}
+	own := scheme + "://" + req.Host + "/"
+	if len(bases) == 0 || !isLoopback(req.Host) {
+		bases = append([]string{own}, slices.DeleteFunc(bases, func(b string) bool { return b == own })...)
+	}
+	out := make([]string, len(bases))
+	for i, b := range bases {
+		out[i] = strings.TrimSuffix(b, "/") + "/?room=" + id
+	}
+	return out
+}
+
+// isLoopback reports whether a Host names this machine only.
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(strings.ToLower(host), "[]")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// handleInfo serves GET /api/rooms/{id}: the room's join links (an
+// instructor's page that reloads asks again).
+func (r *Registry) handleInfo(w http.ResponseWriter, req *http.Request) {
+	id := req.PathValue("id")
+	if r.lookup(id) == nil {
+		httpError(w, http.StatusNotFound, wsmsg.Errorf(wsmsg.CodeNotFound, "", "no room %q", id))
+		return
+	}
+	urls := r.joinURLs(req, id)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(mustMarshal(roomInfo{Room: id, JoinURL: urls[0], JoinURLs: urls}))
+}
+
+// qrSize is the QR code's side in pixels: readable from the back of a
+// room on a projector.
+const qrSize = 512
+
+// handleQR serves GET /api/rooms/{id}/qr.png[?i=N]: a QR code of the
+// room's join link (the N-th of join_urls, the first by default).
+func (r *Registry) handleQR(w http.ResponseWriter, req *http.Request) {
+	id := req.PathValue("id")
+	if r.lookup(id) == nil {
+		httpError(w, http.StatusNotFound, wsmsg.Errorf(wsmsg.CodeNotFound, "", "no room %q", id))
+		return
+	}
+	urls := r.joinURLs(req, id)
+	i := 0
+	if v := req.URL.Query().Get("i"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n >= len(urls) {
+			httpError(w, http.StatusBadRequest, wsmsg.Errorf(wsmsg.CodeOutOfRange, "i", "i is a join link's index, 0 to %d", len(urls)-1))
+			return
+		}
+		i = n
+	}
+	png, err := qrcode.Encode(urls[i], qrcode.Medium, qrSize)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, wsmsg.Errorf(wsmsg.CodeInternal, "", "encoding the QR code: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(png)
 }
 
 // Create makes a room for a creator address with a scenario already
@@ -346,7 +450,9 @@ func (r *Registry) Create(addr string, scenario json.RawMessage) (id, token stri
 			return "", "", err
 		}
 	}
-	r.rooms[id] = newRoom(s, r.lim, now)
+	rm := newRoom(s, r.lim, now)
+	rm.clock = r.opts.Now
+	r.rooms[id] = rm
 	r.byAddr[addr]++
 	return id, token, nil
 }
@@ -504,15 +610,12 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		httpError(w, status, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "%v; try again when a room has expired", err))
 		return
 	}
-	scheme := "http"
-	if req.TLS != nil {
-		scheme = "https"
-	}
+	urls := r.joinURLs(req, id)
 	r.log.Info("room created", "room", id, "remote", req.RemoteAddr)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store") // the answer holds the token
 	w.WriteHeader(http.StatusCreated)
-	w.Write(mustMarshal(createResponse{Room: id, JoinURL: scheme + "://" + req.Host + "/?room=" + id,
+	w.Write(mustMarshal(createResponse{Room: id, JoinURL: urls[0], JoinURLs: urls,
 		WebSocketPath: "/ws/room/" + id, InstructorToken: token}))
 }
 
@@ -566,7 +669,7 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 		r.logRefusal("room websocket refused", "remote", req.RemoteAddr, "origin", req.Header.Get("Origin"), "err", err)
 		return
 	}
-	m := &member{peer: wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, WriteWait: r.lim.WriteWait}),
+	m := &member{peer: wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, MailboxLen: mailboxLen, WriteWait: r.lim.WriteWait}),
 		bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
 	r.mu.Lock()
 	if r.closed {

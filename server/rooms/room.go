@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +28,12 @@ type member struct {
 	role       string // "" until joined; the role is the connection's authority
 
 	joined atomic.Bool // role is set (read by the join timer)
+
+	// Guarded by the room's mu once joined.
+	client      string // the page's own id (join's client), or one the room gave
+	name        string // what the roster shows
+	status      statusMsg
+	behindSince time.Time // a command it has not applied since (zero: in step)
 }
 
 // room is one workshop: a scenario, a numbered command log and the members
@@ -51,6 +60,20 @@ type room struct {
 	lastCommand time.Time // or creation, or the server's start
 	lastLeft    time.Time // when the last instructor left (or lastCommand)
 	commands    *ratelimit.Bucket
+
+	clock       func() time.Time
+	joinedCount int                               // students who ever joined (their default names)
+	gone        map[string]RosterEntry            // students who left, by client, for the roster
+	goneOrder   []string                          // oldest first
+	predictions map[questionKey]map[string]string // answers by client
+	predOrder   []questionKey
+	rosterDue   *time.Timer // a roster is scheduled for the instructors
+	lastBeacon  []byte      // the instructor's last, for joiners
+}
+
+type questionKey struct {
+	tutorial       string
+	step, question int
 }
 
 func newRoom(s StoredRoom, lim Limits, now time.Time) *room {
@@ -63,6 +86,9 @@ func newRoom(s StoredRoom, lim Limits, now time.Time) *room {
 	return &room{
 		id: s.ID, tokenHash: s.TokenHash, scenario: s.Scenario, creator: s.Creator, lim: lim,
 		members:     map[*member]struct{}{},
+		gone:        map[string]RosterEntry{},
+		predictions: map[questionKey]map[string]string{},
+		clock:       time.Now,
 		lastCommand: active, lastLeft: active,
 		commands: ratelimit.New(float64(lim.CommandsPerSecond), lim.CommandsPerSecond),
 		work:     workBucket{rate: float64(lim.WorkPerSecond), burst: float64(lim.MaxCommandWork), tokens: float64(lim.MaxCommandWork)},
@@ -78,7 +104,7 @@ func (r *room) tokenOK(token string) bool {
 // join adds m with role and queues its welcome with the log after seq
 // since, atomically with respect to commands, so m's log has no gap and
 // no duplicate.
-func (r *room) join(m *member, role string, since uint64) *wsmsg.Error {
+func (r *room) join(m *member, role string, since uint64, client, name string) *wsmsg.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -90,6 +116,16 @@ func (r *room) join(m *member, role string, since uint64) *wsmsg.Error {
 			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "room %s is full: %d students is the limit", r.id, r.lim.MaxStudents)
 		}
 		r.students++
+		r.joinedCount++
+		if client == "" {
+			client = fmt.Sprintf("#%d", r.joinedCount)
+		}
+		if name == "" {
+			name = fmt.Sprintf("student %d", r.joinedCount)
+		}
+		m.client, m.name = client, name
+		m.status = statusMsg{State: "replaying"}
+		r.forgetGoneLocked(client)
 	case RoleInstructor:
 		if r.instructors >= r.lim.MaxInstructors {
 			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "room %s has %d instructor connections already, the limit", r.id, r.lim.MaxInstructors)
@@ -114,7 +150,13 @@ func (r *room) join(m *member, role string, since uint64) *wsmsg.Error {
 		r.dropLocked(m)
 		return nil
 	}
+	// The last beacon, so a late joiner checks the world it replays.
+	if role == RoleStudent && r.lastBeacon != nil && !m.peer.TrySend(r.lastBeacon) {
+		r.dropLocked(m)
+		return nil
+	}
 	r.presenceLocked()
+	r.rosterLocked()
 	return nil
 }
 
@@ -130,6 +172,7 @@ func (r *room) leave(m *member, now time.Time) {
 		r.lastLeft = now
 	}
 	r.presenceLocked()
+	r.rosterLocked()
 }
 
 func (r *room) removeLocked(m *member) {
@@ -137,6 +180,20 @@ func (r *room) removeLocked(m *member) {
 	switch m.role {
 	case RoleStudent:
 		r.students--
+		for o := range r.members {
+			if o.client == m.client {
+				return // the same page joined again already
+			}
+		}
+		e := r.entryLocked(m, time.Time{})
+		e.State = "gone"
+		r.forgetGoneLocked(m.client)
+		r.gone[m.client] = e
+		r.goneOrder = append(r.goneOrder, m.client)
+		for len(r.goneOrder) > r.lim.MaxStudents {
+			delete(r.gone, r.goneOrder[0])
+			r.goneOrder = r.goneOrder[1:]
+		}
 	case RoleInstructor:
 		r.instructors--
 	}
@@ -181,6 +238,12 @@ func (r *room) append(e Entry, now time.Time) {
 	r.logBytes += len(e.Cmd)
 	r.lastCommand = now
 	r.broadcastLocked(mustMarshal(commandOut{Type: typeCommand, Seq: e.Seq, Cmd: e.Cmd}))
+	for m := range r.members {
+		if m.role == RoleStudent && m.behindSince.IsZero() && m.status.Applied < e.Seq {
+			m.behindSince = now
+		}
+	}
+	r.rosterLocked()
 }
 
 // broadcastLocked queues msg for every member; a member whose queue is full
@@ -194,14 +257,191 @@ func (r *room) broadcastLocked(msg []byte) {
 	}
 }
 
-// presenceLocked tells the instructors how many are in the room, through
-// their mailboxes: only the newest count matters, so it never fills a queue.
+// presenceLocked tells every member how many are in the room (students
+// see the instructor away and back), through their mailboxes: only the
+// newest count matters, so it never fills a queue.
 func (r *room) presenceLocked() {
 	msg := mustMarshal(presenceMsg{Type: typePresence, Students: r.students, Instructors: r.instructors})
 	for m := range r.members {
-		if m.role == RoleInstructor {
-			m.peer.Offer(msg)
+		m.peer.Offer(msg)
+	}
+}
+
+// LagAfter is how long a following student may stay behind the log
+// before the roster calls it lagging.
+const LagAfter = 3 * time.Second
+
+// rosterPeriod is how often at most the instructors get the roster and
+// the predictions (a class's statuses arrive together).
+const rosterPeriod = 250 * time.Millisecond
+
+// relayLocked queues a beacon for every student, in order with the
+// commands (a beacon speaks of a command before it).
+func (r *room) relayBeacon(b beaconMsg) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	msg := mustMarshal(b)
+	r.lastBeacon = msg
+	for m := range r.members {
+		if m.role == RoleStudent && !m.peer.TrySend(msg) {
+			r.dropLocked(m)
 		}
+	}
+}
+
+// setStatus records a student's status for the roster.
+func (r *room) setStatus(m *member, st statusMsg) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.members[m]; !ok {
+		return
+	}
+	m.status = st
+	if st.Applied >= uint64(len(r.log)) || st.State == "detached" {
+		m.behindSince = time.Time{}
+	} else if m.behindSince.IsZero() {
+		m.behindSince = r.clock()
+	}
+	r.rosterLocked()
+}
+
+// predict records a student's answer at a question, anonymously (the
+// instructors see how many gave each answer). A question holds at most
+// twice MaxStudents answers (pages that joined again with new client ids
+// add no more).
+func (r *room) predict(m *member, k questionKey, answer string) *wsmsg.Error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a := r.predictions[k]; a != nil && answer != "" && len(a) >= 2*r.lim.MaxStudents {
+		if _, ok := a[m.client]; !ok {
+			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "this question has %d answers, the most it keeps", len(a))
+		}
+	}
+	answers := r.predictions[k]
+	if answers == nil {
+		if len(r.predOrder) >= maxQuestions {
+			old := r.predOrder[0]
+			r.predOrder = r.predOrder[1:]
+			delete(r.predictions, old)
+		}
+		answers = map[string]string{}
+		r.predictions[k] = answers
+		r.predOrder = append(r.predOrder, k)
+	}
+	if answer == "" {
+		delete(answers, m.client)
+	} else {
+		answers[m.client] = answer
+	}
+	r.rosterLocked()
+	return nil
+}
+
+// share shows one question's distribution to every member.
+func (r *room) share(k questionKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	msg := mustMarshal(predictionsMsg{Type: typePredictions, Shared: true, Questions: []QuestionPredicted{r.questionLocked(k)}})
+	for m := range r.members {
+		m.peer.Offer(msg)
+	}
+}
+
+// Predictions bound a room's: questions kept, distinct answers listed.
+const (
+	maxQuestions = 64
+	maxAnswers   = 40
+	maxAnswerLen = 64
+)
+
+func (r *room) questionLocked(k questionKey) QuestionPredicted {
+	q := QuestionPredicted{Tutorial: k.tutorial, Step: k.step, Question: k.question, Answers: []AnswerSeen{}}
+	counts := map[string]int{}
+	for _, a := range r.predictions[k] {
+		counts[a]++
+		q.Count++
+	}
+	for a, n := range counts {
+		q.Answers = append(q.Answers, AnswerSeen{a, n})
+	}
+	slices.SortFunc(q.Answers, func(a, b AnswerSeen) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		return strings.Compare(a.Answer, b.Answer)
+	})
+	if len(q.Answers) > maxAnswers {
+		other := 0
+		for _, a := range q.Answers[maxAnswers-1:] {
+			other += a.Count
+		}
+		q.Answers = append(q.Answers[:maxAnswers-1], AnswerSeen{"(other answers)", other})
+	}
+	return q
+}
+
+func (r *room) forgetGoneLocked(client string) {
+	if _, ok := r.gone[client]; !ok {
+		return
+	}
+	delete(r.gone, client)
+	r.goneOrder = slices.DeleteFunc(r.goneOrder, func(c string) bool { return c == client })
+}
+
+// entryLocked is m's roster entry at now (zero now: no lagging).
+func (r *room) entryLocked(m *member, now time.Time) RosterEntry {
+	st := m.status
+	e := RosterEntry{Name: m.name, State: st.State, Applied: st.Applied, Tutorial: st.Tutorial, Step: st.Step, Revealed: st.Revealed}
+	if !now.IsZero() && !m.behindSince.IsZero() && now.Sub(m.behindSince) >= LagAfter && st.State != "detached" {
+		e.State = "lagging"
+	}
+	return e
+}
+
+// rosterLocked schedules the roster and the predictions for the
+// instructors (at most every rosterPeriod).
+func (r *room) rosterLocked() {
+	if r.rosterDue != nil || r.closed || r.instructors == 0 {
+		return
+	}
+	r.rosterDue = time.AfterFunc(rosterPeriod, r.sendRoster)
+}
+
+// sendRoster offers the instructors the roster and the predictions; while
+// a student is behind it comes again, so lagging shows.
+func (r *room) sendRoster() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rosterDue = nil
+	if r.closed || r.instructors == 0 {
+		return
+	}
+	now := r.clock()
+	ro := rosterMsg{Type: typeRoster, Seq: uint64(len(r.log)), Students: []RosterEntry{}}
+	behind := false
+	for m := range r.members {
+		if m.role == RoleStudent {
+			ro.Students = append(ro.Students, r.entryLocked(m, now))
+			behind = behind || !m.behindSince.IsZero() && m.status.State != "detached"
+		}
+	}
+	for _, c := range r.goneOrder {
+		ro.Students = append(ro.Students, r.gone[c])
+	}
+	slices.SortStableFunc(ro.Students, func(a, b RosterEntry) int { return strings.Compare(a.Name, b.Name) })
+	pr := predictionsMsg{Type: typePredictions, Questions: []QuestionPredicted{}}
+	for _, k := range r.predOrder {
+		pr.Questions = append(pr.Questions, r.questionLocked(k))
+	}
+	rm, pm := mustMarshal(ro), mustMarshal(pr)
+	for m := range r.members {
+		if m.role == RoleInstructor {
+			m.peer.Offer(rm)
+			m.peer.Offer(pm)
+		}
+	}
+	if behind {
+		r.rosterDue = time.AfterFunc(time.Second, r.sendRoster)
 	}
 }
 
@@ -218,6 +458,9 @@ func (r *room) expire(now time.Time) bool {
 		return false
 	}
 	r.closed = true
+	if r.rosterDue != nil {
+		r.rosterDue.Stop()
+	}
 	for m := range r.members {
 		m.peer.Abort(websocket.CloseNormalClosure, "the room expired: nobody commanded it")
 	}

@@ -111,13 +111,17 @@ func (f *fixture) dial(t *testing.T, room string) *websocket.Conn {
 
 func read(t *testing.T, c *websocket.Conn) rmsg { t.Helper(); return wstest.Read[rmsg](t, c, readWait) }
 
-// readUntil reads, skipping presence messages, until a message of type typ.
+// readUntil reads, skipping presence messages (and an instructor's roster
+// and predictions), until a message of type typ.
 func readUntil(t *testing.T, c *websocket.Conn, typ string) rmsg {
 	t.Helper()
 	for {
 		m := read(t, c)
 		if m.Type == typ {
 			return m
+		}
+		if m.Type == typeRoster || m.Type == typePredictions {
+			continue
 		}
 		require.Equal(t, typePresence, m.Type, "unexpected %+v while waiting for %s", m, typ)
 	}
@@ -291,7 +295,10 @@ func TestBadMessagesGetErrorsAndTheConnectionStays(t *testing.T) {
 		{"unknown type", websocket.TextMessage, `{"type":"subscribe"}`, wsmsg.CodeUnknownType, "type"},
 		{"bad role", websocket.TextMessage, `{"type":"join","role":"teacher"}`, wsmsg.CodeOutOfRange, "role"},
 		{"role not a string", websocket.TextMessage, `{"type":"join","role":1}`, wsmsg.CodeBadField, "role"},
-		{"unknown field", websocket.TextMessage, `{"type":"join","role":"student","name":"ann"}`, wsmsg.CodeUnknownField, "name"},
+		{"unknown field", websocket.TextMessage, `{"type":"join","role":"student","nick":"ann"}`, wsmsg.CodeUnknownField, "nick"},
+		{"bad client", websocket.TextMessage, `{"type":"join","role":"student","client":"a b"}`, wsmsg.CodeBadField, "client"},
+		{"name too long", websocket.TextMessage, `{"type":"join","role":"student","name":"` + strings.Repeat("n", 41) + `"}`, wsmsg.CodeBadField, "name"},
+		{"status before join", websocket.TextMessage, `{"type":"status","state":"following"}`, wsmsg.CodeBadState, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -749,5 +756,5 @@ func TestConnectionThatNeverJoinsIsClosed(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
 
 	send(t, joined, `{"type":"ping"}`)
-	assert.Equal(t, typePong, read(t, joined).Type, "a joined connection stays past JoinWait")
+	assert.Equal(t, typePong, readUntil(t, joined, typePong).Type, "a joined connection stays past JoinWait")
 }

@@ -1,0 +1,376 @@
+package browsertest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The classroom tests (issue 16): an instructor and students, each a tab
+// of the shared Chromium with its own engine, against the rooms of
+// `ringlab serve` in-process (workshopServer).
+
+// createRoom opens the workshop panel in inst and creates a room; it
+// returns the join link the panel shows.
+func createRoom(t *testing.T, inst *page) string {
+	t.Helper()
+	inst.waitJS(`!document.getElementById("workshop-btn").disabled`, 10*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("workshop-btn").click()`)
+	inst.waitJS(`!document.getElementById("workshop-panel").hidden`, 5*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("ws-create").click()`)
+	inst.waitJS(`window.ringlab.workshop.role === "instructor" && document.getElementById("ws-link").value !== ""`, 10*time.Second)
+	inst.waitApplied(0)
+	link := eval[string](inst, `document.getElementById("ws-link").value`)
+	require.Contains(t, link, "?room=")
+	return link
+}
+
+// joinStudent opens the join link in a new tab and waits until it is in
+// step; name, when given, is what the roster shows.
+func joinStudent(t *testing.T, link, name string) *page {
+	t.Helper()
+	start := time.Now()
+	s := openURL(t, browser(t), link)
+	s.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
+	defer func() {
+		t.Logf("student %q: from opening the join link to in step %v", name, time.Since(start).Round(time.Millisecond))
+	}()
+	if name != "" {
+		eval[chromedp.Void](s, fmt.Sprintf(`(() => { const n = document.getElementById("ws-name"); n.value = %q; n.dispatchEvent(new Event("change")); })()`, name))
+		s.waitJS(`window.ringlab.workshop.joins >= 2`, 10*time.Second)
+	}
+	s.waitApplied(0)
+	return s
+}
+
+// inStep waits until every page has applied seq and reports that their
+// counters tables are the instructor's.
+func inStep(t *testing.T, seq int, inst *page, pages ...*page) {
+	t.Helper()
+	start := time.Now()
+	inst.waitApplied(seq)
+	for _, p := range pages {
+		p.waitApplied(seq)
+	}
+	t.Logf("command %d applied on the instructor's and %d other pages within %v", seq, len(pages), time.Since(start).Round(time.Millisecond))
+	want := inst.counters()
+	for i, p := range pages {
+		assert.Equal(t, want, p.counters(), "page %d's world after command %d", i, seq)
+	}
+}
+
+const tutStep = `document.getElementById("tut-step-title").textContent`
+
+// checkedAt waits until the instructor's beacon has confirmed each
+// page's world at command seq or later, and reports that none had to
+// resync: nothing drifted.
+func checkedAt(t *testing.T, seq int, pages ...*page) {
+	t.Helper()
+	for i, p := range pages {
+		p.waitJS(fmt.Sprintf(`window.ringlab.workshop.checked >= %d`, seq), 20*time.Second)
+		assert.Equal(t, 0, eval[int](p, `window.ringlab.workshop.resyncs`), "page %d resynced", i)
+	}
+}
+
+// TestWorkshopInstructorReload: an instructor and four students go
+// through a tutorial; the instructor reloads mid-way and is the
+// instructor again (the role kept in the tab), the students having seen
+// the instructor away and back; the instructor link opens the room as a
+// co-instructor on another device; a late joiner lands on the step the
+// room is at, its world the room's.
+func TestWorkshopInstructorReload(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	var stu []*page
+	for i := range 4 {
+		stu = append(stu, joinStudent(t, link, fmt.Sprintf("s%d", i+1)))
+	}
+	inst.waitJS(`document.getElementById("ws-students").textContent === "4"`, 10*time.Second)
+	for _, s := range stu {
+		s.waitJS(`document.getElementById("ws-students").textContent === "4"`, 10*time.Second)
+	}
+
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
+	inStep(t, 1, inst, stu...)
+	require.Contains(t, eval[string](stu[0], tutStep), "Step 1:")
+
+	// The reload: the room's address is in the bar, the token in the tab.
+	require.Contains(t, eval[string](inst, `location.search`), "room=")
+	start := time.Now()
+	inst.do(chromedp.Reload())
+	inst.waitJS(`document.body.dataset.ready === "1"`, 60*time.Second)
+	inst.waitJS(`window.ringlab.workshop.role === "instructor"`, 20*time.Second)
+	inst.waitApplied(1)
+	t.Logf("instructor back in the room %v after the reload", time.Since(start).Round(time.Millisecond))
+	for i, s := range stu {
+		s.waitJS(`window.ringlab.workshop.aways >= 1 && !window.ringlab.workshop.away`, 20*time.Second)
+		assert.Equal(t, "here", eval[string](s, `document.getElementById("ws-instructor").textContent`), "student %d sees the instructor back", i)
+	}
+	screenshot(t, stu[0].ctx, "workshop-student-instructor-back")
+
+	// Still the instructor: its next step goes to the room.
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 2).then(() => true)`)
+	inStep(t, 2, inst, stu...)
+	for _, s := range stu {
+		s.waitJS(tutStep+`.startsWith("Step 2:")`, 30*time.Second)
+	}
+	checkedAt(t, 2, stu...)
+
+	// The instructor link, on another device: a co-instructor.
+	ilink := eval[string](inst, `document.getElementById("ws-ilink").value`)
+	require.Contains(t, ilink, "#instructor=")
+	co := openURL(t, freshBrowser(t), ilink)
+	co.waitJS(`window.ringlab.workshop.role === "instructor"`, 20*time.Second)
+	co.waitApplied(2)
+	assert.NotContains(t, eval[string](co, `location.href`), "#instructor=", "the token leaves the address bar")
+	co.send(map[string]any{"type": "step", "unit": "event", "n": 3})
+	inStep(t, 3, inst, append(stu, co)...)
+
+	// A late joiner replays the room: the tutorial's step and its world.
+	late := joinStudent(t, link, "")
+	late.waitApplied(3)
+	late.waitJS(tutStep+`.startsWith("Step 2:")`, 30*time.Second)
+	assert.Equal(t, inst.counters(), late.counters(), "late joiner")
+	assert.Equal(t, "5", eval[string](inst, `document.getElementById("ws-students").textContent`))
+	checkedAt(t, 3, append(stu, late)...)
+}
+
+// TestWorkshopNoSilentDrift: a following student cannot take its world
+// off the room's: the tutorial panel asks to detach instead of running a
+// step, keys and requests are refused with a notice in view; the
+// instructor's beacons confirm each page's digest, and a page whose
+// digest differs resyncs and says so. The status tells the truth.
+func TestWorkshopNoSilentDrift(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	a := joinStudent(t, link, "")
+	b := joinStudent(t, link, "")
+	inst.send(map[string]any{"type": "step", "unit": "event", "n": 40})
+	inStep(t, 1, inst, a, b)
+	assert.Equal(t, "following", eval[string](a, `document.getElementById("workshop-panel").dataset.follow`))
+
+	// The tutorial panel: no step of its own while following.
+	before := a.digest()
+	eval[bool](a, `window.ringlabTutorial.open("descriptor-journey", 3).then(() => true)`)
+	a.waitJS(`!!document.getElementById("tut-following")`, 10*time.Second)
+	a.settle()
+	assert.Equal(t, before, a.digest(), "the panel did not run the step")
+	assert.Equal(t, inst.digest(), a.digest())
+	// A key (the game's s steps) and a request: refused, in a toast.
+	a.send(map[string]any{"type": "step", "unit": "event", "n": 5})
+	a.waitJS(`!document.getElementById("ws-toast").hidden && /following the room/.test(document.getElementById("ws-toast").textContent)`, 10*time.Second)
+	r := a.request(map[string]any{"type": "preset", "name": "xdp-drop"})
+	assert.Equal(t, "error", r["type"])
+	a.settle()
+	assert.Equal(t, inst.digest(), a.digest(), "still the room's world")
+	screenshot(t, a.ctx, "workshop-drift-refused")
+
+	// The instructor plays and pauses: beacons check every page.
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	time.Sleep(2500 * time.Millisecond)
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	inst.waitJS(`(() => { const w = window.ringlab.workshop, l = w.log[w.log.length - 1];
+		return !window.ringlab.state.playing && l.cmd.type === "seek" && w.log[w.log.length - 2].cmd.type === "pause" && w.applied === l.seq; })()`, 20*time.Second)
+	last := eval[int](inst, `window.ringlab.workshop.log.at(-1).seq`)
+	for _, s := range []*page{a, b} {
+		s.waitJS(fmt.Sprintf(`window.ringlab.workshop.checked === %d`, last), 20*time.Second)
+		assert.Equal(t, inst.digest(), s.digest())
+	}
+
+	// A page that drifted anyway (a bug; here a beacon that disagrees):
+	// it resyncs from the room's log, says so, and is in step again.
+	seek := eval[map[string]any](a, `window.ringlab.workshop.log.at(-1).cmd`)
+	a.send(map[string]any{"type": "room_beacon", "seq": last, "t_ns": seek["t_ns"], "digest": strings.Repeat("0", 32), "playing": false, "speed": 0})
+	a.waitJS(`window.ringlab.workshop.resyncs === 1 && window.ringlab.workshop.status === "following"`, 30*time.Second)
+	assert.Contains(t, eval[string](a, `document.getElementById("ws-status").textContent + " " + document.getElementById("ws-toast").textContent`), "step with the room")
+	a.settle()
+	assert.Equal(t, inst.digest(), a.digest(), "resynced")
+
+	// Detaching from the panel's offer: the step runs, the status says so.
+	eval[bool](a, `window.ringlabTutorial.go(3).then(() => true)`)
+	a.waitJS(`!!document.getElementById("tut-detach")`, 10*time.Second)
+	eval[chromedp.Void](a, `document.getElementById("tut-detach").click()`)
+	a.waitJS(tutStep+`.startsWith("Step 3:") && !!document.querySelector("#tut-body .tut-check")`, 30*time.Second)
+	assert.Equal(t, "detached", eval[string](a, `document.getElementById("workshop-panel").dataset.follow`))
+	assert.NotEqual(t, inst.digest(), a.digest(), "a detached student explores")
+	assert.Equal(t, inst.digest(), b.digest(), "the other student still follows")
+	eval[chromedp.Void](a, `window.ringlab.workshopSnap()`)
+	a.waitApplied(last)
+	assert.Equal(t, inst.digest(), a.digest(), "snapped back")
+
+	// The instructor's reset is the room's: every page from time zero.
+	eval[chromedp.Void](inst, `document.getElementById("ws-reset").click()`)
+	inStep(t, last+1, inst, a, b)
+	assert.Equal(t, 0.0, a.counter("events", 0), "reset")
+	assert.Equal(t, inst.digest(), b.digest())
+	checkedAt(t, last+1, b)
+	assert.Equal(t, 1, eval[int](a, `window.ringlab.workshop.resyncs`), "a resynced once: the beacon that disagreed")
+
+	// Disconnected is said too.
+	eval[chromedp.Void](b, `window.ringlab.workshop.conn.close()`)
+	b.waitJS(`window.ringlab.workshop.seen.disconnected && window.ringlab.workshop.reconnects >= 1 &&
+		document.getElementById("workshop-panel").dataset.follow === "following"`, 20*time.Second)
+}
+
+// TestWorkshopSmoothFollow: while the instructor plays, a following
+// student's view moves as the instructor's does (many small advances,
+// not a jump a second), shows the room playing, and ends where the
+// instructor paused.
+func TestWorkshopSmoothFollow(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	s := joinStudent(t, link, "")
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	s.waitJS(`window.ringlab.workshop.playing && window.ringlab.state.playing`, 10*time.Second)
+
+	const samples = 40
+	var seen []float64
+	var gaps []float64
+	playing := 0
+	for range samples {
+		time.Sleep(100 * time.Millisecond)
+		v := eval[[]float64](s, `[window.ringlab.state.position.events, window.ringlab.state.playing ? 1 : 0]`)
+		seen = append(seen, v[0])
+		playing += int(v[1])
+		g := eval[float64](inst, `window.ringlab.state.position.events`) - v[0]
+		gaps = append(gaps, g)
+	}
+	distinct, backs, maxJump := 0, 0, 0.0
+	for i := 1; i < len(seen); i++ {
+		if seen[i] != seen[i-1] {
+			distinct++
+		}
+		if seen[i] < seen[i-1] {
+			backs++
+		}
+		maxJump = max(maxJump, seen[i]-seen[i-1])
+	}
+	t.Logf("%d of %d samples moved, %d back, the largest jump %v events", distinct, samples-1, backs, maxJump)
+	t.Logf("student's events every 100 ms: %v; instructor minus student: %v", seen, gaps)
+	require.Greater(t, seen[len(seen)-1], seen[0], "the student's world moves")
+	assert.GreaterOrEqual(t, distinct, 12, "the student's view moves smoothly, not once a second")
+	assert.LessOrEqual(t, backs, 2, "a following student rarely has to step back to the room")
+	assert.Equal(t, samples, playing, "the student's page shows the room playing throughout")
+	screenshot(t, s.ctx, "workshop-smooth-follow-student")
+
+	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
+	inst.waitJS(`(() => { const w = window.ringlab.workshop, l = w.log[w.log.length - 1];
+		return !window.ringlab.state.playing && l.cmd.type === "seek" && w.applied === l.seq; })()`, 20*time.Second)
+	last := eval[int](inst, `window.ringlab.workshop.log.at(-1).seq`)
+	s.waitApplied(last)
+	s.waitJS(`!window.ringlab.state.playing`, 10*time.Second)
+	assert.Equal(t, inst.digest(), s.digest(), "where the instructor paused")
+	checkedAt(t, last, s)
+}
+
+// rosterRow is one student as the instructor's roster table shows it.
+type rosterRow struct {
+	Name, State, Step, Revealed string
+}
+
+func (p *page) roster() map[string]rosterRow {
+	rows := eval[[][]string](p, `[...document.querySelectorAll("#ws-roster tbody tr")].map(tr => [...tr.cells].map(td => td.textContent))`)
+	out := map[string]rosterRow{}
+	for _, r := range rows {
+		out[r[0]] = rosterRow{Name: r[0], State: r[1], Step: r[3], Revealed: r[4]}
+	}
+	return out
+}
+
+// TestWorkshopRoster: the instructor's roster shows each student by name
+// with their state (following, detached, gone), the tutorial step they
+// are at and whether its question is revealed.
+func TestWorkshopRoster(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	names := []string{"ada", "ben", "cem", "dee"}
+	stu := map[string]*page{}
+	for _, n := range names {
+		stu[n] = joinStudent(t, link, n)
+	}
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
+	inStep(t, 1, inst, stu["ada"], stu["ben"], stu["cem"], stu["dee"])
+	inst.waitJS(`document.querySelectorAll("#ws-roster tbody tr").length === 4 &&
+		[...document.querySelectorAll("#ws-roster tbody tr")].every(tr => tr.dataset.state === "following" && tr.cells[3].textContent === "descriptor-journey 1")`, 20*time.Second)
+	for n, r := range inst.roster() {
+		assert.Equal(t, "no", r.Revealed, n)
+	}
+
+	// ben detaches, dee closes the tab, the instructor reveals.
+	eval[chromedp.Void](stu["ben"], `window.ringlab.workshopDetach()`)
+	require.NoError(t, chromedp.Cancel(stu["dee"].ctx))
+	eval[chromedp.Void](inst, `document.querySelector(".tut-reveal").click()`)
+	inStep(t, 2, inst, stu["ada"], stu["cem"])
+	inst.waitJS(`(() => { const r = Object.fromEntries([...document.querySelectorAll("#ws-roster tbody tr")].map(tr => [tr.dataset.name, tr.dataset.state]));
+		return r.ada === "following" && r.ben === "detached" && r.cem === "following" && r.dee === "gone"; })()`, 20*time.Second)
+	inst.waitJS(`[...document.querySelectorAll("#ws-roster tbody tr")].filter(tr => tr.cells[4].textContent === "yes").length === 2`, 20*time.Second)
+	ro := inst.roster()
+	assert.Equal(t, "yes", ro["ada"].Revealed)
+	assert.Equal(t, "yes", ro["cem"].Revealed)
+	assert.Equal(t, "no", ro["ben"].Revealed, "a detached student's panel is its own")
+	assert.Contains(t, eval[string](inst, `document.getElementById("ws-roster-sum").textContent`), "1 gone")
+	assert.Equal(t, "3", eval[string](inst, `document.getElementById("ws-students").textContent`), "the real count")
+	checkedAt(t, 2, stu["ada"], stu["cem"])
+	eval[chromedp.Void](inst, `document.getElementById("workshop-panel").scrollIntoView()`)
+	screenshot(t, inst.ctx, "workshop-roster-instructor")
+}
+
+// TestWorkshopPredictions: at a tutorial question four students predict;
+// the instructor sees the distribution live before revealing (counts by
+// answer range, graded once the engine's answer is known), no student
+// sees another's answer, and the instructor shows the distribution to the
+// room.
+func TestWorkshopPredictions(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	link := createRoom(t, inst)
+	var stu []*page
+	for i := range 4 {
+		stu = append(stu, joinStudent(t, link, fmt.Sprintf("p%d", i+1)))
+	}
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
+	inStep(t, 1, inst, stu...)
+	// Four different numbers: the histogram counts them by range.
+	answers := []string{"16", "15", "8", "32"}
+	for i, s := range stu {
+		s.waitJS(`!!document.getElementById("tut-q0-in")`, 20*time.Second)
+		eval[chromedp.Void](s, fmt.Sprintf(`(() => { const el = document.getElementById("tut-q0-in"); el.value = %q; el.dispatchEvent(new Event("input", {bubbles: true})); })()`, answers[i]))
+	}
+	inst.waitJS(`document.querySelector('#ws-predictions .ws-hist[data-question="0"]')?.dataset.count === "4"`, 20*time.Second)
+	// The engine's answer (16) is known to the instructor's panel: the
+	// bars are graded.
+	inst.waitJS(`document.querySelectorAll("#ws-predictions .bar.right").length >= 1`, 20*time.Second)
+	hist := eval[[]string](inst, `[...document.querySelectorAll("#ws-predictions .row")].map(r => r.textContent)`)
+	t.Logf("the instructor's histogram: %q", hist)
+	assert.Len(t, hist, 8, "eight ranges")
+	assert.Equal(t, "14–172", eval[string](inst, `document.querySelector("#ws-predictions .bar.right").parentNode.textContent`), "15 and 16 in the range of the engine's 16")
+	total := eval[int](inst, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`)
+	assert.Equal(t, 4, total, "every prediction counted once")
+	assert.True(t, eval[bool](inst, `document.body.dataset.predicting === "1"`), "before the reveal")
+	for i, s := range stu {
+		assert.True(t, eval[bool](s, `window.ringlab.workshop.shared === null && document.getElementById("ws-predictions").hidden`), "student %d sees no one's answer", i)
+	}
+	eval[chromedp.Void](inst, `document.getElementById("workshop-panel").scrollIntoView()`)
+	screenshot(t, inst.ctx, "workshop-predictions-instructor")
+
+	// Shown to the room, after the reveal.
+	eval[chromedp.Void](inst, `document.querySelector(".tut-reveal").click()`)
+	inStep(t, 2, inst, stu...)
+	eval[chromedp.Void](inst, `document.querySelector("#ws-predictions .ws-share").click()`)
+	for i, s := range stu {
+		s.waitJS(`window.ringlab.workshop.shared && window.ringlab.workshop.shared.count === 4 && !document.getElementById("ws-predictions").hidden`, 20*time.Second)
+		assert.Equal(t, 4, eval[int](s, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`), "student %d", i)
+	}
+	checkedAt(t, 2, stu...)
+	eval[chromedp.Void](stu[0], `document.getElementById("workshop-panel").scrollIntoView()`)
+	screenshot(t, stu[0].ctx, "workshop-predictions-shared-student")
+}
