@@ -52,14 +52,7 @@ func TestWorkshopRoom(t *testing.T) {
 	base := workshopServer(t)
 
 	inst := open(t, browser(t), base, "")
-	inst.waitJS(`!document.getElementById("workshop-btn").disabled`, 10*time.Second)
-	eval[chromedp.Void](inst, `document.getElementById("workshop-btn").click()`)
-	inst.waitJS(`!document.getElementById("workshop-panel").hidden`, 5*time.Second)
-	eval[chromedp.Void](inst, `document.getElementById("ws-create").click()`)
-	inst.waitJS(`window.ringlab.workshop.role === "instructor" && document.getElementById("ws-link").value !== ""`, 10*time.Second)
-	inst.waitApplied(0)
-	link := eval[string](inst, `document.getElementById("ws-link").value`)
-	require.Contains(t, link, "?room=")
+	link := createRoom(t, inst)
 
 	stu := openURL(t, browser(t), link)
 	stu.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
