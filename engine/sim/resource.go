@@ -11,7 +11,20 @@ type CacheLine struct {
 // Touch charges c for pulling the line when another CPU touched it last,
 // to sym (the function that touches it), and makes c its owner. It
 // reports whether a transfer happened.
+//
+// The common case, c already owning the line, is tested here and the rest
+// is out of line, so that Touch stays under the inliner's budget (Take and
+// Charge written in it are not) at every struct page and skb it is called on.
 func (l *CacheLine) Touch(c *CPU, sym Sym) bool {
+	if l.owner == int32(c.ID)+1 {
+		return false
+	}
+	return l.pull(c, sym)
+}
+
+// pull is Touch when c does not own the line: Take, and the transfer's
+// charge when another CPU owned it.
+func (l *CacheLine) pull(c *CPU, sym Sym) bool {
 	moved := l.Take(c)
 	if moved {
 		c.Charge(sym, c.sim.Costs.CacheLineTransfer)
