@@ -271,10 +271,13 @@ func (m *Mem) Move(id PageID, to Loc, owner int) error {
 	// which reports what is wrong.
 	if i := int(id); uint(i) < uint(len(m.pages)) {
 		// Both locations are allocated ones (not Buddy, PCP or locTail):
-		// the unsigned subtraction wraps the others past NumLocs.
+		// the unsigned subtraction wraps the others past NumLocs. That
+		// from is one also says that id is a head, without reading
+		// isHead: a tail's loc is locTail, a head's never is (Check holds
+		// both), and Move runs on every buffer several times a packet.
 		const first = PCP + 1
 		p := &m.pages[i]
-		if from := p.loc; p.isHead && from-first < NumLocs-first && to-first < NumLocs-first && uint(owner+1) <= math.MaxInt16+1 {
+		if from := p.loc; from-first < NumLocs-first && to-first < NumLocs-first && uint(owner+1) <= math.MaxInt16+1 {
 			// setLoc(id, to, owner), written out.
 			if from != to {
 				n := int64(1) << (p.order & 63) // order <= MaxPageOrder

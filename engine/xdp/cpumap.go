@@ -210,23 +210,29 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 	bq := &m.bq[c.ID][target]
 	m.C.Flushes++
 	e.prod.Hold(c, sim.SymBQEnqueue, sim.Duration(bq.n)*c.Costs().PPRingPut)
-	for i := 0; i < bq.n; i++ {
-		f := bq.q[i]
-		if e.count == len(e.ring) {
-			m.C.Drops++
-			m.frags -= int(m.frames.frames[f].NrFrags)
-			m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}))
-			continue
-		}
-		// (head + count) mod len without the division: both are below
-		// len (count is, as the ring is not full).
-		tail := e.head + e.count
-		if tail >= len(e.ring) {
-			tail -= len(e.ring)
-		}
+	// The ring only fills as the queue is produced, so the first k frames
+	// fit and every later one meets a full ring: the frames are stored in
+	// one loop over local indices, then the rest dropped, in the order of
+	// the frame-by-frame loop.
+	k := min(bq.n, len(e.ring)-e.count)
+	// (head + count) mod len without the division: both are below len
+	// (count is, as the ring is not full when k > 0).
+	tail := e.head + e.count
+	if tail >= len(e.ring) {
+		tail -= len(e.ring)
+	}
+	for _, f := range bq.q[:k] {
 		e.ring[tail] = f
-		e.count++
-		m.C.Enqueued++
+		if tail++; tail == len(e.ring) {
+			tail = 0
+		}
+	}
+	e.count += k
+	m.C.Enqueued += uint64(k)
+	for _, f := range bq.q[k:bq.n] {
+		m.C.Drops++
+		m.frags -= int(m.frames.frames[f].NrFrags)
+		m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}))
 	}
 	bq.n = 0
 	if !e.running && e.count > 0 {
