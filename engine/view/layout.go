@@ -106,7 +106,7 @@ func NewLayout(w, h float64, panes, ncpu int, lines bool) Layout {
 	if panes <= 1 {
 		if w >= gridMinW() {
 			l.Form = FormGrid
-			l.Panes = []PaneLayout{grid(w, h, ncpu, &l.WantH)}
+			l.Panes = []PaneLayout{grid(w, h, ncpu, lines, &l.WantH)}
 		} else {
 			l.Form = FormStack
 			p, need := stack(Rect{gap, HeaderH, w - 2*gap, h - HeaderH - gap}, ncpu, false, lines)
@@ -144,16 +144,22 @@ func gridMinW() float64 { return FlowMinW + gridRingMinW + 3*gap }
 
 // grid is the one-pane layout of a wide canvas: ring | flow over CPUs on
 // top, pages | rates below. It sets *want to the height it needs.
-func grid(w, h float64, ncpu int, want *float64) PaneLayout {
+func grid(w, h float64, ncpu int, lines bool, want *float64) PaneLayout {
 	top := float64(HeaderH)
 	cpus := cpusH(min(ncpu, 8))
 	row1Min := max(ringMinH, FlowMinH+cpus)
 	row2Min := float64(max(pagesMinH, ratesMinH))
 	*want = top + row1Min + gap + row2Min + gap
 	avail := max(0, h-top-2*gap)
-	// The spare height goes to both rows, the top one first.
+	// The spare height goes to both rows, the top one first; a ring drawn
+	// as lines needs none of it (nor does the flow, drawn at its own
+	// size), so then the pages and the rates take most.
 	spare := max(0, avail-row1Min-row2Min)
-	row1 := row1Min + math.Round(spare*0.55)
+	share := 0.55
+	if lines {
+		share = 0.15
+	}
+	row1 := row1Min + math.Round(spare*share)
 	row2 := max(0, avail-row1)
 	if avail < row1Min+row2Min { // too short: shrink both alike
 		f := avail / (row1Min + row2Min)
