@@ -152,7 +152,9 @@ func TestKernelSourcePane(t *testing.T) {
 	p.send(map[string]any{"type": "set", "key": "kernel", "value": "6.7"})
 	p.send(map[string]any{"type": "goto", "unit": "event", "n": 40})
 	p.settle()
-	p.waitJS(`document.querySelector("#events li:last-child").dataset.seq === "40"`, 30*time.Second)
+	// The list before the change also ends at event 40: wait for the
+	// rebuilt world's, whose links are at 6.7.
+	p.waitJS(`(() => { const li = document.querySelector("#events li:last-child"); const a = li && li.querySelector(".funcs a"); return li.dataset.seq === "40" && a && a.href.includes("/v6.7/"); })()`, 30*time.Second)
 	links = eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs a")].map(a => a.href)`)
 	require.NotEmpty(t, links)
 	for _, l := range links {
