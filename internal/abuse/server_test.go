@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"ringlab/internal/testenv"
 	"ringlab/internal/wasmbuild"
 )
 
@@ -109,25 +110,8 @@ type server struct {
 	addr   string // host:port
 	base   string // http://host:port
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testenv.Buffer
 	done   chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 var servingLine = regexp.MustCompile(`serving http://([^/\s]+)/`)
@@ -169,7 +153,7 @@ func (s *server) start() {
 	t := s.t
 	t.Helper()
 	s.cmd = exec.Command(s.bin, s.args...)
-	s.stderr = &lockedBuffer{}
+	s.stderr = &testenv.Buffer{}
 	s.cmd.Stderr = s.stderr
 	out, err := s.cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -1,7 +1,8 @@
 // Package testenv lets a test ask for something the machine may lack (root,
 // Chromium, network namespaces) and skip with the reason printed when it is
 // absent. With RINGLAB_CI=1 in the environment, as .ci/run sets it, such a
-// skip becomes a failure: CI always runs every test.
+// skip becomes a failure: CI always runs every test. Buffer collects a
+// server's output while a test reads it.
 package testenv
 
 import (

@@ -4,36 +4,20 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/internal/testenv"
 )
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestRefusalsAreLoggedThrottled: a flood of refused connections (over
 // the per-address share, or from a foreign origin) writes a few log
 // lines, not one each.
 func TestRefusalsAreLoggedThrottled(t *testing.T) {
-	logged := &syncBuf{}
+	logged := &testenv.Buffer{}
 	f := newFixture(t, nil, func(o *Options) {
 		o.MaxClientsPerAddr = 1
 		o.Logger = slog.New(slog.NewTextHandler(logged, nil))

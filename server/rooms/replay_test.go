@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"ringlab/engine/scenario"
+	"ringlab/internal/testenv"
 	"ringlab/internal/wstest"
 	"ringlab/server/wsmsg"
 )
@@ -226,7 +226,7 @@ func hashOf(rep *replica) string {
 // TestRefusalsAreLoggedThrottled: a flood of refused room connections
 // writes a few lines, the last saying how many it left out.
 func TestRefusalsAreLoggedThrottled(t *testing.T) {
-	logged := &syncBuf{}
+	logged := &testenv.Buffer{}
 	f := newFixture(t, Options{Logger: slog.New(slog.NewTextHandler(logged, nil)), Limits: Limits{MaxConnsPerAddr: 1}})
 	cr := f.create(t, "")
 	f.dial(t, cr.Room)
@@ -239,21 +239,4 @@ func TestRefusalsAreLoggedThrottled(t *testing.T) {
 	lines := strings.Count(logged.String(), "refused")
 	assert.LessOrEqual(t, lines, refusalLogBurst)
 	assert.Positive(t, lines)
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
