@@ -1,11 +1,7 @@
 package rooms
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"sort"
 	"testing"
 
 	"github.com/gorilla/websocket"
@@ -60,26 +56,9 @@ func (r *follower) apply(raw json.RawMessage) {
 	require.NoError(r.t, r.c.Session().Stopped())
 }
 
-// hash is the engine's state as a digest: time, events, every counter and
-// where every page is.
-func (r *follower) hash() string {
-	w := r.c.Session().Panes[0].World
-	h := sha256.New()
-	fmt.Fprintf(h, "t=%d events=%d\n", w.Now(), w.Sim.Queue.Fired())
-	for _, c := range w.Totals() {
-		fmt.Fprintf(h, "%s=%d\n", c.Name, c.Value)
-	}
-	pages := w.Pages()
-	locs := make([]string, 0, len(pages))
-	for l := range pages {
-		locs = append(locs, l)
-	}
-	sort.Strings(locs)
-	for _, l := range locs {
-		fmt.Fprintf(h, "%s=%d\n", l, pages[l])
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// hash is the engine's state as a digest (play.Controller.Digest: time,
+// events, every counter and where every page is).
+func (r *follower) hash() string { return r.c.Digest() }
 
 // TestWorkshopLockstep: an instructor and three students, each running the
 // engine on the room's numbered log, end in the same state; a late joiner
