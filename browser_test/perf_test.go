@@ -83,7 +83,21 @@ func TestPerfTop(t *testing.T) {
 	after := p.perfRows("cpu0")
 	t.Logf("r3-napi-local-on cpu0: %v", after)
 	assert.NotEqual(t, before, after, "the rows change with the preset")
-	assert.NotContains(t, syms(after), "_raw_spin_lock", "no ptr_ring lock on the NAPI CPU's path")
+	// No ptr_ring lock on the NAPI CPU's path. The zone lock is a
+	// _raw_spin_lock too: the pool's first pages come through
+	// rmqueue_bulk, which takes it once a batch, so the row may be
+	// listed, with a share far below 6.4's (one acquisition a packet).
+	offLock := 0.0
+	for _, r := range before {
+		if r.Sym == "_raw_spin_lock" {
+			offLock = pctOf(t, r.Window)
+		}
+	}
+	for _, r := range after {
+		if r.Sym == "_raw_spin_lock" {
+			assert.Less(t, pctOf(t, r.Window), offLock/20, "no ptr_ring lock on the NAPI CPU's path: %v", after)
+		}
+	}
 	offAll := strings.Join(all, " ")
 	assert.Contains(t, offAll, "page_pool_recycle_in_ring", "6.4 recycles into the ring")
 	onAll := eval[[]string](p, `[...document.querySelectorAll('#perf-cpus table[data-cpu="cpu0"] tbody tr')].map(tr => tr.dataset.sym)`)
