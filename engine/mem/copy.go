@@ -3,7 +3,7 @@ package mem
 import "fmt"
 
 // CopyFrom makes m's state src's: every struct page, the free lists, the
-// per-CPU lists, the counts and the DMA devices' mappings. m must have been
+// per-CPU lists, the counts, the move log and the DMA devices' mappings. m must have been
 // built with src's configuration, with as many DMA devices made in the same
 // order; it keeps its own links to the simulation. This is how a world is
 // checkpointed (engine.World.Clone): build a twin, then copy each
@@ -25,6 +25,8 @@ func (m *Mem) CopyFrom(src *Mem) error {
 	copy(m.pcp, src.pcp)
 	m.cpuNode = append(own.cpuNode[:0], src.cpuNode...)
 	m.touched = append(own.touched[:0], src.touched...)
+	m.log = own.log
+	copy(m.log, src.log)
 	m.dmas = own.dmas
 	for i, d := range m.dmas {
 		d.copyFrom(src.dmas[i])

@@ -84,6 +84,46 @@ type Mem struct {
 
 	watching bool     // record touched blocks (Watch)
 	touched  []PageID // blocks touched while watching
+
+	// The move log: every change of location of a block, newest at
+	// moves-1, in a ring of len(log) entries (a power of two). A page's
+	// history is its entries still in the ring (Mem.History). Appended in
+	// order, a move writes the line the previous one wrote, where a
+	// history kept in each struct page would write a second line of it
+	// per move, out of cache by the page's next move.
+	log   []logEntry
+	moves uint64 // moves recorded since New
+}
+
+// logEntry is a move of the block headed by Page.
+type logEntry struct {
+	At    sim.Time
+	Page  PageID
+	From  Loc
+	To    Loc
+	Owner int16
+}
+
+// Move log sizes: one entry per page, a power of two, within these.
+const (
+	minLogLen = 1 << 12
+	maxLogLen = 1 << 18
+)
+
+// logLen is the move log's length for a memory of pages base pages.
+func logLen(pages int) int {
+	n := minLogLen
+	for n < pages && n < maxLogLen {
+		n <<= 1
+	}
+	return n
+}
+
+// record appends a move of the block headed by h to the log.
+func (m *Mem) record(at sim.Time, h PageID, from, to Loc, owner int16) {
+	e := &m.log[m.moves&uint64(len(m.log)-1)]
+	e.At, e.Page, e.From, e.To, e.Owner = at, h, from, to, owner
+	m.moves++
 }
 
 // ErrNoMemory is returned when the page allocator has no block to give
@@ -150,6 +190,7 @@ func New(s *sim.Sim, cfg Config) (*Mem, error) {
 		m.cpuNode[i] = uint8(n)
 	}
 	m.pages = make([]Page, cfg.Pages)
+	m.log = make([]logEntry, logLen(cfg.Pages))
 	for i := range m.pages {
 		p := &m.pages[i]
 		p.PP = -1
@@ -246,21 +287,32 @@ func (m *Mem) Counts() (c [NumLocs]int64) {
 	return c
 }
 
-// History appends the last moves of the block holding id to buf, oldest
-// first, and returns it.
+// History appends the last moves (up to HistoryLen) of the block holding
+// id to buf, oldest first, and returns it. They are the block's moves
+// among the memory's last MovesKept: a block that has not moved for that
+// long shows fewer, or none.
 func (m *Mem) History(id PageID, buf []Move) []Move {
 	h := m.Head(id)
 	if h == NoPage {
 		return buf
 	}
-	p := &m.pages[h]
-	n := min(int(p.hpos), HistoryLen)
-	start := (int(p.hpos) - n) % HistoryLen
-	for i := 0; i < n; i++ {
-		buf = append(buf, p.hist[(start+i)%HistoryLen])
+	var found [HistoryLen]Move
+	n := 0
+	mask := uint64(len(m.log) - 1)
+	for i, kept := m.moves, uint64(0); i > 0 && kept < uint64(len(m.log)) && n < HistoryLen; i, kept = i-1, kept+1 {
+		if e := &m.log[(i-1)&mask]; e.Page == h {
+			found[n] = Move{At: e.At, From: e.From, To: e.To, Owner: e.Owner}
+			n++
+		}
+	}
+	for k := n - 1; k >= 0; k-- {
+		buf = append(buf, found[k])
 	}
 	return buf
 }
+
+// MovesKept is how many of the memory's last moves History looks through.
+func (m *Mem) MovesKept() int { return len(m.log) }
 
 // Move records that the allocated block holding id is now in to, owned by
 // owner (a CPU, queue or pool id; -1 none). Buddy and PCP are entered only
@@ -283,7 +335,7 @@ func (m *Mem) Move(id PageID, to Loc, owner int) error {
 				n := int64(1) << (p.order & 63) // order <= MaxPageOrder
 				m.counts[from] -= n
 				m.counts[to] += n
-				p.record(m.queue.Now(), from, to, int16(owner))
+				m.record(m.queue.Now(), id, from, to, int16(owner))
 				p.loc = to
 			}
 			p.owner = int16(owner)
@@ -364,7 +416,7 @@ func (m *Mem) setLoc(h PageID, to Loc, owner int) {
 		m.counts[p.loc] -= n
 	}
 	m.counts[to] += n
-	p.record(m.sim.Now(), p.loc, to, int16(owner))
+	m.record(m.sim.Now(), h, p.loc, to, int16(owner))
 	p.loc = to
 	p.owner = int16(owner)
 }

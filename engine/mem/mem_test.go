@@ -111,6 +111,7 @@ func TestMoveRecordsHistory(t *testing.T) {
 	assert.Equal(t, mem.Move{From: mem.Driver, To: mem.Virtqueue, Owner: 1}, h[0])
 	assert.Equal(t, mem.Move{From: mem.XDPFrame, To: mem.CpumapRing, Owner: 1}, h[3])
 
+
 	tests := []struct {
 		name string
 		id   mem.PageID
@@ -129,6 +130,36 @@ func TestMoveRecordsHistory(t *testing.T) {
 			verify(t, m)
 		})
 	}
+}
+
+// TestHistoryAmongOtherMoves: Mem.History finds a block's own moves among
+// other blocks' in the move log, newest last, and none once MovesKept
+// moves of others have passed.
+func TestHistoryAmongOtherMoves(t *testing.T) {
+	s, m := newMem(t, 1, small())
+	c := s.CPU(0)
+	id, err := m.AllocPages(c, 0, mem.Driver, 0)
+	require.NoError(t, err)
+	for _, to := range []mem.Loc{mem.Virtqueue, mem.SKB, mem.XDPFrame, mem.CpumapRing} {
+		require.NoError(t, m.Move(id, to, 1))
+	}
+	var h []mem.Move
+	other, err := m.AllocPages(c, 0, mem.Driver, 0)
+	require.NoError(t, err)
+	require.NoError(t, m.Move(id, mem.SKB, 2))
+	for i := 0; i < 10; i++ {
+		require.NoError(t, m.Move(other, []mem.Loc{mem.Virtqueue, mem.SKB}[i%2], 0))
+	}
+	h = m.History(id, h[:0])
+	require.Len(t, h, mem.HistoryLen)
+	assert.Equal(t, mem.Move{From: mem.CpumapRing, To: mem.SKB, Owner: 2}, h[3], "the newest last")
+	assert.Equal(t, mem.Move{From: mem.Virtqueue, To: mem.SKB, Owner: 1}, h[0])
+	for i := 0; i < m.MovesKept(); i++ {
+		require.NoError(t, m.Move(other, []mem.Loc{mem.Virtqueue, mem.SKB}[i%2], 0))
+	}
+	assert.Empty(t, m.History(id, nil), "moves older than the last MovesKept are forgotten")
+	assert.Len(t, m.History(other, nil), mem.HistoryLen)
+	verify(t, m)
 }
 
 func TestRefcountGetPut(t *testing.T) {

@@ -21,7 +21,7 @@ const (
 	MaxPageOrder = 10
 )
 
-// HistoryLen is how many of its last moves a page remembers.
+// HistoryLen is how many of a page's last moves Mem.History returns.
 const HistoryLen = 4
 
 // Move is one change of location of a page block, for inspection.
@@ -59,21 +59,17 @@ type Page struct {
 	loc      Loc   // location of the block this page heads; locTail on tails
 	isHead   bool  // first page of a block (free or allocated)
 	nid      uint8 // NUMA node
-	// hpos counts the moves recorded in hist: the next slot is hpos %
-	// HistoryLen, and min(hpos, HistoryLen) slots are filled. It runs
-	// freely and skips 0 when it wraps, so it never reads fewer than
-	// HistoryLen again.
-	hpos uint8
 	// allocCPU is the CPU whose alloc_pages handed the block out
 	// (prep_new_page); a free on another CPU is a remote free.
 	allocCPU uint8
 
 	line sim.CacheLine // the struct page's cache line
 	// dmaFirst is the first live mapping of this head on the memory's
-	// first DMA device (DMA.first), -1 none. It fills the first 64 bytes,
-	// which hold what every packet reads; hist starts the second line.
+	// first DMA device (DMA.first), -1 none. It fills the 64 bytes of a
+	// struct page: one cache line of the host's for each, as the kernel's
+	// own struct page is one line. Where a page has been is in the
+	// memory's move log (Mem.record), not here.
 	dmaFirst int32
-	hist     [HistoryLen]Move
 }
 
 // RefCount is page_ref_count: the page's _refcount.
@@ -99,22 +95,6 @@ func (p *Page) Loc() Loc { return p.loc }
 // for the struct page's cache line when another CPU touched it last and
 // reports whether the line moved; the transfer is charged to sym.
 func (p *Page) Touch(c *sim.CPU, sym sim.Sym) bool { return p.line.Touch(c, sym) }
-
-func (p *Page) record(at sim.Time, from, to Loc, owner int16) {
-	// Field by field, at an index the compiler sees in range.
-	n := p.hpos
-	h := &p.hist[n%HistoryLen]
-	h.At, h.From, h.To, h.Owner = at, from, to, owner
-	if n++; n == 0 {
-		n = HistoryLen // 256 is a multiple of HistoryLen: the slot is kept
-	}
-	p.hpos = n
-}
-
-// record indexes hist with hpos % HistoryLen: a power of two keeps that a
-// mask, and one that divides 256 keeps the slot across hpos's wrap (this
-// fails to compile otherwise).
-var _ = [1]struct{}{}[HistoryLen&(HistoryLen-1)]
 
 // allocCPU holds a CPU id in a byte.
 var _ = [1]struct{}{}[sim.MaxCPUs>>8]

@@ -5,14 +5,14 @@ package scenario
 // engine's own, measured (Go's heap after engine.New on linux/amd64; the
 // js/wasm port has the same 64-bit ints and pointers) and rounded up:
 // each is the bytes one unit of that size costs, all its structures
-// included (a page's struct page, its DMA slot and location; a receive
+// included (a page's struct page, its DMA slot, location and move-log entry; a receive
 // ring entry's descriptor, avail and used slots, driver state, buffer and
 // the device's 256-byte window onto its frame; a CPU's per-CPU lists,
 // softnet, socket queues and lanes). engine's TestMemoryEstimate holds
 // them to a grid of built worlds: never below, at most twice above.
 const (
 	memFixed        = 2 << 20   // the world itself, the cost table, the program library
-	memPerPage      = 144       // struct page, DMA slot, location (128 measured)
+	memPerPage      = 80        // struct page, DMA slot, location, move-log entry (68 measured)
 	memPerCPU       = 5 << 19   // 2.5 MiB per CPU (2.07 measured)
 	memPerQueue     = 160 << 10 // a queue pair besides its rings (108 KiB measured)
 	memPerRxEntry   = 800       // per receive ring entry (733 measured)
