@@ -111,7 +111,6 @@ func TestMoveRecordsHistory(t *testing.T) {
 	assert.Equal(t, mem.Move{From: mem.Driver, To: mem.Virtqueue, Owner: 1}, h[0])
 	assert.Equal(t, mem.Move{From: mem.XDPFrame, To: mem.CpumapRing, Owner: 1}, h[3])
 
-
 	tests := []struct {
 		name string
 		id   mem.PageID
@@ -130,20 +129,9 @@ func TestMoveRecordsHistory(t *testing.T) {
 			verify(t, m)
 		})
 	}
-}
 
-// TestHistoryAmongOtherMoves: Mem.History finds a block's own moves among
-// other blocks' in the move log, newest last, and none once MovesKept
-// moves of others have passed.
-func TestHistoryAmongOtherMoves(t *testing.T) {
-	s, m := newMem(t, 1, small())
-	c := s.CPU(0)
-	id, err := m.AllocPages(c, 0, mem.Driver, 0)
-	require.NoError(t, err)
-	for _, to := range []mem.Loc{mem.Virtqueue, mem.SKB, mem.XDPFrame, mem.CpumapRing} {
-		require.NoError(t, m.Move(id, to, 1))
-	}
-	var h []mem.Move
+	// Among other blocks' moves in the log, a block's own are found,
+	// the newest last; after MovesKept moves of others, none are.
 	other, err := m.AllocPages(c, 0, mem.Driver, 0)
 	require.NoError(t, err)
 	require.NoError(t, m.Move(id, mem.SKB, 2))
@@ -159,7 +147,6 @@ func TestHistoryAmongOtherMoves(t *testing.T) {
 	}
 	assert.Empty(t, m.History(id, nil), "moves older than the last MovesKept are forgotten")
 	assert.Len(t, m.History(other, nil), mem.HistoryLen)
-	verify(t, m)
 }
 
 func TestRefcountGetPut(t *testing.T) {
