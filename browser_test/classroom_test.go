@@ -352,7 +352,7 @@ func TestWorkshopPredictions(t *testing.T) {
 	hist := eval[[]string](inst, `[...document.querySelectorAll("#ws-predictions .row")].map(r => r.textContent)`)
 	t.Logf("the instructor's histogram: %q", hist)
 	assert.Len(t, hist, 8, "eight ranges")
-	assert.Equal(t, "14–172", eval[string](inst, `document.querySelector("#ws-predictions .bar.right").parentNode.textContent`), "15 and 16 in the range of the engine's 16")
+	assert.Equal(t, "[14, 17)2", eval[string](inst, `document.querySelector("#ws-predictions .bar.right").parentNode.textContent`), "15 and 16 in the range of the engine's 16")
 	total := eval[int](inst, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`)
 	assert.Equal(t, 4, total, "every prediction counted once")
 	assert.True(t, eval[bool](inst, `document.body.dataset.predicting === "1"`), "before the reveal")

@@ -687,7 +687,9 @@
     if (answers.length >= 4 && nums.every((n) => !Number.isNaN(n))) {
       const lo = Math.min(...nums), hi = Math.max(...nums);
       const bins = 8, w = (hi - lo) / bins || 1;
-      rows = Array.from({ length: bins }, (_, i) => ({ label: `${fmt(lo + i * w)}–${fmt(lo + (i + 1) * w)}`, count: 0, answers: [] }));
+      // Half-open ranges, the last one closed: "[8, 11)" holds 8 and not
+      // 11, which the next range holds.
+      rows = Array.from({ length: bins }, (_, i) => ({ label: `[${fmt(lo + i * w)}, ${fmt(lo + (i + 1) * w)}${i === bins - 1 ? "]" : ")"}`, count: 0, answers: [] }));
       answers.forEach((a, i) => {
         const b = rows[Math.min(bins - 1, Math.floor((nums[i] - lo) / w))];
         b.count += a.count;
