@@ -17,6 +17,7 @@ type perfRow struct {
 	Window string `json:"window"`
 	Run    string `json:"run"`
 	Href   string `json:"href"`
+	Text   string `json:"text"` // the name shown: the function's at the scenario's kernel
 }
 
 // perfRows reads the perf top panel's rows for a CPU of pane A.
@@ -24,7 +25,7 @@ func (p *page) perfRows(cpu string) []perfRow {
 	p.t.Helper()
 	return eval[[]perfRow](p, `[...document.querySelectorAll('#perf-cpus table[data-pane="0"][data-cpu="`+cpu+`"] tbody tr')].map(tr => ({
 		sym: tr.dataset.sym, window: tr.cells[0].textContent, run: tr.cells[1].textContent,
-		href: tr.querySelector("a") ? tr.querySelector("a").href : ""}))`)
+		href: tr.querySelector("a") ? tr.querySelector("a").href : "", text: tr.cells[2].textContent}))`)
 }
 
 func syms(rows []perfRow) []string {
@@ -61,13 +62,19 @@ func TestPerfTop(t *testing.T) {
 		a, b := pctOf(t, before[i-1].Window), pctOf(t, before[i].Window)
 		assert.GreaterOrEqual(t, a, b, "row %d: %v", i, before)
 	}
+	renamed := false
 	for _, r := range before {
+		if r.Sym == "page_pool_alloc_netmems" {
+			renamed = true
+			assert.Equal(t, "page_pool_alloc_pages", r.Text, "named as 6.4 names it")
+		}
 		if r.Sym == "_raw_spin_lock" {
 			// The release's source that was read (a v6.4.x tag), at the
 			// function's line (kernel.FuncLine).
 			assert.Regexp(t, `/linux/v6\.4(\.\d+)?/source/kernel/locking/spinlock\.c#L\d+$`, r.Href, "linked at the scenario's kernel, at its line")
 		}
 	}
+	assert.True(t, renamed, "the pool's allocation is listed: %v", before)
 	screenshot(t, p.ctx, "perf-top-r3-off")
 	p.do(chromedp.ScrollIntoView(chromedp.ID("perf-h")))
 	b, err := chromedp.Run(timeout(t, p.ctx, 30*time.Second), chromedp.Screenshot(chromedp.ID("perf-cpus")))

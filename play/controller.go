@@ -632,6 +632,9 @@ func (c *Controller) state() StateOut {
 				for _, f := range e.Funcs {
 					kf, _ := kernel.LookupFunc(f)
 					ref := FuncRef{Name: f, File: kf.File, Does: kf.Does, URL: kernel.SourceURL(f, v)}
+					if as := kernel.NameAt(f, v); as != f {
+						ref.As = as
+					}
 					if file, line, ok := kernel.FuncLine(f, v); ok {
 						ref.File, ref.Line = file, line // where it was at the scenario's kernel
 					}

@@ -125,6 +125,7 @@ type EventState struct {
 // search).
 type FuncRef struct {
 	Name string `json:"name"`
+	As   string `json:"as,omitempty"` // its name at the scenario's kernel when not Name (kernel.NameAt)
 	File string `json:"file"`
 	Line int    `json:"line,omitempty"`
 	Does string `json:"does"`

@@ -41,8 +41,9 @@ type PerfCPUState struct {
 // function, what it does and its source at the scenario's kernel.
 type PerfRowState struct {
 	Sym    string  `json:"sym"`
-	Window float64 `json:"window"` // share of the window, in [0, 1]
-	Total  float64 `json:"total"`  // share of the run so far
+	As     string  `json:"as,omitempty"` // the function's name at the scenario's kernel when not Sym (kernel.NameAt)
+	Window float64 `json:"window"`       // share of the window, in [0, 1]
+	Total  float64 `json:"total"`        // share of the run so far
 	File   string  `json:"file,omitempty"`
 	Does   string  `json:"does,omitempty"`
 	URL    string  `json:"url,omitempty"`
@@ -103,6 +104,9 @@ func (m *perfMarks) state(v kernel.Version) *PerfState {
 			}
 			if f, ok := kernel.LookupFunc(r.Sym); ok {
 				rs.File, rs.Does, rs.URL = f.File, f.Does, kernel.SourceURL(r.Sym, v)
+				if as := kernel.NameAt(r.Sym, v); as != r.Sym {
+					rs.As = as
+				}
 			} else {
 				rs.Does = pseudoRows[r.Sym]
 			}

@@ -27,3 +27,42 @@ func TestPerfStateRowsNeverNull(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), `"rows":null`)
 }
+
+// TestPerfAndEventsNameFunctionsAtTheKernel: a function renamed since the
+// scenario's kernel is shown by the name it had there (6.4's
+// page_pool_alloc_pages for the engine's page_pool_alloc_netmems), in
+// the perf top rows and beside the events, and found by the engine's
+// name.
+func TestPerfAndEventsNameFunctionsAtTheKernel(t *testing.T) {
+	c, _ := New("preset=r3-napi-local-off&speed=0")
+	c.Handle(Step{UnitPacket, 2000})
+	settleC(t, c)
+	st := c.state()
+	require.NotNil(t, st.Panes[0].Perf)
+	var row *PerfRowState
+	for _, cpu := range st.Panes[0].Perf.CPUs {
+		for i, r := range cpu.Rows {
+			if r.Sym == "page_pool_alloc_netmems" {
+				row = &cpu.Rows[i]
+			}
+			if r.Sym == "virtnet_poll" {
+				assert.Empty(t, r.As, "a function that kept its name has no other")
+			}
+		}
+	}
+	require.NotNil(t, row, "the pool's allocation is in the perf top")
+	assert.Equal(t, "page_pool_alloc_pages", row.As)
+	assert.Contains(t, row.URL, "/v6.4")
+
+	// Every event's function that was renamed since 6.4 says so.
+	renamed := 0
+	for _, e := range st.Panes[0].Events {
+		for _, f := range e.Funcs {
+			if f.Name == "page_pool_alloc_netmems" {
+				assert.Equal(t, "page_pool_alloc_pages", f.As)
+				renamed++
+			}
+		}
+	}
+	assert.Positive(t, renamed, "the last events include the pool's allocation")
+}

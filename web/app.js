@@ -330,7 +330,9 @@
           a.href = f.url;
           a.target = "_blank";
           a.rel = "noopener";
-          a.textContent = f.name;
+          // Named as the scenario's kernel names it (f.as when it was
+          // renamed since); ▸ finds it by the engine's name.
+          a.textContent = f.as || f.name;
           // Where it is defined at the scenario's kernel: file:line when
           // that release's source was read, else the file.
           const where = f.line ? f.file + ":" + f.line : f.file;
@@ -342,7 +344,7 @@
           next.type = "button";
           next.textContent = "▸";
           next.dataset.func = f.name;
-          next.title = "Run to the next event that runs " + f.name;
+          next.title = "Run to the next event that runs " + (f.as || f.name);
           next.setAttribute("aria-label", next.title);
           fs.append(a, " ", at, next);
         }

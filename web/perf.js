@@ -50,7 +50,7 @@
             a.href = r.url;
             a.target = "_blank";
             a.rel = "noopener";
-            a.textContent = r.sym;
+            a.textContent = r.as || r.sym; // as the scenario's kernel names it
             a.title = r.file + ": " + r.does;
             td.append(a);
           } else {

@@ -169,6 +169,38 @@ func FuncLine(name string, v Version) (file string, line int, ok bool) {
 	return "", 0, false
 }
 
+// NameAt is the name function name had at kernel v, as the source read
+// at v spells it: page_pool_alloc_netmems is page_pool_alloc_pages up to
+// 6.10. For a release not read it is the name of the releases read on
+// both sides when they agree, the first read's before it, else the
+// function's newest name; a name LookupFunc does not know is returned as
+// it is.
+func NameAt(name string, v Version) string {
+	f, ok := LookupFunc(name)
+	if !ok {
+		return name
+	}
+	as := func(r lineRun) string {
+		if r.As == "" {
+			return f.Name
+		}
+		return r.As
+	}
+	runs := funcLines[f.Name]
+	for i, r := range runs {
+		if v.Less(r.From) {
+			if i == 0 || as(runs[i-1]) == as(r) {
+				return as(r) // before the first read, or between two that agree
+			}
+			return f.Name
+		}
+		if !r.To.Less(v) {
+			return as(r)
+		}
+	}
+	return f.Name
+}
+
 // SourceTag is the tag v's lines were read at ("v6.4", or a stable
 // "v6.1.190" when the generator had no vX.Y), ok false when v was not
 // read and FuncLine knows no line of it.
@@ -182,8 +214,8 @@ func SourceTag(v Version) (tag string, ok bool) {
 // (releaseTags: vX.Y, or the newest stable vX.Y.N the generator had; for
 // Newest, which stands for net-next, the newest tag it had past the last
 // release) when FuncLine knows it; else Elixir's identifier search of
-// that release, which lists the definition, and for Newest of the latest
-// release.
+// that release for the name it had there (NameAt), which lists the
+// definition, and for Newest of the latest release.
 func SourceURL(name string, v Version) string {
 	if file, line, ok := FuncLine(name, v); ok {
 		return fmt.Sprintf("https://elixir.bootlin.com/linux/%s/source/%s#L%d", releaseTags[v], file, line)
@@ -192,5 +224,5 @@ func SourceURL(name string, v Version) string {
 	if v == Newest {
 		tag = "latest"
 	}
-	return fmt.Sprintf("https://elixir.bootlin.com/linux/%s/A/ident/%s", tag, name)
+	return fmt.Sprintf("https://elixir.bootlin.com/linux/%s/A/ident/%s", tag, NameAt(name, v))
 }

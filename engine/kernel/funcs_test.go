@@ -170,3 +170,26 @@ func TestSourceURL(t *testing.T) {
 		assert.Equal(t, want, SourceURL("virtnet_poll", v), "%s was not read", v)
 	}
 }
+
+// TestNameAt: a function is named as the release's source names it, and
+// a release not read takes the name its read neighbours agree on.
+func TestNameAt(t *testing.T) {
+	for _, c := range []struct {
+		v    Version
+		want string
+	}{
+		{Version{Major: 6, Minor: 4}, "page_pool_alloc_pages"},    // read
+		{Version{Major: 6, Minor: 3}, "page_pool_alloc_pages"},    // between 6.2 and 6.4
+		{Version{Major: 6, Minor: 10}, "page_pool_alloc_pages"},   // read
+		{Version{Major: 6, Minor: 11}, "page_pool_alloc_netmem"},  // read
+		{Version{Major: 6, Minor: 15}, "page_pool_alloc_netmems"}, // between 6.14 and 6.18
+		{Version{Major: 7, Minor: 0}, "page_pool_alloc_netmems"},
+		{Version{Major: 4, Minor: 18}, "page_pool_alloc_pages"}, // before the first read (5.9)
+	} {
+		assert.Equal(t, c.want, NameAt("page_pool_alloc_netmems", c.v), "at %s", c.v)
+	}
+	assert.Equal(t, "virtnet_poll", NameAt("virtnet_poll", Version{Major: 6, Minor: 1}))
+	assert.Equal(t, "no_such_function", NameAt("no_such_function", Version{Major: 6, Minor: 1}))
+	assert.Equal(t, "https://elixir.bootlin.com/linux/v6.3/A/ident/page_pool_alloc_pages", SourceURL("page_pool_alloc_netmems", Version{Major: 6, Minor: 3}),
+		"a release not read is searched for the name it had")
+}
