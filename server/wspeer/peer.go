@@ -52,7 +52,7 @@ const (
 
 	// CloseGrace bounds how long a closing connection waits for the peer's
 	// answering close frame (or, after an oversize message, for the peer to
-	// stop sending) before the TCP connection is dropped.
+	// stop sending) before the TCP connection is reset.
 	CloseGrace = 2 * time.Second
 
 	// maxCloseReason is the longest close reason: a close frame's payload
@@ -78,7 +78,7 @@ type Peer struct {
 	queue     chan outbound
 	writeWait time.Duration
 	pongWait  time.Duration
-	stuck     atomic.Bool // a write did not complete: drop, do not linger
+	stuck     atomic.Bool // a write did not complete: reset, do not linger
 
 	mu      sync.Mutex
 	mailbox [][]byte      // oldest first, at most cap(mailbox) messages
@@ -412,8 +412,8 @@ func (p *Peer) ClearMailbox() {
 }
 
 // Close queues a close frame after the messages already queued; the
-// connection ends once the peer answers or CloseGrace has passed. It waits
-// like Send.
+// connection ends once the peer answers, or with a reset once CloseGrace
+// has passed. It waits like Send.
 func (p *Peer) Close(code int, reason string) {
 	select {
 	case p.queue <- outbound{closeCode: code, closeText: reason}:
@@ -422,8 +422,8 @@ func (p *Peer) Close(code int, reason string) {
 }
 
 // Abort closes the connection now: the writer sends a close frame with code
-// and reason next, dropping queued messages. It never waits; only the first
-// call counts.
+// and reason next, dropping queued messages, and the connection ends like
+// Close's. It never waits; only the first call counts.
 func (p *Peer) Abort(code int, reason string) {
 	p.stopOnce.Do(func() {
 		p.abortCode, p.abortText = code, reason
