@@ -43,8 +43,7 @@ func DialSmallBuffer(t testing.TB, url string) *websocket.Conn {
 // CLOSE_WAIT once the FIN is in.
 func RequireReset(t testing.TB, c net.Conn, within time.Duration) {
 	t.Helper()
-	require.Eventually(t, func() bool { return tcpInfo(t, c).State == tcpClose }, within, 10*time.Millisecond,
-		"the connection is reset, not left open behind the data the client has not read")
+	RequireClosed(t, c, within)
 	var soErr int
 	control(t, c, func(fd int) {
 		var err error
@@ -52,6 +51,15 @@ func RequireReset(t testing.TB, c net.Conn, within time.Duration) {
 		require.NoError(t, err)
 	})
 	require.Equal(t, int(unix.ECONNRESET), soErr, "closed by a reset")
+}
+
+// RequireClosed waits up to within for c's socket to be closed (state
+// TCP_CLOSE), as a reset leaves it; the client may have seen the reset
+// already, in a write that failed.
+func RequireClosed(t testing.TB, c net.Conn, within time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool { return tcpInfo(t, c).State == tcpClose }, within, 10*time.Millisecond,
+		"the connection is reset, not left open behind the data the client has not read")
 }
 
 // Unsent returns the bytes c's kernel holds that the peer has not

@@ -159,8 +159,17 @@ func (p *Peer) Run(handle func(messageType int, data []byte)) error {
 	go func() {
 		defer close(p.writerDone)
 		p.writeLoop(readerDone)
-		// Unblock the reader without closing: Run closes once both are done.
-		p.ws.NetConn().SetReadDeadline(time.Now())
+		select {
+		case <-readerDone:
+		default:
+			// The writer gave up (a write failed or timed out, a close
+			// frame went unanswered) while the reader still runs: reset
+			// now, which ends the reader too. A read deadline of now
+			// would not do: the reader moves its deadline on with every
+			// frame, so a peer that sends pongs and never reads would
+			// keep it, and the connection, for as long as it sends.
+			abort(p.ws.NetConn())
+		}
 	}()
 	err := p.readLoop(handle)
 	close(readerDone)

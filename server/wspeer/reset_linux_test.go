@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,18 +29,35 @@ func TestGivingUpOnANonReaderResets(t *testing.T) {
 		opts   Options
 		fill   int         // bytes the server sends, in 4 KiB messages
 		giveUp func(*Peer) // nil: the peer's own deadline gives up
+		pongs  bool        // the client sends pongs all along, as fast as it can
 	}{
-		{"write deadline", Options{WriteWait: 200 * time.Millisecond}, 1 << 20, nil},
-		{"read deadline", Options{PongWait: 500 * time.Millisecond}, 32 << 10, nil},
-		{"Abort", Options{}, 32 << 10, func(p *Peer) { p.Abort(websocket.ClosePolicyViolation, "too slow") }},
-		{"Close", Options{}, 32 << 10, func(p *Peer) { p.Close(websocket.ClosePolicyViolation, "bye") }},
-		{"Kill", Options{}, 32 << 10, func(p *Peer) { p.Kill() }},
+		{"write deadline", Options{WriteWait: 200 * time.Millisecond}, 1 << 20, nil, false},
+		{"write deadline, pongs", Options{WriteWait: 200 * time.Millisecond}, 1 << 20, nil, true},
+		{"read deadline", Options{PongWait: 500 * time.Millisecond}, 32 << 10, nil, false},
+		{"Abort", Options{}, 32 << 10, func(p *Peer) { p.Abort(websocket.ClosePolicyViolation, "too slow") }, false},
+		{"Abort, pongs", Options{}, 32 << 10, func(p *Peer) { p.Abort(websocket.ClosePolicyViolation, "too slow") }, true},
+		{"Close", Options{}, 32 << 10, func(p *Peer) { p.Close(websocket.ClosePolicyViolation, "bye") }, false},
+		{"Close, pongs", Options{}, 32 << 10, func(p *Peer) { p.Close(websocket.ClosePolicyViolation, "bye") }, true},
+		{"Kill", Options{}, 32 << 10, func(p *Peer) { p.Kill() }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			opts := tc.opts
 			opts.QueueLen = 16
 			p, srvConn, cli := nonReader(t, opts)
+			pongs := make(chan error, 1)
+			if tc.pongs {
+				// Each pong moves the reader's deadline on: giving up must
+				// end the reader all the same.
+				go func() {
+					for {
+						if err := cli.WriteControl(websocket.PongMessage, nil, time.Now().Add(time.Second)); err != nil {
+							pongs <- err
+							return
+						}
+					}
+				}()
+			}
 			msg := []byte(`"` + strings.Repeat("x", 4<<10-2) + `"`)
 			n := uint64(tc.fill / len(msg))
 			go func() {
@@ -59,7 +77,12 @@ func TestGivingUpOnANonReaderResets(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("Run did not return")
 			}
-			wstest.RequireReset(t, cli, 10*time.Second)
+			if !tc.pongs {
+				wstest.RequireReset(t, cli.NetConn(), 10*time.Second)
+				return
+			}
+			wstest.RequireClosed(t, cli.NetConn(), 10*time.Second)
+			assert.ErrorIs(t, <-pongs, syscall.ECONNRESET, "the client's pongs met the reset")
 		})
 	}
 }
@@ -67,7 +90,7 @@ func TestGivingUpOnANonReaderResets(t *testing.T) {
 // nonReader serves one WebSocket over loopback TCP with a Peer of opts and
 // returns the Peer, the server's end and the client's, whose receive
 // buffer is small and which is never read.
-func nonReader(t *testing.T, opts Options) (*Peer, net.Conn, net.Conn) {
+func nonReader(t *testing.T, opts Options) (*Peer, net.Conn, *websocket.Conn) {
 	type served struct {
 		p    *Peer
 		conn net.Conn
@@ -85,5 +108,5 @@ func nonReader(t *testing.T, opts Options) (*Peer, net.Conn, net.Conn) {
 	t.Cleanup(ts.Close)
 	cli := wstest.DialSmallBuffer(t, wstest.URL(ts.URL, "/"))
 	s := <-ch
-	return s.p, s.conn, cli.NetConn()
+	return s.p, s.conn, cli
 }
