@@ -226,17 +226,27 @@ func tcpTable(t *testing.T) []tcpEntry {
 	return append(readTCP("/proc/net/tcp"), readTCP("/proc/net/tcp6")...)
 }
 
+// readTCP parses a socket table of /proc/net. The kernel writes the table
+// a buffer at a time, going on from where the last read stopped, so while
+// sockets come and go (another test's connection flood) one read of the
+// file can list a socket twice; each is kept once, by its two addresses.
 func readTCP(file string) []tcpEntry {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil
 	}
 	var out []tcpEntry
+	seen := map[string]bool{}
 	for _, line := range strings.Split(string(b), "\n")[1:] {
 		f := strings.Fields(line)
 		if len(f) < 5 {
 			continue
 		}
+		addrs := f[1] + " " + f[2]
+		if seen[addrs] {
+			continue
+		}
+		seen[addrs] = true
 		var e tcpEntry
 		var lp, rp int
 		fmt.Sscanf(f[1][strings.IndexByte(f[1], ':')+1:], "%X", &lp)

@@ -67,12 +67,13 @@ func TestNonReadingJoiners(t *testing.T) {
 	var peak int64
 	var peakUnread int64
 	droppedAt := time.Duration(0)
+	alive := n
 	for time.Since(start) < window {
 		held, _ := s.sendQueued()
 		ports, unread := established(s)
 		peak = max(peak, held-base)
 		peakUnread = max(peakUnread, unread)
-		alive := 0
+		alive = 0
 		for _, j := range joiners {
 			if ports[j.local] {
 				alive++
@@ -87,7 +88,7 @@ func TestNonReadingJoiners(t *testing.T) {
 	figure(t, "kernel send queue held", float64(peak)/float64(n)/1024, "KiB per joiner", fmt.Sprintf("peak over %d silent joiners, server side", n))
 	figure(t, "unread on the joiners' side", float64(peakUnread)/float64(n)/1024, "KiB per joiner", "their receive buffers")
 	if droppedAt == 0 {
-		figure(t, "silent joiners still connected", float64(n), "of "+fmt.Sprint(n), fmt.Sprintf("after %v", window))
+		figure(t, "silent joiners still connected", float64(alive), "of "+fmt.Sprint(n), fmt.Sprintf("after %v", window))
 	} else {
 		figure(t, "all silent joiners dropped after", droppedAt.Seconds(), "s", "pongs every second notwithstanding")
 	}

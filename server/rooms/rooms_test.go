@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -625,17 +623,7 @@ func TestSlowStudentIsDisconnectedNotWaitedFor(t *testing.T) {
 	good := f.dial(t, cr.Room)
 	join(t, good, RoleStudent, "")
 
-	small := &websocket.Dialer{NetDialContext: (&net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		if err != nil {
-			return err
-		}
-		return serr
-	}}).DialContext}
-	slow, _, err := small.Dial("ws"+strings.TrimPrefix(f.srv.URL, "http")+"/ws/room/"+cr.Room, nil)
-	require.NoError(t, err)
-	defer slow.Close()
+	slow := wstest.DialSmallBuffer(t, wstest.URL(f.srv.URL, "/ws/room/"+cr.Room))
 	join(t, slow, RoleStudent, "")
 
 	// Readers for the instructor and the good student, so only slow stalls.

@@ -41,8 +41,9 @@ const (
 	// pong answering our ping) before it gives the peer up.
 	PongWait = 60 * time.Second
 
-	// PingPeriod is how often the writer pings. It must be less than
-	// PongWait so that a live peer's pong arrives before the read deadline.
+	// PingPeriod is how often the writer pings: 9/10 of PongWait (of
+	// Options.PongWait when set), so that a live peer's pong arrives before
+	// the read deadline.
 	PingPeriod = PongWait * 9 / 10
 
 	// MaxMessageSize is the read limit in bytes: a larger client message
@@ -51,7 +52,7 @@ const (
 
 	// CloseGrace bounds how long a closing connection waits for the peer's
 	// answering close frame (or, after an oversize message, for the peer to
-	// stop sending) before the TCP connection is dropped.
+	// stop sending) before the TCP connection is reset.
 	CloseGrace = 2 * time.Second
 
 	// maxCloseReason is the longest close reason: a close frame's payload
@@ -76,7 +77,8 @@ type Peer struct {
 	ws        *websocket.Conn
 	queue     chan outbound
 	writeWait time.Duration
-	stuck     atomic.Bool // a write did not complete: drop, do not linger
+	pongWait  time.Duration
+	stuck     atomic.Bool // a write did not complete: reset, do not linger
 
 	mu      sync.Mutex
 	mailbox [][]byte      // oldest first, at most cap(mailbox) messages
@@ -112,6 +114,7 @@ type Options struct {
 	QueueLen   int           // the ordered queue (1)
 	MailboxLen int           // the mailbox (1)
 	WriteWait  time.Duration // WriteWait
+	PongWait   time.Duration // PongWait (the writer pings at 9/10 of it)
 	SendBuffer int           // SendBuffer
 }
 
@@ -120,6 +123,9 @@ type Options struct {
 func NewWithOptions(ws *websocket.Conn, opts Options) *Peer {
 	if opts.WriteWait <= 0 {
 		opts.WriteWait = WriteWait
+	}
+	if opts.PongWait <= 0 {
+		opts.PongWait = PongWait
 	}
 	if opts.SendBuffer <= 0 {
 		opts.SendBuffer = SendBuffer
@@ -130,6 +136,7 @@ func NewWithOptions(ws *websocket.Conn, opts Options) *Peer {
 	return &Peer{
 		ws:         ws,
 		writeWait:  opts.WriteWait,
+		pongWait:   opts.PongWait,
 		queue:      make(chan outbound, max(opts.QueueLen, 1)),
 		mailbox:    make([][]byte, 0, max(opts.MailboxLen, 1)),
 		wake:       make(chan struct{}, 1),
@@ -144,63 +151,98 @@ func NewWithOptions(ws *websocket.Conn, opts Options) *Peer {
 // reader goroutine, so a slow handle delays only this peer), and writes in a
 // goroutine it starts and waits for. It returns the error that ended the
 // reading (a *websocket.CloseError when the peer closed, ErrReadLimit after
-// an oversize message) and closes the connection. Run is called once.
+// an oversize message) and closes the connection: gracefully after a close
+// handshake (the peer sent its close frame, so it reads), with a reset
+// otherwise (see abort). Run is called once.
 func (p *Peer) Run(handle func(messageType int, data []byte)) error {
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(p.writerDone)
 		p.writeLoop(readerDone)
-		// Unblock the reader without closing: Run closes once both are done.
-		p.ws.NetConn().SetReadDeadline(time.Now())
+		select {
+		case <-readerDone:
+		default:
+			// The writer gave up (a write failed or timed out, a close
+			// frame went unanswered) while the reader still runs: reset
+			// now, which ends the reader too. A read deadline of now
+			// would not do: the reader moves its deadline on with every
+			// frame, so a peer that sends pongs and never reads would
+			// keep it, and the connection, for as long as it sends.
+			abort(p.ws.NetConn())
+		}
 	}()
 	err := p.readLoop(handle)
 	close(readerDone)
 	<-p.writerDone
-	if errors.Is(err, websocket.ErrReadLimit) {
-		// gorilla has sent the 1009 close frame; closing now, with the
-		// oversize message unread, would reset the connection and could
-		// lose that frame, so read and discard until the peer is done.
-		p.linger()
+	if p.handshakeDone(err) {
+		p.ws.Close()
+	} else {
+		abort(p.ws.NetConn())
 	}
-	if p.stuck.Load() {
-		// The peer stopped taking what it is sent: reset the connection
-		// so the kernel frees what it still holds for it at once, rather
-		// than keep it (and keep trying) for minutes after close.
-		if tc, ok := p.ws.NetConn().(*net.TCPConn); ok {
-			tc.SetLinger(0)
-		}
-	}
-	p.ws.Close()
 	close(p.done)
 	return err
 }
 
+// handshakeDone reports whether the connection ended with a peer that
+// reads: it sent its close frame (its own, or the answer to ours) and every
+// write completed, or, after an oversize message, it closed its side
+// within CloseGrace. Any other end gives up on the peer: a write that timed
+// out, a close frame not answered within CloseGrace (Abort, Close), the
+// read deadline, a broken connection.
+func (p *Peer) handshakeDone(err error) bool {
+	if p.stuck.Load() {
+		return false
+	}
+	if errors.Is(err, websocket.ErrReadLimit) {
+		// gorilla has sent the 1009 close frame; closing now, with the
+		// oversize message unread, would reset the connection and could
+		// lose that frame, so read and discard until the peer is done.
+		return p.linger()
+	}
+	_, ok := errors.AsType[*websocket.CloseError](err)
+	return ok
+}
+
+// abort closes c with a TCP reset (SO_LINGER 0): the kernel discards at
+// once what it still holds for a peer that does not read, rather than keep
+// the socket in FIN_WAIT1 behind that data (and keep trying) for minutes
+// after the close.
+func abort(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0) // best effort: a failure leaves the graceful close
+	}
+	c.Close()
+}
+
 func (p *Peer) readLoop(handle func(int, []byte)) error {
 	p.ws.SetReadLimit(MaxMessageSize)
-	p.ws.SetReadDeadline(time.Now().Add(PongWait))
+	p.ws.SetReadDeadline(time.Now().Add(p.pongWait))
 	p.ws.SetPongHandler(func(string) error {
-		return p.ws.SetReadDeadline(time.Now().Add(PongWait))
+		return p.ws.SetReadDeadline(time.Now().Add(p.pongWait))
 	})
 	for {
 		kind, data, err := p.ws.ReadMessage()
 		if err != nil {
 			return err
 		}
-		p.ws.SetReadDeadline(time.Now().Add(PongWait))
+		p.ws.SetReadDeadline(time.Now().Add(p.pongWait))
 		handle(kind, data)
 	}
 }
 
-func (p *Peer) linger() {
+// linger reads and discards until the peer closes its side, at most
+// CloseGrace, and reports whether it did.
+func (p *Peer) linger() bool {
 	c := p.ws.NetConn()
 	c.SetReadDeadline(time.Now().Add(CloseGrace))
-	io.Copy(io.Discard, c)
+	_, err := io.Copy(io.Discard, c)
+	return err == nil
 }
 
 // writeLoop writes until the reader is done, a write fails, or a close
 // frame has been sent. Queued messages go before the mailbox.
 func (p *Peer) writeLoop(readerDone <-chan struct{}) {
-	ticker := time.NewTicker(PingPeriod)
+	ticker := time.NewTicker(p.pongWait * 9 / 10)
 	defer ticker.Stop()
 	for {
 		// Priorities: an abort, then the ordered queue, then the rest.
@@ -379,8 +421,8 @@ func (p *Peer) ClearMailbox() {
 }
 
 // Close queues a close frame after the messages already queued; the
-// connection ends once the peer answers or CloseGrace has passed. It waits
-// like Send.
+// connection ends once the peer answers, or with a reset once CloseGrace
+// has passed. It waits like Send.
 func (p *Peer) Close(code int, reason string) {
 	select {
 	case p.queue <- outbound{closeCode: code, closeText: reason}:
@@ -389,8 +431,8 @@ func (p *Peer) Close(code int, reason string) {
 }
 
 // Abort closes the connection now: the writer sends a close frame with code
-// and reason next, dropping queued messages. It never waits; only the first
-// call counts.
+// and reason next, dropping queued messages, and the connection ends like
+// Close's. It never waits; only the first call counts.
 func (p *Peer) Abort(code int, reason string) {
 	p.stopOnce.Do(func() {
 		p.abortCode, p.abortText = code, reason
@@ -410,6 +452,6 @@ func (p *Peer) Done() <-chan struct{} { return p.done }
 // RemoteAddr returns the peer's address.
 func (p *Peer) RemoteAddr() net.Addr { return p.ws.RemoteAddr() }
 
-// Kill drops the TCP connection without a close frame, for a shutdown whose
-// deadline has passed. Run then returns promptly.
-func (p *Peer) Kill() { p.ws.NetConn().Close() }
+// Kill drops the TCP connection with a reset and without a close frame,
+// for a shutdown whose deadline has passed. Run then returns promptly.
+func (p *Peer) Kill() { abort(p.ws.NetConn()) }
