@@ -23,6 +23,8 @@ import (
 // that data at once. A graceful close would queue its FIN behind the
 // unsent data: the server's socket would stay in FIN_WAIT1, holding it,
 // and the client's established, for as long as the client does not read.
+// A client that sends pongs all along moves the reader's deadline on with
+// each: the connection must end all the same.
 func TestGivingUpOnANonReaderResets(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -75,7 +77,7 @@ func TestGivingUpOnANonReaderResets(t *testing.T) {
 			select {
 			case <-p.Done():
 			case <-time.After(20 * time.Second):
-				t.Fatal("Run did not return")
+				t.Fatal("Run did not return: the connection is still held")
 			}
 			if !tc.pongs {
 				wstest.RequireReset(t, cli.NetConn(), 10*time.Second)
