@@ -177,3 +177,39 @@ func TestChecksumWithoutGuestCsum(t *testing.T) {
 	want := float64((payload+63)/64) * float64(off.Sim.Costs.Csum64)
 	assert.InEpsilon(t, want, extra, 0.03, "csum_64b per 64 bytes of payload on CPU 0 (the run's last poll is cut by the window)")
 }
+
+// An application reading on the CPU that takes the queue's interrupts is
+// preempted by them: irq_exit runs NET_RX (invoke_softirq) before the
+// read resumes, so an overloaded reader there loses packets at its socket
+// (__udp_enqueue_schedule_skb), not for want of a buffer in the ring,
+// which NAPI keeps filled.
+// Without the preemption (the CPU not marked as taking interrupts) the
+// same reader holds NAPI off for a whole batch of reads and the ring runs
+// dry.
+func TestSoftirqPreemptsTheReader(t *testing.T) {
+	run := func(preempt bool) (ringDrops, socketDrops uint64) {
+		w := preset(t, "default", func(s *scenario.Scenario) {
+			s.CPUs = 1
+			s.RingSize = 64
+			s.Traffic = scenario.Traffic{Kind: scenario.TrafficUDPStream, Proto: "udp", Flows: 1, RatePPS: 1e6, DstPort: 9}
+			s.Consumer = scenario.Consumer{CPU: 0, Context: scenario.FreeProcess, CostNs: 2000}
+		})
+		if !preempt {
+			w.Stack.SetInterruptCPUs(0)
+		}
+		require.NoError(t, w.CheckEveryEvent(0))
+		require.NoError(t, w.RunUntil(sim.Time(20*sim.Millisecond)))
+		require.NoError(t, w.Check())
+		// The host drops what finds the ring empty (host_drops: tun's
+		// queue behind a starved vhost).
+		ringDrops = counter(t, w, "rx_drops") + counter(t, w, "host_drops") + counter(t, w, "host_no_buffer_drops")
+		socketDrops = counter(t, w, "socket_drops")
+		t.Logf("preempt=%v: %d dropped for want of a buffer, %d at the socket, %d read", preempt, ringDrops, socketDrops, counter(t, w, "stack_delivered"))
+		return ringDrops, socketDrops
+	}
+	ring, socket := run(true)
+	assert.Zero(t, ring, "NAPI runs within one read of its interrupt: the ring never runs dry")
+	assert.Positive(t, socket, "the starved reader's socket fills and drops")
+	ring, _ = run(false)
+	assert.Positive(t, ring, "a reader that holds the CPU for a batch leaves the ring unattended")
+}

@@ -133,6 +133,11 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	if w.Driver, err = virtionet.New(env, virtionet.ConfigOf(&w.Scenario)); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	var irq uint64
+	for _, rq := range w.Driver.RQ {
+		irq |= 1 << (uint(rq.CPU.ID) & 63)
+	}
+	w.Stack.SetInterruptCPUs(irq)
 	return w, nil
 }
 

@@ -15,7 +15,9 @@ const SocketQueueLimit = 4096
 
 // AppBatch is how many packets the application takes per wake-up before
 // it lets the event loop run (one recvmmsg, or one large read of a TCP
-// stream): skbs until they carry that many packets, at least one.
+// stream): skbs until they carry that many packets, at least one. On a
+// CPU that takes interrupts the read stops sooner when one falls due
+// (runApp).
 const AppBatch = 64
 
 // DeferMax is sysctl_skb_defer_max's default until 6.18: at most this many
@@ -65,8 +67,12 @@ type Stack struct {
 	// truesize of the skbs it holds with their struct sk_buff.
 	rmem []uint64
 
-	wake     sim.Kind
-	ipi      sim.Kind
+	wake sim.Kind
+	ipi  sim.Kind
+	// irqCPUs has bit i set when CPU i takes interrupts that raise
+	// softirqs (a receive queue's NAPI): there the application's reads
+	// are preempted between skbs (SetInterruptCPUs).
+	irqCPUs  uint64
 	sockq    [][]ID // per CPU: skbs waiting for the application
 	awake    []bool // per CPU: application scheduled
 	deferred [][]ID // per CPU: skb_attempt_defer_free lists (sd->defer_list)
@@ -204,6 +210,11 @@ func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 	s.Queue.Cite(st.ipi, "skb_defer_free_flush")
 	return st
 }
+
+// SetInterruptCPUs says which CPUs take interrupts that raise softirqs
+// (bit i for CPU i; CPUs past 63 are never marked): an application
+// reading on one of them is preempted between skbs by what falls due.
+func (st *Stack) SetInterruptCPUs(mask uint64) { st.irqCPUs = mask }
 
 // Counters returns the stack's counters.
 func (st *Stack) Counters() StackCounters { return st.c }
@@ -348,7 +359,23 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 	for pkts := 0; n < len(q) && pkts < AppBatch; n++ {
 		pkts += int(st.pool.Get(q[n]).Segs)
 	}
+	// An interrupt preempts the read on a CPU that takes them: irq_exit
+	// runs the softirq it raised (invoke_softirq, __do_softirq) before the
+	// task resumes. The engine's CPU runs one piece of work at a time, so
+	// the read stops after the skb it is copying when any event falls due
+	// before the read's cursor, and resumes after it (the check costs
+	// nothing on a CPU without interrupts, where no softirq can preempt).
+	// ksoftirqd, which takes over softirqs that ran too long and then
+	// competes with the task as a thread, is not modelled.
+	preempt := st.irqCPUs&(1<<(uint(cpu)&63)) != 0
+	done := 0
 	for _, id := range q[:n] {
+		if preempt && done > 0 {
+			if t, ok := st.sim.Queue.Peek(); ok && t < c.Now() {
+				break
+			}
+		}
+		done++
 		s := st.pool.Get(id)
 		c.Charge(st.appSym(), st.cost*sim.Duration(s.Segs)) // per packet, coalesced ones too
 		st.c.Delivered += uint64(s.Segs)
@@ -365,7 +392,7 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 		}
 		st.sim.Fail(st.pool.Free(c, id, st.rel, Context{Softirq: false}))
 	}
-	st.sockq[cpu] = append(q[:0], q[n:]...)
+	st.sockq[cpu] = append(q[:0], q[done:]...)
 	if st.obs != nil {
 		st.obs.Read(c, cpu)
 	}
