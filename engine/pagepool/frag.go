@@ -19,6 +19,14 @@ import (
 //
 // size is aligned to dma_get_cache_alignment(), 1 on x86-64.
 func (p *Pool) AllocFrag(c *sim.CPU, size uint32) (mem.PageID, uint32, error) {
+	return p.AllocFragTo(c, size, mem.Driver, c.ID)
+}
+
+// AllocFragTo is AllocFrag handing a page's first fragment out in to,
+// owned by owner: a caller that places the buffer at once (virtio_net
+// posting a page-sized buffer to its ring) records one move, not a move
+// to mem.Driver and another straight after it.
+func (p *Pool) AllocFragTo(c *sim.CPU, size uint32, to mem.Loc, owner int) (mem.PageID, uint32, error) {
 	if p.state != Active {
 		return mem.NoPage, 0, ErrDestroyed
 	}
@@ -45,7 +53,7 @@ func (p *Pool) AllocFrag(c *sim.CPU, size uint32) (mem.PageID, uint32, error) {
 			p.fragUsers = 1
 			p.fragOffset = size
 			p.m.Page(id).PPRef = BiasMax
-			if err := p.m.Move(id, mem.Driver, c.ID); err != nil { // p.move without the call
+			if err := p.m.Move(id, to, owner); err != nil { // p.move without the call
 				p.broken(err)
 			}
 			return id, 0, nil
@@ -54,7 +62,7 @@ func (p *Pool) AllocFrag(c *sim.CPU, size uint32) (mem.PageID, uint32, error) {
 		if id != mem.NoPage {
 			p.recycle.Cached++
 			p.alloc.Fast++
-			return p.fragReset(c, id, size), 0, nil
+			return p.fragReset(id, size, to, owner), 0, nil
 		}
 	}
 	if id == mem.NoPage {
@@ -64,7 +72,7 @@ func (p *Pool) AllocFrag(c *sim.CPU, size uint32) (mem.PageID, uint32, error) {
 			return mem.NoPage, 0, mem.ErrNoMemory
 		}
 		p.fragPage = id
-		return p.fragReset(c, id, size), 0, nil
+		return p.fragReset(id, size, to, owner), 0, nil
 	}
 	p.fragUsers++
 	p.fragOffset = offset + size
@@ -93,12 +101,13 @@ func (p *Pool) FragOffsetAdd(n uint32) {
 	p.fragOffset = min(p.fragOffset+n, p.fragMax)
 }
 
-// fragReset is the frag_reset label: the page's first fragment.
-func (p *Pool) fragReset(c *sim.CPU, id mem.PageID, size uint32) mem.PageID {
+// fragReset is the frag_reset label: the page's first fragment, handed
+// out in to.
+func (p *Pool) fragReset(id mem.PageID, size uint32, to mem.Loc, owner int) mem.PageID {
 	p.fragUsers = 1
 	p.fragOffset = size
 	p.m.Page(id).PPRef = BiasMax // page_pool_fragment_netmem(netmem, BIAS_MAX)
-	p.move(id, mem.Driver, c.ID)
+	p.move(id, to, owner)
 	return id
 }
 

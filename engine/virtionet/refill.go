@@ -255,8 +255,9 @@ func (rq *RQ) mapBuffer(b *rxBuf, slot int32) (uint64, error) {
 	return addr, nil
 }
 
-// post adds one buffer of one descriptor with ctx.
-func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx uint64) error {
+// post adds one buffer of one descriptor with ctx. placed: the page of a
+// whole-page buffer is in mem.Virtqueue already (AllocFragTo put it there).
+func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx uint64, placed bool) error {
 	c := rq.CPU
 	slot := rq.takeSlot()
 	if slot < 0 {
@@ -288,7 +289,7 @@ func (rq *RQ) post(page mem.PageID, off, length, truesize uint32, pool bool, ctx
 		rq.freeBuffer(page, pool)
 		return err
 	}
-	if rq.d.wholePage { // rq.move(page, mem.Virtqueue) without the call
+	if rq.d.wholePage && !placed { // rq.move(page, mem.Virtqueue) without the call
 		if err := rq.d.env.Mem.Move(page, mem.Virtqueue, rq.Index); err != nil {
 			rq.d.fail(err)
 		}
@@ -325,7 +326,7 @@ func (rq *RQ) addRecvbufSmall() error {
 	// The device writes after the pad and headroom: sg_init_one(buf +
 	// VIRTNET_RX_PAD + xdp_headroom, hdr_len + GOOD_PACKET_LEN).
 	start := off + RxPad + xdpHeadroom
-	return rq.post(page, start, HdrLen+GoodPacketLen, size, pool, uint64(xdpHeadroom))
+	return rq.post(page, start, HdrLen+GoodPacketLen, size, pool, uint64(xdpHeadroom), false)
 }
 
 // getMergeableBufLen is get_mergeable_buf_len: PAGE_SIZE - room with XDP,
@@ -367,7 +368,14 @@ func (rq *RQ) addRecvbufMergeable() error {
 	var pool bool
 	if rq.d.poolFrags {
 		// allocBuffer's page_pool fragment case, without the call.
-		id, o, err := rq.Pool.AllocFrag(rq.CPU, length+room)
+		// A page-sized buffer's page goes to the ring's location at
+		// once: one move, where AllocFrag's to mem.Driver would be
+		// followed by post's to mem.Virtqueue in the same instant.
+		to, owner := mem.Driver, rq.CPU.ID
+		if rq.d.wholePage {
+			to, owner = mem.Virtqueue, rq.Index
+		}
+		id, o, err := rq.Pool.AllocFragTo(rq.CPU, length+room, to, owner)
 		if err != nil {
 			rq.Stats.AllocFails++
 			return errNoMem
@@ -405,7 +413,7 @@ func (rq *RQ) addRecvbufMergeable() error {
 		truesize = mem.PageSize
 	}
 	ctx := uint64(headroom)<<MrgCtxHeaderShift | uint64(truesize)
-	return rq.post(page, off+headroom, length, truesize, pool, ctx)
+	return rq.post(page, off+headroom, length, truesize, pool, ctx, rq.d.poolFrags && rq.d.wholePage)
 }
 
 // getAPage is get_a_page: a spare page from rq->pages, else alloc_page.
