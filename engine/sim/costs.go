@@ -71,7 +71,7 @@ type Costs struct {
 	KickVMExit      Duration // virtqueue_notify to vhost: an MMIO/PIO write trapping to the host
 	KickMMIO        Duration // doorbell write to a hardware NIC
 	IRQVirt         Duration // an injected interrupt in a VM: exit, handler, EOI
-	IRQLatencyVirt  Duration // vhost's eventfd signal to the guest handler running
+	IRQLatencyVirt  Duration // an irqfd signal (vhost's, a vDPA device's) to the guest handler running
 	Memcpy64        Duration // memcpy of 64 bytes in cache
 	CopyUser64      Duration // recvmsg copying 64 bytes of payload to the application (skb_copy_datagram_iter)
 	Csum64          Duration // summing 64 bytes of payload in software (csum_partial)
@@ -216,7 +216,7 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.KickMMIO }},
 	{"irq_virt", 1500, Estimate, "", "estimate: an injected MSI in a KVM guest: exit on EOI, handler, napi_schedule; rests on the same 1-2 us per exit as kick_vmexit",
 		func(c *Costs) *Duration { return &c.IRQVirt }},
-	{"irq_latency_virt", 5000, Estimate, "", "estimate: vhost signals an irqfd, KVM injects it, the vCPU takes it (several us)",
+	{"irq_latency_virt", 5000, Estimate, "", "estimate: vhost (or vhost-vdpa, from the host interrupt of a vDPA device without irq bypass) signals an irqfd, KVM injects it, the vCPU takes it (several us)",
 		func(c *Costs) *Duration { return &c.IRQLatencyVirt }},
 	{"copy_user_64b", 6, Sourced, "", "derived from Cai et al., \"Understanding Host Network Stack Overheads\" (SIGCOMM 2021): one core receiving a single long TCP flow (TSO/GRO, 9000-byte MTU, aRFS, DDIO) reaches about 42 Gbit/s and spends about half of its cycles in the data copy to the application: 0.5 s of copy per 5.25 GB, 0.095 ns a byte, 6 ns per 64 bytes. A share read off the paper's CPU breakdown, not a microbenchmark of the copy alone",
 		func(c *Costs) *Duration { return &c.CopyUser64 }},

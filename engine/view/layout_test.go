@@ -193,15 +193,30 @@ func TestRing1024IsReadable(t *testing.T) {
 			_, in := g.Pos(int(q.LastUsed) % q.Size)
 			assert.True(t, in, "%v: the window follows last_used", sz)
 
-			zoomed := pl.RingShape(q, RingView{Slots: 16}).Line
-			assert.Equal(t, 16, zoomed.N)
+			// Zoomed in as far as it goes, every live head in the window is
+			// written on its slot, four digits included (a 1024-entry
+			// ring's heads go to 1023).
+			in8 := RingView{Slots: MinWindow}
+			zoomed := pl.RingShape(q, in8).Line
+			assert.Equal(t, MinWindow, zoomed.N)
+			live := 0
+			for k := 0; k < zoomed.N; k++ {
+				s := (zoomed.From + k) % zoomed.Size
+				if q.AvailLive(s) {
+					live++
+				}
+				if q.UsedLive(s) {
+					live++
+				}
+			}
 			heads := 0
-			for _, tx := range pl.ringTexts(nil, q, 1, RingView{Slots: 16}) {
+			for _, tx := range pl.ringTexts(nil, q, 1, in8) {
 				if tx.Tone == ToneOnSlot {
 					heads++
 				}
 			}
-			assert.Positive(t, heads, "%v: zoomed in, the heads are written on the slots", sz)
+			require.Positive(t, live, "%v: the window following last_used holds live entries", sz)
+			assert.Equal(t, live, heads, "%v: zoomed in, the heads are written on the slots", sz)
 			out := pl.RingShape(q, RingView{Slots: 4096}).Line
 			assert.GreaterOrEqual(t, out.SlotW, float64(MinSlotPx), "%v: zoomed out as far as it goes", sz)
 			assert.Greater(t, out.N, g.N, "%v: zooming out shows more", sz)

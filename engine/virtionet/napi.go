@@ -34,18 +34,22 @@ func (rq *RQ) catchUp(t sim.Time) {
 	}
 }
 
+// irqCost is taking the queue's interrupt: a bare-metal one from a NIC,
+// an injected one in a guest (vhost, vdpa).
 func (rq *RQ) irqCost() sim.Duration {
-	if rq.d.nic {
-		return rq.CPU.Costs().IRQ
+	if rq.d.injectedIRQ {
+		return rq.CPU.Costs().IRQVirt
 	}
-	return rq.CPU.Costs().IRQVirt
+	return rq.CPU.Costs().IRQ
 }
 
-func (rq *RQ) irqLatency() sim.Duration {
-	if rq.d.nic {
-		return rq.CPU.Costs().IRQLatency
+// IRQLatency is the queue's interrupt delivery: from the device's signal
+// to vring_interrupt running.
+func (rq *RQ) IRQLatency() sim.Duration {
+	if rq.d.injectedIRQ {
+		return rq.CPU.Costs().IRQLatencyVirt
 	}
-	return rq.CPU.Costs().IRQLatencyVirt
+	return rq.CPU.Costs().IRQLatency
 }
 
 // napiPoll is virtnet_poll on the queue's CPU.
@@ -256,7 +260,7 @@ func (d *Driver) landing(now sim.Time, arg uint64) {
 	rq.irqArmed = false
 	irq, at := rq.Dev.CatchUp(now)
 	if irq {
-		d.env.Sim.Queue.Schedule(at.Add(rq.irqLatency()), d.irqKind, arg)
+		d.env.Sim.Queue.Schedule(at.Add(rq.IRQLatency()), d.irqKind, arg)
 		return
 	}
 	if !rq.napiOn {

@@ -61,6 +61,13 @@ func New(env *Env, cfg Config) (*Driver, error) {
 	// premap in small and mergeable modes, never big.
 	d.fragPremap = s.PageFragPremap && d.source == srcPageFrag && s.Mode != scenario.ModeBig
 	d.nic = s.Device.Kind != scenario.DeviceVhost // nic and vdpa: MMIO doorbells, MSI-X
+	// A guest's interrupts are injected by KVM from an irqfd: vhost's
+	// call eventfd, and a vDPA device's too, which signals it from the
+	// host's interrupt handler (mlx5_vdpa_cq_comp, vhost_vdpa_virtqueue_cb)
+	// because it offers no irq bypass (mlx5_get_vq_irq is -EOPNOTSUPP in
+	// 6.0, so vhost_vdpa_setup_vq_irq registers no producer). Only a NIC
+	// interrupts the kernel directly.
+	d.injectedIRQ = s.Device.Kind != scenario.DeviceNIC
 	// Buffers own their page in big mode, with whole pages per buffer,
 	// and with XDP from order-0 pool fragments: an XDP buffer (len + room
 	// = PAGE_SIZE in mergeable mode, 2176 bytes in small) leaves no room

@@ -80,6 +80,7 @@ type Driver struct {
 	// in 6.11 and 6.12), in small and mergeable modes.
 	fragPremap  bool
 	nic         bool // Device.Kind is hardware, a NIC or a vdpa virtqueue (else vhost)
+	injectedIRQ bool // interrupts reach the guest through KVM (vhost, vdpa), not from the device
 	wholePage   bool // buffers own their page (see RQ.wholePage)
 	numSkbFrags int  // big_packets_num_skbfrags
 	indirectBig bool // big buffers go indirect: one ring slot each (INDIRECT_DESC, no ctx)
