@@ -363,8 +363,8 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 	// runs the softirq it raised (invoke_softirq, __do_softirq) before the
 	// task resumes. The engine's CPU runs one piece of work at a time, so
 	// the read stops after the skb it is copying when any event falls due
-	// before the read's cursor, and resumes after it (the check costs
-	// nothing on a CPU without interrupts, where no softirq can preempt).
+	// before the read's cursor, and resumes after it. On a CPU without
+	// interrupts nothing preempts the read: it takes its whole batch.
 	// ksoftirqd, which takes over softirqs that ran too long and then
 	// competes with the task as a thread, is not modelled.
 	preempt := st.irqCPUs&(1<<(uint(cpu)&63)) != 0

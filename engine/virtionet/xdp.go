@@ -61,7 +61,7 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 		return bpf.XDPPass, uint32(newLen), true
 	case bpf.XDPTx:
 		rq.Stats.XDPTx++
-		f := rq.toFrame(b, uint32(newLen))
+		f := rq.toFrame(b, uint32(newLen), mem.XDPFrame)
 		if f == xdp.NoFrame {
 			rq.xdpDrop(b)
 			return bpf.XDPDrop, 0, false
@@ -125,8 +125,11 @@ func (rq *RQ) putXDPFrags() {
 
 // toFrame is xdp_convert_buff_to_frame: the frame lives in the buffer's
 // headroom and remembers its memory model; a multi-buffer packet's frags
-// stay in the head buffer's skb_shared_info and so go with the frame.
-func (rq *RQ) toFrame(b *rxBuf, n uint32) xdp.FrameID {
+// stay in the head buffer's skb_shared_info and so go with the frame. The
+// frame's pages go to loc: mem.XDPFrame, or where the caller queues the
+// frame at once (a cpumap's ring, a devmap's transmit queue), one move
+// rather than two in the same instant.
+func (rq *RQ) toFrame(b *rxBuf, n uint32, loc mem.Loc) xdp.FrameID {
 	env := rq.d.env
 	id := env.Frames.Alloc()
 	if id == xdp.NoFrame {
@@ -138,17 +141,18 @@ func (rq *RQ) toFrame(b *rxBuf, n uint32) xdp.FrameID {
 	if b.pool {
 		f.Mem = xdp.MemPagePool
 	}
-	if rq.xdpNFrags > 0 && !rq.fragsToFrame(id) {
+	if rq.xdpNFrags > 0 && !rq.fragsToFrame(id, loc) {
 		return xdp.NoFrame
 	}
-	rq.move(b.page, mem.XDPFrame)
+	rq.move(b.page, loc)
 	return id
 }
 
 // fragsToFrame hands the packet's frags to frame id. Should the frame
 // pool have no shared info left (it is sized so that it does not), the
 // frame is given back and the caller drops the packet, frags included.
-func (rq *RQ) fragsToFrame(id xdp.FrameID) bool {
+// The frags' pages go to loc.
+func (rq *RQ) fragsToFrame(id xdp.FrameID, loc mem.Loc) bool {
 	env := rq.d.env
 	for i := range rq.xdpFrags[:rq.xdpNFrags] {
 		fr := &rq.xdpFrags[i]
@@ -158,7 +162,7 @@ func (rq *RQ) fragsToFrame(id xdp.FrameID) bool {
 		}
 	}
 	for i := range rq.xdpFrags[:rq.xdpNFrags] {
-		rq.move(rq.xdpFrags[i].page, mem.XDPFrame)
+		rq.move(rq.xdpFrags[i].page, loc)
 	}
 	rq.xdpNFrags = 0 // the frame holds them now
 	return true
@@ -191,14 +195,9 @@ func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) bool {
 		if env.Cpumap == nil || !env.Cpumap.Has(int(r.Key)) {
 			return false
 		}
-		f := rq.toFrame(b, n)
+		f := rq.toFrame(b, n, mem.CpumapRing)
 		if f == xdp.NoFrame {
 			return false
-		}
-		if env.Frames.Get(f).NrFrags == 0 {
-			rq.move(b.page, mem.CpumapRing) // moveFrame of one buffer, without the call
-		} else {
-			rq.moveFrame(f, mem.CpumapRing)
 		}
 		return env.Cpumap.Enqueue(c, int(r.Key), f)
 	case bpf.DevMap:
@@ -208,11 +207,10 @@ func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) bool {
 		if _, ok := r.Map.DevMapEntry(r.Key); !ok {
 			return false
 		}
-		f := rq.toFrame(b, n)
+		f := rq.toFrame(b, n, mem.TxQueue)
 		if f == xdp.NoFrame {
 			return false
 		}
-		rq.moveFrame(f, mem.TxQueue)
 		env.Devmap.Enqueue(c, f)
 		return true
 	}
