@@ -227,7 +227,7 @@ func TestVDPAInterruptsAreInjected(t *testing.T) {
 		if tc.virtual {
 			want = costs.IRQVirt
 		}
-		prof := w.Sim.CPU(w.Driver.RQ[0].CPU.ID).Profile()
+		prof := w.Driver.RQ[0].CPU.Profile()
 		assert.Equal(t, want*sim.Duration(irqs), prof[sim.SymVringInterrupt], "%s: each interrupt costs %v", tc.kind, want)
 		assert.Equal(t, tc.virtual, w.Driver.RQ[0].IRQLatency() == costs.IRQLatencyVirt, tc.kind)
 	}
