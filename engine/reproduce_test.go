@@ -166,3 +166,26 @@ func TestPublishedDocIsCurrent(t *testing.T) {
 	}
 	assert.Equal(t, want, doc, "docs/published.md's verdicts are stale: run go test ./engine -run TestPublishedDocIsCurrent -update")
 }
+
+// TestR2TurnaroundProseIsCurrent holds the prose of docs/published.md and
+// tutorial 3 to the buffer turnaround reproduce computes for R2 at MTU
+// 9000 before the fix: a change to the guest's timing moves the figure,
+// and the prose must move with it.
+func TestR2TurnaroundProseIsCurrent(t *testing.T) {
+	rows, err := Reproduce(nil)
+	require.NoError(t, err)
+	var poll float64
+	for _, r := range rows {
+		if r.Config == "r2-mtu9000-before" {
+			poll = r.Usage.PollEveryNS / 1e3
+		}
+	}
+	require.Positive(t, poll, "reproduce gives r2-mtu9000-before's poll interval")
+	want := fmt.Sprintf("every %.1f µs", poll)
+	for _, path := range []string{"../docs/published.md", "../tutorials/03-big-mtu-fix.md"} {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		prose := strings.Join(strings.Fields(string(b)), " ")
+		assert.True(t, strings.Contains(prose, want), "%s should give the model's buffer turnaround as reproduce computes it: %q", path, want)
+	}
+}
