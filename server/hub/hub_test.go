@@ -407,9 +407,9 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	// the socket buffers hold (several 32 KiB snapshots), so the counter
 	// read at the window's edges counts skips of snapshots the reader meets
 	// before or after the window (12 gaps for 10 skips in one CI run).
-	// TestHelloThenSnapshotsAtTheRequestedRate holds the count exact with a reader that
-	// keeps up, and the offered = skipped + written check below holds the
-	// counters together here.
+	// TestHelloThenSnapshotsAtTheRequestedRate holds the count exact with
+	// a reader that keeps up, and the offered = skipped + written check
+	// below holds the counters together here.
 	goodSkipped := goodStats.Skipped - goodAtStart.Skipped
 	// A reader slower than the sampler's 20 ms (this test's own, on a
 	// loaded machine) has snapshots replaced in its mailbox, as it
