@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"ringlab/engine/sim"
+	"ringlab/engine/virtionet"
 )
 
 // DefaultLivenessWindow is how long CheckLiveness lets a world with frames
@@ -25,6 +26,13 @@ type LivenessError struct {
 	Window   sim.Duration // 0 when no event was left
 	Received uint64       // rx_packets so far, every queue
 	Queues   []string
+	// Kernel is true when every stalled queue is in the kernel's own
+	// deadlock, not a lost wakeup of the model's: mergeable buffers, a
+	// next frame larger than all the posted buffers hold, and fewer free
+	// descriptors than virtnet_receive waits for before it refills (so no
+	// refill, no kick, and the host waits for good). A small ring with
+	// 64 KiB GSO frames gets there; the kernel has no way out either.
+	Kernel bool
 }
 
 func (e *LivenessError) Error() string {
@@ -32,8 +40,12 @@ func (e *LivenessError) Error() string {
 	if e.Window == 0 {
 		how = "no event left to run"
 	}
-	return fmt.Sprintf("scenario %q stalled at %d ns (event %d): frames wait, %s since %d ns (%d packets received in all); %s",
-		e.Scenario, e.At, e.Event, how, e.Since, e.Received, strings.Join(e.Queues, "; "))
+	what := "stalled"
+	if e.Kernel {
+		what = "is in the kernel's own deadlock"
+	}
+	return fmt.Sprintf("scenario %q %s at %d ns (event %d): frames wait, %s since %d ns (%d packets received in all); %s",
+		e.Scenario, what, e.At, e.Event, how, e.Since, e.Received, strings.Join(e.Queues, "; "))
 }
 
 // liveness is the state of CheckLiveness: per receive queue, its last
@@ -118,7 +130,7 @@ func (l *liveness) after(w *World, ended bool) {
 
 // stall builds the error, with where each stalled queue stands.
 func (l *liveness) stall(w *World, window sim.Duration, stalled []int) *LivenessError {
-	e := &LivenessError{Scenario: w.Scenario.Name, Event: w.Sim.Queue.Fired(), At: w.Now(), Since: w.Now(), Window: window, Received: w.Received()}
+	e := &LivenessError{Scenario: w.Scenario.Name, Event: w.Sim.Queue.Fired(), At: w.Now(), Since: w.Now(), Window: window, Received: w.Received(), Kernel: true}
 	for _, i := range stalled {
 		rq := w.Driver.RQ[i]
 		vq, dev := rq.VQ, rq.Dev
@@ -143,6 +155,28 @@ func (l *liveness) stall(w *World, window sim.Duration, stalled []int) *Liveness
 				"ring (avail_idx %d, used_idx %d, num_free %d of %d), driver (last_used %d, used_event %d, NAPI %s, callbacks %s, interrupt armed %v, %d kicks, %d refills)",
 			rq.Index, l.q[i].since, host, vq.DeviceLastAvail(), vq.AvailEvent(), vq.UsedFlags(), dev.Unpublished(), size, tr.NextArrival(), c.Wakeups, c.Drops, c.NoBufferDrops,
 			vq.AvailIdx(), vq.UsedIdx(), vq.NumFree(), vq.Size(), vq.LastUsed(), vq.UsedEvent(), napi, cb, rq.IRQArmed(), rq.Stats.Kicks, rq.Stats.Refills))
+		if why, ok := kernelDeadlock(rq); ok {
+			e.Queues[len(e.Queues)-1] += "; " + why
+		} else {
+			e.Kernel = false
+		}
 	}
 	return e
+}
+
+// kernelDeadlock says whether rq waits as the kernel itself would, for
+// good: the host needs more than the posted mergeable buffers hold for
+// its next frame (get_rx_bufs runs out, handle_rx waits for a kick), the
+// driver has taken every used buffer and NAPI is idle, and the free
+// descriptors are not more than min(budget, ring)/2, so virtnet_receive
+// does not refill (and refill_work is not queued): nobody will post a
+// buffer, so nobody kicks.
+func kernelDeadlock(rq *virtionet.RQ) (string, bool) {
+	need, posted, short := rq.Dev.Shortfall()
+	free, limit := rq.VQ.NumFree(), rq.RefillThreshold()
+	if !short || rq.NAPIScheduled() || rq.RefillQueued() || rq.Dev.Unpublished() > 0 || rq.VQ.UsedIdx() != rq.VQ.LastUsed() || free > limit {
+		return "", false
+	}
+	return fmt.Sprintf("the kernel's deadlock: the next frame needs %d bytes, the posted buffers hold %d, "+
+		"and virtnet_receive refills only when more than %d descriptors are free (%d are): no refill, so no kick", need, posted, limit, free), true
 }

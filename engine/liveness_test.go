@@ -72,8 +72,52 @@ func TestLivenessCatchesALostWakeup(t *testing.T) {
 			assert.Contains(t, le.Queues[0], "rx0")
 			assert.Contains(t, le.Queues[0], "host asleep until a kick")
 			assert.Zero(t, le.Window, "nothing is left to run: caught at once")
+			assert.False(t, le.Kernel, "a lost wakeup is the model's, not the kernel's deadlock")
 		})
 	}
+}
+
+// TestKernelDeadlockOnASmallRing is a stall the kernel has too, found by
+// FuzzWorld: 64 KiB GSO frames into a small ring of mergeable buffers.
+// virtnet_receive refills only when more than min(budget, ring)/2
+// descriptors are free, so only ring - min(64, ring)/2 buffers are sure
+// to be posted. Once a smaller frame has taken a few, what is left can
+// hold less than the next 64 KiB frame: get_rx_bufs runs out, handle_rx
+// waits for a kick, and the driver, with too few descriptors free to
+// refill, never kicks. CheckLiveness must call that the kernel's own
+// deadlock. With 128 entries or more, the 96 or more buffers always
+// posted hold a 64 KiB frame even at the smallest size
+// get_mergeable_buf_len gives them (GOOD_PACKET_LEN, 1536 bytes aligned),
+// and the same stream runs.
+func TestKernelDeadlockOnASmallRing(t *testing.T) {
+	build := func(ring int) *World {
+		s, err := scenario.LookupPreset("default")
+		require.NoError(t, err)
+		s.Kernel, s.CPUs, s.RingSize, s.MemoryPages = "6.17", 1, ring, 16384
+		s.Features.MrgRxbuf, s.Features.GuestGSO, s.Features.EventIdx = true, true, true
+		s.Driver.BufferSource = scenario.SourcePagePool
+		s.Consumer = scenario.Consumer{CPU: -1, Context: scenario.FreeProcess, CostNs: 200, RcvbufBytes: 4 << 20}
+		s.Traffic = scenario.Traffic{Kind: scenario.TrafficTCPStream, Proto: "tcp", Flows: 1, DstPort: 5201, RTTUs: 197}
+		s.Device.AvailEvent = scenario.AvailEventPop
+		require.NoError(t, s.Validate())
+		w, err := New(s)
+		require.NoError(t, err)
+		w.CheckLiveness(0)
+		return w
+	}
+	for _, tc := range []struct {
+		ring      int
+		threshold string
+	}{{16, "more than 8 descriptors"}, {64, "more than 32 descriptors"}} {
+		le := requireStall(t, build(tc.ring), 100_000)
+		assert.True(t, le.Kernel, "ring %d: the kernel's own deadlock: %v", tc.ring, le)
+		require.Len(t, le.Queues, 1)
+		assert.Contains(t, le.Queues[0], "virtnet_receive refills only when "+tc.threshold+" are free")
+		assert.Contains(t, le.Error(), "is in the kernel's own deadlock")
+	}
+	w := build(128)
+	require.NoError(t, w.RunPackets(20_000))
+	assert.NoError(t, w.Err(), "128 entries: 96 buffers of 1536 bytes or more always posted")
 }
 
 // TestLivenessWindow: a stalled queue next to a healthy one keeps the

@@ -558,6 +558,29 @@ func (r *RX) planLoneAt(size int, off uint16) (n int, ok, certain bool) {
 	return 0, false, true
 }
 
+// Shortfall reports, for mergeable buffers, what the next frame needs
+// (its bytes and the virtio_net header) against what the posted buffers
+// hold in all: short is true when they hold less, so the host cannot take
+// the frame until the driver posts more (get_rx_bufs finds the ring empty
+// before the frame is placed, and handle_rx waits for a kick). Outside
+// mergeable mode, or with no frame waiting, short is false.
+func (r *RX) Shortfall() (need, posted uint64, short bool) {
+	if !r.mergeable || !r.traffic.Active() {
+		return 0, 0, false
+	}
+	_, size := r.traffic.Peek()
+	need = uint64(size + VirtioNetHdrLen)
+	avail := int(uint16(r.q.AvailIdx() - r.q.DeviceLastAvail()))
+	for k := 0; k < avail; k++ {
+		ci, err := r.q.DeviceChain(r.q.AvailEntry(r.q.DeviceLastAvail() + uint16(k)))
+		if err != nil {
+			return need, posted, false
+		}
+		posted += ci.Writable
+	}
+	return need, posted, posted < need
+}
+
 // plan looks at the available buffers without taking them and says how
 // many a frame of size bytes needs, and how many descriptors they hold.
 // fits is false when the frame cannot fit (small or big mode buffers too

@@ -102,6 +102,15 @@ func (d *Driver) napiPoll(now sim.Time, arg uint64) {
 	c.End()
 }
 
+// RefillThreshold is virtnet_receive's refill condition: it refills only
+// when more than min(budget, ring size)/2 descriptors are free.
+func (rq *RQ) RefillThreshold() int {
+	return min(rq.d.budget, int(rq.VQ.Size())) / 2
+}
+
+// RefillQueued reports whether refill_work is queued (before 6.19).
+func (rq *RQ) RefillQueued() bool { return rq.d.refillQueued }
+
 // receive is virtnet_receive: up to budget packets, then refill when more
 // than half of min(budget, ring) descriptors are free. When the refill
 // cannot allocate (try_fill_recv with GFP_ATOMIC fails), since 6.19 it
