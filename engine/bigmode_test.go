@@ -232,3 +232,39 @@ func TestUsedLengthIsTheDriversCheckAndIDTheRings(t *testing.T) {
 		assert.Zero(t, counter(t, w, "rx_packets"))
 	})
 }
+
+// TestVhostDropsAFrameTooBigForItsBuffer: a host that sends frames larger
+// than the guest's buffers (here 9014 bytes into small mode, the device's
+// MTU not offered, so the guest posts GOOD_PACKET_LEN buffers). vhost's
+// get_rx_bufs takes one buffer (quota 1), finds it too short (its
+// overrun check), gives it back (vhost_discard_vq_desc) and returns
+// UIO_MAXIOV + 1; handle_rx then drops the packet with a truncating
+// recvmsg. So the guest sees nothing of it: no used entry, no
+// rx_length_errors, and the buffer takes the next frame. The engine used
+// to return the buffer used with length 0, which the driver counted as a
+// length error; a hardware device still does so (its behaviour is the
+// device's, not sourced).
+func TestVhostDropsAFrameTooBigForItsBuffer(t *testing.T) {
+	for _, kind := range []string{scenario.DeviceVhost, scenario.DeviceNIC} {
+		t.Run(kind, func(t *testing.T) {
+			w := preset(t, "small-mode", func(s *scenario.Scenario) {
+				s.Features.MTU, s.MTU = false, 9000
+				s.Traffic.Size, s.Traffic.Sizes = 0, []int{64, 9014}
+				s.Device.Kind = kind
+			})
+			require.NoError(t, w.RunPackets(2000))
+			require.NoError(t, w.Err())
+			require.NoError(t, w.Check())
+			tooBig, rx := counter(t, w, "host_too_big"), counter(t, w, "rx_packets")
+			assert.Positive(t, tooBig)
+			if kind == scenario.DeviceVhost {
+				assert.Zero(t, counter(t, w, "rx_length_errors"), "vhost drops it on the host")
+				assert.Zero(t, counter(t, w, "rx_drops"))
+				assert.InDelta(t, float64(rx), float64(tooBig), 64, "every other frame is dropped on the host, the rest received")
+			} else {
+				assert.Equal(t, counter(t, w, "rx_length_errors"), counter(t, w, "rx_drops"), "a hardware device returns it empty")
+				assert.Positive(t, counter(t, w, "rx_length_errors"))
+			}
+		})
+	}
+}

@@ -341,13 +341,34 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			}
 			return irq, irqAt
 		}
-		end := start.Add(r.cost(size, nbuf, ndesc))
+		copied := size
+		if !fits && r.batch {
+			copied = 1 // the truncating recvmsg copies one byte
+		}
+		end := start.Add(r.cost(copied, nbuf, ndesc))
 		if end > t {
 			return irq, irqAt
 		}
 		r.cursor = end
 		r.c.Busy += end.Sub(start)
 		switch {
+		case !fits && r.batch:
+			// vhost-net: get_rx_bufs takes the one buffer (quota 1
+			// outside mergeable mode), finds it too short (the overrun
+			// check), gives it back (vhost_discard_vq_desc) and returns
+			// UIO_MAXIOV + 1; handle_rx drops the packet with a
+			// truncating recvmsg. No used entry: the buffer waits for
+			// the next frame.
+			r.c.TooBig++
+			r.traffic.Advance()
+			r.runPkts++ // vhost_exceeds_weight counts it (++recv_pkts)
+			if r.traffic.NextArrival() > end || r.runPkts >= vhostNetPktWeight {
+				r.endRun()
+				if r.doneIdx > 0 {
+					irq, irqAt = r.publish(end, irq, irqAt)
+				}
+			}
+			continue
 		case !fits:
 			r.discard(nbuf)
 			r.c.TooBig++
@@ -469,10 +490,13 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 		return 0, false
 	}
 	_, size := r.traffic.Peek()
-	nbuf, ndesc, _, ok := r.plan(size, &r.first)
+	nbuf, ndesc, fits, ok := r.plan(size, &r.first)
 	if !ok {
 		// It will find the ring empty when the frame arrives.
 		return 0, false
+	}
+	if !fits && r.batch {
+		size = 1 // dropped with a one-byte truncating recvmsg (CatchUp)
 	}
 	start := r.cursor
 	a := r.traffic.NextArrival()
@@ -548,7 +572,9 @@ func (r *RX) planLoneAt(size int, off uint16) (n int, ok, certain bool) {
 			return 0, false, false
 		}
 		if !r.mergeable {
-			return 1, true, true
+			// A frame too big for its buffer is dropped by vhost
+			// without using it (CatchUp): not certain to publish.
+			return 1, true, uint64(w) >= need || !r.batch
 		}
 		got += uint64(w)
 		if got >= need {
@@ -634,9 +660,12 @@ func (r *RX) writeFirst(head uint16, nbuf, size int) {
 	}
 }
 
-// discard takes nbuf buffers and returns them unused (length 0), as vhost
-// does with a frame it must drop after taking descriptors. The entries
-// are published with the frame (used).
+// discard takes nbuf buffers and returns them unused (length 0), as the
+// hardware devices (nic, vdpa) do here with a frame too big for them; the
+// entries are published with the frame. vhost-net drops such a frame
+// without using a buffer (CatchUp). Whether a hardware device drops,
+// truncates or returns the buffer empty is the device's; nothing the
+// engine models is sourced on it.
 func (r *RX) discard(nbuf int) {
 	for i := 0; i < nbuf; i++ {
 		head, ok := r.q.DevicePop()
