@@ -362,7 +362,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.c.TooBig++
 			r.traffic.Advance()
 			r.runPkts++ // vhost_exceeds_weight counts it (++recv_pkts)
-			if r.traffic.NextArrival() > end || r.runPkts >= vhostNetPktWeight {
+			if r.runEnds(end) {
 				r.endRun()
 				if r.doneIdx > 0 {
 					irq, irqAt = r.publish(end, irq, irqAt)
@@ -439,13 +439,20 @@ func (r *RX) used(end sim.Time, nbuf, size int, irq bool, irqAt sim.Time) (bool,
 	r.runPkts++
 	r.runBytes += size + VirtioNetHdrLen
 	switch {
-	case r.traffic.NextArrival() > end, r.runPkts >= vhostNetPktWeight, r.runBytes >= vhostNetWeight:
+	case r.runEnds(end):
 		r.endRun()
 		return r.publish(end, irq, irqAt)
 	case r.doneIdx > VhostNetBatch:
 		return r.publish(end, irq, irqAt)
 	}
 	return irq, irqAt
+}
+
+// runEnds says whether vhost-net's handle_rx run ends with the frame that
+// ended at end: no frame is waiting (vhost_net_rx_peek_head_len finds
+// none) or the run reached its weight (vhost_exceeds_weight).
+func (r *RX) runEnds(end sim.Time) bool {
+	return r.traffic.NextArrival() > end || r.runPkts >= vhostNetPktWeight || r.runBytes >= vhostNetWeight
 }
 
 // endRun ends a handle_rx run (vhost only).

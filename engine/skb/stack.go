@@ -212,8 +212,9 @@ func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 }
 
 // SetInterruptCPUs says which CPUs take interrupts that raise softirqs
-// (bit i for CPU i; CPUs past 63 are never marked): an application
-// reading on one of them is preempted between skbs by what falls due.
+// (bit i for CPU i; CPU ids are below scenario.MaxCPUs, 64): an
+// application reading on one of them is preempted between skbs by what
+// falls due.
 func (st *Stack) SetInterruptCPUs(mask uint64) { st.irqCPUs = mask }
 
 // Counters returns the stack's counters.
