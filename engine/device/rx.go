@@ -341,37 +341,23 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			}
 			return irq, irqAt
 		}
-		copied := size
 		if !fits && r.batch {
-			copied = 1 // the truncating recvmsg copies one byte
+			size = 1 // vhost drops it: its truncating recvmsg copies one byte (dropTooBig)
 		}
-		end := start.Add(r.cost(copied, nbuf, ndesc))
+		end := start.Add(r.cost(size, nbuf, ndesc))
 		if end > t {
 			return irq, irqAt
 		}
 		r.cursor = end
 		r.c.Busy += end.Sub(start)
 		switch {
-		case !fits && r.batch:
-			// vhost-net: get_rx_bufs takes the one buffer (quota 1
-			// outside mergeable mode), finds it too short (the overrun
-			// check), gives it back (vhost_discard_vq_desc) and returns
-			// UIO_MAXIOV + 1; handle_rx drops the packet with a
-			// truncating recvmsg. No used entry: the buffer waits for
-			// the next frame.
-			r.c.TooBig++
-			r.traffic.Advance()
-			r.runPkts++ // vhost_exceeds_weight counts it (++recv_pkts)
-			if r.runEnds(end) {
-				r.endRun()
-				if r.doneIdx > 0 {
-					irq, irqAt = r.publish(end, irq, irqAt)
-				}
-			}
-			continue
 		case !fits:
-			r.discard(nbuf)
 			r.c.TooBig++
+			if r.batch {
+				irq, irqAt = r.dropTooBig(end, irq, irqAt)
+				continue
+			}
+			r.discard(nbuf)
 		case lone:
 			// deliver of a frame into the one buffer DevicePeekLone
 			// found: no chain to walk, one used entry.
@@ -665,6 +651,24 @@ func (r *RX) writeFirst(head uint16, nbuf, size int) {
 	if !r.mergeable {
 		pf.numBuf = 0
 	}
+}
+
+// dropTooBig is vhost-net with a frame too big for its one buffer (quota
+// 1 outside mergeable mode), ended at end: get_rx_bufs finds the overrun,
+// gives the buffer back (vhost_discard_vq_desc) and returns UIO_MAXIOV +
+// 1, and handle_rx drops the packet with a truncating recvmsg. No used
+// entry: the buffer waits for the next frame. The packet counts towards
+// the run's weight (++recv_pkts); a run it ends publishes the batch.
+func (r *RX) dropTooBig(end sim.Time, irq bool, irqAt sim.Time) (bool, sim.Time) {
+	r.traffic.Advance()
+	r.runPkts++
+	if r.runEnds(end) {
+		r.endRun()
+		if r.doneIdx > 0 {
+			return r.publish(end, irq, irqAt)
+		}
+	}
+	return irq, irqAt
 }
 
 // discard takes nbuf buffers and returns them unused (length 0), as the
