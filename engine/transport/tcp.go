@@ -8,7 +8,8 @@
 // The model is Reno's (RFC 5681) as Linux runs it without its refinements:
 // slow start from an initial window of 10 segments (RFC 6928, Linux's
 // TCP_INIT_CWND), congestion avoidance adding one segment per window of
-// ACKs, one multiplicative decrease per window of data on a loss found by
+// ACKs while the window is what holds the sender (tcp_is_cwnd_limited),
+// one multiplicative decrease per window of data on a loss found by
 // duplicate ACKs (fast retransmit), and a retransmission timeout of at
 // least TCP_RTO_MIN (200 ms) when no later segment arrives to reveal the
 // loss. Linux's default is CUBIC with PRR, pacing and TSO autosizing; what
@@ -133,6 +134,14 @@ type TCP struct {
 	// probed: a tail loss probe went out since the last ACK.
 	probed bool
 
+	// Congestion window validation (tcp_cwnd_validate): the most segments
+	// out in the current window of data, the frame that ends that window,
+	// and whether the window was the limit then. The window grows only
+	// while it is what holds the sender (tcp_is_cwnd_limited).
+	maxPacketsOut int
+	maxPacketsSeq uint64
+	cwndLimited   bool
+
 	ev         []event // ring of events, ordered by time
 	head, size int
 
@@ -234,7 +243,42 @@ func (t *TCP) Take() uint64 {
 	t.c.Segments += uint64(segs)
 	t.linkFree = send.Add(t.wireTime(segs))
 	t.haveNext = false
+	t.validate(t.inflight >= int(t.cwnd))
 	return seq
+}
+
+// validate is tcp_cwnd_validate's bookkeeping, run after tcp_write_xmit
+// sent or found the window full: once per window of data (snd_una past
+// max_packets_seq), or when more is out than recorded, or when the window
+// is the limit, record what is out and whether the window held it.
+func (t *TCP) validate(limited bool) {
+	if t.expected >= t.maxPacketsSeq || t.inflight > t.maxPacketsOut || limited {
+		t.maxPacketsOut = t.inflight
+		t.maxPacketsSeq = t.c.Frames
+		t.cwndLimited = limited
+	}
+}
+
+// grow is Reno's tcp_cong_avoid for segs newly acknowledged segments.
+func (t *TCP) grow(segs int) {
+	if t.cwnd < t.ssthresh {
+		t.cwnd += float64(segs) // slow start
+	} else {
+		t.cwnd += float64(segs) / t.cwnd // congestion avoidance
+	}
+	t.cwnd = min(t.cwnd, 1<<20)
+}
+
+// isCwndLimited is tcp_is_cwnd_limited: in slow start the window may grow
+// to twice what was out; after it, only if the window held the sender
+// back in the last window of data. A sender held by the receiver's window
+// does not grow its own (tcp_reno_cong_avoid and bictcp_cong_avoid return
+// at once).
+func (t *TCP) isCwndLimited() bool {
+	if t.cwnd < t.ssthresh {
+		return t.cwnd < float64(2*t.maxPacketsOut)
+	}
+	return t.cwndLimited
 }
 
 // wireTime is how long segs segments take on the sender's link.
@@ -275,6 +319,8 @@ func (t *TCP) plan() {
 		}
 		if byRcv {
 			t.c.RcvWndLimit++
+		} else {
+			t.validate(true)
 		}
 		if t.size == 0 {
 			if t.inflight > 0 {
@@ -335,12 +381,9 @@ func (t *TCP) apply(s sim.Time) {
 			t.inflight -= int(e.segs)
 			t.c.Acked += uint64(e.segs)
 			t.rwnd = int(e.wnd)
-			if t.cwnd < t.ssthresh {
-				t.cwnd += float64(e.segs) // slow start
-			} else {
-				t.cwnd += float64(e.segs) / t.cwnd // congestion avoidance
+			if t.isCwndLimited() {
+				t.grow(int(e.segs))
 			}
-			t.cwnd = min(t.cwnd, 1<<20)
 		case evWindow:
 			t.rwnd = int(e.wnd)
 		case evLoss:

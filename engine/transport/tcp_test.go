@@ -118,6 +118,43 @@ func TestThroughputIsTheSmallerOfWindowAndLine(t *testing.T) {
 	assert.InDelta(t, 1.0, gbps, 0.01, "line-limited at 1 Gbit/s of wire")
 }
 
+// A sender the receiver's window holds does not grow its own window past
+// what it uses (tcp_is_cwnd_limited: to twice what was out in slow start,
+// not at all after it), so losses then cost throughput: the first halves
+// a window slow start took to twice the receiver's, the second takes it
+// below the receiver's, and the rate falls until it grows back, one
+// segment per round trip, as far as the sender uses it. A window grown on
+// every ACK regardless would stay far above the receiver's, and the
+// losses would cost nothing.
+func TestReceiverLimitedWindowDoesNotGrow(t *testing.T) {
+	const segs = 64
+	cfg := base
+	cfg.RcvWnd = segs * base.MSS
+	run := func(lose bool) (cwnd float64, after uint64) {
+		s := newTCP(t, cfg)
+		b := &bottleneck{t: s, capacity: 1 << 20, wnd: cfg.RcvWnd}
+		at := sim.Time(10 * sim.Millisecond)
+		b.run(t, 0, at)
+		cwnd = s.Cwnd()
+		for range 2 {
+			if lose {
+				_, _, ok := s.Next()
+				require.True(t, ok)
+				s.Take() // lost on the way: the frames behind it reveal it
+			}
+			b.run(t, 0, at+sim.Time(5*base.RTT))
+			at += sim.Time(5 * base.RTT)
+		}
+		return cwnd, b.run(t, at, at+sim.Time(10*base.RTT))
+	}
+	cwnd, clean := run(false)
+	assert.LessOrEqual(t, cwnd, float64(2*segs), "slow start stops at twice what the receiver lets out")
+	assert.GreaterOrEqual(t, cwnd, float64(segs), "the window still covers the receiver's")
+	assert.InDelta(t, 10*segs, clean, segs, "64 segments per RTT without the losses")
+	_, lossy := run(true)
+	assert.Less(t, float64(lossy), 0.85*float64(clean), "the second loss halves a window that was the receiver's: fewer segments over the next 10 RTTs")
+}
+
 // One drop halves the window once (fast retransmit), revealed by the
 // frames behind it; every segment still arrives.
 func TestOneLossHalvesTheWindow(t *testing.T) {
