@@ -42,10 +42,14 @@ func (l Limit) String() string { return l.Why }
 //  3. the ring: nothing is saturated but a host waited at least RingBound
 //     of the window for buffers: the ring's capacity (the buffers in
 //     flight) holds the run.
-//  4. the window: a TCP stream whose sender lost frames over the window
+//  4. the ring again: a TCP stream whose frames were lost mostly for want
+//     of a posted buffer (a vDPA device drops what finds none), nothing
+//     saturated: the ring ran dry, and the sender's window halving on
+//     each loss is its answer to the ring.
+//  5. the window: a TCP stream whose sender lost frames over the window
 //     (its congestion window halves on each) or whose receiver's window
 //     held it back, with nothing saturated.
-//  5. none: nothing is saturated and the ring rarely ran dry; the run
+//  6. none: nothing is saturated and the ring rarely ran dry; the run
 //     waits on latencies (interrupts, wake-ups).
 func LimitOf(u Usage) Limit {
 	if u.OfferedPPS > 0 && u.DeliveredPPS >= WireBound*u.OfferedPPS {
@@ -88,6 +92,9 @@ func LimitOf(u Usage) Limit {
 			Why: fmt.Sprintf("the ring's capacity: no CPU saturated, the host waited %.0f%% of the window for buffers (%d entries)", 100*u.RingWait, u.RingSize)}
 	}
 	switch {
+	case u.TCPLost > 0 && 2*u.RingDrops >= u.TCPLost:
+		return Limit{Kind: ResRing, Name: "the ring",
+			Why: fmt.Sprintf("the ring ran dry: nothing saturated, %d frames found no posted buffer (%d entries) and the sender halved its window on each loss", u.RingDrops, u.RingSize)}
 	case u.TCPLost > 0:
 		return Limit{Kind: ResWindow, Name: "the sender's window",
 			Why: fmt.Sprintf("the sender's congestion window: nothing saturated, %d frames lost over the window, each loss halving it", u.TCPLost)}

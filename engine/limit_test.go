@@ -42,6 +42,9 @@ func TestLimitOf(t *testing.T) {
 		{"nothing saturated, the ring rarely dry: nothing", Usage{CPUs: []Resource{cpu("cpu0", 0.5, 0)}, Hosts: []Resource{host(0.5, 0.05)}, RingWait: 0.05}, ResNone, "nothing"},
 		{"empty", Usage{}, ResNone, "nothing"},
 		{"a stream that loses frames, nothing saturated: the sender's window", Usage{CPUs: []Resource{cpu("cpu0", 0.3, 0)}, TCPLost: 40, TCPRcvWnd: 5}, ResWindow, "the sender's window"},
+		{"a stream that loses frames for want of buffers, nothing saturated: the ring", Usage{CPUs: []Resource{cpu("cpu0", 0.3, 0)}, TCPLost: 40, RingDrops: 40, RingSize: 1024}, ResRing, "the ring"},
+		{"a stream that loses frames mostly at its socket: the sender's window", Usage{CPUs: []Resource{cpu("cpu0", 0.3, 0)}, TCPLost: 40, RingDrops: 10}, ResWindow, "the sender's window"},
+		{"ring drops under a saturated CPU: the CPU", Usage{CPUs: []Resource{cpu("cpu0", 0.97, 0)}, TCPLost: 40, RingDrops: 40}, ResCPU, "cpu0"},
 		{"a stream held by the socket, nothing saturated: the receiver's window", Usage{CPUs: []Resource{cpu("cpu1", 0.8, 0)}, TCPRcvWnd: 100}, ResWindow, "the receiver's window"},
 		{"a stream whose reader is saturated: the CPU, not the window", Usage{CPUs: []Resource{cpu("cpu1", 1, 0)}, TCPRcvWnd: 100}, ResCPU, "cpu1"},
 		{"a stream at its sender's line: the wire", Usage{OfferedPPS: 2e6, DeliveredPPS: 1.98e6, TCPLost: 3}, ResWire, "the wire"},
@@ -95,23 +98,24 @@ func TestLimitOfPresets(t *testing.T) {
 }
 
 // TestRingNeeds: for a row whose published mechanism is the ring's
-// capacity, the verdict says, by Little's law, how long each buffer may
-// be away from the ring for the ring to hold the published rate, and
-// what the run's NAPI polls let it carry.
+// capacity, the verdict says where such a ring runs dry (inside a poll
+// that takes every posted buffer, when they are fewer than the budget)
+// and how close the run came: the frames a poll took, the frames that
+// found no buffer.
 func TestRingNeeds(t *testing.T) {
 	r := Row{Reproduction: scenario.Reproduction{ID: "R2", Unit: "Gbit/s", Published: 8, Mechanism: ResRing},
-		Usage: Usage{RingBuffers: 100, FrameBytes: 1000, PollEveryNS: 10000}, Limit: Limit{Kind: ResCPU, Name: "cpu1"}}
-	// 100 buffers x 8000 bits = 800,000 bits: 100 µs at 8 Gbit/s; one
-	// poll every 10 µs carries 80 Gbit/s.
+		Usage: Usage{RingBuffers: 53, Budget: 64, FramesPerPoll: 11.8, RingDrops: 150}, Limit: Limit{Kind: ResCPU, Name: "cpu1"}}
 	got := r.ringNeeds()
-	assert.Contains(t, got, "a ring of 100 buffers")
-	assert.Contains(t, got, "100 µs on average")
-	assert.Contains(t, got, "one every 10.0 µs")
-	assert.Contains(t, got, "about 80 Gbit/s")
+	assert.Contains(t, got, "a ring of 53 buffers")
+	assert.Contains(t, got, "fewer than the budget of 64")
+	assert.Contains(t, got, "a poll took 11.8 frames on average")
+	assert.Contains(t, got, "150 frames found no buffer")
 	assert.Contains(t, r.limitText(nil), got, "the limit's text carries it when the ring does not limit")
-	r.Usage.PollEveryNS = 0
+	r.Usage.RingBuffers = 204
+	assert.NotContains(t, r.ringNeeds(), "fewer than the budget", "204 buffers outlast a poll")
+	r.Usage.FramesPerPoll = 0
 	assert.Empty(t, r.ringNeeds(), "no polls in the window: nothing to say")
-	r.Limit = Limit{Kind: ResRing, Name: "ring"}
-	r.Usage.PollEveryNS = 10000
-	assert.NotContains(t, r.limitText(nil), "away from the ring", "the ring limits: as published")
+	r.Limit = Limit{Kind: ResRing, Name: "the ring"}
+	r.Usage.FramesPerPoll = 11.8
+	assert.NotContains(t, r.limitText(nil), "runs dry", "the ring limits: as published")
 }

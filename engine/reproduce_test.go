@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/scenario"
 )
 
 // TestReproductionTargets holds the published results to what the model
@@ -167,25 +169,35 @@ func TestPublishedDocIsCurrent(t *testing.T) {
 	assert.Equal(t, want, doc, "docs/published.md's verdicts are stale: run go test ./engine -run TestPublishedDocIsCurrent -update")
 }
 
-// TestR2TurnaroundProseIsCurrent holds the prose of docs/published.md and
-// tutorial 3 to the buffer turnaround reproduce computes for R2 at MTU
-// 9000 before the fix: a change to the guest's timing moves the figure,
-// and the prose must move with it.
-func TestR2TurnaroundProseIsCurrent(t *testing.T) {
+// TestR2PollProseIsCurrent holds the prose of docs/published.md and
+// tutorial 3 to what the model gives for R2 at MTU 9000 before the fix:
+// the frames a NAPI poll takes, as reproduce computes them, and the
+// goodput of the what-if the two tell (a descriptor costing 55 ns). A
+// change to the guest's timing moves the figures, and the prose must
+// move with them.
+func TestR2PollProseIsCurrent(t *testing.T) {
 	rows, err := Reproduce(nil)
 	require.NoError(t, err)
-	var poll float64
+	var perPoll float64
 	for _, r := range rows {
 		if r.Config == "r2-mtu9000-before" {
-			poll = r.Usage.PollEveryNS / 1e3
+			perPoll = r.Usage.FramesPerPoll
 		}
 	}
-	require.Positive(t, poll, "reproduce gives r2-mtu9000-before's poll interval")
-	want := fmt.Sprintf("every %.1f µs", poll)
-	for _, path := range []string{"../docs/published.md", "../tutorials/03-big-mtu-fix.md"} {
+	require.Positive(t, perPoll, "reproduce gives r2-mtu9000-before's frames per poll")
+	s, err := scenario.LookupPreset("r2-mtu9000-before")
+	require.NoError(t, err)
+	s.Costs = map[string]int64{"virtqueue_add": 55}
+	m, err := MeasureUsage(s, "goodput_gbps", ReproWarmup, ReproWindow)
+	require.NoError(t, err)
+	prose := func(path string) string {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
-		prose := strings.Join(strings.Fields(string(b)), " ")
-		assert.True(t, strings.Contains(prose, want), "%s should give the model's buffer turnaround as reproduce computes it: %q", path, want)
+		return strings.Join(strings.Fields(string(b)), " ")
 	}
+	pub, tut := prose("../docs/published.md"), prose("../tutorials/03-big-mtu-fix.md")
+	for _, want := range []string{fmt.Sprintf("a poll takes %.1f frames", perPoll), fmt.Sprintf("%.1f Gbit/s with both CPUs", m.Value)} {
+		assert.Contains(t, pub, want, "docs/published.md should give what the model computes")
+	}
+	assert.Contains(t, tut, fmt.Sprintf("a poll takes some %.0f frames", perPoll), "tutorial 3 should give the frames per poll reproduce computes")
 }

@@ -74,6 +74,13 @@ type Usage struct {
 	RingBuffers int     `json:"ring_buffers"`
 	PollEveryNS float64 `json:"poll_every_ns,omitempty"`
 	FrameBytes  float64 `json:"frame_bytes,omitempty"`
+	// FramesPerPoll is the frames a NAPI poll took on average;
+	// RingDrops the frames a vDPA device dropped over the window for
+	// want of a posted buffer (host_no_buffer_drops).
+	FramesPerPoll float64 `json:"frames_per_poll,omitempty"`
+	RingDrops     uint64  `json:"ring_drops,omitempty"`
+	// Budget is the NAPI budget: the most frames one poll takes.
+	Budget int `json:"napi_budget,omitempty"`
 	// TCPLost and TCPRcvWnd are, for a tcp_stream, the frames its senders
 	// found lost over the window and the times the receiver's window held
 	// them back.
@@ -199,7 +206,7 @@ func (w *World) cpuRoles() []string {
 // usage is what happened between a and b.
 func (w *World) usage(a, b usageSnap) Usage {
 	win := b.t.Sub(a.t)
-	u := Usage{WindowNS: int64(win), OfferedPPS: w.Scenario.Traffic.PPS(), RingSize: w.Scenario.RingSize}
+	u := Usage{WindowNS: int64(win), OfferedPPS: w.Scenario.Traffic.PPS(), RingSize: w.Scenario.RingSize, Budget: w.Scenario.Driver.Budget}
 	if tr := &w.Scenario.Traffic; tr.Kind == scenario.TrafficTCPStream {
 		// A stream offers what its sender's link carries of full frames
 		// (0: an unlimited link offers no rate).
@@ -219,8 +226,10 @@ func (w *World) usage(a, b usageSnap) Usage {
 	if len(w.Driver.RQ) > 0 {
 		u.RingBuffers = w.Scenario.RingSize / w.Driver.RQ[0].DescPerBuf()
 	}
+	u.RingDrops = b.totals["host_no_buffer_drops"] - a.totals["host_no_buffer_drops"]
 	if polls := b.totals["napi_polls"] - a.totals["napi_polls"]; polls > 0 {
 		u.PollEveryNS = float64(win) / float64(polls)
+		u.FramesPerPoll = float64(b.totals["rx_packets"]-a.totals["rx_packets"]) / float64(polls)
 	}
 	if pk := b.totals["rx_packets"] - a.totals["rx_packets"]; pk > 0 {
 		u.FrameBytes = float64(b.totals["rx_bytes"]-a.totals["rx_bytes"]) / float64(pk)

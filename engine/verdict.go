@@ -185,22 +185,25 @@ func Judge(r *Row, base *Row) {
 }
 
 // ringNeeds says, for a row whose published mechanism is the ring's
-// capacity, what that mechanism needs and what the run gave: by Little's
-// law a ring of N buffers carries N buffers' worth of frames per mean
-// time a buffer spends away from the ring (used, until try_fill_recv
-// posts it again), so the published rate with N buffers needs that time
-// to be N x frame / rate; the run's guest takes buffers back at every
-// NAPI poll. Empty when the run gives too little to say it.
+// capacity, what that mechanism needs and what the run gave. A ring
+// holding fewer buffers than the NAPI budget runs dry inside a poll:
+// virtnet_receive takes up to budget used buffers and refills only after
+// its loop (try_fill_recv), so a poll that takes every posted buffer
+// leaves the device none until it ends, and a vDPA device drops what
+// arrives meanwhile; TCP answers each loss by halving its window. The
+// run's polls say how close it came: the frames a poll took on average
+// against the buffers, and the frames that found none. Empty when the
+// run gives too little to say it.
 func (r *Row) ringNeeds() string {
 	u := &r.Usage
-	if r.Unit != "Gbit/s" || r.Published <= 0 || u.RingBuffers <= 0 || u.FrameBytes <= 0 || u.PollEveryNS <= 0 {
+	if r.Unit != "Gbit/s" || u.RingBuffers <= 0 || u.FramesPerPoll <= 0 {
 		return ""
 	}
-	bits := float64(u.RingBuffers) * u.FrameBytes * 8
-	away := bits / (r.Published * 1e9) * 1e6 // µs
-	carries := bits / u.PollEveryNS          // bits per ns: Gbit/s
-	return fmt.Sprintf(" (a ring of %d buffers holds the published %.3g Gbit/s to its capacity only if each buffer is away from the ring %.0f µs on average, %d x %.0f bytes at that rate; here the guest takes used buffers back at every NAPI poll, one every %.1f µs, which lets the ring carry about %.0f Gbit/s)",
-		u.RingBuffers, r.Published, away, u.RingBuffers, u.FrameBytes, u.PollEveryNS/1e3, carries)
+	s := fmt.Sprintf(" (a ring of %d buffers limits a stream where it runs dry: virtnet_receive refills only after its loop", u.RingBuffers)
+	if u.Budget > u.RingBuffers {
+		s += fmt.Sprintf(", and %d buffers are fewer than the budget of %d, so a poll that takes them all leaves the device none until it ends", u.RingBuffers, u.Budget)
+	}
+	return s + fmt.Sprintf("; here a poll took %.1f frames on average and %d frames found no buffer over the window)", u.FramesPerPoll, u.RingDrops)
 }
 
 // limitText says what limits the row (and its baseline) against the
