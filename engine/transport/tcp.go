@@ -82,6 +82,7 @@ const (
 
 type event struct {
 	at   sim.Time
+	seq  uint64 // the frame reported (evAck)
 	kind evKind
 	segs int32
 	wnd  int32 // advertised window in bytes (evAck, evWindow)
@@ -133,6 +134,13 @@ type TCP struct {
 	nextProbe bool
 	// probed: a tail loss probe went out since the last ACK.
 	probed bool
+	// Loss recovery (TCP_CA_Recovery): entered when a report reveals a
+	// loss, left when a frame sent after that (at or past highSeq, the
+	// snd_nxt of then) is reported. In it no tail loss probe is
+	// scheduled: a tail that goes silent waits for the retransmission
+	// timer.
+	inRecovery bool
+	highSeq    uint64
 
 	// Congestion window validation (tcp_cwnd_validate): the most segments
 	// out in the current window of data, the frame that ends that window,
@@ -329,8 +337,10 @@ func (t *TCP) plan() {
 				// two round trips and TCP_TIMEOUT_MIN the sender probes
 				// with one more segment, whose ACK shows the receiver's
 				// hole and starts a fast recovery; if that is lost too,
-				// the retransmission timer.
-				if !t.probed {
+				// or the sender is in recovery already (a probe is
+				// scheduled only in TCP_CA_Open or TCP_CA_CWR), the
+				// retransmission timer.
+				if !t.probed && !t.inRecovery {
 					at := max(s, t.progress.Add(2*t.cfg.RTT+TimeoutMin))
 					t.next, t.nextSegs, t.haveNext, t.nextProbe = at.Add(t.cfg.RTT/2), 1, true, true
 				} else {
@@ -350,6 +360,7 @@ func (t *TCP) plan() {
 // RTO; what is in flight is lost and the window collapses to one segment.
 func (t *TCP) timeout(at sim.Time) {
 	t.c.Timeouts++
+	t.inRecovery = false // TCP_CA_Loss: slow start from one segment, its own state
 	t.ssthresh = max(t.cwnd/2, 2)
 	t.cwnd = 1
 	t.recovery = at.Add(t.cfg.RTT)
@@ -378,6 +389,9 @@ func (t *TCP) apply(s sim.Time) {
 		switch e.kind {
 		case evAck:
 			t.probed = false
+			if t.inRecovery && e.seq >= t.highSeq {
+				t.inRecovery = false // high_seq acknowledged: TCP_CA_Open again
+			}
 			t.inflight -= int(e.segs)
 			t.c.Acked += uint64(e.segs)
 			t.rwnd = int(e.wnd)
@@ -389,6 +403,9 @@ func (t *TCP) apply(s sim.Time) {
 		case evLoss:
 			// Fast retransmit (tcp_enter_recovery): one reduction per
 			// window of data.
+			if !t.inRecovery {
+				t.inRecovery, t.highSeq = true, t.c.Frames
+			}
 			if e.at >= t.recovery {
 				t.c.FastRecovery++
 				t.ssthresh = max(t.cwnd/2, 2)
@@ -423,6 +440,7 @@ func (t *TCP) push(e event) {
 		if e.kind == evAck || e.kind == evWindow {
 			last.wnd = e.wnd
 		}
+		last.seq = max(last.seq, e.seq)
 		t.haveNext, t.nextRTO, t.nextProbe = false, false, false
 		return
 	}
@@ -457,7 +475,7 @@ func (t *TCP) Delivered(at sim.Time, seq uint64, wnd int) {
 		t.c.LostFrames += seq - t.expected
 		t.push(event{at: ackAt, kind: evLoss, segs: lost})
 	}
-	t.push(event{at: ackAt, kind: evAck, segs: t.sent[seq%MaxInFlight], wnd: int32(wnd)})
+	t.push(event{at: ackAt, seq: seq, kind: evAck, segs: t.sent[seq%MaxInFlight], wnd: int32(wnd)})
 	t.expected = seq + 1
 }
 

@@ -220,6 +220,67 @@ func TestTailLossIsProbedThenTimedOut(t *testing.T) {
 	assert.Equal(t, 1.0, s.Cwnd())
 }
 
+// In recovery no loss probe is scheduled (tcp_schedule_loss_probe wants
+// TCP_CA_Open or TCP_CA_CWR): a tail that goes silent there, the
+// retransmissions lost as well, waits for the retransmission timer. Once
+// a frame sent after the loss was found is acknowledged, recovery is over
+// and a silent tail is probed again.
+func TestNoLossProbeInRecovery(t *testing.T) {
+	s := newTCP(t, base)
+	var seqs []uint64
+	for range InitCwnd {
+		_, _, ok := s.Next()
+		require.True(t, ok)
+		seqs = append(seqs, s.Take())
+	}
+	// The first is lost; the second arrives and reveals it; the rest
+	// and everything sent after are lost.
+	s.Delivered(sim.Time(base.RTT/2), seqs[1], 1<<20)
+	for {
+		at, _, ok := s.Next()
+		require.True(t, ok)
+		if at > sim.Time(10*base.RTT) {
+			break
+		}
+		s.Take()
+	}
+	assert.Equal(t, uint64(1), s.Counters().FastRecovery)
+	at, _, ok := s.Next()
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, at, sim.Time(RTOMin), "in recovery the silent tail waits for the timer, not a probe")
+	assert.Zero(t, s.Counters().Probes)
+
+	// A frame sent after the loss was found gets through: recovery ends,
+	// and a tail that goes silent after it is probed.
+	s2 := newTCP(t, base)
+	for range InitCwnd {
+		s2.Next()
+		s2.Take()
+	}
+	for seq := uint64(1); seq < InitCwnd; seq++ { // frame 0 lost, the rest arrive
+		s2.Delivered(sim.Time(base.RTT/2), seq, 1<<20)
+	}
+	at, _, ok = s2.Next()
+	require.True(t, ok)
+	seq := s2.Take()
+	require.GreaterOrEqual(t, seq, uint64(InitCwnd), "sent after the loss was found")
+	s2.Delivered(at, seq, 1<<20)
+	for {
+		at, _, ok := s2.Next()
+		require.True(t, ok)
+		if at > sim.Time(20*base.RTT) {
+			break
+		}
+		s2.Take() // lost
+	}
+	at, _, ok = s2.Next()
+	require.True(t, ok)
+	assert.Less(t, at, sim.Time(RTOMin), "out of recovery a silent tail is probed, well before the timer")
+	s2.Take()
+	assert.Equal(t, uint64(1), s2.Counters().Probes)
+	assert.Zero(t, s2.Counters().Timeouts)
+}
+
 // The receiver's buffer decides how much of a bottleneck Reno uses: with
 // less buffer than the bandwidth-delay product the window's halvings
 // leave the link idle; with more, it stays busy. This is what a ring too
