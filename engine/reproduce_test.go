@@ -197,7 +197,9 @@ func TestR2PollProseIsCurrent(t *testing.T) {
 	}
 	pub, tut := prose("../docs/published.md"), prose("../tutorials/03-big-mtu-fix.md")
 	for _, want := range []string{fmt.Sprintf("a poll takes %.1f frames", perPoll), fmt.Sprintf("%.1f Gbit/s with both CPUs", m.Value)} {
-		assert.Contains(t, pub, want, "docs/published.md should give what the model computes")
+		assert.True(t, strings.Contains(pub, want), "docs/published.md should say %q, what the model computes", want)
 	}
-	assert.Contains(t, tut, fmt.Sprintf("a poll takes some %.0f frames", perPoll), "tutorial 3 should give the frames per poll reproduce computes")
+	want := fmt.Sprintf("a poll takes some %.0f frames", perPoll)
+	assert.True(t, strings.Contains(tut, want), "tutorial 3 should say %q, the frames per poll reproduce computes", want)
+	assert.Equal(t, ResRing, m.Limit.Kind, "the what-if is limited by the ring, as the prose says: %s", m.Limit.Why)
 }

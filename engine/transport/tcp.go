@@ -29,7 +29,10 @@ import (
 const (
 	InitCwnd   = 10                    // TCP_INIT_CWND
 	RTOMin     = 200 * sim.Millisecond // TCP_RTO_MIN
-	TimeoutMin = 2 * sim.Millisecond   // TCP_TIMEOUT_MIN: 2 jiffies at HZ=1000
+	TimeoutMin = 2 * Jiffy             // TCP_TIMEOUT_MIN: 2 jiffies
+	// Jiffy is the timer tick at HZ=1000, the granularity of TCP's
+	// retransmission and loss probe timers.
+	Jiffy = sim.Millisecond
 	// GSOMaxSize is the largest TSO/GSO packet a Linux sender builds
 	// (GSO_LEGACY_MAX_SIZE, 65536 bytes of IP packet).
 	GSOMaxSize = 65536
@@ -92,7 +95,7 @@ type event struct {
 //
 // Tail losses: when nothing comes back and the window is closed, the
 // sender sends a tail loss probe (RACK-TLP, RFC 8985; Linux since 4.18)
-// after 2 RTT + TCP_TIMEOUT_MIN; the probe's report reveals the hole and
+// after 2 RTT, rounded up to whole jiffies, + TCP_TIMEOUT_MIN; the probe's report reveals the hole and
 // the window halves. Only when the probe is lost too does the
 // retransmission timer collapse the window.
 type TCP struct {
@@ -341,7 +344,7 @@ func (t *TCP) plan() {
 				// scheduled only in TCP_CA_Open or TCP_CA_CWR), the
 				// retransmission timer.
 				if !t.probed && !t.inRecovery {
-					at := max(s, t.progress.Add(2*t.cfg.RTT+TimeoutMin))
+					at := max(s, t.progress.Add(t.probeTimeout()))
 					t.next, t.nextSegs, t.haveNext, t.nextProbe = at.Add(t.cfg.RTT/2), 1, true, true
 				} else {
 					at := max(s, t.progress.Add(t.rto()))
@@ -368,6 +371,14 @@ func (t *TCP) timeout(at sim.Time) {
 	t.expected = t.c.Frames
 	t.progress = at
 	t.nextRTO = false
+}
+
+// probeTimeout is tcp_schedule_loss_probe's timeout with more than one
+// segment out: usecs_to_jiffies(2 srtt), which rounds up to whole
+// jiffies, plus TCP_TIMEOUT_MIN.
+func (t *TCP) probeTimeout() sim.Duration {
+	j := (2*t.cfg.RTT + Jiffy - 1) / Jiffy
+	return j*Jiffy + TimeoutMin
 }
 
 // rto is the retransmission timeout: Linux's max(TCP_RTO_MIN, srtt +

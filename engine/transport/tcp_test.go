@@ -176,7 +176,7 @@ func TestOneLossHalvesTheWindow(t *testing.T) {
 }
 
 // A loss nothing reveals (no frame behind it arrives) is probed first: a
-// tail loss probe after 2 RTT + TCP_TIMEOUT_MIN, whose report shows the
+// tail loss probe after 2 RTT in whole jiffies + TCP_TIMEOUT_MIN, whose report shows the
 // hole and halves the window. If the probe is lost too, the sender waits
 // for the retransmission timeout, at least TCP_RTO_MIN, and restarts from
 // one segment.
@@ -195,7 +195,10 @@ func TestTailLossIsProbedThenTimedOut(t *testing.T) {
 	s := lostWindow()
 	at, segs, ok := s.Next()
 	require.True(t, ok, "the probe")
-	assert.Equal(t, sim.Time(2*base.RTT+TimeoutMin+base.RTT/2), at)
+	// usecs_to_jiffies(2 x 100 µs) rounds up to one jiffy, plus
+	// TCP_TIMEOUT_MIN's two: 3 ms after the last send, then half a
+	// round trip to the receiver.
+	assert.Equal(t, sim.Time(3*Jiffy+base.RTT/2), at)
 	assert.Equal(t, 1, segs)
 	seq := s.Take()
 	assert.Equal(t, uint64(1), s.Counters().Probes)
