@@ -28,3 +28,10 @@ func benchPreset(b *testing.B, name string) {
 func BenchmarkPresetXDPDrop(b *testing.B) { benchPreset(b, "xdp-drop") }
 func BenchmarkPresetXDPPass(b *testing.B) { benchPreset(b, "xdp-pass") }
 func BenchmarkPresetCpumap(b *testing.B)  { benchPreset(b, "cpumap") }
+
+// A TCP stream into big buffers on a vDPA ring: the sender model, the
+// socket and the receive window in the loop.
+func BenchmarkPresetTCPStream(b *testing.B) { benchPreset(b, "r2-mtu9000-after") }
+
+// A TCP stream through a cpumap on vhost-net.
+func BenchmarkPresetTCPCpumap(b *testing.B) { benchPreset(b, "r1-upstream") }
