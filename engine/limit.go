@@ -94,7 +94,7 @@ func LimitOf(u Usage) Limit {
 	switch {
 	case u.TCPLost > 0 && 2*u.RingDrops >= u.TCPLost:
 		return Limit{Kind: ResRing, Name: "the ring",
-			Why: fmt.Sprintf("the ring ran dry: nothing saturated, %d frames found no posted buffer (%d entries) and the sender halved its window on each loss", u.RingDrops, u.RingSize)}
+			Why: fmt.Sprintf("the ring ran dry: nothing saturated, %d frames found no posted buffer (%s) and the sender halved its window on each loss", u.RingDrops, u.ringText())}
 	case u.TCPLost > 0:
 		return Limit{Kind: ResWindow, Name: "the sender's window",
 			Why: fmt.Sprintf("the sender's congestion window: nothing saturated, %d frames lost over the window, each loss halving it", u.TCPLost)}
@@ -118,4 +118,13 @@ func busiest(rs []Resource) int {
 		}
 	}
 	return best
+}
+
+// ringText says what the receive ring holds: its buffers, when known, in
+// its entries.
+func (u *Usage) ringText() string {
+	if u.RingBuffers > 0 && u.RingBuffers != u.RingSize {
+		return fmt.Sprintf("%d buffers in %d entries", u.RingBuffers, u.RingSize)
+	}
+	return fmt.Sprintf("%d entries", u.RingSize)
 }

@@ -102,6 +102,17 @@ var dropCounters = []struct{ name, reason string }{
 	{"socket_drops", "socket receive queue full"},
 }
 
+// UsageMark is what the world's resources had done at one instant; the
+// Usage between two marks is what they did over the window between them
+// (UsageBetween), the input of LimitOf.
+type UsageMark struct{ s usageSnap }
+
+// MarkUsage marks the world's resource use now.
+func (w *World) MarkUsage() UsageMark { return UsageMark{w.usageSnap()} }
+
+// UsageBetween is what the resources did from mark a to mark b.
+func (w *World) UsageBetween(a, b UsageMark) Usage { return w.usage(a.s, b.s) }
+
 // usageSnap is what Usage is computed from, read at each end of the
 // window.
 type usageSnap struct {

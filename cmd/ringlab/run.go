@@ -98,7 +98,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&sets, "set", "set the scenario field at a JSON `PATH=VALUE` before running (repeatable; see above)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: ringlab run [--packets N | --duration D] [--set PATH=VALUE ...] [--trace N] [--json] [--xdp-object FILE [--xdp-program NAME]] FILE|PRESET\n\n")
-		fmt.Fprintf(stderr, "Runs a scenario headless and prints a summary: simulated time, packets,\nrates, CPU utilisation, the driver's counters, the page_pool stats and\nwhere the pages are. With --trace, the first events come first, one a\nline (in the JSON, as \"trace\"). With --costs, the cost table follows:\neach constant sourced (a benchmark, a commit text), an estimate, or fitted\non one published result; the fields a preset fitted are always listed.\n\n")
+		fmt.Fprintf(stderr, "Runs a scenario headless and prints a summary: simulated time, packets,\nrates, CPU utilisation, what limits the run (the rule ringlab reproduce\nuses, over the run's last four fifths), the driver's counters, the\npage_pool stats and where the pages are. With --trace, the first events come first, one a\nline (in the JSON, as \"trace\"). With --costs, the cost table follows:\neach constant sourced (a benchmark, a commit text), an estimate, or fitted\non one published result; the fields a preset fitted are always listed.\n\n")
 		fmt.Fprint(stderr, setHelp)
 		fmt.Fprintf(stderr, "\nPresets: %s\n\nFlags:\n", strings.Join(scenario.PresetNames(), ", "))
 		fs.PrintDefaults()
@@ -193,14 +193,27 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	// The trace's events count towards the run: --packets and --duration
 	// are from the start.
+	// What limits the run is read over its last four fifths, past the
+	// start (slow start, the first refill) that a run of a few packets
+	// would otherwise be all about.
+	var mark engine.UsageMark
 	if err == nil && *duration > 0 {
-		err = runUntil(w, sim.Time(duration.Nanoseconds()))
+		end := sim.Time(duration.Nanoseconds())
+		err = runUntil(w, max(w.Now(), end/5))
+		mark = w.MarkUsage()
+		if err == nil {
+			err = runUntil(w, end)
+		}
 	} else if err == nil {
 		n := *packets
 		if n == 0 {
 			n = defaultRunPackets
 		}
-		err = runPackets(w, n)
+		err = runPackets(w, max(w.Received(), n/5))
+		mark = w.MarkUsage()
+		if err == nil {
+			err = runPackets(w, n)
+		}
 	}
 	if err != nil {
 		if *asJSON && *trace > 0 {
@@ -211,14 +224,16 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	wall := time.Since(start)
 	sum := w.Summarize()
+	limit := engine.LimitOf(w.UsageBetween(mark, w.MarkUsage()))
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		out := struct {
 			engine.Summary
+			Limit  engine.Limit   `json:"limit"`
 			Fitted []scenario.Fit `json:"fitted,omitempty"`
 			Costs  []costRow      `json:"costs,omitempty"`
-		}{Summary: sum, Fitted: s.Fitted}
+		}{Summary: sum, Limit: limit, Fitted: s.Fitted}
 		if *showCosts {
 			out.Costs = costRows(w)
 		}
@@ -239,7 +254,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	printSummary(stdout, sum, wall)
+	printSummary(stdout, sum, wall, limit)
 	printFitted(stdout, &w.Scenario)
 	if *showCosts {
 		printCosts(stdout, costRows(w))
@@ -444,7 +459,7 @@ func xdpLooped(w *engine.World) error {
 	return nil
 }
 
-func printSummary(w io.Writer, s engine.Summary, wall time.Duration) {
+func printSummary(w io.Writer, s engine.Summary, wall time.Duration, limit engine.Limit) {
 	fmt.Fprintf(w, "scenario %s (%s receive buffers)\n", s.Scenario, s.Mode)
 	fmt.Fprintf(w, "simulated %s, %d packets, %.3f Mpps, %.3f Gbit/s (%d events in %s of wall time)\n",
 		time.Duration(s.SimTimeNS), s.Packets, s.PPS/1e6, s.Gbps, s.Events, wall.Round(time.Millisecond))
@@ -453,6 +468,7 @@ func printSummary(w io.Writer, s engine.Summary, wall time.Duration) {
 		fmt.Fprintf(w, " cpu%d %.0f%%", i, u*100)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "limited by (over the run's last four fifths): %s\n", limit.Why)
 	for _, f := range s.XDPFaults {
 		fmt.Fprintf(w, "XDP program aborted (last fault): %s\n", f)
 	}

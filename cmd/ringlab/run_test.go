@@ -52,6 +52,29 @@ func TestRunTextAndDuration(t *testing.T) {
 	assert.Contains(t, out, "simulated 1ms")
 }
 
+// TestRunSaysWhatLimitsIt: the summary names the resource that limits the
+// run (engine.LimitOf over its last four fifths), in the text and the
+// JSON: the NAPI CPU at line rate for xdp-drop, and for R2's what-if (a
+// descriptor at 55 ns) the ring running dry, where the preset itself is
+// held by the reader's CPU.
+func TestRunSaysWhatLimitsIt(t *testing.T) {
+	code, out, errs := runCLI("run", "--packets", "20000", "xdp-drop")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, "limited by (over the run's last four fifths): cpu0 busy")
+
+	limit := func(args ...string) map[string]any {
+		code, out, errs := runCLI(append([]string{"run", "--packets", "100000", "--json"}, args...)...)
+		require.Equal(t, exitOK, code, errs)
+		var got struct{ Limit map[string]any }
+		require.NoError(t, json.Unmarshal([]byte(out), &got))
+		return got.Limit
+	}
+	assert.Equal(t, "cpu1", limit("r2-mtu9000-before")["name"])
+	ring := limit("--set", "costs.virtqueue_add=55", "r2-mtu9000-before")
+	assert.Equal(t, "ring", ring["kind"])
+	assert.Contains(t, ring["why"], "53 buffers in 1024 entries")
+}
+
 // TestRunTrace: --trace prints the first events, one a line, before the
 // summary (in the JSON, as "trace"), and the run still ends where asked.
 func TestRunTrace(t *testing.T) {
