@@ -75,6 +75,9 @@ func TestPerfTop(t *testing.T) {
 		}
 	}
 	assert.True(t, renamed, "the pool's allocation is listed: %v", before)
+	// What limits the run over the same window, by reproduce's rule.
+	p.waitJS(`document.getElementById("perf-limit").textContent.startsWith("limited by: ")`, 30*time.Second)
+	assert.NotEmpty(t, eval[string](p, `document.querySelector("#perf-limit .perf-limit-line").dataset.kind`))
 	screenshot(t, p.ctx, "perf-top-r3-off")
 	p.do(chromedp.ScrollIntoView(chromedp.ID("perf-h")))
 	b, err := chromedp.Run(timeout(t, p.ctx, 30*time.Second), chromedp.Screenshot(chromedp.ID("perf-cpus")))

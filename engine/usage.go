@@ -246,13 +246,24 @@ func (w *World) usage(a, b usageSnap) Usage {
 		u.FrameBytes = float64(b.totals["rx_bytes"]-a.totals["rx_bytes"]) / float64(pk)
 	}
 	roles := w.cpuRoles()
+	// Marks of another world's shape (a CPU or a queue more or fewer)
+	// read what the older one lacks as nothing.
+	at := func(d []sim.Duration, i int) sim.Duration {
+		if i < len(d) {
+			return d[i]
+		}
+		return 0
+	}
 	for i := range b.cpuBusy {
-		busy := share(b.cpuBusy[i] - a.cpuBusy[i])
+		if i >= len(roles) {
+			break
+		}
+		busy := share(b.cpuBusy[i] - at(a.cpuBusy, i))
 		if busy > 1 {
 			busy = 1 // a CPU's cursor may run a batch ahead of the window's end
 		}
 		u.CPUs = append(u.CPUs, Resource{Kind: ResCPU, Name: fmt.Sprintf("cpu%d", i), Role: roles[i],
-			Busy: busy, Wait: share(b.cpuSpin[i] - a.cpuSpin[i])})
+			Busy: busy, Wait: share(b.cpuSpin[i] - at(a.cpuSpin, i))})
 	}
 	host := "vhost worker"
 	switch w.Scenario.Device.Kind {
@@ -263,7 +274,7 @@ func (w *World) usage(a, b usageSnap) Usage {
 	}
 	for i := range b.hostBusy {
 		h := Resource{Kind: ResHost, Name: fmt.Sprintf("host rx%d", i), Role: host,
-			Busy: share(b.hostBusy[i] - a.hostBusy[i]), Wait: share(b.hostWait[i] - a.hostWait[i])}
+			Busy: share(b.hostBusy[i] - at(a.hostBusy, i)), Wait: share(b.hostWait[i] - at(a.hostWait, i))}
 		u.Hosts = append(u.Hosts, h)
 		if h.Wait > u.RingWait {
 			u.RingWait = h.Wait

@@ -26,6 +26,10 @@ type PerfState struct {
 	WindowNs int64          `json:"window_ns"` // the window's length in simulated time
 	AtNs     int64          `json:"at_ns"`     // its end: the pane's time
 	CPUs     []PerfCPUState `json:"cpus"`      // the CPUs, then each vhost worker
+	// Limit is what limits the run over the same window, by the rule
+	// ringlab reproduce and ringlab run use (engine.LimitOf); nil until
+	// the pane has a window.
+	Limit *engine.Limit `json:"limit,omitempty"`
 }
 
 // PerfCPUState is one CPU's top symbols: by share of the window, the
@@ -53,6 +57,11 @@ type PerfRowState struct {
 type perfMarks struct {
 	prev, last engine.PerfSample
 	cur        engine.PerfSample // the sample of the latest refresh, reused
+	// The resources' use at the same marks (engine.MarkUsage), and what
+	// limits the run from prev to the latest refresh.
+	prevU, lastU engine.UsageMark
+	haveU        int // how many of prevU, lastU are set
+	limit        *engine.Limit
 }
 
 // observe samples w at a refresh and rolls the marks. A world that went
@@ -61,9 +70,18 @@ func (m *perfMarks) observe(w *engine.World) {
 	w.SamplePerf(&m.cur)
 	if m.cur.T < m.last.T || m.cur.T < m.prev.T || len(m.last.CPUs) != len(m.cur.CPUs) && m.last.CPUs != nil {
 		m.prev, m.last = engine.PerfSample{}, engine.PerfSample{}
+		m.haveU = 0
 	}
+	curU := w.MarkUsage()
 	if m.cur.T.Sub(m.last.T) >= PerfWindow {
 		m.prev, m.last = m.last, copySample(m.prev, &m.cur)
+		m.prevU, m.lastU = m.lastU, curU
+		m.haveU = min(m.haveU+1, 2)
+	}
+	m.limit = nil
+	if m.haveU == 2 && m.prev.T < m.cur.T {
+		l := engine.LimitOf(w.UsageBetween(m.prevU, curU))
+		m.limit = &l
 	}
 }
 
@@ -89,7 +107,7 @@ func (m *perfMarks) state(v kernel.Version) *PerfState {
 	if err != nil || len(all) != len(win) {
 		return nil
 	}
-	out := &PerfState{WindowNs: int64(m.cur.T.Sub(m.prev.T)), AtNs: int64(m.cur.T)}
+	out := &PerfState{WindowNs: int64(m.cur.T.Sub(m.prev.T)), AtNs: int64(m.cur.T), Limit: m.limit}
 	for i, pc := range win {
 		rows := pc.Rows
 		if len(rows) == 0 {

@@ -66,3 +66,26 @@ func TestPerfAndEventsNameFunctionsAtTheKernel(t *testing.T) {
 	}
 	assert.Positive(t, renamed, "the last events include the pool's allocation")
 }
+
+// TestPerfStateSaysWhatLimits: once a pane has a window, its perf top
+// says what limits the run over it, by the rule of ringlab reproduce:
+// the NAPI CPU for xdp-drop at line rate. Before two marks there is no
+// window to judge and no limit.
+func TestPerfStateSaysWhatLimits(t *testing.T) {
+	c, _ := New("preset=xdp-drop&speed=0")
+	st := c.state()
+	require.NotNil(t, st.Panes[0].Perf)
+	assert.Nil(t, st.Panes[0].Perf.Limit, "no window yet")
+	for range 4 {
+		c.Handle(Step{UnitPacket, 5000})
+		settleC(t, c)
+	}
+	st = c.state()
+	l := st.Panes[0].Perf.Limit
+	require.NotNil(t, l, "a window: a limit")
+	assert.Equal(t, "cpu", l.Kind, l.Why)
+	assert.Equal(t, "cpu0", l.Name)
+	b, err := MarshalOut(st)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"limit":{"kind":"cpu"`)
+}

@@ -21,6 +21,19 @@
     box.textContent = "";
     $("perf-window").textContent = panes.length ?
       `Over the last ${us(panes[0].perf.window_ns)} of simulated time (to ${us(panes[0].perf.at_ns)}), beside the share since the start.` : "";
+    // What limits the run over the same window (engine.LimitOf, the rule
+    // of ringlab reproduce): one line a pane.
+    const lim = $("perf-limit");
+    lim.textContent = "";
+    panes.forEach((p, i) => {
+      if (!p.perf.limit) return;
+      const line = document.createElement("span");
+      line.className = "perf-limit-line";
+      line.dataset.pane = String(i);
+      line.dataset.kind = p.perf.limit.kind;
+      line.textContent = (panes.length > 1 ? "ABCD"[i] + " " : "") + "limited by: " + p.perf.limit.why;
+      lim.append(line);
+    });
     panes.forEach((p, i) => {
       for (const c of p.perf.cpus) {
         const t = document.createElement("table");
