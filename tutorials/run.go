@@ -31,23 +31,30 @@ type Options struct {
 	Cache *Cache
 }
 
-// Cache remembers engine.Measure results. A measurement is a pure
+// Cache remembers engine.MeasureUsage results. A measurement is a pure
 // function of the scenario, metric and windows, so sessions may share
 // one safely.
 type Cache struct {
 	mu sync.Mutex
-	m  map[string]float64
+	m  map[string]measured
+}
+
+// measured is what a measurement keeps: the metric's value and what
+// limited the run over its window (engine.LimitOf).
+type measured struct {
+	v     float64
+	limit engine.Limit
 }
 
 // NewCache returns an empty cache.
-func NewCache() *Cache { return &Cache{m: map[string]float64{}} }
+func NewCache() *Cache { return &Cache{m: map[string]measured{}} }
 
-func (c *Cache) measure(s scenario.Scenario, metric string, warmup, window int64) (float64, error) {
+func (c *Cache) measure(s scenario.Scenario, metric string, warmup, window int64) (measured, error) {
 	var key string
 	if c != nil {
 		raw, err := json.Marshal(s)
 		if err != nil {
-			return 0, err
+			return measured{}, err
 		}
 		key = fmt.Sprintf("%s|%d|%d|%s", metric, warmup, window, raw)
 		c.mu.Lock()
@@ -57,10 +64,11 @@ func (c *Cache) measure(s scenario.Scenario, metric string, warmup, window int64
 			return v, nil
 		}
 	}
-	v, err := engine.Measure(s, metric, sim.Duration(warmup), sim.Duration(window))
+	m, err := engine.MeasureUsage(s, metric, sim.Duration(warmup), sim.Duration(window))
 	if err != nil {
-		return 0, err
+		return measured{}, err
 	}
+	v := measured{m.Value, m.Limit}
 	if c != nil {
 		c.mu.Lock()
 		c.m[key] = v
@@ -439,27 +447,28 @@ func (s *Session) config(name string) (scenario.Scenario, error) {
 	return scenario.LookupPreset(name)
 }
 
-func (s *Session) measureOne(config, metric string, d *Directive) (float64, error) {
+func (s *Session) measureOne(config, metric string, d *Directive) (measured, error) {
 	sc, err := s.config(config)
 	if err != nil {
-		return 0, err
+		return measured{}, err
 	}
 	return s.opts.Cache.measure(sc, metric, d.WarmupNS, d.WindowNS)
 }
 
 func (s *Session) measure(d *Directive, it *Item) {
-	v, err := s.measureOne(d.Config, d.Metric, d)
+	m, err := s.measureOne(d.Config, d.Metric, d)
 	if err != nil {
 		s.fail(it, err)
 		return
 	}
-	s.bind[d.Name] = Num(v)
-	line := fmt.Sprintf("%s = %s %s = %s (warmup %s, window %s)", d.Name, d.Config, d.Metric, FormatNumber(v),
+	s.bind[d.Name] = Num(m.v)
+	s.bind[d.Name+".limit"] = Str(m.limit.Kind)
+	line := fmt.Sprintf("%s = %s %s = %s (warmup %s, window %s)", d.Name, d.Config, d.Metric, FormatNumber(m.v),
 		fmtTime(d.WarmupNS), fmtTime(d.WindowNS))
 	if p, ok := published(d.Config, d.Metric); ok {
 		line += fmt.Sprintf("; published: %s %s", FormatNumber(p.Published), p.Unit)
 	}
-	it.Output = append(it.Output, line)
+	it.Output = append(it.Output, line, fmt.Sprintf("%s.limit = %q: %s", d.Name, m.limit.Kind, m.limit.Why))
 }
 
 func published(config, metric string) (scenario.Reproduction, bool) {
@@ -472,18 +481,20 @@ func published(config, metric string) (scenario.Reproduction, bool) {
 }
 
 func (s *Session) compare(d *Directive, it *Item) {
-	a, err := s.measureOne(d.Config, d.Metric, d)
+	ma, err := s.measureOne(d.Config, d.Metric, d)
 	if err != nil {
 		s.fail(it, err)
 		return
 	}
-	b, err := s.measureOne(d.ConfigB, d.Metric, d)
+	mb, err := s.measureOne(d.ConfigB, d.Metric, d)
 	if err != nil {
 		s.fail(it, err)
 		return
 	}
+	a, b := ma.v, mb.v
 	n := d.Name
 	s.bind[n+".a"], s.bind[n+".b"] = Num(a), Num(b)
+	s.bind[n+".a_limit"], s.bind[n+".b_limit"] = Str(ma.limit.Kind), Str(mb.limit.Kind)
 	ratio := "-"
 	if a != 0 {
 		s.bind[n+".ratio"] = Num(b / a)
@@ -492,7 +503,8 @@ func (s *Session) compare(d *Directive, it *Item) {
 	it.Output = append(it.Output,
 		fmt.Sprintf("%s.a = %s %s = %s", n, d.Config, d.Metric, FormatNumber(a)),
 		fmt.Sprintf("%s.b = %s %s = %s", n, d.ConfigB, d.Metric, FormatNumber(b)),
-		fmt.Sprintf("%s.ratio = b / a = %s", n, ratio))
+		fmt.Sprintf("%s.ratio = b / a = %s", n, ratio),
+		fmt.Sprintf("%s.a_limit = %q, %s.b_limit = %q: %s; %s", n, ma.limit.Kind, n, mb.limit.Kind, ma.limit.Why, mb.limit.Why))
 	pa, okA := published(d.Config, d.Metric)
 	pb, okB := published(d.ConfigB, d.Metric)
 	if okA && okB {
