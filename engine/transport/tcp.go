@@ -95,8 +95,9 @@ type event struct {
 //
 // Tail losses: when nothing comes back and the window is closed, the
 // sender sends a tail loss probe (RACK-TLP, RFC 8985; Linux since 4.18)
-// after 2 RTT, rounded up to whole jiffies, + TCP_TIMEOUT_MIN; the probe's report reveals the hole and
-// the window halves. Only when the probe is lost too does the
+// after 2 RTT, rounded up to whole jiffies, and TCP_TIMEOUT_MIN; the
+// probe's report reveals the hole and the window halves. Only when the
+// probe is lost too, or the sender is in recovery already, does the
 // retransmission timer collapse the window.
 type TCP struct {
 	cfg TCPConfig
@@ -137,11 +138,11 @@ type TCP struct {
 	nextProbe bool
 	// probed: a tail loss probe went out since the last ACK.
 	probed bool
-	// Loss recovery (TCP_CA_Recovery): entered when a report reveals a
-	// loss, left when a frame sent after that (at or past highSeq, the
-	// snd_nxt of then) is reported. In it no tail loss probe is
-	// scheduled: a tail that goes silent waits for the retransmission
-	// timer.
+	// Loss recovery (TCP_CA_Recovery, or TCP_CA_Loss after a timeout):
+	// entered when a report reveals a loss or the timer fires, left when
+	// a frame sent after that (at or past highSeq, the snd_nxt of then)
+	// is reported. In it no tail loss probe is scheduled: a tail that
+	// goes silent waits for the retransmission timer.
 	inRecovery bool
 	highSeq    uint64
 
@@ -363,7 +364,8 @@ func (t *TCP) plan() {
 // RTO; what is in flight is lost and the window collapses to one segment.
 func (t *TCP) timeout(at sim.Time) {
 	t.c.Timeouts++
-	t.inRecovery = false // TCP_CA_Loss: slow start from one segment, its own state
+	// TCP_CA_Loss: no probe either until what was out is acknowledged.
+	t.inRecovery, t.highSeq = true, t.c.Frames
 	t.ssthresh = max(t.cwnd/2, 2)
 	t.cwnd = 1
 	t.recovery = at.Add(t.cfg.RTT)

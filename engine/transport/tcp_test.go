@@ -221,6 +221,14 @@ func TestTailLossIsProbedThenTimedOut(t *testing.T) {
 	s.Take()
 	assert.Equal(t, uint64(1), s.Counters().Timeouts)
 	assert.Equal(t, 1.0, s.Cwnd())
+	// The retransmission is lost as well: TCP_CA_Loss schedules no probe,
+	// the timer fires again.
+	next, _, ok := s.Next()
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, next, at.Add(RTOMin), "in TCP_CA_Loss the timer again, not a probe")
+	s.Take()
+	assert.Equal(t, uint64(1), s.Counters().Probes)
+	assert.Equal(t, uint64(2), s.Counters().Timeouts)
 }
 
 // In recovery no loss probe is scheduled (tcp_schedule_loss_probe wants
@@ -251,6 +259,12 @@ func TestNoLossProbeInRecovery(t *testing.T) {
 	at, _, ok := s.Next()
 	require.True(t, ok)
 	assert.GreaterOrEqual(t, at, sim.Time(RTOMin), "in recovery the silent tail waits for the timer, not a probe")
+	assert.Zero(t, s.Counters().Probes)
+	s.Take() // the timer's retransmission, lost too
+	require.Equal(t, uint64(1), s.Counters().Timeouts)
+	next, _, ok := s.Next()
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, next, at.Add(RTOMin), "TCP_CA_Loss after the timer: no probe either")
 	assert.Zero(t, s.Counters().Probes)
 
 	// A frame sent after the loss was found gets through: recovery ends,
