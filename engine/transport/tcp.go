@@ -29,6 +29,7 @@ import (
 const (
 	InitCwnd   = 10                    // TCP_INIT_CWND
 	RTOMin     = 200 * sim.Millisecond // TCP_RTO_MIN
+	RTOMax     = 120 * sim.Second      // TCP_RTO_MAX
 	TimeoutMin = 2 * Jiffy             // TCP_TIMEOUT_MIN: 2 jiffies
 	// Jiffy is the timer tick at HZ=1000, the granularity of TCP's
 	// retransmission and loss probe timers.
@@ -145,6 +146,9 @@ type TCP struct {
 	// goes silent waits for the retransmission timer.
 	inRecovery bool
 	highSeq    uint64
+	// backoff is icsk_backoff: the timeouts since the last ACK, each
+	// doubling the next retransmission timeout (tcp_retransmit_timer).
+	backoff uint
 
 	// Congestion window validation (tcp_cwnd_validate): the most segments
 	// out in the current window of data, the frame that ends that window,
@@ -364,6 +368,7 @@ func (t *TCP) plan() {
 // RTO; what is in flight is lost and the window collapses to one segment.
 func (t *TCP) timeout(at sim.Time) {
 	t.c.Timeouts++
+	t.backoff++
 	// TCP_CA_Loss: no probe either until what was out is acknowledged.
 	t.inRecovery, t.highSeq = true, t.c.Frames
 	t.ssthresh = max(t.cwnd/2, 2)
@@ -384,12 +389,14 @@ func (t *TCP) probeTimeout() sim.Duration {
 }
 
 // rto is the retransmission timeout: Linux's max(TCP_RTO_MIN, srtt +
-// 4 rttvar) with a steady RTT.
+// 4 rttvar) with a steady RTT, doubled for each timeout since the last
+// ACK (icsk_rto << 1 in tcp_retransmit_timer), at most TCP_RTO_MAX.
 func (t *TCP) rto() sim.Duration {
-	if r := t.cfg.RTT + t.cfg.RTT/2; r > RTOMin {
-		return r
+	r := max(t.cfg.RTT+t.cfg.RTT/2, RTOMin)
+	for range min(t.backoff, 10) {
+		r = min(2*r, RTOMax)
 	}
-	return RTOMin
+	return r
 }
 
 // apply runs every event up to s, in time order.
@@ -402,6 +409,7 @@ func (t *TCP) apply(s sim.Time) {
 		switch e.kind {
 		case evAck:
 			t.probed = false
+			t.backoff = 0 // an RTT measured: tcp_ack_update_rtt resets icsk_backoff
 			if t.inRecovery && e.seq >= t.highSeq {
 				t.inRecovery = false // high_seq acknowledged: TCP_CA_Open again
 			}

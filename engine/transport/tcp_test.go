@@ -225,10 +225,13 @@ func TestTailLossIsProbedThenTimedOut(t *testing.T) {
 	// the timer fires again.
 	next, _, ok := s.Next()
 	require.True(t, ok)
-	assert.GreaterOrEqual(t, next, at.Add(RTOMin), "in TCP_CA_Loss the timer again, not a probe")
+	assert.GreaterOrEqual(t, next, at.Add(2*RTOMin), "in TCP_CA_Loss the timer again, not a probe, and backed off: twice the first")
 	s.Take()
 	assert.Equal(t, uint64(1), s.Counters().Probes)
 	assert.Equal(t, uint64(2), s.Counters().Timeouts)
+	again, _, ok := s.Next()
+	require.True(t, ok)
+	assert.GreaterOrEqual(t, again, next.Add(4*RTOMin), "a third timeout waits four times the first")
 }
 
 // In recovery no loss probe is scheduled (tcp_schedule_loss_probe wants
