@@ -148,9 +148,11 @@ func TestKernelSourcePane(t *testing.T) {
 	titles := eval[[]string](p, `[...document.querySelectorAll("#events li:last-child .funcs a")].map(a => a.title)`)
 	assert.Regexp(t, `^(drivers|net|kernel|mm|include)/.+\.[ch]:\d+: `, titles[0], "the file, line and what it does")
 
-	// A release whose source was not read: the identifier search.
-	p.send(map[string]any{"type": "set", "key": "kernel", "value": "6.7"})
-	p.send(map[string]any{"type": "goto", "unit": "event", "n": 40})
+	// A release whose source was not read: the identifier search. Both
+	// messages in one task, so that no state of the rebuilt world at its
+	// start need be drawn in between: the list must still be redrawn,
+	// though it ends at the same event as before.
+	eval[chromedp.Void](p, `window.ringlab.send({type: "set", key: "kernel", value: "6.7"}); window.ringlab.send({type: "goto", unit: "event", n: 40})`)
 	p.settle()
 	// The list before the change also ends at event 40: wait for the
 	// rebuilt world's, whose links are at 6.7.
@@ -160,6 +162,8 @@ func TestKernelSourcePane(t *testing.T) {
 	for _, l := range links {
 		assert.Regexp(t, `^https://elixir\.bootlin\.com/linux/v6\.7/A/ident/[a-z_0-9]+$`, l, "the identifier search at the scenario's kernel")
 	}
+	// The perf top is redrawn too, though its window ends where it did.
+	p.waitJS(`(() => { const a = document.querySelector('#perf-cpus table[data-cpu="cpu0"] a'); return !!a && a.href.includes("/v6.7/"); })()`, 30*time.Second)
 
 	// Back one event: the pane follows.
 	p.do(chromedp.Click(chromedp.ID("description")), chromedp.KeyEvent(kb.ArrowLeft))

@@ -295,7 +295,14 @@
   // bottom), with a line for events that ran unlisted in between.
   function fillEvents(st) {
     const ev = st.panes[0].events || [];
-    const key = ev.length ? ev.length + ":" + ev[ev.length - 1].seq : "";
+    // A new configuration rebuilds the world: its log may end at the same
+    // event as the old one's (a goto to the same position), so the key
+    // holds what the configuration and the last event say too, or the
+    // old world's lines (their functions linked at the old kernel) would
+    // stay when the states in between were not drawn.
+    const lastEv = ev.length ? ev[ev.length - 1] : null;
+    const key = lastEv ? [ev.length, lastEv.seq, st.panes[0].config || "", lastEv.head,
+      (lastEv.funcs && lastEv.funcs.length) ? lastEv.funcs[0].url : ""].join("|") : "";
     if (key === ui.eventsKey) return;
     ui.eventsKey = key;
     const ol = $("events");

@@ -15,7 +15,9 @@
 
   function fill(st) {
     const panes = (st.panes || []).filter((p) => p.perf);
-    const k = panes.map((p) => p.name + "@" + p.perf.at_ns + "/" + p.perf.window_ns).join(",");
+    // The configuration is in the key: a rebuilt world at the same
+    // position must still be redrawn (its functions linked at its kernel).
+    const k = panes.map((p) => p.name + "@" + p.perf.at_ns + "/" + p.perf.window_ns + "|" + (p.config || "")).join(",");
     if (k === key) return;
     key = k;
     box.textContent = "";
