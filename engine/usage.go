@@ -238,11 +238,12 @@ func (w *World) usage(a, b usageSnap) Usage {
 		u.RingBuffers = w.Scenario.RingSize / w.Driver.RQ[0].DescPerBuf()
 	}
 	u.RingDrops = b.totals["host_no_buffer_drops"] - a.totals["host_no_buffer_drops"]
+	pk := b.totals["rx_packets"] - a.totals["rx_packets"]
 	if polls := b.totals["napi_polls"] - a.totals["napi_polls"]; polls > 0 {
 		u.PollEveryNS = float64(win) / float64(polls)
-		u.FramesPerPoll = float64(b.totals["rx_packets"]-a.totals["rx_packets"]) / float64(polls)
+		u.FramesPerPoll = float64(pk) / float64(polls)
 	}
-	if pk := b.totals["rx_packets"] - a.totals["rx_packets"]; pk > 0 {
+	if pk > 0 {
 		u.FrameBytes = float64(b.totals["rx_bytes"]-a.totals["rx_bytes"]) / float64(pk)
 	}
 	roles := w.cpuRoles()

@@ -58,9 +58,9 @@ type perfMarks struct {
 	prev, last engine.PerfSample
 	cur        engine.PerfSample // the sample of the latest refresh, reused
 	// The resources' use at the same marks (engine.MarkUsage), and what
-	// limits the run from prev to the latest refresh.
+	// limits the run from prev to the latest refresh. prevU is set once
+	// prev is a mark, not the zero sample of the start.
 	prevU, lastU engine.UsageMark
-	haveU        int // how many of prevU, lastU are set
 	limit        *engine.Limit
 }
 
@@ -70,16 +70,14 @@ func (m *perfMarks) observe(w *engine.World) {
 	w.SamplePerf(&m.cur)
 	if m.cur.T < m.last.T || m.cur.T < m.prev.T || len(m.last.CPUs) != len(m.cur.CPUs) && m.last.CPUs != nil {
 		m.prev, m.last = engine.PerfSample{}, engine.PerfSample{}
-		m.haveU = 0
 	}
 	curU := w.MarkUsage()
 	if m.cur.T.Sub(m.last.T) >= PerfWindow {
 		m.prev, m.last = m.last, copySample(m.prev, &m.cur)
 		m.prevU, m.lastU = m.lastU, curU
-		m.haveU = min(m.haveU+1, 2)
 	}
 	m.limit = nil
-	if m.haveU == 2 && m.prev.T < m.cur.T {
+	if m.prev.CPUs != nil && m.prev.T < m.cur.T {
 		l := engine.LimitOf(w.UsageBetween(m.prevU, curU))
 		m.limit = &l
 	}

@@ -256,6 +256,16 @@ func (r *RX) kickLatency() sim.Duration {
 	return r.costs.VhostWakeLatency
 }
 
+// handledSize is how many of a frame's size bytes the host handles: all
+// of them, but vhost-net drops a frame too big for its buffer with a
+// truncating recvmsg that copies one byte (dropTooBig).
+func (r *RX) handledSize(size int, fits bool) int {
+	if !fits && r.batch {
+		return 1
+	}
+	return size
+}
+
 // cost is the host time to deliver a frame of n bytes in nbuf buffers made
 // of ndesc descriptors. vhost translates every descriptor of every chain
 // into an iovec (vhost_get_vq_desc, translate_desc) before it copies; a
@@ -341,9 +351,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			}
 			return irq, irqAt
 		}
-		if !fits && r.batch {
-			size = 1 // vhost drops it: its truncating recvmsg copies one byte (dropTooBig)
-		}
+		size = r.handledSize(size, fits)
 		end := start.Add(r.cost(size, nbuf, ndesc))
 		if end > t {
 			return irq, irqAt
@@ -488,9 +496,7 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 		// It will find the ring empty when the frame arrives.
 		return 0, false
 	}
-	if !fits && r.batch {
-		size = 1 // dropped with a one-byte truncating recvmsg (CatchUp)
-	}
+	size = r.handledSize(size, fits)
 	start := r.cursor
 	a := r.traffic.NextArrival()
 	if a == Never {

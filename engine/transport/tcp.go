@@ -393,10 +393,7 @@ func (t *TCP) probeTimeout() sim.Duration {
 // ACK (icsk_rto << 1 in tcp_retransmit_timer), at most TCP_RTO_MAX.
 func (t *TCP) rto() sim.Duration {
 	r := max(t.cfg.RTT+t.cfg.RTT/2, RTOMin)
-	for range min(t.backoff, 10) {
-		r = min(2*r, RTOMax)
-	}
-	return r
+	return min(r<<min(t.backoff, 10), RTOMax) // 10 doublings of TCP_RTO_MIN pass TCP_RTO_MAX
 }
 
 // apply runs every event up to s, in time order.
