@@ -728,12 +728,15 @@
   // the console stays clean).
   async function probeServer() {
     let on = false;
+    const asked = Date.now();
     try {
       const r = await fetch("healthz", { cache: "no-store" });
       on = r.ok && (await r.text()).trim() === "ok";
     } catch (e) { on = false; }
     if (ui.server.seen) { // it was there: watch it
-      ui.serverUp(on);
+      // An answer to a question asked before the live socket saw the
+      // server come or go is older news than that: it does not undo it.
+      if (ui.server.changedAt <= asked) ui.serverUp(on);
       setTimeout(probeServer, on ? HEALTH_EVERY_MS : HEALTH_RETRY_MS);
       return;
     }
@@ -758,7 +761,7 @@
   // every HEALTH_RETRY_MS while it does not answer.
   const HEALTH_EVERY_MS = 5000;
   const HEALTH_RETRY_MS = 2000;
-  ui.server = { seen: false, up: false, downSince: 0 };
+  ui.server = { seen: false, up: false, downSince: 0, changedAt: 0 };
 
   // serverUp says whether the server answers (healthz, or the live
   // socket, web/live.js): the dot is green, or red with since when.
@@ -766,6 +769,7 @@
     const s = ui.server;
     if (up === s.up && (up || s.downSince)) return;
     s.up = up;
+    s.changedAt = Date.now();
     const el = $("server");
     el.classList.toggle("on", up);
     el.classList.toggle("off", !up);
