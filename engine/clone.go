@@ -48,6 +48,9 @@ func (w *World) copyFrom(src *World) error {
 	if err := w.Frames.CopyFrom(src.Frames); err != nil {
 		return err
 	}
+	if err := w.Net.CopyFrom(src.Net); err != nil {
+		return err
+	}
 	if err := w.Stack.CopyFrom(src.Stack); err != nil {
 		return err
 	}
@@ -84,16 +87,6 @@ func (w *World) copyFrom(src *World) error {
 		w.checker = src.checker.copyFor(w)
 	}
 	return nil
-}
-
-func (st *streams) copyFrom(src *streams) {
-	own := *st
-	*st = *src
-	st.w = own.w
-	st.ratio = append(own.ratio[:0], src.ratio...)
-	st.adv = append(own.adv[:0], src.adv...)
-	st.sockCPU = append(own.sockCPU[:0], src.sockCPU...)
-	st.tcpQueue = append(own.tcpQueue[:0], src.tcpQueue...)
 }
 
 // copyFor returns a copy of c checking w, a clone of c's world.

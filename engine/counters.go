@@ -5,6 +5,7 @@ import (
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
 	"ringlab/engine/skb"
+	"ringlab/engine/softnet"
 	"ringlab/engine/transport"
 	"ringlab/engine/virtionet"
 	"ringlab/engine/vocab"
@@ -30,9 +31,17 @@ type Stats struct {
 	Stack    skb.StackCounters
 	Socket   SocketStats // what the sockets hold now
 	Refill   virtionet.RefillStats
+	Softnet  softnet.CPUStats // NET_RX's counters, summed over CPUs
+	GRO      GROStats
 	TCP      *TCPStats // the tcp_stream senders, summed; nil for other workloads
 	Mem      mem.Stats
 	Queues   []QueueStats // per queue pair
+}
+
+// GROStats are the receive queues' GRO counters, summed.
+type GROStats struct {
+	Merged  uint64 // frames merged into a held skb
+	Flushed uint64 // held skbs passed up
 }
 
 // TCPStats are the tcp_stream senders' counters, summed over streams,
@@ -103,6 +112,15 @@ func (w *World) ReadStats(s *Stats) {
 	n, mem := w.Stack.SocketMem()
 	s.Socket = SocketStats{uint64(n), mem}
 	s.Refill = w.Driver.Refill
+	for i := 0; i < w.Sim.NumCPU(); i++ {
+		c := w.Net.Stats(i)
+		addSoftnet(&s.Softnet, &c)
+	}
+	for _, rq := range w.Driver.RQ {
+		g := rq.GRO()
+		s.GRO.Merged += g.Merged
+		s.GRO.Flushed += g.Flushed
+	}
 	if w.streams != nil {
 		var ts TCPStats
 		for _, rq := range w.Driver.RQ {
@@ -154,6 +172,20 @@ func addSQ(d, s *virtionet.SQStats) {
 	d.XDPTxDrops += s.XDPTxDrops
 	d.Kicks += s.Kicks
 	d.TxTimeouts += s.TxTimeouts
+	d.ACKs += s.ACKs
+	d.ACKDrops += s.ACKDrops
+}
+
+// addSoftnet sums one CPU's softnet counters into d.
+func addSoftnet(d, s *softnet.CPUStats) {
+	d.Processed += s.Processed
+	d.Dropped += s.Dropped
+	d.TimeSqueeze += s.TimeSqueeze
+	d.Polls += s.Polls
+	d.InKsoftirqd += s.InKsoftirqd
+	d.Restarts += s.Restarts
+	d.Deferred += s.Deferred
+	d.Gated += s.Gated
 }
 
 func addHost(d, s *device.Counters) {
@@ -223,6 +255,17 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 		Counter{"frag_list_skbs", s.RX.FragList},
 		Counter{"refill_work_runs", s.Refill.Runs},
 		Counter{"refill_work_retries", s.Refill.Retries},
+		Counter{"softnet.processed", s.Softnet.Processed},
+		Counter{"softnet.dropped", s.Softnet.Dropped},
+		Counter{"softnet.time_squeeze", s.Softnet.TimeSqueeze},
+		Counter{"softirq_restarts", s.Softnet.Restarts},
+		Counter{"ksoftirqd_wakeups", s.Softnet.Deferred},
+		Counter{"ksoftirqd_polls", s.Softnet.InKsoftirqd},
+		Counter{"ksoftirqd_waits", s.Softnet.Gated},
+		Counter{"gro_merged", s.GRO.Merged},
+		Counter{"gro_skbs", s.GRO.Flushed},
+		Counter{"tcp_acks", s.TX.ACKs},
+		Counter{"tcp_ack_drops", s.TX.ACKDrops},
 	)
 	if c := s.Cpumap; c != nil {
 		out = append(out, Counter{"cpumap_enqueued", c.Enqueued}, Counter{"cpumap_drops", c.Drops},

@@ -26,6 +26,9 @@ type LivenessError struct {
 	Window   sim.Duration // 0 when no event was left
 	Received uint64       // rx_packets so far, every queue
 	Queues   []string
+	// Tasks names the tasks that were runnable for TaskStall and never
+	// ran (a CPU whose runnable work never runs).
+	Tasks []string
 	// Kernel is true when every stalled queue is in the kernel's own
 	// deadlock, not a lost wakeup of the model's: mergeable buffers, a
 	// next frame larger than all the posted buffers hold, and fewer free
@@ -44,9 +47,20 @@ func (e *LivenessError) Error() string {
 	if e.Kernel {
 		what = "is in the kernel's own deadlock"
 	}
+	if len(e.Queues) == 0 {
+		return fmt.Sprintf("scenario %q stalled at %d ns (event %d): runnable tasks never ran: %s",
+			e.Scenario, e.At, e.Event, strings.Join(e.Tasks, "; "))
+	}
 	return fmt.Sprintf("scenario %q %s at %d ns (event %d): frames wait, %s since %d ns (%d packets received in all); %s",
 		e.Scenario, what, e.At, e.Event, how, e.Since, e.Received, strings.Join(e.Queues, "; "))
 }
+
+// TaskStall is how long CheckLiveness lets a task wait runnable before it
+// calls its CPU stalled: the fair scheduler runs each of a few runnable
+// tasks within sched_latency (CFS: 6 ms times 1 + ilog2 of the CPUs, at
+// most 24 ms) or a few slices (EEVDF), so 100 ms is far past any fair
+// wait.
+const TaskStall = 100 * sim.Millisecond
 
 // liveness is the state of CheckLiveness: per receive queue, its last
 // progress and the counters it was read from.
@@ -125,6 +139,32 @@ func (l *liveness) after(w *World, ended bool) {
 			window = 0
 		}
 		w.err = l.stall(w, window, stalled)
+		return
+	}
+	l.tasks(w)
+}
+
+// tasks stops w when a task has been runnable for TaskStall without
+// running.
+func (l *liveness) tasks(w *World) {
+	now := w.Now()
+	var stuck []string
+	for i := 0; i < w.Sim.NumTasks(); i++ {
+		t := w.Sim.Task(sim.TaskID(i))
+		since := t.WaitingSince()
+		if t.State() == sim.TaskSleeping || since < 0 || now.Sub(since) < TaskStall {
+			continue
+		}
+		c := w.Sim.CPU(t.CPU)
+		curr := "nothing (idle)"
+		if id := c.Current(); id != sim.NoTask {
+			curr = w.Sim.Task(id).Name
+		}
+		stuck = append(stuck, fmt.Sprintf("%s on CPU %d %s since %d ns, never run since; the CPU's current task is %s, %d runnable, busy until %d ns",
+			t.Name, t.CPU, t.State(), since, curr, c.Runnable(), c.BusyUntil()))
+	}
+	if len(stuck) > 0 {
+		w.err = &LivenessError{Scenario: w.Scenario.Name, Event: w.Sim.Queue.Fired(), At: now, Since: now, Window: TaskStall, Received: w.Received(), Tasks: stuck}
 	}
 }
 

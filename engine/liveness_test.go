@@ -195,3 +195,20 @@ func TestMultiBufferFrameDoesNotStallTheHost(t *testing.T) {
 		})
 	}
 }
+
+// TestLivenessCatchesATaskThatNeverRuns: a CPU whose runnable work never
+// runs is a stall. A task whose chunk never begins (its handler does
+// nothing, as a lost switch would leave it) stays the CPU's current task,
+// runnable, and CheckLiveness names it after TaskStall.
+func TestLivenessCatchesATaskThatNeverRuns(t *testing.T) {
+	w := preset(t, "default", nil)
+	w.CheckLiveness(0)
+	k := w.Sim.Queue.Register("lost task", func(sim.Time, uint64) {})
+	id := w.Sim.NewTask(0, "lost/0", k, 0)
+	require.True(t, w.Sim.Wake(id, w.Now()))
+	le := requireStall(t, w, 10_000_000)
+	require.Len(t, le.Tasks, 1)
+	assert.Contains(t, le.Tasks[0], "lost/0 on CPU 0 running since")
+	assert.GreaterOrEqual(t, le.At.Sub(0), TaskStall)
+	assert.Contains(t, le.Error(), "runnable tasks never ran")
+}

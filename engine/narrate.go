@@ -86,33 +86,22 @@ func (w *World) narrate(ev *TraceEvent, d deltas) string {
 			cpu = w.Driver.RQ[q].CPU.ID
 		}
 		fmt.Fprintf(&b, "NAPI on CPU %d ", cpu)
-		took, pk := ring("last_used"), d.of("rx_packets")
-		switch {
-		case took == 0 && pk == 0:
-			fmt.Fprintf(&b, "found no used buffer in %s", ev.Target)
-		case took == pk || pk == 0:
-			fmt.Fprintf(&b, "took %s from the used ring of %s", count(took, "buffer"), ev.Target)
-		default:
-			fmt.Fprintf(&b, "took %s from the used ring of %s (%s)", count(took, "buffer"), ev.Target, count(pk, "packet"))
+		w.sayPoll(&b, ring("last_used"), ev.Target, d)
+	case "ksoftirqd":
+		if d.of("napi_polls") == 0 {
+			fmt.Fprintf(&b, "ksoftirqd/%d found no NET_RX pending and went back to sleep", q)
+			break
 		}
-		w.sayXDP(&b, d)
-		if n := d.of("stack_delivered"); n > 0 {
-			fmt.Fprintf(&b, ", passed %s up the stack", count(n, "skb"))
+		fmt.Fprintf(&b, "ksoftirqd/%d, a thread the scheduler shares CPU %d with, ran NET_RX: NAPI ", q, q)
+		w.sayPoll(&b, sumRings(w, d, "last_used"), "its queue", d)
+	case "tick":
+		if d.of("napi_polls") == 0 && d.of("softirq_restarts") == 0 {
+			fmt.Fprintf(&b, "A timer tick on CPU %d found no softirq to run at its exit", q)
+		} else {
+			fmt.Fprintf(&b, "A timer tick on CPU %d ran the pending NET_RX at its exit, beside a runnable ksoftirqd (6.5+)", q)
 		}
-		if n := d.of("socket_queued") + d.of("tcp_rcv_coalesce"); n > 0 {
-			fmt.Fprintf(&b, ", queued %d on the socket", n)
-		}
-		if n := d.of("rx_drops") - d.of("rx_xdp_drops"); n > 0 {
-			fmt.Fprintf(&b, ", dropped %d", n) // XDP's drops are counted in rx_drops too
-		}
-		if posted := ring("avail_idx"); posted > 0 {
-			fmt.Fprintf(&b, " and refilled %d", posted)
-			sayAlloc(&b, d)
-		}
-		sayRecycle(&b, d)
-		if d.of("rx_kicks") > 0 {
-			b.WriteString("; it kicked the host")
-		}
+	case "delayed ACK":
+		fmt.Fprintf(&b, "The delayed-ACK timer of the socket reading %s sent the ACK it owed", ev.Target)
 	case "host lands frames":
 		who := "The host (vhost-net)"
 		if w.Scenario.Device.Kind != scenario.DeviceVhost {
@@ -174,8 +163,14 @@ func (w *World) narrate(ev *TraceEvent, d deltas) string {
 	case "cpumap kthread":
 		fmt.Fprintf(&b, "The cpumap kthread on CPU %d took %s from its ptr_ring and passed them up as skbs", q, count(d.of("cpumap_passed"), "frame"))
 		sayRecycle(&b, d)
+	case "next device irq":
+		fmt.Fprintf(&b, "The next device's TX interrupt on CPU %d scheduled its NAPI", q)
 	case "next device tx completion":
-		fmt.Fprintf(&b, "The next device completed sending, and its frames went back to their memory (xdp_return_frame)")
+		if d.of("devmap_completed") == 0 {
+			fmt.Fprintf(&b, "The next device's NAPI on CPU %d found nothing sent", q)
+			break
+		}
+		fmt.Fprintf(&b, "The next device's NAPI on CPU %d took %s it had sent back to their memory (xdp_return_frame)", q, count(d.of("devmap_completed"), "frame"))
 		sayRecycle(&b, d)
 	default:
 		fmt.Fprintf(&b, "%s on %s", ev.Handler, ev.Target)
@@ -186,6 +181,51 @@ func (w *World) narrate(ev *TraceEvent, d deltas) string {
 	b.WriteString(".")
 	s := b.String()
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// sayPoll says what a NAPI poll did: took used buffers from target, the
+// XDP verdicts, the skbs passed up and queued, drops, the refill, and
+// what NET_RX did around it (its budget, ksoftirqd).
+func (w *World) sayPoll(b *strings.Builder, took int64, target string, d deltas) {
+	pk := d.of("rx_packets")
+	switch {
+	case took == 0 && pk == 0:
+		fmt.Fprintf(b, "found no used buffer in %s", target)
+	case took == pk || pk == 0:
+		fmt.Fprintf(b, "took %s from the used ring of %s", count(took, "buffer"), target)
+	default:
+		fmt.Fprintf(b, "took %s from the used ring of %s (%s)", count(took, "buffer"), target, count(pk, "packet"))
+	}
+	w.sayXDP(b, d)
+	if n := d.of("gro_merged"); n > 0 {
+		fmt.Fprintf(b, ", GRO merged %s", count(n, "frame"))
+	}
+	if n := d.of("stack_delivered"); n > 0 {
+		fmt.Fprintf(b, ", passed %s up the stack", count(n, "skb"))
+	}
+	if n := d.of("socket_queued") + d.of("tcp_rcv_coalesce"); n > 0 {
+		fmt.Fprintf(b, ", queued %d on the socket", n)
+	}
+	if n := d.of("tcp_acks"); n > 0 {
+		fmt.Fprintf(b, ", sent %s", count(n, "ACK"))
+	}
+	if n := d.of("rx_drops") - d.of("rx_xdp_drops"); n > 0 {
+		fmt.Fprintf(b, ", dropped %d", n) // XDP's drops are counted in rx_drops too
+	}
+	if posted := sumRings(w, d, "avail_idx"); posted > 0 {
+		fmt.Fprintf(b, " and refilled %d", posted)
+		sayAlloc(b, d)
+	}
+	sayRecycle(b, d)
+	if d.of("rx_kicks") > 0 {
+		b.WriteString("; it kicked the host")
+	}
+	if d.of("softnet.time_squeeze") > 0 {
+		b.WriteString("; net_rx_action ran out of netdev_budget or its time (time_squeeze)")
+	}
+	if d.of("ksoftirqd_wakeups") > 0 {
+		b.WriteString("; __do_softirq gave up with NET_RX still pending and woke ksoftirqd")
+	}
 }
 
 // sayXDP adds the XDP program's verdicts.

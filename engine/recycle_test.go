@@ -39,7 +39,10 @@ func TestXDPReturnFrameNAPILocalFrom610(t *testing.T) {
 				assert.Equal(t, done, ring)
 				return
 			}
-			assert.Greater(t, cached, done*9/10, "6.10: the completions on the RX CPU go to the cache")
+			// Those that run while the RX NAPI is not on the poll list
+			// (between its polls, the TX completion's own poll in the
+			// same net_rx_action) still go to the ring.
+			assert.Greater(t, cached, done*3/4, "6.10: the completions on the RX CPU go to the cache")
 			assert.Equal(t, done, cached+ring)
 		})
 	}

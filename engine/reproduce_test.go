@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"ringlab/engine/scenario"
 )
 
 // reproduced is Reproduce(nil), run once for the tests that read its
@@ -70,15 +68,18 @@ func TestReproductionTargets(t *testing.T) {
 
 	// R2, rebuilt on a vDPA virtqueue with a TCP stream: at MTU 1500 the
 	// fix does not apply (small buffers) and nothing moves; at 9000 the
-	// 204-buffer ring delivers at least what the 53-buffer one does. The
-	// receiving application (CPU 1) limits all four: the 53 buffers hold
-	// more than the stream's bandwidth-delay product, so the ring's
-	// capacity, the commit's mechanism, never binds (not reproduced).
-	assert.GreaterOrEqual(t, get("r2-mtu9000-after", "goodput_gbps").Ratio, 0.99, "R2 MTU 9000: after over before")
+	// 204-buffer ring delivers more than the 53-buffer one. The NAPI CPU
+	// (CPU 0: the driver, GRO, the protocol and the ACKs) limits both
+	// 1500 runs and 9000 before the fix, where add_recvbuf_big builds
+	// 19-descriptor buffers; after it the receiving application's CPU
+	// does. Before the fix frames find the ring empty too, but CPU 0 is
+	// what holds the stream (docs/published.md: not reproduced).
+	assert.Greater(t, get("r2-mtu9000-after", "goodput_gbps").Ratio, 1.2, "R2 MTU 9000: after over before")
 	assert.InDelta(t, 1.0, get("r2-mtu1500-after", "goodput_gbps").Ratio, 0.05, "R2 MTU 1500: the fix does not apply")
-	for _, c := range []string{"r2-mtu1500-before", "r2-mtu1500-after", "r2-mtu9000-before", "r2-mtu9000-after"} {
-		limit(c, "goodput_gbps", "cpu1")
+	for _, c := range []string{"r2-mtu1500-before", "r2-mtu1500-after", "r2-mtu9000-before"} {
+		limit(c, "goodput_gbps", "cpu0")
 	}
+	limit("r2-mtu9000-after", "goodput_gbps", "cpu1")
 	// The ring's capacity in buffers, as the 2022 mlx5 vDPA device leaves
 	// it (no INDIRECT_DESC, mlx5_vnet.c get_supported_features):
 	// add_recvbuf_big's MAX_SKB_FRAGS + 2 = 19 descriptors a buffer before
@@ -135,11 +136,12 @@ func TestReproductionVerdicts(t *testing.T) {
 	for _, r := range rows {
 		w, ok := want[r.ID]
 		if r.ID == "R2" {
-			// MTU 1500 is flat, as published; at 9000 the ring does not
-			// bind (TestReproductionTargets).
-			w, ok = Explained, true
-			if strings.Contains(r.Config, "9000") {
-				w = NotReproduced
+			// MTU 1500 is flat, as published, but its baseline runs
+			// faster than the measured guest (more than 1.5x); at 9000
+			// the fix gains less than published (TestReproductionTargets).
+			w, ok = NotReproduced, true
+			if r.Config == "r2-mtu1500-after" {
+				w = Explained
 			}
 		}
 		require.True(t, ok, r.ID)
@@ -182,36 +184,36 @@ func TestPublishedDocIsCurrent(t *testing.T) {
 }
 
 // TestR2PollProseIsCurrent holds the prose of docs/published.md and
-// tutorial 3 to what the model gives for R2 at MTU 9000 before the fix:
-// the frames a NAPI poll takes, as reproduce computes them, and the
-// goodput of the what-if the two tell (a descriptor costing 55 ns). A
-// change to the guest's timing moves the figures, and the prose must
-// move with them.
+// tutorial 3 to what the model gives for R2 at MTU 9000: the goodput
+// before and after the fix and their ratio, the frames a NAPI poll takes
+// before it and the frames that found no buffer, as reproduce computes
+// them. A change to the guest's timing moves the figures, and the prose
+// must move with them.
 func TestR2PollProseIsCurrent(t *testing.T) {
 	rows, err := reproduced()
 	require.NoError(t, err)
-	var perPoll float64
+	var before, after Row
 	for _, r := range rows {
-		if r.Config == "r2-mtu9000-before" {
-			perPoll = r.Usage.FramesPerPoll
+		switch r.Config {
+		case "r2-mtu9000-before":
+			before = r
+		case "r2-mtu9000-after":
+			after = r
 		}
 	}
-	require.Positive(t, perPoll, "reproduce gives r2-mtu9000-before's frames per poll")
-	s, err := scenario.LookupPreset("r2-mtu9000-before")
-	require.NoError(t, err)
-	s.Costs = map[string]int64{"virtqueue_add": 55}
-	m, err := MeasureUsage(s, "goodput_gbps", ReproWarmup, ReproWindow)
-	require.NoError(t, err)
+	require.Positive(t, before.Usage.FramesPerPoll, "reproduce gives r2-mtu9000-before's frames per poll")
 	prose := func(path string) string {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		return strings.Join(strings.Fields(string(b)), " ")
 	}
 	pub, tut := prose("../docs/published.md"), prose("../tutorials/03-big-mtu-fix.md")
-	for _, want := range []string{fmt.Sprintf("a poll takes %.1f frames", perPoll), fmt.Sprintf("%.1f Gbit/s with both CPUs", m.Value)} {
+	for _, want := range []string{
+		fmt.Sprintf("gains %.2fx (%.1f -> %.1f Gbit/s", after.Ratio, before.Simulated, after.Simulated),
+		fmt.Sprintf("a poll takes %.1f frames on average, and %d frames found no buffer", before.Usage.FramesPerPoll, before.Usage.RingDrops),
+	} {
 		assert.True(t, strings.Contains(pub, want), "docs/published.md should say %q, what the model computes", want)
 	}
-	want := fmt.Sprintf("a poll takes some %.0f frames", perPoll)
+	want := fmt.Sprintf("a poll takes some %.0f frames", before.Usage.FramesPerPoll)
 	assert.True(t, strings.Contains(tut, want), "tutorial 3 should say %q, the frames per poll reproduce computes", want)
-	assert.Equal(t, ResRing, m.Limit.Kind, "the what-if is limited by the ring, as the prose says: %s", m.Limit.Why)
 }

@@ -7,79 +7,191 @@ import (
 	"ringlab/engine/transport"
 )
 
-// streams connects a tcp_stream's receiving sockets to its senders: each
-// packet a socket takes is reported to the queue's sender with the window
-// the socket then advertises (the ACK tcp_ack_snd_check sends), each read
-// that opens the window enough sends a window update (tcp_cleanup_rbuf),
-// and the driver is told the host may have a frame to land sooner.
+// streams connects a tcp_stream's receiving sockets to its senders. The
+// protocol runs where NET_RX runs: each skb a socket takes is
+// acknowledged by __tcp_ack_snd_check's rule, and an ACK that goes out
+// costs the CPU tcp_send_ack and a descriptor on its send queue (the
+// driver's start_xmit, which kicks the host when it waits for one); the
+// sender learns of every frame the ACK covers, with the window the
+// socket then advertises. A read that opens the window enough sends a
+// window update from the reader's CPU (tcp_cleanup_rbuf), and the driver
+// is told the host may have a frame to land sooner.
 type streams struct {
-	w        *World
-	hdr      uint32
-	scaling  bool  // tcp_win_from_space scales by tp->scaling_ratio (6.6+)
-	ratio    []int // per queue: tp->scaling_ratio, measured per packet
-	adv      []int // per queue: the window last advertised
-	sockCPU  []int // per queue: the CPU whose socket reads its stream
-	tcpQueue []bool
+	w       *World
+	hdr     uint32
+	scaling bool // tcp_win_from_space scales by tp->scaling_ratio (6.6+)
+	delack  sim.Kind
+	q       []streamQueue
 }
+
+// streamQueue is the receiving socket of queue i's stream.
+type streamQueue struct {
+	on      bool // a socket took a packet of the stream
+	ratio   int  // tp->scaling_ratio, measured per packet
+	adv     int  // the window last advertised
+	sockCPU int  // the CPU whose socket reads the stream, -1 before
+	// The frames received and not yet acknowledged, in order
+	// (rcv_nxt - rcv_wup, by frame), their payload bytes, and the frame
+	// expected next (a frame after a gap is out of order).
+	pending  [pendingMax]uint64
+	npend    int
+	unacked  int
+	next     uint64
+	quick    int      // icsk_ack.quick: quick ACKs left
+	delackAt sim.Time // the delayed-ACK timer's expiry, 0 when not armed
+	ackCPU   int      // where the delayed ACK was armed (the protocol's CPU)
+}
+
+// pendingMax bounds the frames an ACK may wait for: a GRO skb of
+// GROMaxSize holds at most 45 MSS-sized frames.
+const pendingMax = 64
+
+// TCP's receive-side constants (include/net/tcp.h).
+const (
+	// maxQuickACKs is TCP_MAX_QUICKACKS: at the start and after a hole,
+	// the receiver ACKs every segment for this many.
+	maxQuickACKs = 16
+	// delackMin is TCP_ATO_MIN (HZ/25): the delayed-ACK timeout a
+	// connection starts with. The kernel adapts icsk_ack.ato to the
+	// arrivals (tcp_event_data_recv); the engine keeps it.
+	delackMin = 40 * sim.Millisecond
+)
 
 func newStreams(w *World) *streams {
 	s := &w.Scenario
 	_, hdr, _ := s.TCPFrame()
-	n := s.Queues
-	st := &streams{w: w, hdr: uint32(hdr), scaling: s.Behaviours().TCPScalingRatio,
-		ratio: make([]int, n), adv: make([]int, n), sockCPU: make([]int, n), tcpQueue: make([]bool, n)}
-	for i := range st.ratio {
-		st.ratio[i] = transport.DefaultScalingRatio
-		st.sockCPU[i] = -1
+	st := &streams{w: w, hdr: uint32(hdr), scaling: s.Behaviours().TCPScalingRatio, q: make([]streamQueue, s.Queues)}
+	for i := range st.q {
+		st.q[i] = streamQueue{ratio: transport.DefaultScalingRatio, sockCPU: -1, quick: maxQuickACKs}
 	}
+	st.delack = w.Sim.Queue.RegisterArg("delayed ACK", "rx", st.delackTimer)
+	w.Sim.Queue.Cite(st.delack, "tcp_send_ack")
 	return st
 }
 
 // window is tcp_select_window for queue q's socket on cpu: the room left
 // in its receive buffer, as tcp_win_from_space counts it.
 func (st *streams) window(cpu, q int) int {
-	return transport.WinFromSpace(st.w.Stack.RcvbufFree(cpu), st.ratio[q], st.scaling)
+	return transport.WinFromSpace(st.w.Stack.RcvbufFree(cpu), st.q[q].ratio, st.scaling)
 }
 
-// Queued implements skb.SocketObserver.
-func (st *streams) Queued(c *sim.CPU, cpu, queue int, seq uint64, n, truesize uint32) {
-	if queue < 0 || queue >= len(st.tcpQueue) {
-		return
+func (st *streams) sender(queue int) *transport.TCP {
+	if queue < 0 || queue >= len(st.q) {
+		return nil
 	}
-	tcp := st.w.Driver.RQ[queue].Dev.Traffic().TCP()
+	return st.w.Driver.RQ[queue].Dev.Traffic().TCP()
+}
+
+// Queued implements skb.SocketObserver: tcp_data_queue took the skb of
+// segs frames from seq on, in NET_RX on c; then __tcp_ack_snd_check.
+func (st *streams) Queued(c *sim.CPU, cpu, queue int, seq uint64, segs int, n, truesize uint32) {
+	tcp := st.sender(queue)
 	if tcp == nil {
 		return
 	}
-	st.tcpQueue[queue] = true
-	st.sockCPU[queue] = cpu
-	if n > st.hdr {
+	sq := &st.q[queue]
+	sq.on, sq.sockCPU = true, cpu
+	hdr := uint32(segs) * st.hdr
+	if n > hdr {
 		// tcp_measure_rcv_mss: skb->len << TCP_RMEM_TO_WIN_SCALE /
 		// skb->truesize, whose truesize counts the struct sk_buff.
-		st.ratio[queue] = transport.ScalingRatio(int(n-st.hdr), int(truesize)+skb.StructTruesize)
+		sq.ratio = transport.ScalingRatio(int(n-hdr), int(truesize)+skb.StructTruesize)
+		sq.unacked += int(n - hdr)
 	}
-	wnd := st.window(cpu, queue)
-	st.adv[queue] = wnd
-	tcp.Delivered(c.Now(), seq, wnd)
+	ofo := seq != sq.next
+	sq.next = seq + uint64(segs)
+	if ofo {
+		sq.quick = maxQuickACKs // tcp_enter_quickack_mode
+	}
+	for i := 0; i < segs; i++ {
+		if sq.npend == pendingMax {
+			st.ack(c, queue)
+		}
+		sq.pending[sq.npend] = seq + uint64(i)
+		sq.npend++
+	}
+	// __tcp_ack_snd_check: more than one full segment unacknowledged,
+	// quickack mode, or data out of order: ACK now; else the delayed
+	// ACK.
+	if sq.unacked > tcp.MSS() || sq.quick > 0 || ofo {
+		st.ack(c, queue)
+		return
+	}
+	if sq.delackAt == 0 {
+		sq.delackAt, sq.ackCPU = c.Now().Add(delackMin), c.ID
+		st.w.Sim.Queue.Schedule(sq.delackAt, st.delack, uint64(queue))
+	}
+}
+
+// ack sends queue's socket's ACK from c: tcp_send_ack, the driver's
+// start_xmit, and the sender hears of every frame it covers.
+func (st *streams) ack(c *sim.CPU, queue int) {
+	sq := &st.q[queue]
+	tcp := st.sender(queue)
+	c.Charge(sim.SymTCPSendAck, c.Costs().TCPSendAck)
+	st.w.Driver.XmitACK(c)
+	wnd := st.window(sq.sockCPU, queue)
+	sq.adv = wnd
+	for _, seq := range sq.pending[:sq.npend] {
+		tcp.Delivered(c.Now(), seq, wnd)
+	}
+	sq.quick = max(sq.quick-sq.npend, 0) // tcp_dec_quickack_mode
+	sq.npend, sq.unacked, sq.delackAt = 0, 0, 0
 	st.w.Driver.WakeRX(queue, c.Now())
 }
 
-// Read implements skb.SocketObserver: tcp_cleanup_rbuf sends a window
-// update when reading at least doubled a window that had fallen to half
-// of the buffer's worth or less.
+// delackTimer is tcp_delack_timer of queue arg's socket, on the CPU that
+// armed it (timer softirq): the pending ACK goes out.
+func (st *streams) delackTimer(now sim.Time, arg uint64) {
+	sq := &st.q[arg]
+	if sq.delackAt != now || sq.npend == 0 {
+		return // sent meanwhile, or re-armed
+	}
+	c := st.w.Sim.CPU(sq.ackCPU)
+	c.BeginIRQ(now, "delayed ACK")
+	st.ack(c, int(arg))
+	c.End()
+}
+
+// Read implements skb.SocketObserver: the application on CPU cpu read,
+// in process context on c (tcp_recvmsg's tcp_cleanup_rbuf): an ACK goes
+// out when more than a segment is unacknowledged, or as a window update
+// when reading at least doubled a window that had fallen to half of the
+// buffer's worth or less.
 func (st *streams) Read(c *sim.CPU, cpu int) {
-	for q, on := range st.tcpQueue {
-		if !on || st.sockCPU[q] != cpu {
+	for q := range st.q {
+		sq := &st.q[q]
+		if !sq.on || sq.sockCPU != cpu {
 			continue
 		}
-		full := transport.WinFromSpace(st.w.Scenario.Rcvbuf(), st.ratio[q], st.scaling)
+		tcp := st.sender(q)
+		if sq.npend > 0 && sq.unacked > tcp.MSS() {
+			st.ack(c, q)
+			continue
+		}
+		full := transport.WinFromSpace(st.w.Scenario.Rcvbuf(), sq.ratio, st.scaling)
 		wnd := st.window(cpu, q)
-		if 2*st.adv[q] > full || wnd < 2*st.adv[q] {
+		if 2*sq.adv > full || wnd < 2*sq.adv {
 			continue
 		}
-		st.adv[q] = wnd
-		st.w.Driver.RQ[q].Dev.Traffic().TCP().Window(c.Now(), wnd)
+		if sq.npend > 0 {
+			st.ack(c, q) // the window update acknowledges what is pending
+			continue
+		}
+		c.Charge(sim.SymTCPSendAck, c.Costs().TCPSendAck)
+		st.w.Driver.XmitACK(c)
+		sq.adv = wnd
+		tcp.Window(c.Now(), wnd)
 		st.w.Driver.WakeRX(q, c.Now())
 	}
+}
+
+// copyFrom makes st's state src's.
+func (st *streams) copyFrom(src *streams) {
+	w, q := st.w, st.q
+	*st = *src
+	st.w = w
+	st.q = append(q[:0], src.q...)
 }
 
 // streamConfig fills the stack's socket fields: the receive buffer, what

@@ -19,6 +19,7 @@ import (
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
+	"ringlab/engine/softnet"
 	"ringlab/engine/virtionet"
 	"ringlab/engine/xdp"
 )
@@ -33,6 +34,7 @@ type World struct {
 	Pools  *pagepool.Registry
 	SKBs   *skb.Pool
 	Frames *xdp.FramePool
+	Net    *softnet.Softnet
 	Stack  *skb.Stack
 	Cpumap *xdp.Cpumap
 	Devmap *xdp.Devmap
@@ -95,6 +97,14 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	if w.Sim, err = sim.New(s.CPUs, costs); err != nil {
 		return nil, err
 	}
+	b := s.Behaviours()
+	w.Sim.Sched = schedConfig(&s)
+	w.Net = softnet.New(w.Sim, softnet.Config{
+		Budget:        s.Sysctl.NetdevBudget,
+		BudgetUsecs:   s.Sysctl.NetdevBudgetUsecs,
+		KsoftirqdGate: !b.SoftirqBesideKsoftirqd,
+		ActionRestart: b.NetRxActionRestart,
+	})
 	mc := mem.DefaultConfig()
 	mc.Pages = s.MemoryPages
 	mc.FreeHigh = freeHighRule(s.Behaviours())
@@ -117,7 +127,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		w.streams = newStreams(w)
 		cfg.Observer = w.streams
 	}
-	w.Stack = skb.NewStack(w.Sim, w.SKBs, w, cfg)
+	w.Stack = skb.NewStack(w.Sim, w.Net, w.SKBs, w, cfg)
 	w.Stack.SetSocket(s.Traffic.Proto == "tcp", s.Driver.CloneSKBs)
 	if s.XDP != nil {
 		if err := w.buildXDP(spec, progName); err != nil {
@@ -126,19 +136,31 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	}
 	env := &virtionet.Env{
 		Sim: w.Sim, Mem: w.Mem, DMA: w.DMA, Pools: w.Pools, SKBs: w.SKBs, Frames: w.Frames,
-		Stack: w.Stack, Releaser: w, Cpumap: w.Cpumap, Devmap: w.Devmap, Prog: w.Prog,
+		Stack: w.Stack, Softnet: w.Net, Releaser: w, Cpumap: w.Cpumap, Devmap: w.Devmap, Prog: w.Prog,
 		Clock:   bpf.ClockFunc(func() uint64 { return uint64(w.Sim.Now()) }),
 		Traffic: func(q int) (*device.Traffic, error) { return device.NewStreamTraffic(&w.Scenario, q) },
 	}
 	if w.Driver, err = virtionet.New(env, virtionet.ConfigOf(&w.Scenario)); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	var irq uint64
-	for _, rq := range w.Driver.RQ {
-		irq |= 1 << (uint(rq.CPU.ID) & 63)
-	}
-	w.Stack.SetInterruptCPUs(irq)
 	return w, nil
+}
+
+// schedConfig is the scheduler of the scenario's kernel: EEVDF from 6.6,
+// CFS before, at its HZ, with the tunables it sets and the kernel's
+// defaults for its CPU count otherwise.
+func schedConfig(s *scenario.Scenario) sim.SchedConfig {
+	c := sim.DefaultSched(s.Behaviours().EEVDF, s.CPUs, s.Sched.HZ)
+	set := func(d *sim.Duration, ns int64) {
+		if ns > 0 {
+			*d = sim.Duration(ns)
+		}
+	}
+	set(&c.Latency, s.Sched.LatencyNs)
+	set(&c.MinGranularity, s.Sched.MinGranularityNs)
+	set(&c.WakeupGranularity, s.Sched.WakeupGranularityNs)
+	set(&c.BaseSlice, s.Sched.BaseSliceNs)
+	return c
 }
 
 // freeHighRule is the page allocator's free_high rule of the kernel b
@@ -231,12 +253,13 @@ func (w *World) buildXDP(spec *bpf.CollectionSpec, name string) error {
 				ReleaseFrames: !b.CpumapSKBRecycle,
 			})
 			w.Cpumap.SetMem(w.Mem)
+			w.Cpumap.SetBHEnable(w.Net.BHEnable)
 		case bpf.DevMap:
 			n := w.Scenario.Next
 			if n == nil {
 				return &scenario.FieldError{Field: "next_device", Reason: fmt.Sprintf("program %q redirects through a devmap: describe the device it sends to", x.Program)}
 			}
-			w.Devmap = xdp.NewDevmap(w.Sim, w.Frames, w, n.MaxPPS, n.RingSize, n.CompletionCPU)
+			w.Devmap = xdp.NewDevmap(w.Sim, w.Net, w.Frames, w, n.MaxPPS, n.RingSize, n.CompletionCPU)
 		}
 	}
 	if x.Frags {

@@ -148,6 +148,27 @@ func table() []param {
 				}
 				return err
 			}},
+		{Param{Key: "gro", Label: "GRO", Options: onOff},
+			func(s *scenario.Scenario) string { return onOffOf(s.Driver.GRO) },
+			func(s *scenario.Scenario, v string) error { s.Driver.GRO = v == On; return nil }},
+		{Param{Key: "netdev_budget", Label: "netdev_budget", Hint: "packets a net_rx_action round polls before it stops (time_squeeze); the kernel's default is 300"},
+			func(s *scenario.Scenario) string { return strconv.Itoa(s.Sysctl.NetdevBudget) },
+			func(s *scenario.Scenario, v string) error {
+				n, err := whole(v, 1, 1_000_000)
+				if err == nil {
+					s.Sysctl.NetdevBudget = n
+				}
+				return err
+			}},
+		{Param{Key: "hz", Label: "HZ", Options: []string{"100", "250", "300", "1000"}, Hint: "CONFIG_HZ: the jiffy MAX_SOFTIRQ_TIME, netdev_budget_usecs, the scheduler's slices and TCP's timers count in"},
+			func(s *scenario.Scenario) string { return strconv.Itoa(s.Sched.HZ) },
+			func(s *scenario.Scenario, v string) error {
+				n, err := whole(v, 100, 1000)
+				if err == nil {
+					s.Sched.HZ = n
+				}
+				return err
+			}},
 		{Param{Key: "pool_size", Label: "pool size", Hint: "ptr_ring entries; 0 = ring size"},
 			func(s *scenario.Scenario) string { return strconv.Itoa(s.Driver.PoolSize) },
 			func(s *scenario.Scenario, v string) error {

@@ -63,6 +63,7 @@ func NewStreamTraffic(s *scenario.Scenario, q int) (*Traffic, error) {
 			RTT:     sim.Duration(rtt * 1000),
 			LineBps: spec.LineGbps * 1e9, WireOverhead: scenario.WireOverhead,
 			RcvWnd: transport.WinFromSpace(s.Rcvbuf(), transport.DefaultScalingRatio, s.Behaviours().TCPScalingRatio),
+			Jiffy:  sim.Second / sim.Duration(max(s.Sched.HZ, 1)),
 		})
 		return t, err
 	}

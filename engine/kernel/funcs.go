@@ -87,6 +87,27 @@ var funcs = []Func{
 	{Name: "tcp_queue_rcv", File: "net/ipv4/tcp_input.c", Does: "queue an in-order segment on the socket, coalescing it into the tail when it can (tcp_try_coalesce)"},
 	// net/packet: a packet socket's copy.
 	{Name: "packet_rcv", File: "net/packet/af_packet.c", Does: "a listening packet socket takes a clone of every skb"},
+	// net/core/dev.c, kernel/softirq.c: NET_RX and who runs it.
+	{Name: "__napi_schedule", File: "net/core/dev.c", Does: "put a NAPI instance on this CPU's poll list (____napi_schedule) and raise NET_RX"},
+	{Name: "napi_complete_done", File: "net/core/dev.c", Does: "a poll that did less than its weight takes its instance off the poll list, flushing GRO"},
+	{Name: "net_rx_action", File: "net/core/dev.c", Does: "NET_RX: poll the listed NAPI instances, each up to its weight, until the list is empty, netdev_budget packets or netdev_budget_usecs are spent (time_squeeze), and raise NET_RX again for those left"},
+	{Name: "handle_softirqs", File: "kernel/softirq.c", Was: "__do_softirq", Does: "run the pending softirqs, again while more are raised, for at most MAX_SOFTIRQ_RESTART passes and MAX_SOFTIRQ_TIME and while no reschedule is due; else wake ksoftirqd (__do_softirq before 6.10; 6.1's stable releases have handle_softirqs too)"},
+	{Name: "wakeup_softirqd", File: "kernel/softirq.c", Does: "wake this CPU's ksoftirqd to run the softirqs __do_softirq left pending"},
+	{Name: "run_ksoftirqd", File: "kernel/softirq.c", Does: "ksoftirqd/N: run __do_softirq while softirqs are pending, with cond_resched between runs"},
+	// kernel/sched: the scheduler.
+	{Name: "try_to_wake_up", File: "kernel/sched/core.c", Does: "wake a sleeping task: put it on its CPU's runqueue and decide whether it preempts the running one (check_preempt_curr)"},
+	{Name: "__schedule", File: "kernel/sched/core.c", Does: "pick the next task (pick_next_task_fair) and switch the CPU to it (context_switch)"},
+	{Name: "place_entity", File: "kernel/sched/fair.c", Does: "place a woken task: CFS gives a sleeper at most half of sched_latency of credit (GENTLE_FAIR_SLEEPERS); EEVDF keeps its lag (PLACE_LAG) and gives it a deadline a slice away"},
+	{Name: "pick_eevdf", File: "kernel/sched/fair.c", Does: "EEVDF: the eligible task (vruntime at or below the average) with the earliest virtual deadline; the running one keeps the CPU until its deadline moves (RUN_TO_PARITY)"},
+	// net/core/gro.c, net/ipv4: GRO and the protocol in NET_RX, the ACK.
+	{Name: "dev_gro_receive", File: "net/core/gro.c", WasIn: "net/core/dev.c", Does: "GRO: find the held skb of the packet's flow and merge the packet into it, or hold it (net/core/dev.c before 5.18)"},
+	{Name: "skb_gro_receive", File: "net/core/gro.c", WasIn: "net/core/skbuff.c", Does: "merge a packet into a held GRO skb: its frags, or its head as a frag, else onto the frag_list, up to gro_max_size"},
+	{Name: "tcp_v4_rcv", File: "net/ipv4/tcp_ipv4.c", Does: "the protocol's receive of an skb (after ip_rcv): find the socket, and process the segment (tcp_rcv_established) or add it to the socket's backlog while the reader holds the socket"},
+	{Name: "tcp_rcv_established", File: "net/ipv4/tcp_input.c", Does: "an established connection's receive: queue the data (tcp_data_queue), wake the reader (sk_data_ready), decide the ACK (tcp_ack_snd_check)"},
+	{Name: "__tcp_ack_snd_check", File: "net/ipv4/tcp_input.c", Does: "ACK now when more than one full segment is unacknowledged and the window would not shrink, or in quickack mode; else arm the delayed ACK"},
+	{Name: "tcp_send_ack", File: "net/ipv4/tcp_output.c", Does: "build a pure ACK and send it down: __tcp_transmit_skb, ip_queue_xmit, dev_queue_xmit to the driver's start_xmit"},
+	{Name: "start_xmit", File: "drivers/net/virtio_net.c", Does: "virtio_net's ndo_start_xmit: free what the host has sent (free_old_xmit_skbs), add the skb to the send virtqueue, kick the host when it asked"},
+	{Name: "sock_def_readable", File: "net/core/sock.c", Does: "sk_data_ready: wake the task waiting on the socket"},
 	// mm/page_alloc.c: the page allocator.
 	{Name: "rmqueue", File: "mm/page_alloc.c", Does: "allocate a block: from the CPU's per_cpu_pages list, refilled in batches from the buddy (rmqueue_bulk, zone->lock)"},
 	{Name: "__free_pages", File: "mm/page_alloc.c", Does: "free a block: to the CPU's per_cpu_pages list, drained to the buddy in batches (free_pcppages_bulk)"},

@@ -38,6 +38,7 @@ var noLine = map[string]struct {
 	"virtnet_xdp_handler":            {Added: v(6, 5), Why: "split out of receive_small and receive_mergeable: not in 6.4.4, in 6.5"},
 	"virtnet_rq_alloc":               {Added: v(6, 6), Why: "came with the premapped page_frag blocks (virtnet_rq_dma), 6.6: not in 6.5, in 6.10"},
 	"refill_work":                    {Removed: v(6, 19), Why: "gone in 6.19, which retries a failed refill in NAPI (RefillRetryInNAPI): in 6.18.2, not in 6.19"},
+	"pick_eevdf":                     {Added: v(6, 6), Why: "EEVDF came in 6.6: not in 6.5, in 6.6.9"},
 }
 
 func v(major, minor int) Version { return Version{Major: major, Minor: minor} }
@@ -88,6 +89,9 @@ func TestFuncLineSpotChecks(t *testing.T) {
 		{"free_unref_page_commit", v(6, 18), "mm/page_alloc.c", 2813}, // free_frozen_page_commit (Also)
 		{"bpf_prog_run_xdp", v(6, 1), "include/linux/filter.h", 796},  // WasIn
 		{"bpf_prog_run_xdp", v(6, 10), "include/net/xdp.h", 507},
+		{"net_rx_action", v(6, 1), "net/core/dev.c", 6785},
+		{"run_ksoftirqd", v(6, 4), "kernel/softirq.c", 931},
+		{"pick_eevdf", v(6, 6), "kernel/sched/fair.c", 969},
 	} {
 		file, line, ok := FuncLine(tc.name, tc.at)
 		require.True(t, ok, "%s at %s", tc.name, tc.at)

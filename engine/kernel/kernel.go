@@ -199,6 +199,21 @@ type Behaviours struct {
 	// page per buffer (page_pool_dev_alloc_pages) and still reports
 	// truesize len + room; 3/5 (page_pool_frag) takes fragments.
 	VirtioNetPagePool bool
+	// NetRxActionRestart: net_rx_action, its own list done and nothing
+	// to poll again, polls what was scheduled while it ran before it
+	// returns (in_net_rx_action's goto start, 6.4); before, that waits
+	// for __do_softirq's next pass.
+	NetRxActionRestart bool
+	// SoftirqBesideKsoftirqd: an interrupt's exit (invoke_softirq) and
+	// local_bh_enable (do_softirq) run pending softirqs even while
+	// ksoftirqd is runnable (d15121be7485, 6.5, reverting 4cd13c21b207
+	// "softirq: Let ksoftirqd do its job" of 4.9); from 4.9 to 6.4 they
+	// leave them to ksoftirqd (ksoftirqd_running).
+	SoftirqBesideKsoftirqd bool
+	// EEVDF: the fair scheduler picks the eligible task with the earliest
+	// virtual deadline (pick_eevdf, 147f3efaa241, 6.6); before, CFS ran
+	// the task with the least vruntime.
+	EEVDF bool
 }
 
 // Change is one row of the table: a behaviour, the release it shipped in,
@@ -224,7 +239,10 @@ func Changes() []Change {
 		{Name: "PCPFreeHigh", From: Version{Major: 5, Minor: 19}, What: "a free-only CPU sends high-order pages to the buddy under zone->lock", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "BigPacketsSizedToMTU", From: Version{Major: 6, Minor: 1}, What: "big-mode buffers without guest GSO hold DIV_ROUND_UP(mtu, PAGE_SIZE) pages", Function: "virtnet_set_big_packets (drivers/net/virtio_net.c)"},
 		{Name: "CpumapSKBRecycle", From: Version{Major: 6, Minor: 4}, What: "skbs built from page_pool xdp_frames are marked for recycling", Function: "__xdp_build_skb_from_frame (net/core/xdp.c)"},
+		{Name: "NetRxActionRestart", From: Version{Major: 6, Minor: 4}, What: "net_rx_action polls the instances scheduled while it ran before it returns", Function: "net_rx_action (net/core/dev.c)"},
 		{Name: "NAPILocalSKB", From: Version{Major: 6, Minor: 5}, What: "skbs freed in NAPI (napi_safe) on the CPU that has the pool's NAPI scheduled recycle into the alloc cache", Function: "page_pool_return_skb_page (net/core/page_pool.c)"},
+		{Name: "SoftirqBesideKsoftirqd", From: Version{Major: 6, Minor: 5}, What: "an interrupt's exit runs pending softirqs even while ksoftirqd is runnable", Function: "invoke_softirq (kernel/softirq.c)"},
+		{Name: "EEVDF", From: Version{Major: 6, Minor: 6}, What: "the fair scheduler runs the eligible task with the earliest virtual deadline (EEVDF), not the least vruntime (CFS)", Function: "pick_eevdf (kernel/sched/fair.c)"},
 		{Name: "NAPILocalSKBSoftirq", From: Version{Major: 6, Minor: 6}, What: "any skb freed in softirq asks whether the pool's NAPI is scheduled on this CPU, napi_safe or not", Function: "napi_pp_put_page (net/core/skbuff.c)"},
 		{Name: "PageFragPremap", From: Version{Major: 6, Minor: 6}, Off: Version{Major: 6, Minor: 11}, On: Version{Major: 6, Minor: 13}, OffByDefault: true, What: "virtio_net premaps each page_frag block once for DMA", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
 		{Name: "TCPScalingRatio", From: Version{Major: 6, Minor: 6}, What: "the receive window is free socket memory scaled by the payload-to-truesize ratio measured, not half of it", Function: "tcp_win_from_space (include/net/tcp.h)"},
@@ -293,6 +311,12 @@ func (v Version) Behaviours() Behaviours {
 			b.RefillRetryInNAPI = true
 		case "VirtioNetPagePool":
 			b.VirtioNetPagePool = true
+		case "NetRxActionRestart":
+			b.NetRxActionRestart = true
+		case "SoftirqBesideKsoftirqd":
+			b.SoftirqBesideKsoftirqd = true
+		case "EEVDF":
+			b.EEVDF = true
 		default:
 			panic("kernel: Changes names an unknown behaviour " + c.Name)
 		}

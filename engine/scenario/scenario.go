@@ -81,6 +81,8 @@ type Scenario struct {
 	Traffic  Traffic  `json:"traffic"`
 	Device   Device   `json:"device"`
 	Next     *Next    `json:"next_device,omitempty"`
+	Sysctl   Sysctl   `json:"sysctl"`
+	Sched    Sched    `json:"sched"`
 
 	MemoryPages int `json:"memory_pages"` // guest memory in 4 KiB pages
 
@@ -94,6 +96,36 @@ type Scenario struct {
 	// are fitted, not sourced. `ringlab reproduce` counts them against
 	// that result; a set of the field drops its entry.
 	Fitted []Fit `json:"fitted,omitempty"`
+}
+
+// Sysctl is the guest's net.core sysctls that decide how long NET_RX
+// runs before it stops (net_rx_action).
+type Sysctl struct {
+	// NetdevBudget is net.core.netdev_budget: packets one net_rx_action
+	// round polls, over all its NAPI instances, before it stops
+	// (time_squeeze).
+	NetdevBudget int `json:"netdev_budget"`
+	// NetdevBudgetUsecs is net.core.netdev_budget_usecs: a round's time
+	// limit, counted in whole jiffies; 0 is the kernel's default,
+	// 2 * USEC_PER_SEC / HZ (two jiffies).
+	NetdevBudgetUsecs int `json:"netdev_budget_usecs,omitempty"`
+}
+
+// Sched is the guest's scheduler: its tick and the fair scheduler's
+// tunables. A tunable left at 0 takes the kernel's default for the CPU
+// count (its base value times 1 + ilog2(min(cpus, 8))).
+type Sched struct {
+	// HZ is CONFIG_HZ: 100, 250, 300 or 1000. It sets the jiffy that
+	// MAX_SOFTIRQ_TIME, netdev_budget_usecs, the scheduler's slices and
+	// TCP's timers count in.
+	HZ int `json:"hz"`
+	// CFS (until 6.5): sched_latency_ns, sched_min_granularity_ns and
+	// sched_wakeup_granularity_ns (debugfs sched/ since 5.13).
+	LatencyNs           int64 `json:"latency_ns,omitempty"`
+	MinGranularityNs    int64 `json:"min_granularity_ns,omitempty"`
+	WakeupGranularityNs int64 `json:"wakeup_granularity_ns,omitempty"`
+	// BaseSliceNs is EEVDF's base_slice_ns (6.6+).
+	BaseSliceNs int64 `json:"base_slice_ns,omitempty"`
 }
 
 // Fit declares one field of a scenario fitted on a published result.
@@ -143,6 +175,9 @@ type Driver struct {
 	// 0, or 3 (SKB_FRAG_PAGE_ORDER, 32 KiB pages split into fragments,
 	// as the 2023 series' 3/5 created its pool) with page_pool_frag.
 	PoolOrder int `json:"pool_order,omitempty"`
+	// GRO is NETIF_F_GRO (ethtool -K gro): NAPI merges a TCP stream's
+	// frames into larger skbs before the protocol sees them.
+	GRO bool `json:"gro"`
 }
 
 // XDP is the program attached to every receive queue.

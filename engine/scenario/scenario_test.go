@@ -45,6 +45,11 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		{"frame larger than a full ring", `{"ring_size": 8, "features": {"guest_gso": true}, "traffic": {"gso_size": 65535, "size": 65000, "proto": "tcp"}}`, "traffic.size"},
 		{"rate and line rate", `{"traffic": {"rate_pps": 1000, "line_gbps": 10}}`, "traffic.line_gbps"},
 		{"random sizes without sizes", `{"traffic": {"random_sizes": true}}`, "traffic.random_sizes"},
+		{"netdev_budget zero", `{"sysctl": {"netdev_budget": 0}}`, "sysctl.netdev_budget"},
+		{"netdev_budget_usecs negative", `{"sysctl": {"netdev_budget_usecs": -1}}`, "sysctl.netdev_budget_usecs"},
+		{"hz not CONFIG_HZ's", `{"sched": {"hz": 500}}`, "sched.hz"},
+		{"base slice too short", `{"sched": {"base_slice_ns": 1000}}`, "sched.base_slice_ns"},
+		{"latency too long", `{"sched": {"latency_ns": 2000000000}}`, "sched.latency_ns"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

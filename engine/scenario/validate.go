@@ -68,12 +68,45 @@ func Default() Scenario {
 			BufferSource: SourcePagePool,
 			DMA:          DMAPremapped,
 			Budget:       64,
+			GRO:          true,
 		},
 		Consumer:    Consumer{CPU: -1, Context: FreeSoftirq, CostNs: 200},
 		Traffic:     Traffic{Size: 64, Flows: 1, Proto: "udp", DstPort: 9},
 		Device:      Device{Kind: DeviceVhost, Backlog: 1000, AvailEvent: AvailEventSeen},
+		Sysctl:      Sysctl{NetdevBudget: DefaultNetdevBudget},
+		Sched:       Sched{HZ: 1000},
 		MemoryPages: 1 << 16,
 	}
+}
+
+// DefaultNetdevBudget is net.core.netdev_budget's default.
+const DefaultNetdevBudget = 300
+
+// validateSched checks the sysctls and the scheduler's tunables.
+func (s *Scenario) validateSched() error {
+	if b := s.Sysctl.NetdevBudget; b < 1 || b > 1_000_000 {
+		return bad("sysctl.netdev_budget", "%d: want 1..1000000 packets (the kernel's default is %d)", b, DefaultNetdevBudget)
+	}
+	if u := s.Sysctl.NetdevBudgetUsecs; u < 0 || u > 1_000_000 {
+		return bad("sysctl.netdev_budget_usecs", "%d: want 0 (two jiffies) or 1..1000000 us", u)
+	}
+	switch s.Sched.HZ {
+	case 100, 250, 300, 1000:
+	default:
+		return bad("sched.hz", "%d: want one of CONFIG_HZ's 100, 250, 300, 1000", s.Sched.HZ)
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"sched.latency_ns", s.Sched.LatencyNs}, {"sched.min_granularity_ns", s.Sched.MinGranularityNs},
+		{"sched.wakeup_granularity_ns", s.Sched.WakeupGranularityNs}, {"sched.base_slice_ns", s.Sched.BaseSliceNs},
+	} {
+		if f.v != 0 && (f.v < 100_000 || f.v > 1_000_000_000) {
+			return bad(f.name, "%d: want 0 (the kernel's default for the CPU count) or 100000..1000000000 ns", f.v)
+		}
+	}
+	return nil
 }
 
 // validateStream checks a tcp_stream or udp_stream workload: one stream
@@ -222,6 +255,9 @@ func (s *Scenario) Validate() error {
 		return bad("memory_pages", "%d: want 1024..%d", s.MemoryPages, MaxMemoryPages)
 	}
 	if err := s.validateDriver(); err != nil {
+		return err
+	}
+	if err := s.validateSched(); err != nil {
 		return err
 	}
 	if err := s.validateXDP(); err != nil {

@@ -24,7 +24,12 @@ func (s *Sim) CopyFrom(src *Sim) error {
 	if err := s.Queue.CopyFrom(src.Queue); err != nil {
 		return err
 	}
+	if len(s.tasks) != len(src.tasks) {
+		return fmt.Errorf("sim: copy: %d tasks into %d", len(src.tasks), len(s.tasks))
+	}
 	s.Costs = src.Costs
+	s.Sched = src.Sched
+	copy(s.tasks, src.tasks)
 	s.err = src.err
 	for i := range s.cpus {
 		c := src.cpus[i]

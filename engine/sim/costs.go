@@ -57,6 +57,11 @@ type Costs struct {
 	IRQ        Duration // taking an interrupt and scheduling NAPI on the CPU
 	IRQLatency Duration // from the device's signal to the handler running
 
+	// GRO and the protocol in NET_RX (net/core/gro.c, net/ipv4/)
+	GROReceive Duration // napi_gro_receive of one frame: the flow's lookup and the merge into the held skb
+	TCPRcv     Duration // the protocol's receive of one skb (GRO skb or frame): ip_rcv .. tcp_v4_rcv .. tcp_data_queue
+	TCPSendAck Duration // a pure ACK built and sent down to the driver: tcp_send_ack .. dev_queue_xmit .. start_xmit, the ring's descriptor and kick excluded
+
 	// sockets (net/ipv4/tcp_input.c, net/packet/af_packet.c)
 	SKBCoalesce Duration // tcp_try_coalesce moving an skb's frags into the socket's tail skb (a copy adds Memcpy64 per 64 bytes)
 	SKBClone    Duration // skb_clone of an skb for a listening packet socket (packet_rcv)
@@ -79,7 +84,9 @@ type Costs struct {
 	XDPInsn8        Duration // eight eBPF instructions, JIT-compiled
 
 	// scheduling
-	TaskWakeLatency Duration // try_to_wake_up to the woken thread running
+	TaskWakeLatency Duration // try_to_wake_up to the woken thread running on another, idle CPU
+	ContextSwitch   Duration // __schedule switching the CPU to another task
+	Wakeup          Duration // try_to_wake_up: the waker's side
 	IPISend         Duration // smp_call_function_single_async: the sender's side of an IPI
 	IPIRecv         Duration // taking a call-function IPI and running its handler
 }
@@ -186,6 +193,12 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.BuildSKB }},
 	{"alloc_skb", 60, Estimate, "", "estimate: napi_alloc_skb of a GOOD_COPY_LEN head from the page_frag cache, a build_skb plus the carve",
 		func(c *Costs) *Duration { return &c.AllocSKB }},
+	{"gro_receive", 72, Sourced, "", "Eric Dumazet, netdev 4 March 2024 (\"Re: [PATCH net-next 2/4] net: gro: change skb_gro_network_header()\"): one TCP flow at 1500 MTU saturates a CPU (Xeon Gold 6268L @ 2.80 GHz, gve, RFS on, so that CPU runs the driver and GRO only) at 6,233,000 packets a second, 160.4 ns a packet; its profile's GRO functions (dev_gro_receive 11.19%, ipv6_gro_receive 8.05, tcp_gro_receive 7.98, skb_gro_receive 7.25, tcp6_gro_receive 3.91, csum_ipv6_magic 3.55, napi_gro_frags 3.06) are 45.0% of it: 72 ns a frame merged. IPv6 through napi_gro_frags; virtio_net passes built skbs to napi_gro_receive",
+		func(c *Costs) *Duration { return &c.GROReceive }},
+	{"tcp_rcv", 1050, Estimate, "", "estimate: from Cai et al., \"Understanding Host Network Stack Overheads\" (SIGCOMM 2021), the receiver breakdowns in the authors' artifact (Terabit-Ethernet/Understanding-network-stack-overheads-SIGCOMM-2021, README's sample output; Xeon Gold 6128 @ 3.4 GHz, Linux 5.4, ConnectX-5): without TSO/GRO (9.0 Gbit/s, 1.86 cores) the tcp/ip category (ip_rcv, tcp_v4_rcv, tcp_rcv_established, tcp_data_queue, the ACKs' __tcp_send_ack and __ip_queue_xmit, tcp_recvmsg, nf_conntrack_in) is 54.8%: 1309 ns a 1448-byte skb; less half an ACK's TCP/IP share (one ACK per two segments, about 510 ns: tcp_send_ack's 800 less the device layer's 300) leaves about 1050 ns an skb. With GRO (26.6 Gbit/s) the same category is 36 ns a frame, which fits about 1.05 us an skb at some 30 frames a GRO skb; the paper's figures themselves were not read",
+		func(c *Costs) *Duration { return &c.TCPRcv }},
+	{"tcp_send_ack", 800, Estimate, "", "estimate: Eric Dumazet's 133c4c0d3717 (\"tcp: defer regular ACK while processing socket backlog\", netdev 6 September 2023; Xeon Platinum 8481C, one flow, the receiving application's CPU saturated): 100 -> 120 Gbit/s as ACKs fell from 240,000 to 40,000 a second, which puts an ACK at about 0.81 us of that CPU if the whole gain is the ACKs' (it includes the driver and its doorbell: an upper bound); Paolo Abeni's pktgen through dev_queue_xmit and pfifo_fast (netdev 19 June 2020: 3.3 Mpps, 303 ns a packet) times the device layer alone. The virtqueue descriptor and a kick are charged apart (virtqueue_add, kick_vmexit)",
+		func(c *Costs) *Duration { return &c.TCPSendAck }},
 	{"skb_coalesce", 30, Estimate, "", "estimate: tcp_try_coalesce and skb_try_coalesce moving the frag descriptors (16 bytes each) into the tail skb, the truesize and rmem updates, and kfree_skb_partial of the emptied sk_buff (~100 cycles)",
 		func(c *Costs) *Duration { return &c.SKBCoalesce }},
 	{"skb_clone", 40, Estimate, "", "estimate: skb_clone in packet_rcv: an sk_buff from skbuff_cache, __copy_skb_header, the dataref atomic (~150 cycles)",
@@ -228,8 +241,12 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.XDPProg }},
 	{"xdp_insn8", 3, Estimate, "", "estimate: JIT-compiled eBPF retiring about one instruction per cycle, ~3 ns per 8",
 		func(c *Costs) *Duration { return &c.XDPInsn8 }},
-	{"task_wake_latency", 3000, Estimate, "", "estimate: wake-up latency of a sleeping thread on an idle CPU (a few us)",
+	{"task_wake_latency", 2500, Sourced, "", "Andrei Vagin, LKML 27 Oct 2022 (\"sched: consider WF_SYNC to find idle siblings\", an 8-CPU host): perf bench sched pipe takes 8.814 us a round trip with the two tasks on two CPUs against 3.744 us with both on one: 2.5 us more per one-way hand-off, the wake-up of a task sleeping on another CPU (the IPI, the idle CPU's exit) before it runs; Chao Gao's cross-vCPU run in a KVM guest (kvm list, June 2022: 7.80-8.12 us a round trip) agrees. The woken task's context switch is charged apart (context_switch)",
 		func(c *Costs) *Duration { return &c.TaskWakeLatency }},
+	{"context_switch", 1000, Estimate, "", "estimate: perf bench sched pipe with both tasks on one CPU takes 2.79 us a round trip in a KVM guest (Ingo Molnar, LKML 31 May 2025), 1.40 us per half: a wake-up, a pipe write and read, and one context switch (two per round trip, counted by Arnaldo Carvalho de Melo, LKML 16 Oct 2023); no source splits the half, and the switch (__schedule, __switch_to and the cache it disturbs) is taken as the larger part",
+		func(c *Costs) *Duration { return &c.ContextSwitch }},
+	{"wakeup", 400, Estimate, "", "estimate: the rest of that 1.40 us half round trip (context_switch): try_to_wake_up of the woken task, paid by the waker (sk_data_ready's wake-up of the reader, wake_up_process of a kthread)",
+		func(c *Costs) *Duration { return &c.Wakeup }},
 	{"ipi_send", 1000, Estimate, "", "estimate: an IPI from a KVM guest is an x2APIC ICR write that exits to the host (handled on KVM's fastpath, cheaper than a notify's round trip, kick_vmexit); on bare metal it is a few hundred cycles",
 		func(c *Costs) *Duration { return &c.IPISend }},
 	{"ipi_recv", 1000, Estimate, "", "estimate: the target vCPU takes the injected call-function vector, runs the handler (trigger_rx_softirq raises NET_RX) and returns; cheaper than a device interrupt's full path (irq_virt)",

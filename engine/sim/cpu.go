@@ -1,17 +1,50 @@
 package sim
 
-// CPU is one simulated processor with its own timeline. Work on a CPU is
-// bracketed by Begin and End; in between, Charge advances the CPU's cursor by
-// the cost of each operation. A CPU never does two things at once: work that
-// could start while it is busy starts when it is free.
+// CPU is one simulated processor with its own timeline, and the contexts
+// the kernel runs on it: hard interrupts, softirqs and tasks.
+//
+// Work on a CPU is bracketed by a Begin and End; in between, Charge
+// advances the CPU's cursor by the cost of each operation. What a piece
+// of work waits for depends on its context, as in the kernel:
+//
+//   - Interrupt work (Begin, BeginIRQ: a hard interrupt, or a softirq run
+//     at its exit, irq_exit -> invoke_softirq) runs when it falls due,
+//     after any interrupt work already on the CPU, and ahead of the task
+//     that was running: that task's committed work is pushed back by the
+//     interrupt's duration (it was preempted).
+//   - Task work (BeginTask: a process, or a kernel thread such as
+//     ksoftirqd/N or the cpumap kthread) runs when the CPU has neither
+//     interrupt work nor another chunk of task work left, and only when
+//     the scheduler (sched.go) has made the task the CPU's current one.
+//     A task that disables bottom halves for a chunk (local_bh_disable:
+//     ksoftirqd running __do_softirq, the cpumap kthread's batch) is not
+//     pushed back by softirqs: they wait for the chunk to end, as they
+//     wait for local_bh_enable.
+//
+// The engine runs a piece of work whole when its event fires and lets the
+// cursor run ahead of the event queue; a task's chunks are kept short (one
+// recvmsg call, one batch) so that what an interrupt pushes back is little.
 //
 // The zero value is not usable; CPUs come from New (Sim.CPU).
 type CPU struct {
 	ID int
 
-	sim       *Sim
-	cursor    Time     // where the current piece of work has got to
-	busyUntil Time     // when the last piece of work ended
+	sim    *Sim
+	cursor Time // where the current piece of work has got to
+	// irqUntil is when the interrupt work committed so far ends (and the
+	// chunk of a task with bottom halves disabled); taskUntil when the
+	// current task's committed chunk ends, pushed back by every piece of
+	// interrupt work that preempted it.
+	irqUntil  Time
+	taskUntil Time
+	// The piece of work begun: its context, its start, the busy time
+	// before it, and whether it preempts the task's chunk (interrupt work
+	// that starts before taskUntil).
+	ctx       Context
+	start     Time
+	busyStart Duration
+	preempts  bool
+
 	busy      Duration // total time spent working, including spinning
 	spin      Duration // part of busy spent waiting for locks
 	transfers uint64   // cache lines this CPU pulled from another CPU
@@ -19,24 +52,62 @@ type CPU struct {
 	// prof is busy by symbol: every Charge adds to one row, so the rows
 	// sum to busy. A fixed array: one add per charge, copied with the CPU.
 	prof Profile
+	// ctxBusy is busy by context (ContextBusy).
+	ctxBusy [numContexts]Duration
+
+	rq runqueue // the tasks of this CPU and who runs (sched.go)
 }
 
-// Begin starts a piece of work that is ready at t, and returns when it
-// actually starts: t, or later when the CPU is still busy.
-func (c *CPU) Begin(t Time) Time {
-	if t < c.busyUntil {
-		t = c.busyUntil
+// Context is what a piece of a CPU's work runs as.
+type Context uint8
+
+// The contexts, as /proc/stat splits a CPU's time.
+const (
+	// CtxIRQ: a hard interrupt handler, or a softirq run at its exit
+	// (NET_RX on top of whatever ran). Nothing but another interrupt
+	// runs before it ends.
+	CtxIRQ Context = iota
+	// CtxTask: a task's own work, which interrupts preempt.
+	CtxTask
+	// CtxTaskBH: a task's work with bottom halves disabled: interrupts
+	// wait for it (the engine charges a hard interrupt's entry where the
+	// work that takes it runs).
+	CtxTaskBH
+	numContexts
+)
+
+func (x Context) String() string {
+	switch x {
+	case CtxIRQ:
+		return "irq"
+	case CtxTask:
+		return "task"
+	case CtxTaskBH:
+		return "task (bh off)"
 	}
-	c.cursor = t
+	return "?"
+}
+
+// Begin starts a piece of interrupt work that is ready at t (BeginIRQ
+// without a label) and returns when it actually starts.
+func (c *CPU) Begin(t Time) Time {
+	if t < c.irqUntil {
+		t = c.irqUntil
+	}
+	c.cursor, c.start, c.busyStart, c.ctx = t, t, c.busy, CtxIRQ
+	c.preempts = t < c.taskUntil
 	return t
 }
 
-// BeginActivity is Begin with a label saying what the work is ("napi poll",
-// "cpumap kthread"), shown when a CPU is inspected.
-func (c *CPU) BeginActivity(t Time, what string) Time {
+// BeginIRQ is Begin with a label saying what the work is ("napi poll",
+// "interrupt"), shown when a CPU is inspected.
+func (c *CPU) BeginIRQ(t Time, what string) Time {
 	c.activity = what
 	return c.Begin(t)
 }
+
+// BeginActivity is BeginIRQ: interrupt work with a label.
+func (c *CPU) BeginActivity(t Time, what string) Time { return c.BeginIRQ(t, what) }
 
 // Charge advances the cursor by d of busy time spent in the kernel
 // function sym, and adds d to sym's row of the CPU's profile. Negative d
@@ -58,19 +129,47 @@ func (c *CPU) Profile() Profile { return c.prof }
 // Now is the CPU's cursor: the time the current work has reached.
 func (c *CPU) Now() Time { return c.cursor }
 
-// End finishes the current piece of work and returns its end time.
+// End finishes the current piece of work and returns when the CPU is
+// free of it. Interrupt work that started inside the task's committed
+// chunk pushes that chunk's end back by its own duration.
 func (c *CPU) End() Time {
-	if c.cursor > c.busyUntil {
-		c.busyUntil = c.cursor
+	d := c.busy - c.busyStart
+	c.ctxBusy[c.ctx] += d
+	switch c.ctx {
+	case CtxIRQ:
+		if c.cursor > c.irqUntil {
+			c.irqUntil = c.cursor
+		}
+		if c.preempts {
+			c.taskUntil = c.taskUntil.Add(d)
+			c.rq.preempted += d
+			c.preempts = false
+		}
+	case CtxTaskBH:
+		c.irqUntil = max(c.irqUntil, c.cursor)
+		c.taskUntil = max(c.taskUntil, c.cursor)
+	default:
+		c.taskUntil = max(c.taskUntil, c.cursor)
 	}
-	return c.busyUntil
+	return c.BusyUntil()
 }
 
 // BusyUntil is when the CPU finishes what it has been given.
-func (c *CPU) BusyUntil() Time { return c.busyUntil }
+func (c *CPU) BusyUntil() Time { return max(c.irqUntil, c.taskUntil) }
+
+// IRQUntil is when the interrupt work given to the CPU ends.
+func (c *CPU) IRQUntil() Time { return c.irqUntil }
 
 // Busy is the total busy time so far (spinning included).
 func (c *CPU) Busy() Duration { return c.busy }
+
+// ContextBusy is the busy time so far spent in context x.
+func (c *CPU) ContextBusy(x Context) Duration {
+	if x >= numContexts {
+		return 0
+	}
+	return c.ctxBusy[x]
+}
 
 // Spin is the part of Busy spent waiting for locks.
 func (c *CPU) Spin() Duration { return c.spin }
@@ -78,7 +177,8 @@ func (c *CPU) Spin() Duration { return c.spin }
 // Transfers counts cache lines this CPU had to pull from another CPU.
 func (c *CPU) Transfers() uint64 { return c.transfers }
 
-// Activity is the label of the last work begun with BeginActivity.
+// Activity is the label of the last work begun with BeginIRQ or of the
+// task whose chunk began last.
 func (c *CPU) Activity() string { return c.activity }
 
 // Costs is the cost table of the CPU's simulation.

@@ -8,14 +8,19 @@
 // with the same inputs produce the same sequence of events.
 //
 // How work takes time. An event fires at its time t on the event queue. A
-// handler that does work on a CPU calls CPU.Begin(t): the CPU starts at t or
-// when it finishes what it is already doing, whichever is later. Each
-// operation then advances the CPU's cursor by its cost (CPU.Charge, from the
-// Costs table); CPU.End records the finish. A Lock serialises holders across
-// CPUs: a holder whose critical section would overlap another's waits, and
-// the wait is spent spinning (busy), as a spinlock spins. A CacheLine charges
-// a transfer when the CPU touching it changes. Contention is therefore not
-// written down anywhere: it appears when several CPUs use the same resource.
+// handler that does work on a CPU brackets it by context: interrupt work
+// with CPU.BeginIRQ(t), which starts at t or when the CPU's interrupt
+// work so far ends, and preempts the task whose chunk is running (its
+// end moves back by the interrupt's duration); a task's chunk with
+// CPU.BeginTask, when the fair scheduler (sched.go) has made the task
+// current and the CPU is free. Each operation then advances the CPU's
+// cursor by its cost (CPU.Charge, from the Costs table); End or EndTask
+// records the finish. A Lock serialises holders across CPUs: a holder
+// whose critical section would overlap another's waits, and the wait is
+// spent spinning (busy), as a spinlock spins. A CacheLine charges a
+// transfer when the CPU touching it changes. Contention is therefore not
+// written down anywhere: it appears when several CPUs use the same
+// resource.
 package sim
 
 // Time is an instant of virtual time, in nanoseconds since the start of the

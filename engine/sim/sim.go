@@ -14,6 +14,10 @@ type Sim struct {
 	Queue *Queue
 	Costs Costs
 	cpus  []CPU
+	// tasks are every CPU's threads (sched.go), Sched the scheduler they
+	// share their CPUs under.
+	tasks []Task
+	Sched SchedConfig
 	err   error // the first internal error (Fail)
 }
 
@@ -22,10 +26,10 @@ func New(ncpu int, costs Costs) (*Sim, error) {
 	if ncpu < 1 || ncpu > MaxCPUs {
 		return nil, fmt.Errorf("sim: %d CPUs: want 1..%d", ncpu, MaxCPUs)
 	}
-	s := &Sim{Queue: NewQueue(1024), Costs: costs}
+	s := &Sim{Queue: NewQueue(1024), Costs: costs, Sched: DefaultSched(true, ncpu, 1000)}
 	s.cpus = make([]CPU, ncpu)
 	for i := range s.cpus {
-		s.cpus[i] = CPU{ID: i, sim: s}
+		s.cpus[i] = CPU{ID: i, sim: s, rq: runqueue{curr: NoTask, last: NoTask}}
 	}
 	return s, nil
 }

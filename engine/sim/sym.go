@@ -64,6 +64,13 @@ const (
 	SymBQEnqueue           // bq_enqueue: a cpumap bulk queue flushed into the ptr_ring
 	SymCPUMapKthread       // cpu_map_kthread_run
 	SymBQXmitAll           // bq_xmit_all: a devmap bulk queue sent to ndo_xdp_xmit
+	SymNetRxAction         // net_rx_action: a NET_RX round's bookkeeping
+	SymTCPV4Rcv            // tcp_v4_rcv: the protocol's receive of an skb, ip_rcv to tcp_data_queue
+	SymTCPSendAck          // tcp_send_ack: an ACK built and passed down to the driver
+	SymStartXmit           // start_xmit: virtio_net's transmit of an skb
+	// kernel/sched/core.c.
+	SymTryToWakeUp // try_to_wake_up: the waker's side of a wake-up
+	SymSchedule    // __schedule: a context switch
 	// SymNextIRQ is a pseudo-row: the next device's TX-completion
 	// interrupt (a devmap's target, another driver: ixgbe's
 	// ixgbe_msix_clean_rings in R4), which is not virtio's
@@ -117,6 +124,12 @@ var symNames = [NumSyms]string{
 	SymBQEnqueue:            "bq_enqueue",
 	SymCPUMapKthread:        "cpu_map_kthread_run",
 	SymBQXmitAll:            "bq_xmit_all",
+	SymNetRxAction:          "net_rx_action",
+	SymTCPV4Rcv:             "tcp_v4_rcv",
+	SymTCPSendAck:           "tcp_send_ack",
+	SymStartXmit:            "start_xmit",
+	SymTryToWakeUp:          "try_to_wake_up",
+	SymSchedule:             "__schedule",
 	SymNextIRQ:              "[next device irq]",
 }
 

@@ -27,9 +27,9 @@ func (st *Stack) CopyFrom(src *Stack) error {
 	}
 	own := *st
 	*st = *src
-	st.sim, st.pool, st.rel, st.obs = own.sim, own.pool, own.rel, own.obs
+	st.sim, st.net, st.pool, st.rel, st.obs = own.sim, own.net, own.pool, own.rel, own.obs
+	st.app = own.app
 	st.rmem = append(own.rmem[:0], src.rmem...)
-	st.awake = append(own.awake[:0], src.awake...)
 	st.ipiSent = append(own.ipiSent[:0], src.ipiSent...)
 	st.sockq = copyLists(own.sockq, src.sockq)
 	st.deferred = copyLists(own.deferred, src.deferred)

@@ -382,6 +382,15 @@ func (p *Pool) TryCoalesce(c *sim.CPU, to, from ID, r Releaser, ctx Context) (Co
 	case f.NrFrags == 0 || n > MaxSkbFrags:
 		return NotCoalesced, nil
 	}
+	t.takeFrags(f)
+	return CoalescedFrags, p.Free(c, from, r, ctx)
+}
+
+// takeFrags moves f's frags behind t's, and its length, truesize and
+// packets into t's: what skb_try_coalesce and skb_gro_receive do once
+// each has decided the frags fit (and made f's head one of them when it
+// steals it). f is left with no page.
+func (t *SKB) takeFrags(f *SKB) {
 	copy(t.Frags[t.NrFrags:], f.Frags[:f.NrFrags])
 	t.NrFrags += f.NrFrags
 	clear(f.Frags[:f.NrFrags])
@@ -390,5 +399,4 @@ func (p *Pool) TryCoalesce(c *sim.CPU, to, from ID, r Releaser, ctx Context) (Co
 	t.Truesize += f.Truesize
 	t.Segs += f.Segs
 	t.Tailroom = 0
-	return CoalescedFrags, p.Free(c, from, r, ctx)
 }

@@ -2,9 +2,11 @@ package skb
 
 import (
 	"fmt"
+	"strconv"
 
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
+	"ringlab/engine/softnet"
 )
 
 // SocketQueueLimit bounds the skbs waiting for the application on one CPU
@@ -13,12 +15,14 @@ import (
 // does.
 const SocketQueueLimit = 4096
 
-// AppBatch is how many packets the application takes per wake-up before
-// it lets the event loop run (one recvmmsg, or one large read of a TCP
-// stream): skbs until they carry that many packets, at least one. On a
-// CPU that takes interrupts the read stops sooner when one falls due
-// (runApp).
+// AppBatch is how many datagrams the application takes in one call
+// (one recvmmsg): skbs until they carry that many packets, at least one.
 const AppBatch = 64
+
+// TCPReadSize is how much one recvmsg of a TCP stream asks for: iperf3's
+// default read length (DEFAULT_TCP_BLKSIZE, 128 KiB). The call copies
+// skbs until it has that much, at least one.
+const TCPReadSize = 128 << 10
 
 // DeferMax is sysctl_skb_defer_max's default until 6.18: at most this many
 // skbs wait on one CPU's defer list (net/core/hotdata.c; 5.17 to 6.18).
@@ -69,12 +73,11 @@ type Stack struct {
 
 	wake sim.Kind
 	ipi  sim.Kind
-	// irqCPUs has bit i set when CPU i takes interrupts that raise
-	// softirqs (a receive queue's NAPI): there the application's reads
-	// are preempted between skbs (SetInterruptCPUs).
-	irqCPUs  uint64
+	net  *softnet.Softnet
+	// app is each CPU's application thread, reading its socket (process
+	// context only).
+	app      []sim.TaskID
 	sockq    [][]ID // per CPU: skbs waiting for the application
-	awake    []bool // per CPU: application scheduled
 	deferred [][]ID // per CPU: skb_attempt_defer_free lists (sd->defer_list)
 	ipiSent  []bool // per CPU: sd->defer_ipi_scheduled
 
@@ -83,9 +86,12 @@ type Stack struct {
 
 // StackConfig is how the consumer side behaves.
 type StackConfig struct {
-	CPU     int          // consumer CPU, -1 the receiving CPU
-	Process bool         // freed by an application thread, not in softirq
-	Cost    sim.Duration // stack and application cost per packet
+	CPU     int  // consumer CPU, -1 the receiving CPU
+	Process bool // freed by an application thread, not in softirq
+	// Cost is the reader's own cost: per skb a TCP socket's recvmsg takes
+	// (the protocol's receive and the ACK are paid in NET_RX), per
+	// datagram otherwise (the protocol and the application together).
+	Cost sim.Duration
 	// DeferFree: the protocol's recvmsg frees a remote skb with
 	// skb_attempt_defer_free (tcp_eat_recv_skb since 5.17, UDP since
 	// 6.18); otherwise with __kfree_skb where it is.
@@ -113,10 +119,11 @@ type StackConfig struct {
 
 // SocketObserver hears what a stream's receiving sockets do.
 type SocketObserver interface {
-	// Queued: at c.Now() the socket on CPU cpu took the packet built
-	// from frame seq of receive queue queue (tcp_data_queue,
-	// __udp_enqueue_schedule_skb), len bytes held in truesize bytes.
-	Queued(c *sim.CPU, cpu, queue int, seq uint64, len, truesize uint32)
+	// Queued: at c.Now() the socket on CPU cpu took the skb built from
+	// segs frames of receive queue queue, from frame seq on
+	// (tcp_data_queue, __udp_enqueue_schedule_skb), len bytes held in
+	// truesize bytes. It runs where the protocol does, in NET_RX on c.
+	Queued(c *sim.CPU, cpu, queue int, seq uint64, segs int, len, truesize uint32)
 	// Read: the application on CPU cpu read from its socket.
 	Read(c *sim.CPU, cpu int)
 }
@@ -186,9 +193,11 @@ func (st *Stack) RcvbufFree(cpu int) int {
 // SocketMem checks by walking the queue).
 func (st *Stack) Rmem(cpu int) uint64 { return st.rmem[cpu] }
 
-// NewStack builds the consumer side for the CPUs of s.
-func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
-	st := &Stack{sim: s, pool: pool, rel: rel, cpu: cfg.CPU, process: cfg.Process, cost: cfg.Cost,
+// NewStack builds the consumer side for the CPUs of s, taking packets in
+// from NET_RX (net), with an application thread on each CPU in process
+// context.
+func NewStack(s *sim.Sim, net *softnet.Softnet, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
+	st := &Stack{sim: s, net: net, pool: pool, rel: rel, cpu: cfg.CPU, process: cfg.Process, cost: cfg.Cost,
 		deferFree: cfg.DeferFree, deferMax: cfg.DeferMax,
 		rcvbuf: cfg.Rcvbuf, hdrBytes: uint32(max(cfg.HdrBytes, 0)), obs: cfg.Observer, verifyCsum: cfg.VerifyCsum}
 	if st.deferMax <= 0 {
@@ -196,7 +205,6 @@ func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 	}
 	n := s.NumCPU()
 	st.sockq = make([][]ID, n)
-	st.awake = make([]bool, n)
 	st.deferred = make([][]ID, n)
 	st.ipiSent = make([]bool, n)
 	st.rmem = make([]uint64, n)
@@ -208,14 +216,23 @@ func NewStack(s *sim.Sim, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 	st.ipi = s.Queue.RegisterArg("defer list IPI", "cpu", st.deferIPI)
 	s.Queue.Cite(st.wake, "udp_recvmsg", "skb_copy_datagram_iter")
 	s.Queue.Cite(st.ipi, "skb_defer_free_flush")
+	if st.process {
+		for i := 0; i < n; i++ {
+			st.app = append(st.app, s.NewTask(i, "app/"+strconv.Itoa(i), st.wake, uint64(i)))
+		}
+	}
+	net.SetOnPoll(func(c *sim.CPU) { st.sim.Fail(st.FlushDeferred(c)) })
 	return st
 }
 
-// SetInterruptCPUs says which CPUs take interrupts that raise softirqs
-// (bit i for CPU i; CPU ids are below scenario.MaxCPUs, 64): an
-// application reading on one of them is preempted between skbs by what
-// falls due.
-func (st *Stack) SetInterruptCPUs(mask uint64) { st.irqCPUs = mask }
+// App is the application thread on cpu (process context), NoTask without
+// one.
+func (st *Stack) App(cpu int) sim.TaskID {
+	if cpu < 0 || cpu >= len(st.app) {
+		return sim.NoTask
+	}
+	return st.app[cpu]
+}
 
 // Counters returns the stack's counters.
 func (st *Stack) Counters() StackCounters { return st.c }
@@ -254,6 +271,7 @@ func (st *Stack) CheckDefer() error {
 // Deliver takes an skb in softirq on c (napi_gro_receive or the cpumap
 // kthread's netif_receive_skb_list).
 func (st *Stack) Deliver(c *sim.CPU, id ID) error {
+	st.net.Processed(c.ID) // __netif_receive_skb_core
 	if st.verifyCsum {
 		st.checksum(c, id)
 	}
@@ -294,7 +312,13 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 	st.packetTap(c, id)
 	q := st.sockq[target]
 	sk := st.pool.Get(id)
-	queue, seq, n, ts := int(sk.Queue), sk.Seq, sk.Len, sk.Truesize
+	queue, seq, segs, n, ts := int(sk.Queue), sk.Seq, int(sk.Segs), sk.Len, sk.Truesize
+	if st.tcp {
+		// The protocol, once an skb (a GRO skb: once for all its
+		// frames), where NET_RX runs: ip_rcv .. tcp_v4_rcv ..
+		// tcp_rcv_established .. tcp_data_queue.
+		c.Charge(sim.SymTCPV4Rcv, c.Costs().TCPRcv)
+	}
 	if len(q) >= SocketQueueLimit || (st.rcvbuf > 0 && st.rmem[target] > uint64(st.rcvbuf)) {
 		st.c.SockDrops++ // a stream's sender learns of it from the next packet's report
 		return st.pool.Free(c, id, st.rel, Context{Softirq: true})
@@ -313,8 +337,9 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 		if how != NotCoalesced {
 			st.c.Coalesced++
 			st.rmem[target] += uint64(ts) // the tail skb holds its memory now
+			st.wakeApp(c, target)         // tcp_data_ready
 			if st.obs != nil {
-				st.obs.Queued(c, target, queue, seq, n, ts)
+				st.obs.Queued(c, target, queue, seq, segs, n, ts)
 			}
 			return err
 		}
@@ -322,19 +347,28 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 	st.c.SockQueued++
 	st.rmem[target] += uint64(ts) + StructTruesize
 	st.sockq[target] = append(q, id)
+	st.wakeApp(c, target) // sk_data_ready
 	if st.obs != nil {
-		st.obs.Queued(c, target, queue, seq, n, ts)
-	}
-	if !st.awake[target] {
-		// The application wakes after the wake-up latency, and not
-		// before its CPU is free: what it reads leaves the socket at the
-		// time it runs, so an application slower than its packets fills
-		// its socket (the socket's bound then drops).
-		st.awake[target] = true
-		at := max(c.Now().Add(c.Costs().TaskWakeLatency), st.sim.CPU(target).BusyUntil())
-		st.sim.Queue.Schedule(at, st.wake, uint64(target))
+		st.obs.Queued(c, target, queue, seq, segs, n, ts)
 	}
 	return nil
+}
+
+// wakeApp is sk_data_ready's wake-up (sock_def_readable) of the
+// application reading on
+// target, from work on c: try_to_wake_up, whose cost the waker pays;
+// the application runs when the scheduler lets it, after the wake-up's
+// latency when it sleeps on another CPU. What it reads leaves the socket
+// when it runs, so an application slower than its packets fills its
+// socket (the socket's bound then drops).
+func (st *Stack) wakeApp(c *sim.CPU, target int) {
+	at := c.Now()
+	if target != c.ID {
+		at = at.Add(c.Costs().TaskWakeLatency)
+	}
+	if st.sim.Wake(st.app[target], at) {
+		c.Charge(sim.SymTryToWakeUp, c.Costs().Wakeup)
+	}
 }
 
 // checksum charges c the software checksum of the skb's payload
@@ -348,37 +382,39 @@ func (st *Stack) checksum(c *sim.CPU, id ID) {
 	}
 }
 
-// runApp is the application thread on CPU arg: it takes skbs carrying up
-// to AppBatch packets, pays for each packet and frees them in process
-// context.
+// runApp is one recvmsg call of the application thread on CPU arg: it
+// takes skbs (up to TCPReadSize bytes of a TCP stream, AppBatch
+// datagrams otherwise), pays for each packet, copies the payload and
+// frees them in process context. The call ends in release_sock, whose
+// local_bh_enable runs the NET_RX raised meanwhile (softnet.BHEnable),
+// and returns to user space: a preemption point.
 func (st *Stack) runApp(now sim.Time, arg uint64) {
 	cpu := int(arg)
 	c := st.sim.CPU(cpu)
-	c.BeginActivity(now, "application recvmsg")
+	if !c.BeginTask(now, st.app[cpu], false) {
+		return
+	}
 	q := st.sockq[cpu]
 	n := 0
-	for pkts := 0; n < len(q) && pkts < AppBatch; n++ {
-		pkts += int(st.pool.Get(q[n]).Segs)
-	}
-	// An interrupt preempts the read on a CPU that takes them: irq_exit
-	// runs the softirq it raised (invoke_softirq, __do_softirq) before the
-	// task resumes. The engine's CPU runs one piece of work at a time, so
-	// the read stops after the skb it is copying when any event falls due
-	// before the read's cursor, and resumes after it. On a CPU without
-	// interrupts nothing preempts the read: it takes its whole batch.
-	// ksoftirqd, which takes over softirqs that ran too long and then
-	// competes with the task as a thread, is not modelled.
-	preempt := st.irqCPUs&(1<<(uint(cpu)&63)) != 0
-	done := 0
-	for _, id := range q[:n] {
-		if preempt && done > 0 {
-			if t, ok := st.sim.Queue.Peek(); ok && t < c.Now() {
-				break
-			}
+	if st.tcp {
+		for bytes := 0; n < len(q) && bytes < TCPReadSize; n++ {
+			bytes += int(st.pool.Get(q[n]).Len)
 		}
-		done++
+	} else {
+		for pkts := 0; n < len(q) && pkts < AppBatch; n++ {
+			pkts += int(st.pool.Get(q[n]).Segs)
+		}
+	}
+	for _, id := range q[:n] {
 		s := st.pool.Get(id)
-		c.Charge(st.appSym(), st.cost*sim.Duration(s.Segs)) // per packet, coalesced ones too
+		if st.tcp {
+			// tcp_recvmsg's own work, once per skb it takes off the
+			// queue (a GRO skb, or several merged on the socket); the
+			// protocol's was paid in NET_RX.
+			c.Charge(st.appSym(), st.cost)
+		} else {
+			c.Charge(st.appSym(), st.cost*sim.Duration(s.Segs)) // per datagram
+		}
 		st.c.Delivered += uint64(s.Segs)
 		st.c.Bytes += uint64(s.Len)
 		// recvmsg's copy to the application (skb_copy_datagram_iter):
@@ -393,16 +429,12 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 		}
 		st.sim.Fail(st.pool.Free(c, id, st.rel, Context{Softirq: false}))
 	}
-	st.sockq[cpu] = append(q[:0], q[done:]...)
+	st.sockq[cpu] = append(q[:0], q[n:]...)
 	if st.obs != nil {
 		st.obs.Read(c, cpu)
 	}
-	end := c.End()
-	if len(st.sockq[cpu]) > 0 {
-		st.sim.Queue.Schedule(end, st.wake, arg)
-		return
-	}
-	st.awake[cpu] = false
+	st.net.BHEnable(c) // release_sock
+	c.EndTask(len(st.sockq[cpu]) > 0)
 }
 
 // attemptDeferFree is skb_attempt_defer_free on c for an skb allocated on
@@ -437,10 +469,10 @@ func (st *Stack) attemptDeferFree(c *sim.CPU, id ID, owner int) bool {
 // net_rx_action starts with skb_defer_free_flush.
 func (st *Stack) deferIPI(now sim.Time, arg uint64) {
 	c := st.sim.CPU(int(arg))
-	c.BeginActivity(now, "defer list IPI")
+	c.BeginIRQ(now, "defer list IPI")
 	c.Charge(sim.SymSKBDeferFreeFlush, c.Costs().IPIRecv)
 	st.ipiSent[arg] = false
-	st.sim.Fail(st.FlushDeferred(c))
+	st.net.Raise(c.ID, c.Now())
 	c.End()
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
+	"ringlab/engine/softnet"
 )
 
 // appStack is a two-CPU stack whose application runs on CPU 1, fed n skbs
@@ -19,7 +20,7 @@ func appStack(t *testing.T, cfg StackConfig, n int) (*sim.Sim, *Stack, *Pool, *c
 	p := NewPool(n)
 	var r countingReleaser
 	cfg.CPU, cfg.Process = 1, true
-	st := NewStack(s, p, &r, cfg)
+	st := NewStack(s, softnet.New(s, softnet.Config{}), p, &r, cfg)
 	c0 := s.CPU(0)
 	c0.Begin(0)
 	for range n {
@@ -101,7 +102,7 @@ func TestSocketMemoryWithClones(t *testing.T) {
 			s, err := sim.New(2, sim.DefaultCosts())
 			require.NoError(t, err)
 			pool := NewPool(64)
-			st := NewStack(s, pool, &countingReleaser{}, StackConfig{CPU: 1, Process: true, Cost: 100, DeferFree: true})
+			st := NewStack(s, softnet.New(s, softnet.Config{}), pool, &countingReleaser{}, StackConfig{CPU: 1, Process: true, Cost: 100, DeferFree: true})
 			st.SetSocket(true, tc.clone)
 			c := s.CPU(0)
 			c.Begin(0)

@@ -27,12 +27,11 @@ import (
 
 // Constants of the Linux TCP stack (include/net/tcp.h).
 const (
-	InitCwnd   = 10                    // TCP_INIT_CWND
-	RTOMin     = 200 * sim.Millisecond // TCP_RTO_MIN
-	RTOMax     = 120 * sim.Second      // TCP_RTO_MAX
-	TimeoutMin = 2 * Jiffy             // TCP_TIMEOUT_MIN: 2 jiffies
-	// Jiffy is the timer tick at HZ=1000, the granularity of TCP's
-	// retransmission and loss probe timers.
+	InitCwnd = 10                    // TCP_INIT_CWND
+	RTOMin   = 200 * sim.Millisecond // TCP_RTO_MIN
+	RTOMax   = 120 * sim.Second      // TCP_RTO_MAX
+	// Jiffy is the timer tick at HZ=1000, the default of TCPConfig.Jiffy:
+	// the granularity of TCP's retransmission and loss probe timers.
 	Jiffy = sim.Millisecond
 	// GSOMaxSize is the largest TSO/GSO packet a Linux sender builds
 	// (GSO_LEGACY_MAX_SIZE, 65536 bytes of IP packet).
@@ -61,6 +60,9 @@ type TCPConfig struct {
 	// RcvWnd is the receiver's window when the connection starts, in
 	// bytes (what the first ACKs advertise).
 	RcvWnd int
+	// Jiffy is 1/HZ of the sender's kernel (0: HZ=1000): TCP's timers
+	// count in whole jiffies, TCP_TIMEOUT_MIN is two.
+	Jiffy sim.Duration
 }
 
 // ErrConfig is wrapped by NewTCP's errors.
@@ -184,8 +186,11 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 		return nil, fmt.Errorf("%w: mss %d", ErrConfig, cfg.MSS)
 	case cfg.MaxSegs < 1 || cfg.MaxSegs*cfg.MSS > GSOMaxSize:
 		return nil, fmt.Errorf("%w: %d segments of %d bytes exceed %d", ErrConfig, cfg.MaxSegs, cfg.MSS, GSOMaxSize)
-	case cfg.RTT < 0 || cfg.HdrBytes < 0 || cfg.WireOverhead < 0 || cfg.LineBps < 0 || cfg.RcvWnd < 0:
+	case cfg.RTT < 0 || cfg.HdrBytes < 0 || cfg.WireOverhead < 0 || cfg.LineBps < 0 || cfg.RcvWnd < 0 || cfg.Jiffy < 0:
 		return nil, fmt.Errorf("%w: negative value", ErrConfig)
+	}
+	if cfg.Jiffy == 0 {
+		cfg.Jiffy = Jiffy
 	}
 	return &TCP{
 		cfg:      cfg,
@@ -196,6 +201,9 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 		sent:     make([]int32, MaxInFlight),
 	}, nil
 }
+
+// MSS is the connection's payload bytes per segment.
+func (t *TCP) MSS() int { return t.cfg.MSS }
 
 // Counters returns the sender's counters.
 func (t *TCP) Counters() TCPCounters { return t.c }
@@ -384,8 +392,9 @@ func (t *TCP) timeout(at sim.Time) {
 // segment out: usecs_to_jiffies(2 srtt), which rounds up to whole
 // jiffies, plus TCP_TIMEOUT_MIN.
 func (t *TCP) probeTimeout() sim.Duration {
-	j := (2*t.cfg.RTT + Jiffy - 1) / Jiffy
-	return j*Jiffy + TimeoutMin
+	jf := t.cfg.Jiffy
+	j := (2*t.cfg.RTT + jf - 1) / jf
+	return j*jf + 2*jf // TCP_TIMEOUT_MIN: 2 jiffies
 }
 
 // rto is the retransmission timeout: Linux's max(TCP_RTO_MIN, srtt +

@@ -33,6 +33,9 @@ type Config struct {
 	CloneSKBs    bool   // a packet socket listens: every skb delivered is cloned
 	XDPFrags     bool   // the XDP program declares multi-buffer support (xdp.frags)
 	Stream       bool   // a stream workload: buffers carry their frame's number to the socket
+	TCPStream    bool   // a tcp_stream: its frames are what GRO merges
+	GRO          bool   // NETIF_F_GRO
+	MTU          int    // the interface's MTU: longer frames are GSO frames, which GRO does not merge
 
 	// Dated behaviours (kernel.Behaviours) of the kernel the driver is.
 	PageToSKBBuild    bool // page_to_skb builds big-mode skbs around the first page (5.13+)
@@ -63,6 +66,9 @@ func ConfigOf(s *scenario.Scenario) Config {
 		Premapped:    s.Driver.DMA == scenario.DMAPremapped,
 		CloneSKBs:    s.Driver.CloneSKBs,
 		Stream:       s.Traffic.Stream() != "",
+		TCPStream:    s.Traffic.Kind == scenario.TrafficTCPStream,
+		GRO:          s.Driver.GRO,
+		MTU:          s.MTU,
 
 		PageToSKBBuild:    b.PageToSKBBuild,
 		VirtioNetPagePool: b.VirtioNetPagePool,

@@ -22,6 +22,7 @@ func TestConfigOf(t *testing.T) {
 		Queues: 1, RingSize: 256, TxRingSize: 256,
 		Mode: scenario.ModeMergeable, NumSkbFrags: 1, DeviceMTU: 1500, EventIdx: true,
 		Budget: 64, BufferSource: scenario.SourcePagePool, Premapped: true, CloneSKBs: true, XDPFrags: true,
+		GRO: true, MTU: 1500,
 		PageToSKBBuild: true, VirtioNetPagePool: true, RefillRetryInNAPI: true, PageFragPremap: true,
 		Device: device.Config{Kind: scenario.DeviceVhost, Mode: scenario.ModeMergeable, Backlog: 1000, MaxPPS: 1e6},
 	}

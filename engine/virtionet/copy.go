@@ -37,6 +37,8 @@ func (rq *RQ) copyFrom(src *RQ) error {
 	// xdpIn and xdpRes are scratch that every XDP run sets first; they hold
 	// pointers into their own world.
 	rq.xdpIn, rq.xdpRes = own.xdpIn, own.xdpRes
+	rq.gro = own.gro
+	rq.gro.CopyFrom(src.gro)
 	rq.bufs = own.bufs
 	copy(rq.bufs, src.bufs)
 	rq.bufMaps = own.bufMaps

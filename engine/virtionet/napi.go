@@ -2,17 +2,19 @@ package virtionet
 
 import (
 	"ringlab/engine/sim"
+	"ringlab/engine/softnet"
 )
 
-// scheduleNAPI is napi_schedule: the poll runs at t on the queue's CPU
-// unless it is already scheduled.
+// scheduleNAPI is napi_schedule at t: the queue's instance goes on its
+// CPU's poll list and NET_RX runs it (softnet), unless it is scheduled
+// already.
 func (d *Driver) scheduleNAPI(rq *RQ, t sim.Time) {
 	if rq.napiOn {
 		return
 	}
 	rq.napiOn = true
 	rq.napi.ListOwner = rq.CPU.ID // ____napi_schedule
-	d.env.Sim.Queue.Schedule(t, d.napiKind, uint64(rq.Index))
+	d.env.Softnet.Schedule(d.napiBase+softnet.NAPIID(rq.Index), t)
 }
 
 // NAPIScheduled reports whether the queue's NAPI is on its CPU's poll list
@@ -52,16 +54,14 @@ func (rq *RQ) IRQLatency() sim.Duration {
 	return rq.CPU.Costs().IRQLatency
 }
 
-// napiPoll is virtnet_poll on the queue's CPU.
-func (d *Driver) napiPoll(now sim.Time, arg uint64) {
-	rq := d.RQ[arg]
-	c := rq.CPU
-	c.BeginActivity(now, "napi poll")
+// Poll is virtnet_poll of receive queue n on its CPU c, which NET_RX
+// calls (napi_poll) with the instance's weight as budget.
+func (d *Driver) Poll(c *sim.CPU, n softnet.NAPIID, budget int) int {
+	rq := d.RQ[n-d.napiBase]
 	c.Charge(sim.SymVirtnetPoll, c.Costs().NAPIPoll)
 	rq.Stats.NAPIPolls++
-	d.fail(d.env.Stack.FlushDeferred(c))
 	rq.xdpXmit = 0
-	received := rq.receive(d.budget)
+	received := rq.receive(budget)
 	if rq.xdpXmit&xmitRedir != 0 {
 		// xdp_do_flush
 		if d.env.Cpumap != nil {
@@ -72,34 +72,45 @@ func (d *Driver) napiPoll(now sim.Time, arg uint64) {
 		}
 	}
 	if rq.xdpXmit&xmitTX != 0 {
-		sq := d.SQ[c.ID%len(d.SQ)]
-		if sq.VQ.KickPrepare() && sq.VQ.Notify() {
-			sq.Stats.Kicks++
-			if d.nic {
-				c.Charge(sim.SymVirtqueueNotify, c.Costs().KickMMIO)
-			} else {
-				c.Charge(sim.SymVirtqueueNotify, c.Costs().KickVMExit)
-			}
-			sq.Dev.Kick(c.Now())
-		}
+		d.kickTX(c, d.SQ[c.ID%len(d.SQ)])
 	}
-	if received < d.budget {
-		// virtqueue_napi_complete
+	if received < budget {
+		// virtqueue_napi_complete: napi_complete_done flushes GRO first.
+		d.fail(rq.gro.FlushAll(c))
 		opaque := rq.VQ.EnableCBPrepare()
 		rq.napiOn = false
 		rq.napi.ListOwner = -1 // napi_complete_done
+		d.env.Softnet.Complete(n)
 		if rq.VQ.Poll(opaque) {
 			rq.VQ.DisableCB()
 			d.scheduleNAPI(rq, c.Now())
 		} else {
 			rq.armIRQ(c.Now())
 		}
-	} else {
-		// Budget used up: net_rx_action polls again.
-		rq.napiOn = false
-		d.scheduleNAPI(rq, c.Now())
 	}
-	c.End()
+	if received >= budget {
+		// Budget used up: the instance stays scheduled, and net_rx_action
+		// polls it again; napi_poll flushes what GRO held since an earlier
+		// jiffy (napi_gro_flush(n, HZ >= 1000)).
+		d.fail(rq.gro.FlushOld(c, d.jiffy(c.Now())))
+	}
+	return received
+}
+
+// kickTX notifies send queue sq's host from c when the ring's rules say
+// it waits for a kick (virtqueue_kick_prepare, virtqueue_notify): an MMIO
+// write to a hardware device, a VM exit to vhost.
+func (d *Driver) kickTX(c *sim.CPU, sq *SQ) {
+	if !sq.VQ.KickPrepare() || !sq.VQ.Notify() {
+		return
+	}
+	sq.Stats.Kicks++
+	if d.nic {
+		c.Charge(sim.SymVirtqueueNotify, c.Costs().KickMMIO)
+	} else {
+		c.Charge(sim.SymVirtqueueNotify, c.Costs().KickVMExit)
+	}
+	sq.Dev.Kick(c.Now())
 }
 
 // RefillThreshold is virtnet_receive's refill condition: it refills only

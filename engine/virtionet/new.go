@@ -7,6 +7,9 @@ import (
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
 	"ringlab/engine/scenario"
+	"ringlab/engine/sim"
+	"ringlab/engine/skb"
+	"ringlab/engine/softnet"
 	"ringlab/engine/virtq"
 )
 
@@ -56,6 +59,7 @@ func New(env *Env, cfg Config) (*Driver, error) {
 	d.poolFrags = d.source == srcPagePoolFrag || (d.source == srcPagePool && s.VirtioNetPagePool)
 	d.refillInNAPI = s.RefillRetryInNAPI
 	d.stream = s.Stream
+	d.tcpStream = s.TCPStream
 	d.premapped = s.Premapped
 	// virtnet_rq_set_premapped (6.6 to 6.10) and its successor in 6.13
 	// premap in small and mergeable modes, never big.
@@ -74,12 +78,17 @@ func New(env *Env, cfg Config) (*Driver, error) {
 	// for a second one in its page.
 	d.wholePage = d.bigPackets || d.source == srcPage || (d.source == srcPagePool && !d.poolFrags) ||
 		(d.poolFrags && d.xdpEnabled && s.PoolOrder == 0)
-	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", d.napiPoll)
+	if env.Softnet == nil {
+		return nil, fmt.Errorf("virtio_net: no NET_RX to poll the queues in (Env.Softnet)")
+	}
+	d.napiKind = env.Sim.Queue.RegisterArg("napi poll", "rx", func(now sim.Time, arg uint64) {
+		env.Softnet.PollEvent(now, d.napiBase+softnet.NAPIID(arg))
+	})
 	d.landKind = env.Sim.Queue.RegisterArg("host lands frames", "rx", d.landing)
 	d.irqKind = env.Sim.Queue.RegisterArg("rx interrupt", "rx", d.interrupt)
 	d.refillKind = env.Sim.Queue.RegisterArg("refill_work", "cpu", d.refillWork)
 	q := env.Sim.Queue
-	q.Cite(d.napiKind, "virtnet_poll", "virtnet_receive")
+	q.Cite(d.napiKind, "net_rx_action", "virtnet_poll", "virtnet_receive")
 	q.Cite(d.irqKind, "vring_interrupt", "skb_recv_done")
 	q.Cite(d.refillKind, "refill_work", "try_fill_recv")
 	if !d.nic {
@@ -93,6 +102,10 @@ func New(env *Env, cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("virtio_net: rx queue %d: %w", i, err)
 		}
 		d.RQ = append(d.RQ, rq)
+		// netif_napi_add: the queues' instances are consecutive.
+		if n := env.Softnet.AddNAPI(rq.CPU.ID, d.budget, d, d.napiKind, uint64(i)); i == 0 {
+			d.napiBase = n
+		}
 		vq, err := virtq.New(s.TxRingSize, virtq.Config{Name: fmt.Sprintf("output.%d", i), EventIdx: s.EventIdx, IndirectDesc: s.IndirectDesc})
 		if err != nil {
 			return nil, fmt.Errorf("virtio_net: tx queue %d: %w", i, err)
@@ -137,6 +150,7 @@ func (d *Driver) newRQ(i int) (*RQ, error) {
 	// that may go indirect each one does (virtqueue_use_indirect).
 	d.indirectBig = d.bigPackets && vq.Indirect()
 	rq := &RQ{d: d, Index: i, CPU: cpu, VQ: vq, pages: mem.NoPage, freeDMA: -1, lastDMA: -1, napi: pagepool.NAPI{ListOwner: -1},
+		gro:  skb.NewGRO(d.env.SKBs, d.env.Stack.Deliver, s.GRO, s.MTU+EthHlen),
 		bufs: make([]rxBuf, s.RingSize), bufMaps: make([]bufMap, s.RingSize), xdpBuf: make([]byte, XDPHeadroom+device.WindowSize+ShinfoSize)}
 	for j := range rq.bufs {
 		rq.bufs[j].next = int32(j + 1)

@@ -193,14 +193,17 @@ func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 		}
 		rq.xdpNFrags = 0
 	}
-	if err := env.Stack.Deliver(c, id); err != nil { // rq.deliver(id)
-		rq.d.fail(err)
-	}
+	rq.deliver(id)
 }
 
+// deliver is napi_gro_receive of a built skb on the queue's CPU.
 func (rq *RQ) deliver(id skb.ID) {
-	rq.d.fail(rq.d.env.Stack.Deliver(rq.CPU, id))
+	c := rq.CPU
+	rq.d.fail(rq.gro.Receive(c, id, rq.d.tcpStream, rq.d.jiffy(c.Now())))
 }
+
+// jiffy is the jiffies count at t.
+func (d *Driver) jiffy(t sim.Time) int64 { return int64(t) / int64(d.env.Sim.Sched.Tick) }
 
 func memcpyCost(c *sim.CPU, n uint32) sim.Duration {
 	return sim.Duration((n+63)/64) * c.Costs().Memcpy64

@@ -12,6 +12,7 @@ import (
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
+	"ringlab/engine/softnet"
 	"ringlab/engine/xdp"
 )
 
@@ -110,9 +111,10 @@ func newRig(t *testing.T, cfg Config, o rigOpts) *rig {
 	r.skbs = skb.NewPool(4096)
 	r.frames = xdp.NewFramePool(4096)
 	r.rel = &releaser{mem: r.mem, pools: r.pools}
-	r.stack = skb.NewStack(r.sim, r.skbs, r.rel, skb.StackConfig{CPU: -1, Cost: 100})
+	net := softnet.New(r.sim, softnet.Config{})
+	r.stack = skb.NewStack(r.sim, net, r.skbs, r.rel, skb.StackConfig{CPU: -1, Cost: 100})
 	env := &Env{Sim: r.sim, Mem: r.mem, DMA: dma, Pools: r.pools, SKBs: r.skbs, Frames: r.frames,
-		Stack: r.stack, Releaser: r.rel,
+		Stack: r.stack, Softnet: net, Releaser: r.rel,
 		Clock: bpf.ClockFunc(func() uint64 { return uint64(r.sim.Now()) })}
 	spec := scenario.Traffic{} // no flows: the host lands nothing
 	if o.traffic != nil {

@@ -13,6 +13,7 @@ import (
 	"ringlab/engine/pagepool"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
+	"ringlab/engine/softnet"
 	"ringlab/engine/virtq"
 	"ringlab/engine/xdp"
 )
@@ -54,6 +55,7 @@ type Env struct {
 	SKBs     *skb.Pool
 	Frames   *xdp.FramePool
 	Stack    *skb.Stack
+	Softnet  *softnet.Softnet // NET_RX, where the queues' NAPI instances poll
 	Releaser skb.Releaser
 	Cpumap   *xdp.Cpumap // nil without a cpumap
 	Devmap   *xdp.Devmap // nil without a devmap
@@ -89,6 +91,7 @@ type Driver struct {
 	xdpFrags    bool // the program supports multi-buffer packets (Config.XDPFrags)
 	cloneSKBs   bool // every skb delivered is cloned (Config.CloneSKBs)
 	stream      bool // a stream workload: buffers carry their frame's number to the socket
+	tcpStream   bool // a tcp_stream, whose frames GRO merges
 	budget      int
 	// skbLead is what precedes the data in a buffer build_skb wraps: the
 	// headroom skb_reserve keeps, the header, and, for small buffers,
@@ -118,6 +121,7 @@ type Driver struct {
 	SQ []*SQ
 
 	napiKind   sim.Kind
+	napiBase   softnet.NAPIID // the first queue's NAPI instance
 	landKind   sim.Kind
 	irqKind    sim.Kind
 	refillKind sim.Kind // refill_work (vi->refill), before 6.19
@@ -226,7 +230,10 @@ type RQ struct {
 	napiOn  bool // NAPI scheduled or running
 	// napi is what page_pool reads of rq->napi: list_owner, this queue's
 	// CPU while napiOn, else -1 (____napi_schedule, napi_complete_done).
-	napi     pagepool.NAPI
+	napi pagepool.NAPI
+	// gro is the instance's GRO (napi->gro), which passes skbs up to the
+	// stack.
+	gro      *skb.GRO
 	irqArmed bool     // an interrupt event is scheduled
 	armedAt  sim.Time // for it
 	xdpXmit  uint8
@@ -255,12 +262,20 @@ type SQ struct {
 
 	sg    [skb.MaxSkbFrags + 1]virtq.SG // scratch: a multi-buffer frame's entries
 	frags int                           // frags of the frames posted
-	descs int                           // descriptors the posted frames hold
+	descs int                           // descriptors the posted frames and ACKs hold
+	acks  int                           // ACKs posted and not yet reclaimed
 }
 
 // Frags is the number of frags the frames posted on the send queue carry
 // (their pages are located in transmit queues, with the heads').
 func (sq *SQ) Frags() int { return sq.frags }
+
+// GRO is the queue's GRO.
+func (rq *RQ) GRO() *skb.GRO { return rq.gro }
+
+// ACKs is the number of ACKs posted on the send queue and not yet
+// reclaimed.
+func (sq *SQ) ACKs() int { return sq.acks }
 
 // Descs is the number of descriptors the frames posted hold: one each, or
 // one per sg entry of a multi-buffer frame without indirect descriptors.
@@ -274,6 +289,9 @@ type SQStats struct {
 	XDPTxDrops uint64
 	Kicks      uint64
 	TxTimeouts uint64
+	// ACKs counts the pure ACKs TCP sent through the queue
+	// (tcp_send_ack), ACKDrops those that found it full.
+	ACKs, ACKDrops uint64
 }
 
 // PostedDescriptors counts the descriptors of the main table that the

@@ -322,7 +322,7 @@ func (d *Driver) xdpXmit(rq *RQ, f xdp.FrameID) {
 	c := rq.CPU
 	sq := d.SQ[c.ID%len(d.SQ)]
 	sq.Dev.CatchUp(c.Now())
-	d.freeOldXmit(sq, rq)
+	d.freeOldXmit(c, sq)
 	sq.Stats.XDPTx++
 	fr := d.env.Frames.Get(f)
 	c.Charge(sim.SymVirtqueueAdd, c.Costs().VirtqueueAdd)
@@ -357,16 +357,23 @@ func (sq *SQ) descsOf(fr *xdp.Frame) int {
 	return 1 + int(fr.NrFrags)
 }
 
-// freeOldXmit is the reclaim loop of virtnet_xdp_xmit / free_old_xmit:
-// every frame the host has sent goes back with xdp_return_frame.
-func (d *Driver) freeOldXmit(sq *SQ, rq *RQ) {
-	c := rq.CPU
+// freeOldXmit is the reclaim loop of virtnet_xdp_xmit / free_old_xmit on
+// c: every frame the host has sent goes back with xdp_return_frame, every
+// ACK is freed.
+func (d *Driver) freeOldXmit(c *sim.CPU, sq *SQ) {
 	for {
 		tok, _, _, ok := sq.VQ.GetBuf()
 		if !ok {
 			return
 		}
 		c.Charge(sim.SymVirtqueueGetBuf, c.Costs().VirtqueueGetBuf)
+		if tok == ackToken {
+			sq.Stats.Packets++
+			sq.Stats.Bytes += ackBytes
+			sq.acks--
+			sq.descs--
+			continue
+		}
 		f := xdp.FrameID(tok - 1)
 		fr := d.env.Frames.Get(f)
 		sq.Stats.Packets++
@@ -378,4 +385,38 @@ func (d *Driver) freeOldXmit(sq *SQ, rq *RQ) {
 		sq.descs -= sq.descsOf(fr)
 		d.fail(d.env.Frames.Return(c, f, d.env.Releaser, softirqCtx))
 	}
+}
+
+// An ACK on a send queue: its token (no xdp_frame's: frames are numbered
+// from 1 well below it), the address of its linear data (a kmalloc'd
+// sk_buff head, outside the pages the engine tracks) and its length, the
+// virtio_net header in front of a 66-byte frame (Ethernet, IPv4, TCP
+// with the timestamp option).
+const (
+	ackToken virtq.Token = 1 << 62
+	ackAddr  uint64      = 1 << 52
+	ackBytes             = 66
+)
+
+// XmitACK is start_xmit of a pure ACK that TCP sent on c (tcp_send_ack):
+// reclaim what the host has sent (free_old_xmit_skbs), add the ACK to
+// c's send queue as one descriptor (the header and the frame in one
+// buffer, VIRTIO_F_ANY_LAYOUT), and kick the host when the ring's rules
+// say it waits for one (virtqueue_kick_prepare: EVENT_IDX's avail_event,
+// set when the host's handle_tx found the ring empty). A full ring drops
+// the ACK (the kernel stops the queue and the qdisc holds it; the engine
+// counts it instead, tx_ack_drops).
+func (d *Driver) XmitACK(c *sim.CPU) {
+	sq := d.SQ[c.ID%len(d.SQ)]
+	sq.Dev.CatchUp(c.Now())
+	d.freeOldXmit(c, sq)
+	c.Charge(sim.SymVirtqueueAdd, c.Costs().VirtqueueAdd)
+	if err := sq.VQ.AddOutbuf(virtq.SG{Addr: ackAddr, Len: ackBytes + HdrLen}, ackToken); err != nil {
+		sq.Stats.ACKDrops++
+		return
+	}
+	sq.acks++
+	sq.descs++
+	sq.Stats.ACKs++
+	d.kickTX(c, sq)
 }

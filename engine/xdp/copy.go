@@ -37,6 +37,7 @@ func (m *Cpumap) CopyFrom(src *Cpumap) error {
 	own := *m
 	*m = *src
 	m.sim, m.frames, m.skbs, m.stack, m.rel, m.pools, m.mem = own.sim, own.frames, own.skbs, own.stack, own.rel, own.pools, own.mem
+	m.bhEnable = own.bhEnable
 	m.entries = own.entries
 	for i, e := range m.entries {
 		if e != nil {
@@ -62,13 +63,13 @@ func (e *cpumapEntry) copyFrom(src *cpumapEntry) {
 // CopyFrom makes m's state src's: the bulk queues, the next device's TX
 // ring and the counters. m must have src's sizes.
 func (m *Devmap) CopyFrom(src *Devmap) error {
-	if len(m.bq) != len(src.bq) || len(m.next.ring) != len(src.next.ring) || m.next.complete != src.next.complete {
+	if len(m.bq) != len(src.bq) || len(m.next.ring) != len(src.next.ring) || m.next.irq != src.next.irq {
 		return fmt.Errorf("xdp: copy: a devmap of %d CPUs and %d TX slots into one of %d and %d",
 			len(src.bq), len(src.next.ring), len(m.bq), len(m.next.ring))
 	}
 	own := *m
 	*m = *src
-	m.sim, m.frames, m.rel = own.sim, own.frames, own.rel
+	m.sim, m.net, m.frames, m.rel = own.sim, own.net, own.frames, own.rel
 	m.bq = own.bq
 	copy(m.bq, src.bq)
 	m.next = own.next

@@ -1,6 +1,8 @@
 package xdp
 
 import (
+	"strconv"
+
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
@@ -31,6 +33,8 @@ type Cpumap struct {
 	entries []*cpumapEntry // by target CPU; nil when the CPU has no entry
 	bq      [][]bulkQueue  // [source CPU][target CPU]
 	run     sim.Kind
+	// bhEnable is local_bh_enable after a batch (SetBHEnable).
+	bhEnable func(c *sim.CPU)
 
 	C CpumapCounters
 }
@@ -52,13 +56,13 @@ type bulkQueue struct {
 }
 
 type cpumapEntry struct {
-	cpu     int
-	ring    []FrameID // ptr_ring of qsize entries
-	head    int       // consumer index
-	count   int
-	prod    *sim.Lock // ptr_ring producer_lock
-	cons    *sim.Lock // ptr_ring consumer_lock
-	running bool      // kthread scheduled or running
+	cpu   int
+	ring  []FrameID // ptr_ring of qsize entries
+	head  int       // consumer index
+	count int
+	prod  *sim.Lock  // ptr_ring producer_lock
+	cons  *sim.Lock  // ptr_ring consumer_lock
+	task  sim.TaskID // the kthread (cpumap/N/map:ID), bound to cpu
 }
 
 // CpumapKernel is what the cpumap does differently between the kernels the
@@ -98,6 +102,11 @@ func NewCpumap(s *sim.Sim, frames *FramePool, skbs *skb.Pool, stack *skb.Stack, 
 	}
 	m.run = s.Queue.RegisterArg("cpumap kthread", "cpu", m.kthread)
 	s.Queue.Cite(m.run, "cpu_map_kthread_run")
+	for _, e := range m.entries {
+		if e != nil {
+			e.task = s.NewTask(e.cpu, "cpumap/"+strconv.Itoa(e.cpu), m.run, uint64(e.cpu))
+		}
+	}
 	return m
 }
 
@@ -235,10 +244,17 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 		m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}))
 	}
 	bq.n = 0
-	if !e.running && e.count > 0 {
-		e.running = true
-		m.C.Wakeups++
-		m.sim.Queue.Schedule(c.Now().Add(c.Costs().TaskWakeLatency), m.run, uint64(target))
+	if e.count > 0 {
+		// wake_up_process: the kthread runs when its CPU's scheduler
+		// lets it, after the wake-up's latency on another CPU.
+		at := c.Now()
+		if e.cpu != c.ID {
+			at = at.Add(c.Costs().TaskWakeLatency)
+		}
+		if m.sim.Wake(e.task, at) {
+			m.C.Wakeups++
+			c.Charge(sim.SymTryToWakeUp, c.Costs().Wakeup)
+		}
 	}
 }
 
@@ -250,7 +266,9 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 	e := m.entries[arg]
 	c := m.sim.CPU(e.cpu)
-	c.BeginActivity(now, "cpumap kthread")
+	if !c.BeginTask(now, e.task, true) {
+		return
+	}
 	n := e.count
 	if n > CPUMapBatch {
 		n = CPUMapBatch
@@ -300,10 +318,13 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 		m.C.Passed++
 		m.sim.Fail(m.stack.Deliver(c, s))
 	}
-	end := c.End()
-	if e.count > 0 {
-		m.sim.Queue.Schedule(end, m.run, arg)
-		return
+	if m.bhEnable != nil {
+		m.bhEnable(c) // local_bh_enable: pending softirqs run here
 	}
-	e.running = false
+	// cond_resched while frames remain, else schedule() until woken.
+	c.EndTask(e.count > 0)
 }
+
+// SetBHEnable gives the kthread its local_bh_enable, which runs pending
+// softirqs on its CPU after each batch (softnet.Softnet.BHEnable).
+func (m *Cpumap) SetBHEnable(f func(c *sim.CPU)) { m.bhEnable = f }

@@ -3,6 +3,7 @@ package xdp
 import (
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
+	"ringlab/engine/softnet"
 )
 
 // Devmap is a BPF_MAP_TYPE_DEVMAP whose entries all name one next device
@@ -14,6 +15,7 @@ import (
 // completes them, on its completion CPU, through xdp_return_frame_bulk.
 type Devmap struct {
 	sim    *sim.Sim
+	net    *softnet.Softnet
 	frames *FramePool
 	rel    skb.Releaser
 	next   *NextDevice
@@ -42,12 +44,19 @@ type NextDevice struct {
 	gap       sim.Duration // 1 / max_pps
 	ring      []txSlot
 	head, n   int
-	lastTx    sim.Time // when the device finishes the last queued frame
-	compCPU   int      // -1: the CPU that sent
-	scheduled bool
-	complete  sim.Kind
+	lastTx    sim.Time       // when the device finishes the last queued frame
+	compCPU   int            // -1: the CPU that sent
+	scheduled bool           // the TX interrupt is armed or its NAPI scheduled
+	irq       sim.Kind       // the TX interrupt, arg the CPU
+	poll      sim.Kind       // its NAPI's poll, arg the CPU
+	napi      softnet.NAPIID // the first CPU's instance; CPU i's is napi+i
 	Completed uint64
 }
+
+// TXWorkLimit is how many completed frames one poll of the next device's
+// NAPI cleans (ixgbe's IXGBE_DEFAULT_TX_WORK, q_vector->tx.work_limit); a
+// poll that reaches it reports its whole budget, to be polled again.
+const TXWorkLimit = 256
 
 type txSlot struct {
 	f    FrameID
@@ -57,12 +66,25 @@ type txSlot struct {
 
 // NewDevmap returns a devmap over a next device sending maxPPS frames per
 // second from a TX ring of ringSize, completing on compCPU (-1: the
-// sending CPU).
-func NewDevmap(s *sim.Sim, frames *FramePool, rel skb.Releaser, maxPPS float64, ringSize, compCPU int) *Devmap {
-	m := &Devmap{sim: s, frames: frames, rel: rel, bq: make([]devBulk, s.NumCPU())}
-	m.next = &NextDevice{gap: sim.Duration(1e9 / maxPPS), ring: make([]txSlot, ringSize), compCPU: compCPU}
-	m.next.complete = s.Queue.RegisterArg("next device tx completion", "cpu", m.completion)
-	s.Queue.Cite(m.next.complete, "xdp_return_frame")
+// sending CPU), where its TX interrupt schedules a NAPI instance of the
+// CPU's NET_RX (net).
+func NewDevmap(s *sim.Sim, net *softnet.Softnet, frames *FramePool, rel skb.Releaser, maxPPS float64, ringSize, compCPU int) *Devmap {
+	m := &Devmap{sim: s, net: net, frames: frames, rel: rel, bq: make([]devBulk, s.NumCPU())}
+	d := &NextDevice{gap: sim.Duration(1e9 / maxPPS), ring: make([]txSlot, ringSize), compCPU: compCPU}
+	m.next = d
+	d.irq = s.Queue.RegisterArg("next device irq", "cpu", m.interrupt)
+	d.poll = s.Queue.RegisterArg("next device tx completion", "cpu", func(now sim.Time, arg uint64) {
+		net.PollEvent(now, d.napi+softnet.NAPIID(arg))
+	})
+	s.Queue.Cite(d.irq, "__napi_schedule")
+	s.Queue.Cite(d.poll, "net_rx_action", "xdp_return_frame")
+	for i := 0; i < s.NumCPU(); i++ {
+		// A NAPI instance for the device's TX queue of each CPU (a NIC's
+		// XDP send rings are per CPU); the engine keeps one TX ring.
+		if n := net.AddNAPI(i, softnet.NAPIWeight, m, d.poll, uint64(i)); i == 0 {
+			d.napi = n
+		}
+	}
 	return m
 }
 
@@ -133,7 +155,8 @@ func (m *Devmap) xmit(c *sim.CPU) {
 	m.arm(c.ID)
 }
 
-// arm schedules the completion interrupt for the oldest frame in flight.
+// arm schedules the TX interrupt for the oldest frame in flight, unless
+// it is armed or its NAPI scheduled.
 func (m *Devmap) arm(sender int) {
 	d := m.next
 	if d.scheduled || d.n == 0 {
@@ -145,20 +168,28 @@ func (m *Devmap) arm(sender int) {
 		cpu = sender
 	}
 	at := d.ring[d.head].done.Add(m.sim.Costs.IRQLatency)
-	m.sim.Queue.Schedule(at, d.complete, uint64(cpu))
+	m.sim.Queue.Schedule(at, d.irq, uint64(cpu))
 }
 
-// completion is the next device's TX completion in NAPI on CPU arg: every
-// frame sent by now is returned with xdp_return_frame_bulk, in batches of
-// XDP_BULK_QUEUE_SIZE.
-func (m *Devmap) completion(now sim.Time, arg uint64) {
-	d := m.next
-	d.scheduled = false
+// interrupt is the next device's TX interrupt on CPU arg (ixgbe's
+// ixgbe_msix_clean_rings): it schedules the CPU's instance, whose poll
+// runs in NET_RX.
+func (m *Devmap) interrupt(now sim.Time, arg uint64) {
 	c := m.sim.CPU(int(arg))
-	c.BeginActivity(now, "tx completion")
+	c.BeginIRQ(now, "next device irq")
 	c.Charge(sim.SymNextIRQ, c.Costs().IRQ)
+	m.net.Schedule(m.next.napi+softnet.NAPIID(arg), c.Now())
+	c.End()
+}
+
+// Poll is the next device's TX completion in NAPI on c: every frame sent
+// by now, up to TXWorkLimit, is returned with xdp_return_frame_bulk, in
+// batches of XDP_BULK_QUEUE_SIZE. Done, it completes and the interrupt
+// is armed again for the next frame in flight (ixgbe_poll).
+func (m *Devmap) Poll(c *sim.CPU, n softnet.NAPIID, budget int) int {
+	d := m.next
 	done := 0
-	for d.n > 0 && d.ring[d.head].done <= c.Now() {
+	for d.n > 0 && d.ring[d.head].done <= c.Now() && done < TXWorkLimit {
 		s := d.ring[d.head]
 		d.head = (d.head + 1) % len(d.ring)
 		d.n--
@@ -170,6 +201,11 @@ func (m *Devmap) completion(now sim.Time, arg uint64) {
 		m.sim.Fail(m.frames.Return(c, s.f, m.rel, skb.Context{Softirq: true}))
 		d.Completed++
 	}
-	c.End()
-	m.arm(int(arg))
+	if done == TXWorkLimit {
+		return budget // "if (!clean_complete) return budget"
+	}
+	m.net.Complete(n)
+	d.scheduled = false
+	m.arm(c.ID)
+	return 0
 }

@@ -9,6 +9,7 @@ import (
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
+	"ringlab/engine/softnet"
 )
 
 // The package's components built with the least around them: a sim.Sim,
@@ -54,6 +55,7 @@ type rig struct {
 	frames *FramePool
 	skbs   *skb.Pool
 	stack  *skb.Stack
+	net    *softnet.Softnet
 	rel    *recorder
 }
 
@@ -64,7 +66,8 @@ func newRig(t *testing.T, ncpu int) *rig {
 	r := &rig{sim: s, frames: NewFramePool(256), skbs: skb.NewPool(256), rel: &recorder{}}
 	// The stack consumes in softirq where the skb arrives: its free is
 	// the releaser's record of where the kthread passed each packet.
-	r.stack = skb.NewStack(s, r.skbs, r.rel, skb.StackConfig{CPU: -1, Cost: 100})
+	r.net = softnet.New(s, softnet.Config{})
+	r.stack = skb.NewStack(s, r.net, r.skbs, r.rel, skb.StackConfig{CPU: -1, Cost: 100})
 	return r
 }
 
@@ -370,7 +373,7 @@ func TestToSKB(t *testing.T) {
 // ndo_xdp_xmit, and xdp_do_flush (__dev_flush) sends the rest.
 func TestDevmapBulkQueue(t *testing.T) {
 	r := newRig(t, 1)
-	m := NewDevmap(r.sim, r.frames, r.rel, 1e6, 64, -1)
+	m := NewDevmap(r.sim, r.net, r.frames, r.rel, 1e6, 64, -1)
 	c := r.sim.CPU(0)
 	c.Begin(0)
 	const bulk = 16 // DEV_MAP_BULK_SIZE
@@ -395,7 +398,7 @@ func TestDevmapBulkQueue(t *testing.T) {
 func TestDevmapFullRingDrops(t *testing.T) {
 	r := newRig(t, 1)
 	const ring = 4
-	m := NewDevmap(r.sim, r.frames, r.rel, 1e6, ring, -1)
+	m := NewDevmap(r.sim, r.net, r.frames, r.rel, 1e6, ring, -1)
 	c := r.sim.CPU(0)
 	c.Begin(0)
 	for i := 0; i < ring+3; i++ {
@@ -420,7 +423,7 @@ func TestDevmapFullRingDrops(t *testing.T) {
 func TestDevmapCompletions(t *testing.T) {
 	r := newRig(t, 2)
 	const pps = 1e6 // a frame a microsecond
-	m := NewDevmap(r.sim, r.frames, r.rel, pps, 64, 1)
+	m := NewDevmap(r.sim, r.net, r.frames, r.rel, pps, 64, 1)
 	c := r.sim.CPU(0)
 	c.Begin(0)
 	for i := 0; i < 4; i++ {
