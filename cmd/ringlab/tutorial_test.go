@@ -79,7 +79,7 @@ func TestTutorialListJSON(t *testing.T) {
 		Checks int    `json:"checks"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &list))
-	require.Len(t, list, 9)
+	require.Len(t, list, 10)
 	for i, e := range list {
 		assert.Equal(t, i+1, e.Number)
 		assert.Positive(t, e.Steps, e.Name)
