@@ -148,7 +148,7 @@ func (st *streams) delackTimer(now sim.Time, arg uint64) {
 		return // sent meanwhile, or re-armed
 	}
 	c := st.w.Sim.CPU(sq.ackCPU)
-	c.BeginIRQ(now, "delayed ACK")
+	c.BeginSoftirq(now, "delayed ACK")
 	st.ack(c, int(arg))
 	c.End()
 }

@@ -34,6 +34,8 @@ func (s *Sim) CopyFrom(src *Sim) error {
 	for i := range s.cpus {
 		c := src.cpus[i]
 		c.sim = s
+		c.log = s.cpus[i].log
+		c.log.copyFrom(&src.cpus[i].log)
 		s.cpus[i] = c
 	}
 	return nil

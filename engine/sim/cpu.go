@@ -55,7 +55,8 @@ type CPU struct {
 	// ctxBusy is busy by context (ContextBusy).
 	ctxBusy [numContexts]Duration
 
-	rq runqueue // the tasks of this CPU and who runs (sched.go)
+	rq  runqueue // the tasks of this CPU and who runs (sched.go)
+	log cpuLog   // who ran when, the last LogSlices pieces (timeline.go)
 }
 
 // Context is what a piece of a CPU's work runs as.
@@ -63,10 +64,13 @@ type Context uint8
 
 // The contexts, as /proc/stat splits a CPU's time.
 const (
-	// CtxIRQ: a hard interrupt handler, or a softirq run at its exit
-	// (NET_RX on top of whatever ran). Nothing but another interrupt
+	// CtxIRQ: a hard interrupt handler. Nothing but another interrupt
 	// runs before it ends.
 	CtxIRQ Context = iota
+	// CtxSoftirq: a softirq run at an interrupt's exit or at
+	// local_bh_enable (NET_RX on top of whatever ran): for who waits for
+	// whom, interrupt work like CtxIRQ.
+	CtxSoftirq
 	// CtxTask: a task's own work, which interrupts preempt.
 	CtxTask
 	// CtxTaskBH: a task's work with bottom halves disabled: interrupts
@@ -80,6 +84,8 @@ func (x Context) String() string {
 	switch x {
 	case CtxIRQ:
 		return "irq"
+	case CtxSoftirq:
+		return "softirq"
 	case CtxTask:
 		return "task"
 	case CtxTaskBH:
@@ -99,11 +105,20 @@ func (c *CPU) Begin(t Time) Time {
 	return t
 }
 
-// BeginIRQ is Begin with a label saying what the work is ("napi poll",
-// "interrupt"), shown when a CPU is inspected.
+// BeginIRQ is Begin with a label saying what the work is ("interrupt"),
+// shown when a CPU is inspected.
 func (c *CPU) BeginIRQ(t Time, what string) Time {
 	c.activity = what
 	return c.Begin(t)
+}
+
+// BeginSoftirq is BeginIRQ for a softirq run at an interrupt's exit (or
+// at local_bh_enable): the same interrupt work for who waits for whom,
+// told apart in ContextBusy and the CPU's record.
+func (c *CPU) BeginSoftirq(t Time, what string) Time {
+	t = c.BeginIRQ(t, what)
+	c.ctx = CtxSoftirq
+	return t
 }
 
 // BeginActivity is BeginIRQ: interrupt work with a label.
@@ -136,7 +151,7 @@ func (c *CPU) End() Time {
 	d := c.busy - c.busyStart
 	c.ctxBusy[c.ctx] += d
 	switch c.ctx {
-	case CtxIRQ:
+	case CtxIRQ, CtxSoftirq:
 		if c.cursor > c.irqUntil {
 			c.irqUntil = c.cursor
 		}
@@ -144,12 +159,16 @@ func (c *CPU) End() Time {
 			c.taskUntil = c.taskUntil.Add(d)
 			c.rq.preempted += d
 			c.preempts = false
+			c.log.stretch(d)
 		}
+		c.log.add(Slice{Start: c.start, End: c.cursor, Ctx: c.ctx, Task: NoTask})
 	case CtxTaskBH:
 		c.irqUntil = max(c.irqUntil, c.cursor)
 		c.taskUntil = max(c.taskUntil, c.cursor)
+		c.log.add(Slice{Start: c.start, End: c.cursor, Ctx: c.ctx, Task: c.rq.curr})
 	default:
 		c.taskUntil = max(c.taskUntil, c.cursor)
+		c.log.add(Slice{Start: c.start, End: c.cursor, Ctx: c.ctx, Task: c.rq.curr})
 	}
 	return c.BusyUntil()
 }

@@ -278,6 +278,7 @@ func (c *CPU) BeginTask(now Time, id TaskID, bh bool) bool {
 		w := start.Sub(t.since)
 		t.Stats.Wait += w
 		t.Stats.MaxWait = max(t.Stats.MaxWait, w)
+		c.logWait(id, t.since, start)
 	}
 	t.since = -1
 	c.cursor, c.start, c.busyStart = start, start, c.busy

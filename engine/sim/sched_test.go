@@ -218,3 +218,28 @@ func TestBeginTaskOfAnotherTask(t *testing.T) {
 	s.Wake(a.id, 0)
 	assert.False(t, s.CPU(0).BeginTask(0, b.id, false))
 }
+
+// The CPU's record of who ran when (perf sched timehist's lane): a task's
+// chunk, an interrupt over it with the chunk's slice stretched by the
+// interrupt's length, and a woken task's wait while another ran.
+func TestCPURecordsWhoRanWhen(t *testing.T) {
+	s := schedSim(t, false)
+	c := s.CPU(0)
+	a := newBusy(t, s, 0, "a", 100*Microsecond, 1)
+	b := newBusy(t, s, 0, "b", 10*Microsecond, 1)
+	s.Wake(a.id, 0)
+	s.Queue.Step() // a runs [0, 100 us)
+	s.Wake(b.id, Time(10*Microsecond))
+	c.BeginSoftirq(Time(30*Microsecond), "net_rx_action")
+	c.Charge(SymNetRxAction, 20*Microsecond)
+	c.End()
+	s.Queue.RunUntil(Time(Millisecond))
+	got := c.Slices(0, nil)
+	require.Len(t, got, 4)
+	assert.Equal(t, Slice{Start: 0, End: Time(120 * Microsecond), Ctx: CtxTask, Task: a.id}, got[0], "a's chunk, pushed back by the softirq")
+	assert.Equal(t, Slice{Start: Time(30 * Microsecond), End: Time(50 * Microsecond), Ctx: CtxSoftirq, Task: NoTask}, got[1])
+	assert.Equal(t, Slice{Start: Time(10 * Microsecond), End: Time(120 * Microsecond), Ctx: CtxWait, Task: b.id}, got[2], "b waited from its wake-up until a's chunk ended")
+	assert.Equal(t, Slice{Start: Time(120 * Microsecond), End: Time(130 * Microsecond), Ctx: CtxTask, Task: b.id}, got[3])
+	assert.Empty(t, c.Slices(Time(200*Microsecond), nil), "nothing ended after 200 us")
+	assert.Equal(t, Duration(20*Microsecond), c.ContextBusy(CtxSoftirq))
+}

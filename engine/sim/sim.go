@@ -29,7 +29,7 @@ func New(ncpu int, costs Costs) (*Sim, error) {
 	s := &Sim{Queue: NewQueue(1024), Costs: costs, Sched: DefaultSched(true, ncpu, 1000)}
 	s.cpus = make([]CPU, ncpu)
 	for i := range s.cpus {
-		s.cpus[i] = CPU{ID: i, sim: s, rq: runqueue{curr: NoTask, last: NoTask}}
+		s.cpus[i] = CPU{ID: i, sim: s, rq: runqueue{curr: NoTask, last: NoTask}, log: newCPULog()}
 	}
 	return s, nil
 }

@@ -284,7 +284,7 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 		// softirq does the work; it is charged there at c's time.
 		if target != c.ID {
 			o := st.sim.CPU(target)
-			o.Begin(c.Now())
+			o.BeginSoftirq(c.Now(), "NET_RX (RPS)")
 			st.packetTap(o, id)
 			o.Charge(sim.SymNAPIGROReceive, st.cost)
 			st.c.Bytes += uint64(st.pool.Get(id).Len)

@@ -326,7 +326,7 @@ func (sn *Softnet) PollEvent(now sim.Time, n NAPIID) {
 		return
 	}
 	c := sn.sim.CPU(cpu)
-	c.BeginIRQ(now, "net_rx_action")
+	c.BeginSoftirq(now, "net_rx_action")
 	more := sn.steps(c, cs)
 	c.End()
 	if more {
