@@ -32,6 +32,7 @@ type Stats struct {
 	Socket   SocketStats // what the sockets hold now
 	Refill   virtionet.RefillStats
 	Softnet  softnet.CPUStats // NET_RX's counters, summed over CPUs
+	Switches uint64           // context switches, summed over CPUs
 	GRO      GROStats
 	TCP      *TCPStats // the tcp_stream senders, summed; nil for other workloads
 	Mem      mem.Stats
@@ -115,6 +116,7 @@ func (w *World) ReadStats(s *Stats) {
 	for i := 0; i < w.Sim.NumCPU(); i++ {
 		c := w.Net.Stats(i)
 		addSoftnet(&s.Softnet, &c)
+		s.Switches += w.Sim.CPU(i).Switches()
 	}
 	for _, rq := range w.Driver.RQ {
 		g := rq.GRO()
@@ -264,6 +266,7 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 		Counter{"ksoftirqd_waits", s.Softnet.Gated},
 		Counter{"gro_merged", s.GRO.Merged},
 		Counter{"gro_skbs", s.GRO.Flushed},
+		Counter{"context_switches", s.Switches},
 		Counter{"tcp_acks", s.TX.ACKs},
 		Counter{"tcp_ack_drops", s.TX.ACKDrops},
 	)
@@ -353,6 +356,26 @@ func (w *World) Pages() map[string]int64 {
 		out[l.String()] = counts[l]
 	}
 	return out
+}
+
+// CPUCounters names CPU i's counters as Totals names their sums: the
+// columns of its /proc/net/softnet_stat line the engine keeps
+// (softnet.processed, softnet.dropped, softnet.time_squeeze), then the
+// model's own of NET_RX and the scheduler on that CPU. It appends to
+// dst[:0].
+func (w *World) CPUCounters(i int, dst []Counter) []Counter {
+	st := w.Net.Stats(i)
+	c := w.Sim.CPU(i)
+	return append(dst[:0],
+		Counter{"softnet.processed", st.Processed},
+		Counter{"softnet.dropped", st.Dropped},
+		Counter{"softnet.time_squeeze", st.TimeSqueeze},
+		Counter{"softirq_restarts", st.Restarts},
+		Counter{"ksoftirqd_wakeups", st.Deferred},
+		Counter{"ksoftirqd_polls", st.InKsoftirqd},
+		Counter{"ksoftirqd_waits", st.Gated},
+		Counter{"context_switches", c.Switches()},
+	)
 }
 
 // Counter returns a total by name.

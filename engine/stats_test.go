@@ -120,3 +120,38 @@ func TestStatsAgreeWithTheirNames(t *testing.T) {
 	w.ReadStats(&again)
 	assert.Equal(t, &qs[0], &again.Queues[0], "ReadStats reuses the queue slice")
 }
+
+// Each CPU's counters (its softnet_stat line, the scheduler's) sum to the
+// totals of the same names, and a time squeeze lands on the CPU whose
+// net_rx_action ran out: eight queues on CPU 0 of two.
+func TestCPUCountersSumToTotals(t *testing.T) {
+	w := preset(t, "xdp-drop", func(s *scenario.Scenario) {
+		s.CPUs, s.Queues, s.Traffic.Flows = 2, 8, 8
+	})
+	require.NoError(t, w.RunPackets(100_000))
+	sums := map[string]uint64{}
+	var cs []Counter
+	for i := 0; i < w.Sim.NumCPU(); i++ {
+		cs = w.CPUCounters(i, cs)
+		for _, c := range cs {
+			sums[c.Name] += c.Value
+		}
+	}
+	require.NotEmpty(t, sums)
+	for name, v := range sums {
+		total, ok := w.Counter(name)
+		require.True(t, ok, "%s is a total too", name)
+		assert.Equal(t, total, v, name)
+	}
+	// Queue i runs on CPU i mod 2: four instances each, 4 x 64 < 300.
+	assert.Zero(t, sums["softnet.time_squeeze"])
+	w = preset(t, "xdp-drop", func(s *scenario.Scenario) {
+		s.CPUs, s.Queues, s.Traffic.Flows = 2, 16, 16
+	})
+	require.NoError(t, w.RunPackets(100_000))
+	for i := 0; i < 2; i++ {
+		cs = w.CPUCounters(i, cs)
+		assert.Positive(t, cs[2].Value, "CPU %d: eight instances of 64 run out of 300", i)
+		assert.Equal(t, "softnet.time_squeeze", cs[2].Name)
+	}
+}

@@ -17,15 +17,20 @@ type Summary struct {
 	CPUs      []float64           `json:"cpus"`
 	Counters  map[string]uint64   `json:"counters"`
 	Queues    []map[string]uint64 `json:"queues"`
-	PagePool  map[string]uint64   `json:"page_pool"`
-	Pages     map[string]int64    `json:"pages"`
-	Events    uint64              `json:"events"`
+	// PerCPU holds each CPU's counters (World.CPUCounters: its
+	// softnet_stat columns and the scheduler's), under the names Totals
+	// gives their sums.
+	PerCPU   []map[string]uint64 `json:"per_cpu"`
+	PagePool map[string]uint64   `json:"page_pool"`
+	Pages    map[string]int64    `json:"pages"`
+	Events   uint64              `json:"events"`
 	// XDPFaults says, per queue whose program aborted, why it last did.
 	XDPFaults []string `json:"xdp_faults,omitempty"`
 
 	// Ordered views for printing.
-	CounterList  []Counter `json:"-"`
-	PagePoolList []Counter `json:"-"`
+	CounterList  []Counter   `json:"-"`
+	PagePoolList []Counter   `json:"-"`
+	CPUList      [][]Counter `json:"-"`
 }
 
 // Summarize reads the world's state.
@@ -52,6 +57,13 @@ func (w *World) Summarize() Summary {
 	}
 	for i := 0; i < w.Sim.NumCPU(); i++ {
 		s.CPUs = append(s.CPUs, w.Sim.CPU(i).Utilisation(el))
+		cs := w.CPUCounters(i, nil)
+		m := make(map[string]uint64, len(cs))
+		for _, c := range cs {
+			m[c.Name] = c.Value
+		}
+		s.CPUList = append(s.CPUList, cs)
+		s.PerCPU = append(s.PerCPU, m)
 	}
 	s.CounterList = w.Totals()
 	for _, c := range s.CounterList {

@@ -468,6 +468,13 @@ func printSummary(w io.Writer, s engine.Summary, wall time.Duration, limit engin
 		fmt.Fprintf(w, " cpu%d %.0f%%", i, u*100)
 	}
 	fmt.Fprintln(w)
+	for i, cs := range s.CPUList {
+		fmt.Fprintf(w, "cpu%d:", i)
+		for _, c := range cs {
+			fmt.Fprintf(w, " %s %d", c.Name, c.Value)
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "limited by (over the run's last four fifths): %s\n", limit.Why)
 	for _, f := range s.XDPFaults {
 		fmt.Fprintf(w, "XDP program aborted (last fault): %s\n", f)

@@ -14,8 +14,9 @@ type Metric struct {
 
 // Report lists what the page's counters table shows, in a fixed order,
 // each number under its engine/vocab name: time and events, average
-// throughput, each CPU's utilisation, pages per location, then every
-// counter of World.Totals under its kernel name. It appends to dst[:0].
+// throughput, each CPU's utilisation and counters (World.CPUCounters:
+// cpu0.softnet.time_squeeze), pages per location, then every counter of
+// World.Totals under its kernel name. It appends to dst[:0].
 func Report(w *engine.World, dst []Metric) []Metric {
 	out := dst[:0]
 	now := w.Now()
@@ -34,6 +35,12 @@ func Report(w *engine.World, dst []Metric) []Metric {
 	)
 	for i := 0; i < w.Sim.NumCPU(); i++ {
 		out = append(out, Metric{vocab.CPUUtil(i), w.Sim.CPU(i).Utilisation(now.Sub(0))})
+	}
+	var cpu [8]engine.Counter
+	for i := 0; i < w.Sim.NumCPU(); i++ {
+		for _, c := range w.CPUCounters(i, cpu[:0]) {
+			out = append(out, Metric{vocab.CPUCounter(i, c.Name), float64(c.Value)})
+		}
 	}
 	counts := w.Mem.Counts()
 	for l := mem.Loc(0); l < mem.NumLocs; l++ {

@@ -106,6 +106,10 @@ func Pages(loc string) string { return "pages." + loc }
 // CPUUtil is CPU i's utilisation: "cpu0.util".
 func CPUUtil(i int) string { return "cpu" + strconv.Itoa(i) + ".util" }
 
+// CPUCounter is CPU i's counter name, as World.CPUCounters names it for
+// the sum: "cpu0.softnet.time_squeeze".
+func CPUCounter(i int, name string) string { return "cpu" + strconv.Itoa(i) + "." + name }
+
 // CPUPerf is CPU i's share of time in kernel function sym (the perf top):
 // "cpu0.perf._raw_spin_lock".
 func CPUPerf(i int, sym string) string { return "cpu" + strconv.Itoa(i) + ".perf." + sym }
