@@ -32,11 +32,13 @@ type Stats struct {
 	Socket   SocketStats // what the sockets hold now
 	Refill   virtionet.RefillStats
 	Softnet  softnet.CPUStats // NET_RX's counters, summed over CPUs
-	Switches uint64           // context switches, summed over CPUs
-	GRO      GROStats
-	TCP      *TCPStats // the tcp_stream senders, summed; nil for other workloads
-	Mem      mem.Stats
-	Queues   []QueueStats // per queue pair
+	// Switches, IRQPreemptions and TaskPreemptions are the CPUs' context
+	// switches and preemptions (sim.CPU.Preemptions), summed.
+	Switches, IRQPreemptions, TaskPreemptions uint64
+	GRO                                       GROStats
+	TCP                                       *TCPStats // the tcp_stream senders, summed; nil for other workloads
+	Mem                                       mem.Stats
+	Queues                                    []QueueStats // per queue pair
 }
 
 // GROStats are the receive queues' GRO counters, summed.
@@ -116,7 +118,11 @@ func (w *World) ReadStats(s *Stats) {
 	for i := 0; i < w.Sim.NumCPU(); i++ {
 		c := w.Net.Stats(i)
 		addSoftnet(&s.Softnet, &c)
-		s.Switches += w.Sim.CPU(i).Switches()
+		cpu := w.Sim.CPU(i)
+		s.Switches += cpu.Switches()
+		irq, task := cpu.Preemptions()
+		s.IRQPreemptions += irq
+		s.TaskPreemptions += task
 	}
 	for _, rq := range w.Driver.RQ {
 		g := rq.GRO()
@@ -267,6 +273,8 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 		Counter{"gro_merged", s.GRO.Merged},
 		Counter{"gro_skbs", s.GRO.Flushed},
 		Counter{"context_switches", s.Switches},
+		Counter{"irq_preemptions", s.IRQPreemptions},
+		Counter{"task_preemptions", s.TaskPreemptions},
 		Counter{"tcp_acks", s.TX.ACKs},
 		Counter{"tcp_ack_drops", s.TX.ACKDrops},
 	)
@@ -366,6 +374,7 @@ func (w *World) Pages() map[string]int64 {
 func (w *World) CPUCounters(i int, dst []Counter) []Counter {
 	st := w.Net.Stats(i)
 	c := w.Sim.CPU(i)
+	irq, task := c.Preemptions()
 	return append(dst[:0],
 		Counter{"softnet.processed", st.Processed},
 		Counter{"softnet.dropped", st.Dropped},
@@ -375,6 +384,8 @@ func (w *World) CPUCounters(i int, dst []Counter) []Counter {
 		Counter{"ksoftirqd_polls", st.InKsoftirqd},
 		Counter{"ksoftirqd_waits", st.Gated},
 		Counter{"context_switches", c.Switches()},
+		Counter{"irq_preemptions", irq},
+		Counter{"task_preemptions", task},
 	)
 }
 

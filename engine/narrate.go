@@ -175,6 +175,12 @@ func (w *World) narrate(ev *TraceEvent, d deltas) string {
 	default:
 		fmt.Fprintf(&b, "%s on %s", ev.Handler, ev.Target)
 	}
+	if d.of("irq_preemptions") > 0 {
+		b.WriteString("; it preempted the task running there, which resumes after it (irq_exit runs NET_RX first)")
+	}
+	if d.of("task_preemptions") > 0 {
+		b.WriteString("; a reschedule was due at this preemption point, and the scheduler switched to another task")
+	}
 	if len(ev.Changes) == 0 {
 		b.WriteString("; nothing counted changed")
 	}

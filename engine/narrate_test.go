@@ -151,3 +151,36 @@ func TestWatchFuncFindsWhatTheTraceNames(t *testing.T) {
 	_, err = w.WatchFunc("printk")
 	assert.ErrorContains(t, err, "not a kernel function the engine models")
 }
+
+// The Events panel narrates who runs when: NET_RX preempting the reader
+// on its CPU, __do_softirq handing NET_RX to ksoftirqd, ksoftirqd's own
+// polls, and the scheduler switching tasks at a preemption point. A UDP
+// flood on one CPU has them: on 6.4 NET_RX goes to ksoftirqd and stays
+// there (tutorial 10, step 5); on 7.0 a slower flood's interrupts
+// preempt the reader.
+func TestEventsNarrateWhoRunsWhen(t *testing.T) {
+	wants := []string{"woke ksoftirqd", "a thread the scheduler shares", "preempted the task running there", "the scheduler switched to another task"}
+	seen := map[string]bool{}
+	for _, k := range []struct {
+		kernel string
+		pps    float64
+		size   int
+	}{{"6.4", 6e6, 64}, {"7.0", 3e6, 1514}} {
+		w := preset(t, "default", func(s *scenario.Scenario) {
+			s.Kernel, s.CPUs, s.RingSize = k.kernel, 1, 256
+			s.Device.Kind = scenario.DeviceVDPA
+			s.Consumer = scenario.Consumer{CPU: 0, Context: scenario.FreeProcess, CostNs: 300}
+			s.Traffic = scenario.Traffic{Kind: scenario.TrafficUDPStream, Proto: "udp", Flows: 1, RatePPS: k.pps, DstPort: 9, Size: k.size}
+		})
+		require.NoError(t, w.Trace(20_000, func(ev TraceEvent) {
+			for _, want := range wants {
+				if strings.Contains(ev.Say, want) {
+					seen[want] = true
+				}
+			}
+		}))
+	}
+	for _, want := range wants {
+		assert.True(t, seen[want], "no event says %q", want)
+	}
+}

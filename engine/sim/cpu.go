@@ -158,6 +158,7 @@ func (c *CPU) End() Time {
 		if c.preempts {
 			c.taskUntil = c.taskUntil.Add(d)
 			c.rq.preempted += d
+			c.rq.irqPreemptions++
 			c.preempts = false
 			c.log.stretch(d)
 		}

@@ -129,6 +129,10 @@ type runqueue struct {
 	tick        int64    // the tick the slices were last checked at
 	switches    uint64   // context switches
 	preempted   Duration // task time pushed back by interrupt work
+	// irqPreemptions counts the pieces of interrupt work that preempted
+	// a task's chunk; taskPreemptions the tasks switched out while
+	// runnable (nivcsw).
+	irqPreemptions, taskPreemptions uint64
 }
 
 // SchedConfig is a kernel's fair scheduler and its tunables, scaled for
@@ -210,6 +214,12 @@ func (c *CPU) Switches() uint64 { return c.rq.switches }
 // Preempted is the task time interrupt work pushed back on the CPU.
 func (c *CPU) Preempted() Duration { return c.rq.preempted }
 
+// Preemptions counts, on the CPU, the pieces of interrupt work that
+// preempted a task's chunk (irq) and the tasks the scheduler switched out
+// while they were runnable (task: a reschedule due at a preemption
+// point).
+func (c *CPU) Preemptions() (irq, task uint64) { return c.rq.irqPreemptions, c.rq.taskPreemptions }
+
 // Wake is try_to_wake_up: task id, asleep, becomes runnable at at, the
 // earliest it could run (the waker adds the wake-up's latency when the
 // task's CPU is another). It reports whether the task was asleep; a task
@@ -264,6 +274,7 @@ func (c *CPU) BeginTask(now Time, id TaskID, bh bool) bool {
 		if c.rq.n > 0 {
 			t.state, t.since = TaskRunnable, start
 			t.Stats.Preempted++
+			c.rq.taskPreemptions++
 			c.enqueue(id)
 			next := c.pick()
 			c.setCurr(next, start)

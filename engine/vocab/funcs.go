@@ -63,6 +63,8 @@ var countedIn = map[string]string{
 	"gro_merged":                 "skb_gro_receive",
 	"gro_skbs":                   "dev_gro_receive",
 	"tcp_acks":                   "tcp_send_ack",
+	"context_switches":           "__schedule",
+	"task_preemptions":           "__schedule",
 	"tcp_ack_drops":              "start_xmit",
 	"tx_packets":                 "start_xmit",
 	"rqN.avail_idx":              "virtqueue_add_split",
