@@ -422,6 +422,9 @@ func (w *World) checkConservation() error {
 			held++
 		}
 	}
+	if w.Cpumap != nil {
+		held += w.Cpumap.GROHeld()
+	}
 	if w.SKBs.Live() != w.Stack.Waiting()+w.SKBs.Chained()+held {
 		return fmt.Errorf("%w: %d skbs live, %d wait on sockets or defer lists, %d are chained behind them, %d held by GRO",
 			errConservation, w.SKBs.Live(), w.Stack.Waiting(), w.SKBs.Chained(), held)

@@ -129,6 +129,11 @@ func (w *World) ReadStats(s *Stats) {
 		s.GRO.Merged += g.Merged
 		s.GRO.Flushed += g.Flushed
 	}
+	if w.Cpumap != nil {
+		m, f := w.Cpumap.GROStats()
+		s.GRO.Merged += m
+		s.GRO.Flushed += f
+	}
 	if w.streams != nil {
 		var ts TCPStats
 		for _, rq := range w.Driver.RQ {

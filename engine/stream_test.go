@@ -181,3 +181,24 @@ func TestChecksumWithoutGuestCsum(t *testing.T) {
 	want := float64((payload+63)/64) * float64(off.Sim.Costs.Csum64)
 	assert.InEpsilon(t, want, extra, 0.03, "csum_64b per 64 bytes of payload on CPU 0 (the run's last poll is cut by the window)")
 }
+
+// FIDELITY row N5: the cpumap kthread passes its skbs up through GRO from
+// 6.15 (4f8ab26a034f, cpu_map_kthread_run's gro_receive_skb), so a TCP
+// stream redirected to another CPU reaches the protocol in merged skbs,
+// each paying tcp_rcv and an ACK once; before, netif_receive_skb_list
+// passed each segment up alone.
+func TestCpumapGROFrom615(t *testing.T) {
+	run := func(kernel string) *World {
+		w := preset(t, "r1-page-pool", func(s *scenario.Scenario) { s.Kernel = kernel })
+		require.NoError(t, w.CheckEveryEvent(0))
+		require.NoError(t, w.RunUntil(sim.Time(5*sim.Millisecond)))
+		require.NoError(t, w.Check())
+		return w
+	}
+	old, gro := run("6.14"), run("6.15")
+	assert.Zero(t, counter(t, old, "gro_merged"))
+	assert.Equal(t, counter(t, old, "cpumap_passed"), counter(t, old, "socket_queued")+counter(t, old, "tcp_rcv_coalesce")+counter(t, old, "socket_drops"), "6.14: every skb to the socket alone")
+	assert.Greater(t, counter(t, gro, "gro_merged"), counter(t, gro, "gro_skbs"), "6.15: most frames merged")
+	assert.Less(t, counter(t, gro, "tcp_acks")*2, counter(t, old, "tcp_acks"), "an ACK a merged skb, not one per two segments")
+	assert.Greater(t, counter(t, gro, "app_bytes"), counter(t, old, "app_bytes"), "CPU 1 has the protocol's time back")
+}

@@ -251,6 +251,12 @@ func (w *World) buildXDP(spec *bpf.CollectionSpec, name string) error {
 			w.Cpumap = xdp.NewCpumap(w.Sim, w.Frames, w.SKBs, w.Stack, w, w, targets, qsize, xdp.CpumapKernel{
 				LockedConsume: !b.CpumapLocklessConsume,
 				ReleaseFrames: !b.CpumapSKBRecycle,
+				// cpumap's GRO works on the skbs' device, with its
+				// NETIF_F_GRO (driver.gro).
+				GRO:       b.CpumapGRO && w.Scenario.Driver.GRO,
+				TCPStream: w.Scenario.Traffic.Kind == scenario.TrafficTCPStream,
+				MaxLen:    w.Scenario.MTU + 14,
+				Tick:      w.Sim.Sched.Tick,
 			})
 			w.Cpumap.SetMem(w.Mem)
 			w.Cpumap.SetBHEnable(w.Net.BHEnable)

@@ -210,6 +210,11 @@ type Behaviours struct {
 	// "softirq: Let ksoftirqd do its job" of 4.9); from 4.9 to 6.4 they
 	// leave them to ksoftirqd (ksoftirqd_running).
 	SoftirqBesideKsoftirqd bool
+	// CpumapGRO: the cpumap kthread passes its skbs up through GRO
+	// (gro_receive_skb; 4f8ab26a034f "bpf: cpumap: switch to GRO from
+	// netif_receive_skb_list()", 6.15: not in 6.14, in 6.19); before,
+	// netif_receive_skb_list, each skb alone.
+	CpumapGRO bool
 	// EEVDF: the fair scheduler picks the eligible task with the earliest
 	// virtual deadline (pick_eevdf, 147f3efaa241, 6.6); before, CFS ran
 	// the task with the least vruntime.
@@ -248,6 +253,7 @@ func Changes() []Change {
 		{Name: "TCPScalingRatio", From: Version{Major: 6, Minor: 6}, What: "the receive window is free socket memory scaled by the payload-to-truesize ratio measured, not half of it", Function: "tcp_win_from_space (include/net/tcp.h)"},
 		{Name: "PCPFreeCount", From: Version{Major: 6, Minor: 7}, What: "free_high counts the pages freed since the last allocation and needs the previous free to be high-order too", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame and bulk returns included", Function: "page_pool_napi_local (net/core/page_pool.c)"},
+		{Name: "CpumapGRO", From: Version{Major: 6, Minor: 15}, What: "the cpumap kthread passes its skbs up through GRO", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
 		{Name: "PCPFreeCountHighMin", From: Version{Major: 6, Minor: 16}, What: "free_high waits for batch + high_min / 2 pages freed without an allocation", Function: "free_frozen_page_commit (mm/page_alloc.c)"},
 		{Name: "UDPDeferFree", From: Version{Major: 6, Minor: 18}, What: "UDP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
 		{Name: "SKBDeferMax128", From: Version{Major: 6, Minor: 19}, What: "at most 128 skbs, not 64, wait on a CPU's defer list (sysctl_skb_defer_max)", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
@@ -317,6 +323,8 @@ func (v Version) Behaviours() Behaviours {
 			b.SoftirqBesideKsoftirqd = true
 		case "EEVDF":
 			b.EEVDF = true
+		case "CpumapGRO":
+			b.CpumapGRO = true
 		default:
 			panic("kernel: Changes names an unknown behaviour " + c.Name)
 		}

@@ -58,6 +58,10 @@ func (e *cpumapEntry) copyFrom(src *cpumapEntry) {
 	copy(e.ring, src.ring)
 	e.prod, e.cons = own.prod, own.cons
 	*e.prod, *e.cons = *src.prod, *src.cons
+	e.gro = own.gro
+	if e.gro != nil {
+		e.gro.CopyFrom(src.gro)
+	}
 }
 
 // CopyFrom makes m's state src's: the bulk queues, the next device's TX

@@ -63,6 +63,10 @@ type cpumapEntry struct {
 	prod  *sim.Lock  // ptr_ring producer_lock
 	cons  *sim.Lock  // ptr_ring consumer_lock
 	task  sim.TaskID // the kthread (cpumap/N/map:ID), bound to cpu
+	// gro is the entry's GRO (rcpu->gro, 6.15+), nil before; packets
+	// counts what it took since its last flush.
+	gro     *skb.GRO
+	packets int
 }
 
 // CpumapKernel is what the cpumap does differently between the kernels the
@@ -78,6 +82,16 @@ type CpumapKernel struct {
 	// xdp_release_frame takes its pages out of their pool (until 6.3;
 	// skb_mark_for_recycle from 6.4).
 	ReleaseFrames bool
+	// GRO: the kthread passes its skbs up through GRO of its own
+	// (gro_receive_skb, 4f8ab26a034f "bpf: cpumap: switch to GRO from
+	// netif_receive_skb_list()", 6.15), merging a TCP stream's frames
+	// (TCPStream) of up to MaxLen bytes; before, netif_receive_skb_list
+	// passed each skb up alone.
+	GRO       bool
+	TCPStream bool
+	MaxLen    int
+	// Tick is 1/HZ: GRO's flush of what it held since an earlier jiffy.
+	Tick sim.Duration
 }
 
 // NewCpumap returns a cpumap for ncpu CPUs with entries for targets, each
@@ -105,6 +119,9 @@ func NewCpumap(s *sim.Sim, frames *FramePool, skbs *skb.Pool, stack *skb.Stack, 
 	for _, e := range m.entries {
 		if e != nil {
 			e.task = s.NewTask(e.cpu, "cpumap/"+strconv.Itoa(e.cpu), m.run, uint64(e.cpu))
+			if k.GRO {
+				e.gro = skb.NewGRO(skbs, stack.Deliver, true, k.MaxLen)
+			}
 		}
 	}
 	return m
@@ -316,13 +333,66 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 			continue
 		}
 		m.C.Passed++
-		m.sim.Fail(m.stack.Deliver(c, s))
+		if e.gro != nil {
+			m.sim.Fail(e.gro.Receive(c, s, m.k.TCPStream, m.jiffy(c.Now())))
+		} else {
+			m.sim.Fail(m.stack.Deliver(c, s))
+		}
+	}
+	if e.gro != nil {
+		// "Flush either every 64 packets or in case of empty ring"
+		// (cpu_map_gro_flush): all of it when the ring is empty, else
+		// what was held since an earlier jiffy.
+		e.packets += n
+		if e.packets >= CPUMapGROFlush || e.count == 0 {
+			if e.count == 0 {
+				m.sim.Fail(e.gro.FlushAll(c))
+			} else {
+				m.sim.Fail(e.gro.FlushOld(c, m.jiffy(c.Now())))
+			}
+			e.packets = 0
+		}
 	}
 	if m.bhEnable != nil {
 		m.bhEnable(c) // local_bh_enable: pending softirqs run here
 	}
 	// cond_resched while frames remain, else schedule() until woken.
 	c.EndTask(e.count > 0)
+}
+
+// CPUMapGROFlush is how many packets the kthread passes to GRO before it
+// flushes (NAPI_POLL_WEIGHT, cpu_map_kthread_run).
+const CPUMapGROFlush = 64
+
+// jiffy is the jiffies count at t.
+func (m *Cpumap) jiffy(t sim.Time) int64 {
+	if m.k.Tick <= 0 {
+		return 0
+	}
+	return int64(t) / int64(m.k.Tick)
+}
+
+// GROHeld is how many skbs the kthreads' GRO holds (6.15+).
+func (m *Cpumap) GROHeld() int {
+	n := 0
+	for _, e := range m.entries {
+		if e != nil && e.gro != nil && e.gro.Held() != skb.NoSKB {
+			n++
+		}
+	}
+	return n
+}
+
+// GROStats sums the kthreads' GRO counters: frames merged and skbs
+// passed up.
+func (m *Cpumap) GROStats() (merged, flushed uint64) {
+	for _, e := range m.entries {
+		if e != nil && e.gro != nil {
+			merged += e.gro.Merged
+			flushed += e.gro.Flushed
+		}
+	}
+	return merged, flushed
 }
 
 // SetBHEnable gives the kthread its local_bh_enable, which runs pending
