@@ -14,6 +14,18 @@ var perQueueName = regexp.MustCompile(`^(rx|tx)(?:_queue_)?(\d+)_(.+)$`)
 // maxQueue bounds the queue numbers taken from ethtool names.
 const maxQueue = 4096
 
+// maxCPU bounds the CPU ids taken from softnet_stat: the largest
+// CONFIG_NR_CPUS (MAXSMP's 8192).
+const maxCPU = 8192
+
+// The softnet_stat columns a Sample carries per CPU, under the names of
+// their sums.
+const (
+	softnetProcessed   = "softnet.processed"
+	softnetDropped     = "softnet.dropped"
+	softnetTimeSqueeze = "softnet.time_squeeze"
+)
+
 // Counters is the one flattening of a Sample into named numbers, each
 // under its engine/vocab name, which the live stream, /metrics and the
 // tutorials' host directive all read:
@@ -27,7 +39,8 @@ const maxQueue = 4096
 //     page_pool.inflight_mem, page_pool.alloc_fast ... when the kernel
 //     has CONFIG_PAGE_POOL_STATS;
 //   - /proc/net/softnet_stat summed over CPUs: softnet.processed,
-//     softnet.dropped, softnet.time_squeeze, and softnet.cpus.
+//     softnet.dropped, softnet.time_squeeze, and softnet.cpus (CPUCounters
+//     has each CPU's).
 //
 // Totals holds every device-wide number; Queues[q] the per-queue ones
 // (nil when the driver has none).
@@ -79,10 +92,34 @@ func (s *Sample) Counters() (totals map[string]uint64, queues []map[string]uint6
 		squeeze += uint64(c.TimeSqueeze)
 	}
 	tot["softnet.cpus"] = uint64(len(s.Softnet))
-	tot["softnet.processed"] = proc
-	tot["softnet.dropped"] = drop
-	tot["softnet.time_squeeze"] = squeeze
+	tot[softnetProcessed] = proc
+	tot[softnetDropped] = drop
+	tot[softnetTimeSqueeze] = squeeze
 	return tot, queues
+}
+
+// CPUCounters is each CPU's line of /proc/net/softnet_stat under the
+// names Counters gives their sums: softnet.processed, softnet.dropped and
+// softnet.time_squeeze, index = the CPU's id (SoftnetCPU.CPU: the line's
+// position on kernels before 5.10, which print no id). A CPU without a
+// line (offline) has an empty map; a line whose id is maxCPU or more is
+// left out (its counts are in the sums still). Nil when softnet_stat was
+// not read. The values are the kernel's 32-bit counters, which wrap.
+func (s *Sample) CPUCounters() []map[string]uint64 {
+	var cpus []map[string]uint64
+	for _, c := range s.Softnet {
+		if c.CPU < 0 || c.CPU >= maxCPU {
+			continue
+		}
+		for len(cpus) <= c.CPU {
+			cpus = append(cpus, map[string]uint64{})
+		}
+		m := cpus[c.CPU] // a second line of one id (no kernel prints one) adds to it
+		m[softnetProcessed] += uint64(c.Processed)
+		m[softnetDropped] += uint64(c.Dropped)
+		m[softnetTimeSqueeze] += uint64(c.TimeSqueeze)
+	}
+	return cpus
 }
 
 // ethtoolName is the name of an ethtool statistic in its own namespace:
@@ -116,12 +153,13 @@ func (s *Sample) pagePoolStats() bool {
 
 // Figures is the sample as the tutorials' host directive reads it:
 // Counters' totals, each queue's numbers under their per-queue names
-// (rx0_kicks), and every ethtool statistic as ethtool.NAME by the
-// driver's own name, so a tutorial can name one whatever the driver
-// calls it.
+// (rx0_kicks), each CPU's under its per-CPU name
+// (cpu0.softnet.time_squeeze, as the engine's world names them), and
+// every ethtool statistic as ethtool.NAME by the driver's own name, so a
+// tutorial can name one whatever the driver calls it.
 func (s *Sample) Figures() map[string]float64 {
 	tot, queues := s.Counters()
-	out := make(map[string]float64, len(tot)+len(s.Ethtool))
+	out := make(map[string]float64, len(tot)+len(s.Ethtool)+3*len(s.Softnet))
 	for k, v := range tot {
 		out[k] = float64(v)
 	}
@@ -129,6 +167,11 @@ func (s *Sample) Figures() map[string]float64 {
 		for k, v := range m {
 			dir, name, _ := cutDir(k)
 			out[vocab.Queue(dir, q, name)] = float64(v)
+		}
+	}
+	for i, m := range s.CPUCounters() {
+		for k, v := range m {
+			out[vocab.CPUCounter(i, k)] = float64(v)
 		}
 	}
 	for _, c := range s.Ethtool {

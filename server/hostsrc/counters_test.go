@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"ringlab/engine/vocab"
 )
@@ -16,7 +17,7 @@ func sampleOfEveryKind() *Sample {
 			{Inflight: 5, InflightMem: 5 << 12, Stats: &PagePoolStats{AllocFast: 10, RecycleRing: 2}},
 			{Inflight: 1, InflightMem: 1 << 12},
 		},
-		Softnet: []SoftnetCPU{{Processed: 50, Dropped: 1, TimeSqueeze: 2}, {Processed: 60}},
+		Softnet: []SoftnetCPU{{CPU: 0, Processed: 50, Dropped: 1, TimeSqueeze: 2}, {CPU: 1, Processed: 60}},
 	}
 }
 
@@ -51,10 +52,61 @@ func TestFiguresAreCountersUnderTheTutorialsNames(t *testing.T) {
 	assert.Equal(t, 3.0, f["ethtool.rx0_kicks"], "every ethtool statistic by the driver's name")
 	assert.Equal(t, 7.0, f["ethtool.rx_csum_good"])
 	assert.Equal(t, 110.0, f["softnet.processed"])
+	assert.Equal(t, 2.0, f["cpu0.softnet.time_squeeze"], "per-CPU under the engine's per-CPU name")
+	assert.Equal(t, 60.0, f["cpu1.softnet.processed"])
 	assert.Equal(t, 4.0, f["ethtool_count"])
 
 	lo := (&Sample{Stats: map[string]uint64{"rx_packets": 1}}).Counters
 	tot, queues := lo()
 	assert.Nil(t, queues)
 	assert.NotContains(t, tot, "page_pool.alloc_fast", "no pool statistics without CONFIG_PAGE_POOL_STATS")
+}
+
+// TestCPUCountersPerSoftnetLine: each CPU's softnet_stat line under the
+// names of the sums, index = the CPU's id, as kernels of each era print
+// it; the CPUs sum to the totals.
+func TestCPUCountersPerSoftnetLine(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []map[string]uint64
+	}{
+		{"15 columns (6.x)", softnet15, []map[string]uint64{
+			{"softnet.processed": 0xf, "softnet.dropped": 1, "softnet.time_squeeze": 2},
+			{"softnet.processed": 0xc9f, "softnet.dropped": 0, "softnet.time_squeeze": 0},
+		}},
+		{"13 columns (5.10): CPUs 1 and 2 offline", softnet13, []map[string]uint64{
+			{"softnet.processed": 0x19e4b5, "softnet.dropped": 0, "softnet.time_squeeze": 0x1a},
+			{}, {},
+			{"softnet.processed": 0xffffffff, "softnet.dropped": 0, "softnet.time_squeeze": 0},
+		}},
+		{"11 columns (before 5.10): numbered by line", softnet11, []map[string]uint64{
+			{"softnet.processed": 0x6dcad223, "softnet.dropped": 0, "softnet.time_squeeze": 1},
+			{"softnet.processed": 0x6f0e1565, "softnet.dropped": 0xa, "softnet.time_squeeze": 2},
+		}},
+		{"an id past maxCPU is left out", "00000001 00000002 00000003 0 0 0 0 0 0 0 0 0 00002000\n", nil},
+		{"unread", "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cpus, err := ParseSoftnet([]byte(tc.in), nil)
+			require.NoError(t, err)
+			s := &Sample{Softnet: cpus}
+			got := s.CPUCounters()
+			assert.Equal(t, tc.want, got)
+			if got == nil {
+				return
+			}
+			tot, _ := s.Counters()
+			sums := map[string]uint64{}
+			for _, m := range got {
+				for k, v := range m {
+					sums[k] += v
+				}
+			}
+			for k, v := range sums {
+				assert.Equal(t, tot[k], v, "%s: the CPUs sum to the total", k)
+			}
+		})
+	}
 }

@@ -62,14 +62,15 @@ func (m *MetricsSource) Info() metrics.SourceInfo {
 	return i
 }
 
-// Sample implements metrics.Source.
+// Sample implements metrics.Source: Sample.Counters' totals and queues,
+// and each CPU's softnet_stat line (Sample.CPUCounters).
 func (m *MetricsSource) Sample() (metrics.Sample, error) {
 	if err := m.src.ReadInto(&m.smp); err != nil {
 		return metrics.Sample{}, err
 	}
 	m.notes = append(m.notes, m.smp.Notes...)
 	tot, queues := m.convert()
-	return metrics.Sample{Time: m.smp.Time, Totals: tot, Queues: queues}, nil
+	return metrics.Sample{Time: m.smp.Time, Totals: tot, Queues: queues, CPUs: m.smp.CPUCounters()}, nil
 }
 
 // convert is the sample's one flattening (Sample.Counters).

@@ -292,6 +292,31 @@ func TestSoftnetThisMachine(t *testing.T) {
 	}
 }
 
+// TestSoftnetPerCPUThisMachine: the host source's sample has the three
+// counters of every online CPU (at its id from 5.10), summing to the
+// softnet totals.
+func TestSoftnetPerCPUThisMachine(t *testing.T) {
+	src, err := OpenMetrics("lo")
+	require.NoError(t, err)
+	defer src.Close()
+	smp, err := src.Sample()
+	require.NoError(t, err)
+	online := 0
+	var processed, squeezed uint64
+	for c, m := range smp.CPUs {
+		if len(m) == 0 {
+			continue // offline
+		}
+		online++
+		require.Len(t, m, 3, "CPU %d: processed, dropped, time_squeeze", c)
+		processed += m["softnet.processed"]
+		squeezed += m["softnet.time_squeeze"]
+	}
+	assert.Equal(t, len(onlineCPUs(t)), online, "every online CPU")
+	assert.Equal(t, smp.Totals["softnet.processed"], processed)
+	assert.Equal(t, smp.Totals["softnet.time_squeeze"], squeezed)
+}
+
 func TestOpenBadNames(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -203,5 +203,8 @@ func FuzzParseSoftnet(f *testing.F) {
 				t.Fatalf("entry with %d columns: %+v", c.Columns, c)
 			}
 		}
+		if cpus := (&Sample{Softnet: got}).CPUCounters(); len(cpus) > maxCPU {
+			t.Fatalf("%d CPUs, at most %d", len(cpus), maxCPU)
+		}
 	})
 }

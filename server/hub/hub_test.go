@@ -38,6 +38,7 @@ type msg struct {
 	Counters   json.RawMessage     `json:"counters"`
 	Seq        uint64              `json:"seq"`
 	Queues     []map[string]uint64 `json:"queues"`
+	CPUs       []map[string]uint64 `json:"cpus"`
 	Rates      map[string]float64  `json:"rates"`
 	Limits     limits              `json:"limits"`
 	Labels     metrics.Labels      `json:"labels"`
@@ -260,6 +261,65 @@ func TestSubscribeFiltersCountersAndSwitchesSource(t *testing.T) {
 	assert.Empty(t, hello.Subscribed)
 	assert.Eventually(t, b.Closed, readWait, 10*time.Millisecond, "fake:b is closed when no client reads it")
 	assert.False(t, f.def.Closed(), "the default source belongs to the caller")
+}
+
+// cpuSource is a Fake with counters per CPU as a host's softnet_stat
+// has them: CPU 0 and CPU 2 take a third and two thirds of the packets
+// and kicks, CPU 1 is offline.
+type cpuSource struct{ *metrics.Fake }
+
+func (s cpuSource) Sample() (metrics.Sample, error) {
+	smp, err := s.Fake.Sample()
+	if err != nil {
+		return smp, err
+	}
+	p, k := smp.Totals["rx_packets"], smp.Totals["rx_kicks"]
+	smp.CPUs = []map[string]uint64{
+		{"rx_packets": p / 3, "rx_kicks": k / 3},
+		{},
+		{"rx_packets": p - p/3, "rx_kicks": k - k/3},
+	}
+	return smp, nil
+}
+
+// TestSnapshotCarriesCPUs: a snapshot has the source's per-CPU counters
+// in cpus (index = CPU number, {} for an offline CPU), filtered by the
+// allowlist as counters and queues are; a source without any has none.
+func TestSnapshotCarriesCPUs(t *testing.T) {
+	f := newFixture(t, cpuSource{metrics.NewFake("fake", 2)})
+	c := f.dial(t)
+	require.Equal(t, typeHello, read(t, c).Type)
+	snap := read(t, c)
+	require.Equal(t, typeSnapshot, snap.Type)
+	require.Len(t, snap.CPUs, 3)
+	assert.Empty(t, snap.CPUs[1], "the offline CPU")
+	assert.NotNil(t, snap.CPUs[1], "{}, not null")
+	var sum uint64
+	for _, m := range snap.CPUs {
+		sum += m["rx_packets"]
+	}
+	assert.Equal(t, 100*3*snap.Seq, sum, "the CPUs sum to the total of the Fake's sample seq")
+
+	send(t, c, `{"type":"subscribe","counters":["rx_kicks"]}`)
+	readUntil(t, c, typeHello)
+	snap = read(t, c)
+	require.Equal(t, typeSnapshot, snap.Type)
+	require.Len(t, snap.CPUs, 3, "the allowlist keeps every CPU")
+	for i, m := range snap.CPUs {
+		for name := range m {
+			assert.Equal(t, "rx_kicks", name, "CPU %d", i)
+		}
+	}
+	assert.Len(t, snap.CPUs[2], 1)
+
+	// The Fake has no per-CPU counters: no cpus field at all.
+	send(t, c, `{"type":"subscribe","source":"fake:b","counters":[]}`)
+	readUntil(t, c, typeHello)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(readWait)))
+	_, raw, err := c.ReadMessage()
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"type":"snapshot"`)
+	assert.NotContains(t, string(raw), `"cpus"`)
 }
 
 func TestOversizeMessageClosesOnlyThatConnection(t *testing.T) {

@@ -59,8 +59,9 @@ type snapshotMsg struct {
 	Time     time.Time           `json:"time"`
 	Source   string              `json:"source"`
 	Counters map[string]uint64   `json:"counters"`
-	Queues   []map[string]uint64 `json:"queues,omitempty"`
-	Rates    map[string]float64  `json:"rates"` // per second since the previous sample; empty at first
+	Queues   []map[string]uint64 `json:"queues,omitempty"` // index = queue number
+	CPUs     []map[string]uint64 `json:"cpus,omitempty"`   // index = CPU number; {} for an offline CPU
+	Rates    map[string]float64  `json:"rates"`            // per second since the previous sample; empty at first
 }
 
 type pongMsg struct {
@@ -129,13 +130,25 @@ func encodeSnapshot(seq uint64, source string, s metrics.Sample, r map[string]fl
 			m.Rates[name] = v
 		}
 	}
-	if len(s.Queues) > 0 {
-		m.Queues = make([]map[string]uint64, len(s.Queues))
-		for i, q := range s.Queues {
-			m.Queues[i] = pick(q, f)
-		}
-	}
+	m.Queues = pickEach(s.Queues, f)
+	m.CPUs = pickEach(s.CPUs, f)
 	return json.Marshal(m)
+}
+
+// pickEach is pick of every map of a per-queue or per-CPU list, a nil
+// map as an empty one ({}, not null); nil for an empty list.
+func pickEach(all []map[string]uint64, f *filter) []map[string]uint64 {
+	if len(all) == 0 {
+		return nil
+	}
+	out := make([]map[string]uint64, len(all))
+	for i, m := range all {
+		if m == nil {
+			m = map[string]uint64{}
+		}
+		out[i] = pick(m, f)
+	}
+	return out
 }
 
 func pick(all map[string]uint64, f *filter) map[string]uint64 {

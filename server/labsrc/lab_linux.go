@@ -565,7 +565,7 @@ func (l *Lab) sampleLocked() (metrics.Sample, error) {
 	tot["lab_send_blocked"] = l.snd.blocked.Load()
 	tot["lab_received_packets"] = l.rcv.got.Load()
 	tot["lab_received_bytes"] = l.rcv.bytes.Load()
-	return metrics.Sample{Time: time.Now(), Totals: tot, Queues: v.Queues}, nil
+	return metrics.Sample{Time: time.Now(), Totals: tot, Queues: v.Queues, CPUs: v.CPUs}, nil
 }
 
 // libCounters reads the library program's own maps into tot.

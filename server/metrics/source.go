@@ -81,6 +81,13 @@ type Sample struct {
 	// names as Totals (rx_kicks, not rx0_kicks). Nil when the source has no
 	// per-queue counters.
 	Queues []map[string]uint64
+	// CPUs holds per-CPU counters, index = CPU number, with the same names
+	// as Totals (softnet.time_squeeze, not cpu0.softnet.time_squeeze; the
+	// page's and the tutorials' flat name is vocab.CPUCounter's): each
+	// name the per-CPU values of its total, which they sum to. A CPU the
+	// source has no line for (offline) has an empty map. Nil when the
+	// source has no per-CPU counters.
+	CPUs []map[string]uint64
 }
 
 // ErrClosed is returned by Sample on a closed source.

@@ -3,9 +3,9 @@
 // engine/vocab says (a counter is ringlab_<name>_total, a gauge
 // ringlab_<name>), in snake_case and base units (seconds, bytes), with
 // HELP from engine/vocab and labels that stay the same while the
-// source's options change (source kind, device, program, preset, queue);
-// a twin's predictions are the same family as what they predict, with
-// origin="predicted".
+// source's options change (source kind, device, program, preset, queue,
+// cpu); a twin's predictions are the same family as what they predict,
+// with origin="predicted".
 package promexp
 
 import (
@@ -25,6 +25,15 @@ import (
 // packet twice.
 const QueueAll = "all"
 
+// CPUAll is the cpu label of a total. Only the families of numbers that
+// engine/vocab names per CPU (cpuN.softnet.time_squeeze: FamilyInfo.PerCPU)
+// carry the cpu label; a number of one that the sample has per CPU
+// (metrics.Sample.CPUs) is exported per CPU only (cpu="0", "1", ..., with
+// queue="all"; an offline CPU has no series), else as the queues or the
+// total with cpu="all". Per-CPU values of a number whose family has no
+// cpu label are not exported (its total is).
+const CPUAll = "all"
+
 // Label names and the origin label's values.
 const (
 	LabelSource  = "source"  // the source's kind: sim, host, lab, twin
@@ -32,6 +41,7 @@ const (
 	LabelProgram = "program" // the XDP program running
 	LabelPreset  = "preset"  // the sim source's preset
 	LabelQueue   = "queue"   // a receive queue's number, or QueueAll
+	LabelCPU     = "cpu"     // a CPU's number, or CPUAll; only on FamilyInfo.PerCPU families
 	LabelOrigin  = "origin"  // a twin's: OriginMeasured or OriginPredicted
 	LabelSpec    = "spec"    // ringlab_source_info's: the source as serve names it
 
@@ -58,6 +68,7 @@ type number struct {
 	kind      prometheus.ValueType
 	scale     float64 // the value times scale is in base units
 	predicted bool
+	perCPU    bool // the family carries the cpu label
 }
 
 // New returns a Collector for src, describing the names src.Info lists.
@@ -67,11 +78,8 @@ func New(src metrics.Source) *Collector {
 	constLabels := ConstLabels(info.Labels)
 	c.up = prometheus.NewDesc("ringlab_source_up", "1 when the last scrape could sample the source, 0 when sampling failed.", nil, constLabels)
 	c.info = prometheus.NewDesc("ringlab_source_info", "The source /metrics reads, as `ringlab serve --source` names it (spec: options such as a lab's rate included); always 1.", []string{LabelSpec}, constLabels)
-	variable := []string{LabelQueue}
-	if c.twin {
-		variable = append(variable, LabelOrigin)
-	}
 	families := map[string]*prometheus.Desc{}
+	perCPU := map[string]bool{}   // of the families made, those with the cpu label
 	taken := map[[2]string]bool{} // (family, origin) pairs exported
 	for _, name := range info.Counters {
 		f := Family(name)
@@ -85,14 +93,22 @@ func New(src metrics.Source) *Collector {
 		taken[[2]string{f.Metric, origin}] = true
 		d, ok := families[f.Metric]
 		if !ok {
+			variable := []string{LabelQueue}
+			if f.PerCPU {
+				variable = append(variable, LabelCPU)
+			}
+			if c.twin {
+				variable = append(variable, LabelOrigin)
+			}
 			d = prometheus.NewDesc(f.Metric, help(f, c.twin), variable, constLabels)
-			families[f.Metric] = d
+			families[f.Metric], perCPU[f.Metric] = d, f.PerCPU
 		}
 		kind := prometheus.CounterValue
 		if f.Kind != vocab.Counter {
 			kind = prometheus.GaugeValue
 		}
-		c.numbers = append(c.numbers, number{name: name, family: d, kind: kind, scale: f.Scale, predicted: f.Predicted})
+		c.numbers = append(c.numbers, number{name: name, family: d, kind: kind, scale: f.Scale, predicted: f.Predicted,
+			perCPU: perCPU[f.Metric]})
 	}
 	return c
 }
@@ -111,7 +127,8 @@ func ConstLabels(l metrics.Labels) prometheus.Labels {
 
 // FamilyInfo is how a number is exported: its family's name, its kind
 // and unit (engine/vocab's, in base units), the factor that takes its
-// value to that unit, and whether it is a twin's prediction.
+// value to that unit, whether it is a twin's prediction, and whether its
+// family carries the cpu label.
 type FamilyInfo struct {
 	Metric    string
 	Kind      vocab.Kind
@@ -119,6 +136,9 @@ type FamilyInfo struct {
 	Help      string
 	Scale     float64
 	Predicted bool
+	// PerCPU: engine/vocab names the number per CPU too (cpuN.NAME, as
+	// vocab.CPUCounter builds it), so its family has the cpu label.
+	PerCPU bool
 }
 
 // timeUnits are the vocabulary's units of time, with their factor to
@@ -149,7 +169,8 @@ func Family(name string) FamilyInfo {
 		base, predicted = name, false
 	}
 	d, _ := vocab.Describe(base)
-	f := FamilyInfo{Kind: d.Kind, Unit: d.Unit, Help: d.Help, Scale: 1, Predicted: predicted}
+	_, perCPU := vocab.Lookup(vocab.CPUCounter(0, base))
+	f := FamilyInfo{Kind: d.Kind, Unit: d.Unit, Help: d.Help, Scale: 1, Predicted: predicted, PerCPU: perCPU}
 	s := snake(base)
 	if tu, ok := timeUnits[d.Unit]; ok {
 		f.Scale, f.Unit = tu.scale, "seconds"
@@ -229,7 +250,11 @@ func help(f FamilyInfo, twin bool) string {
 	if f.Unit != "" {
 		h += " (" + f.Unit + ")"
 	}
-	h += ". Per receive queue, or queue=\"all\" when the source has only the total."
+	if f.PerCPU {
+		h += `. Per CPU where the source has each CPU's (cpu="0", "1", ...), or cpu="all" when it has only the total; queue="all" unless per receive queue.`
+	} else {
+		h += `. Per receive queue, or queue="all" when the source has only the total.`
+	}
 	if twin {
 		h += ` origin="measured" is the real source's number, origin="predicted" the twin engine's prediction of it.`
 	}
@@ -260,24 +285,39 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 	for _, n := range c.numbers {
-		labels := func(queue string) []string {
-			if !c.twin {
-				return []string{queue}
+		labels := func(queue, cpu string) []string {
+			l := append(make([]string, 0, 3), queue)
+			if n.perCPU {
+				l = append(l, cpu)
 			}
-			if n.predicted {
-				return []string{queue, OriginPredicted}
+			switch {
+			case !c.twin:
+			case n.predicted:
+				l = append(l, OriginPredicted)
+			default:
+				l = append(l, OriginMeasured)
 			}
-			return []string{queue, OriginMeasured}
+			return l
 		}
-		perQueue := false
-		for q, values := range s.Queues {
-			if v, ok := values[n.name]; ok {
-				perQueue = true
-				ch <- prometheus.MustNewConstMetric(n.family, n.kind, float64(v)*n.scale, labels(strconv.Itoa(q))...)
+		split := false // exported per CPU or per queue, not as the total
+		if n.perCPU {
+			for i, values := range s.CPUs {
+				if v, ok := values[n.name]; ok {
+					split = true
+					ch <- prometheus.MustNewConstMetric(n.family, n.kind, float64(v)*n.scale, labels(QueueAll, strconv.Itoa(i))...)
+				}
 			}
 		}
-		if v, ok := s.Totals[n.name]; ok && !perQueue {
-			ch <- prometheus.MustNewConstMetric(n.family, n.kind, float64(v)*n.scale, labels(QueueAll)...)
+		if !split {
+			for q, values := range s.Queues {
+				if v, ok := values[n.name]; ok {
+					split = true
+					ch <- prometheus.MustNewConstMetric(n.family, n.kind, float64(v)*n.scale, labels(strconv.Itoa(q), CPUAll)...)
+				}
+			}
+		}
+		if v, ok := s.Totals[n.name]; ok && !split {
+			ch <- prometheus.MustNewConstMetric(n.family, n.kind, float64(v)*n.scale, labels(QueueAll, CPUAll)...)
 		}
 	}
 }

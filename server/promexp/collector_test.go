@@ -88,16 +88,20 @@ func TestCountersPerQueue(t *testing.T) {
 }
 
 // fixed is a source with device-wide numbers only, like a host
-// interface's sysfs statistics, under the labels and names it is given.
+// interface's sysfs statistics, under the labels and names it is given;
+// and per-CPU ones when cpus is set.
 type fixed struct {
 	metrics.Fake
 	info   metrics.SourceInfo
 	totals map[string]uint64
+	cpus   []map[string]uint64
 }
 
 func (s *fixed) Info() metrics.SourceInfo { return s.info }
 
-func (s *fixed) Sample() (metrics.Sample, error) { return metrics.Sample{Totals: s.totals}, nil }
+func (s *fixed) Sample() (metrics.Sample, error) {
+	return metrics.Sample{Totals: s.totals, CPUs: s.cpus}, nil
+}
 
 func newFixed(spec string, l metrics.Labels, totals map[string]uint64) *fixed {
 	s := &fixed{info: metrics.SourceInfo{Name: spec, Labels: l}, totals: totals}
@@ -139,7 +143,11 @@ func TestConventions(t *testing.T) {
 		assert.Equal(t, want.typ, fam.GetType(), name)
 		require.Len(t, fam.GetMetric(), 1, name)
 		m := fam.GetMetric()[0]
-		assert.Equal(t, map[string]string{"source": "host", "device": "eth0", "queue": QueueAll}, labels(m), name)
+		l := map[string]string{"source": "host", "device": "eth0", "queue": QueueAll}
+		if name == "ringlab_softnet_processed_total" {
+			l["cpu"] = CPUAll // a number engine/vocab has per CPU, here only the total
+		}
+		assert.Equal(t, l, labels(m), name)
 		v := m.GetCounter().GetValue()
 		if want.typ == dto.MetricType_GAUGE {
 			v = m.GetGauge().GetValue()
@@ -191,6 +199,74 @@ func TestTwinPredictionsAreALabel(t *testing.T) {
 	assert.Equal(t, dto.MetricType_GAUGE, skbs.GetType(), "a predicted gauge is a gauge")
 	assert.Len(t, skbs.GetMetric(), 2)
 	require.NotNil(t, families["ringlab_twin_rebuilds_total"])
+}
+
+// hostWithCPUs is a host source's softnet_stat: the sums, and CPUs 0
+// and 2 (CPU 1 offline).
+func hostWithCPUs(spec string, l metrics.Labels, extra map[string]uint64) *fixed {
+	totals := map[string]uint64{"rx_packets": 9, "softnet.cpus": 2,
+		"softnet.processed": 30, "softnet.dropped": 1, "softnet.time_squeeze": 7}
+	for k, v := range extra {
+		totals[k] = v
+	}
+	s := newFixed(spec, l, totals)
+	s.cpus = []map[string]uint64{
+		{"softnet.processed": 10, "softnet.dropped": 1, "softnet.time_squeeze": 5},
+		{},
+		{"softnet.processed": 20, "softnet.dropped": 0, "softnet.time_squeeze": 2},
+	}
+	return s
+}
+
+// TestCountersPerCPU: a number the source has per CPU is exported per
+// CPU only, with a cpu label and queue="all", so that sum() over its
+// family is the total; its family's other series, and the families of
+// numbers engine/vocab has no per-CPU name for, keep their labels.
+func TestCountersPerCPU(t *testing.T) {
+	families := scrape(t, hostWithCPUs("host:eth0", metrics.Labels{Kind: "host", Device: "eth0"}, nil))
+	for name, want := range map[string]map[string]float64{
+		"ringlab_softnet_processed_total":    {"0": 10, "2": 20},
+		"ringlab_softnet_dropped_total":      {"0": 1, "2": 0},
+		"ringlab_softnet_time_squeeze_total": {"0": 5, "2": 2},
+	} {
+		fam := families[name]
+		require.NotNil(t, fam, name)
+		assert.Contains(t, fam.GetHelp(), `cpu="all"`, name)
+		got := map[string]float64{}
+		for _, m := range fam.GetMetric() {
+			l := labels(m)
+			assert.Equal(t, map[string]string{"source": "host", "device": "eth0", "queue": QueueAll, "cpu": l["cpu"]}, l, name)
+			got[l["cpu"]] = m.GetCounter().GetValue()
+		}
+		assert.Equal(t, want, got, "%s: one series per online CPU, no total", name)
+	}
+	for _, name := range []string{"ringlab_rx_packets_total", "ringlab_softnet_cpus"} {
+		fam := families[name]
+		require.NotNil(t, fam, name)
+		require.Len(t, fam.GetMetric(), 1, name)
+		assert.NotContains(t, labels(fam.GetMetric()[0]), "cpu", "%s: no per-CPU name in engine/vocab, no cpu label", name)
+	}
+	assert.True(t, Family("softnet.time_squeeze").PerCPU)
+	assert.True(t, Family("predicted_softnet.time_squeeze").PerCPU)
+	assert.True(t, Family("ksoftirqd_wakeups").PerCPU)
+	assert.False(t, Family("rx_packets").PerCPU)
+	assert.False(t, Family("softnet.cpus").PerCPU)
+
+	// A twin: the real source's CPUs measured, the engine's prediction
+	// of the sum with cpu="all".
+	twin := scrape(t, hostWithCPUs("twin:host:eth0", metrics.Labels{Kind: "twin", Device: "eth0", Follows: "host"},
+		map[string]uint64{"predicted_softnet.time_squeeze": 3}))
+	fam := twin["ringlab_softnet_time_squeeze_total"]
+	require.NotNil(t, fam)
+	got := map[[2]string]float64{}
+	for _, m := range fam.GetMetric() {
+		l := labels(m)
+		assert.Equal(t, QueueAll, l["queue"])
+		got[[2]string{l["origin"], l["cpu"]}] = m.GetCounter().GetValue()
+	}
+	assert.Equal(t, map[[2]string]float64{
+		{OriginMeasured, "0"}: 5, {OriginMeasured, "2"}: 2, {OriginPredicted, CPUAll}: 3,
+	}, got)
 }
 
 func TestFailingSourceIsDownNotAnError(t *testing.T) {

@@ -42,9 +42,10 @@ func checkMetrics(t *testing.T, tool string, src metrics.Source) {
 }
 
 // TestPromtoolCheckMetrics: what every kind of source exports passes
-// `promtool check metrics` without a finding: the test sources, the
-// engine on several presets (XDP programs, cpumap, a TCP stream), the
-// host's interfaces, a twin of one, and a lab as root.
+// `promtool check metrics` without a finding: the test sources (per CPU
+// too), the engine on several presets (XDP programs, cpumap on two CPUs,
+// a TCP stream), the host's interfaces, a twin of one, and a lab as
+// root.
 func TestPromtoolCheckMetrics(t *testing.T) {
 	tool := promtool(t)
 	t.Run("fake", func(t *testing.T) { checkMetrics(t, tool, metrics.NewFake("fake", 2)) })
@@ -52,6 +53,11 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		checkMetrics(t, tool, newFixed("host:eth0", metrics.Labels{Kind: "host", Device: "eth0"}, map[string]uint64{
 			"ethtool_count": 1, "UdpInDatagrams": 3, "zone_lock_wait_ns": 5, "page_pool.inflight_mem": 4096, "predicted_": 1,
 		}))
+	})
+	t.Run("per CPU", func(t *testing.T) {
+		checkMetrics(t, tool, hostWithCPUs("host:eth0", metrics.Labels{Kind: "host", Device: "eth0"}, nil))
+		checkMetrics(t, tool, hostWithCPUs("twin:host:eth0", metrics.Labels{Kind: "twin", Device: "eth0", Follows: "host"},
+			map[string]uint64{"predicted_softnet.time_squeeze": 3}))
 	})
 	for _, preset := range []string{"default", "xdp-drop", "cpumap", "devmap", "r1-upstream", "r2-mtu9000-after"} {
 		t.Run("sim:"+preset, func(t *testing.T) {

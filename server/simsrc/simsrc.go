@@ -97,6 +97,12 @@ func New(preset string, now func() time.Time) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newScenario(preset, s, now)
+}
+
+// newScenario runs s under the preset name preset (New's, and tests' with
+// a preset changed).
+func newScenario(preset string, s scenario.Scenario, now func() time.Time) (*Source, error) {
 	w, err := engine.New(s)
 	if err != nil {
 		return nil, fmt.Errorf("preset %s: %w", preset, err)
@@ -221,8 +227,12 @@ func (s *Source) advance(wall time.Time, limit time.Duration) error {
 }
 
 // Sample implements metrics.Source: the world's typed counters
-// (engine.Stats), named as the engine names them, totals and per queue,
-// at Time = the wall time its simulated clock stands for.
+// (engine.Stats), named as the engine names them, totals, per queue and
+// per CPU (World.CPUCounters: softnet_stat's three columns the engine
+// keeps and its own NET_RX, ksoftirqd and scheduler counters, each
+// summing to its total), at Time = the wall time its simulated clock
+// stands for. It allocates the maps it returns (one per queue and per
+// CPU) and nothing else.
 func (s *Source) Sample() (metrics.Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -247,6 +257,15 @@ func (s *Source) Sample() (metrics.Sample, error) {
 			m[c.Name] = c.Value
 		}
 		out.Queues = append(out.Queues, m)
+	}
+	out.CPUs = make([]map[string]uint64, s.w.Sim.NumCPU())
+	for i := range out.CPUs {
+		s.buf = s.w.CPUCounters(i, s.buf)
+		m := make(map[string]uint64, len(s.buf))
+		for _, c := range s.buf {
+			m[c.Name] = c.Value
+		}
+		out.CPUs[i] = m
 	}
 	return out, nil
 }

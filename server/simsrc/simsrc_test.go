@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/engine/scenario"
 	"ringlab/engine/vocab"
 	"ringlab/server/metrics"
 )
@@ -176,4 +177,55 @@ func TestSimSourceClockGoroutine(t *testing.T) {
 func TestSimSourceBadPreset(t *testing.T) {
 	_, err := Open("nosuch")
 	assert.ErrorContains(t, err, "no preset named")
+}
+
+// TestSimSourceCountersPerCPU: a sample carries each CPU's counters
+// under the totals' names (World.CPUCounters), which sum to the totals;
+// sixteen queues on two CPUs squeeze both CPUs' net_rx_action rounds.
+func TestSimSourceCountersPerCPU(t *testing.T) {
+	s, err := scenario.LookupPreset("xdp-drop")
+	require.NoError(t, err)
+	s.CPUs, s.Queues, s.Traffic.Flows = 2, 16, 16
+	now := time.Unix(1000, 0)
+	src, err := newScenario("xdp-drop", s, func() time.Time { return now })
+	require.NoError(t, err)
+	unbounded(src)
+	now = now.Add(2 * time.Millisecond)
+	smp, err := src.Sample()
+	require.NoError(t, err)
+
+	require.Len(t, smp.CPUs, 2, "one map per CPU")
+	sums := map[string]uint64{}
+	for _, m := range smp.CPUs {
+		for name, v := range m {
+			sums[name] += v
+		}
+	}
+	for _, name := range []string{"softnet.processed", "softnet.dropped", "softnet.time_squeeze", "ksoftirqd_wakeups", "context_switches"} {
+		assert.Contains(t, sums, name, "every CPU carries %s", name)
+	}
+	for name, v := range sums {
+		total, ok := smp.Totals[name]
+		require.True(t, ok, "%s is a total too", name)
+		assert.Equal(t, total, v, "%s: the CPUs sum to the total", name)
+		_, ok = vocab.Lookup(vocab.CPUCounter(0, name))
+		assert.True(t, ok, "engine/vocab names %s per CPU", name)
+	}
+	for i, m := range smp.CPUs {
+		assert.Positive(t, m["softnet.time_squeeze"], "CPU %d: eight instances of 64 run out of netdev_budget's 300", i)
+	}
+
+	// XDP_DROP takes nothing to the stack; the default preset's UDP does.
+	def, err := New("default", func() time.Time { return now })
+	require.NoError(t, err)
+	now = now.Add(10 * time.Millisecond)
+	smp, err = def.Sample()
+	require.NoError(t, err)
+	require.Len(t, smp.CPUs, def.World().Sim.NumCPU(), "every CPU, whatever the preset")
+	var processed uint64
+	for _, m := range smp.CPUs {
+		processed += m["softnet.processed"]
+	}
+	assert.Positive(t, processed)
+	assert.Equal(t, smp.Totals["softnet.processed"], processed)
 }

@@ -229,9 +229,12 @@ func (t *Source) Traffic() (pps float64, size int) {
 	return t.pps, t.size
 }
 
-// Sample implements metrics.Source: the real source's sample as it is,
-// plus predicted_NAME for each engine counter the real source also has,
-// and twin_rebuilds. An error of the real source is returned as it is.
+// Sample implements metrics.Source: the real source's sample as it is
+// (its queues and CPUs included), plus predicted_NAME for each engine
+// counter the real source also has, and twin_rebuilds. Predictions are
+// totals only: the engine's CPUs are not the host's, so a prediction per
+// queue or per CPU would set unlike things side by side. An error of the
+// real source is returned as it is.
 func (t *Source) Sample() (metrics.Sample, error) {
 	if t.closed {
 		return metrics.Sample{}, metrics.ErrClosed
@@ -249,7 +252,7 @@ func (t *Source) Sample() (metrics.Sample, error) {
 		return metrics.Sample{}, err
 	}
 
-	out := metrics.Sample{Time: r.Time, Totals: make(map[string]uint64, len(r.Totals)+len(t.names)+1), Queues: r.Queues}
+	out := metrics.Sample{Time: r.Time, Totals: make(map[string]uint64, len(r.Totals)+len(t.names)+1), Queues: r.Queues, CPUs: r.CPUs}
 	for k, v := range r.Totals {
 		out.Totals[k] = v
 	}

@@ -91,10 +91,15 @@ type scripted struct {
 	size        uint64
 	pkts, bytes uint64
 	failing     error
+	softnet     bool // softnet_stat's counters too, per CPU, as a host's
 }
 
 func (s *scripted) Info() metrics.SourceInfo {
-	return metrics.SourceInfo{Name: "scripted", Counters: []string{"rx_packets", "rx_bytes", "rx_xdp_drops", "not_in_the_engine"}}
+	i := metrics.SourceInfo{Name: "scripted", Counters: []string{"rx_packets", "rx_bytes", "rx_xdp_drops", "not_in_the_engine"}}
+	if s.softnet {
+		i.Counters = append(i.Counters, "softnet.processed", "softnet.time_squeeze")
+	}
+	return i
 }
 
 // step advances the script by d at the current rate.
@@ -109,9 +114,18 @@ func (s *scripted) Sample() (metrics.Sample, error) {
 	if s.failing != nil {
 		return metrics.Sample{}, s.failing
 	}
-	return metrics.Sample{Time: s.at, Totals: map[string]uint64{
+	smp := metrics.Sample{Time: s.at, Totals: map[string]uint64{
 		"rx_packets": s.pkts, "rx_bytes": s.bytes, "rx_xdp_drops": 0, "not_in_the_engine": 7,
-	}}, nil
+	}}
+	if s.softnet { // CPU 1 offline, CPU 2 takes a third of the packets
+		smp.Totals["softnet.processed"], smp.Totals["softnet.time_squeeze"] = s.pkts, 5
+		smp.CPUs = []map[string]uint64{
+			{"softnet.processed": s.pkts - s.pkts/3, "softnet.time_squeeze": 5},
+			{},
+			{"softnet.processed": s.pkts / 3, "softnet.time_squeeze": 0},
+		}
+	}
+	return smp, nil
 }
 
 func (s *scripted) Close() error { return nil }
@@ -283,4 +297,35 @@ func TestTwinSaysWhenTheEngineCannotKeepUp(t *testing.T) {
 	}
 	notes := tw.Info().Notes
 	assert.Contains(t, notes[len(notes)-1], "slower than real time")
+}
+
+// TestTwinPassesCPUsThrough: the real source's per-CPU counters pass
+// through as they are; the engine's predictions of them are totals only
+// (its CPUs are not the host's).
+func TestTwinPassesCPUsThrough(t *testing.T) {
+	real := &scripted{at: time.Unix(1000, 0), pps: 10_000, size: 64, softnet: true}
+	tw, err := New(real, scenario.Default(), time.Now)
+	require.NoError(t, err)
+	assert.Contains(t, tw.Info().Counters, "predicted_softnet.processed")
+	var s metrics.Sample
+	for range 30 { // 3 s: measured, built, run
+		real.step(100 * time.Millisecond)
+		s, err = tw.Sample()
+		require.NoError(t, err)
+	}
+	want, err := real.Sample()
+	require.NoError(t, err)
+	assert.Equal(t, want.CPUs, s.CPUs, "the real CPUs, unchanged")
+	assert.Positive(t, s.Totals["predicted_softnet.processed"], "the engine predicts the sum")
+	for i, m := range s.CPUs {
+		for name := range m {
+			assert.NotContains(t, name, PredictedPrefix, "CPU %d: no prediction per CPU", i)
+		}
+	}
+
+	plain, err := New(&scripted{at: time.Unix(1000, 0), pps: 10_000, size: 64}, scenario.Default(), time.Now)
+	require.NoError(t, err)
+	s, err = plain.Sample()
+	require.NoError(t, err)
+	assert.Nil(t, s.CPUs, "none when the real source has none")
 }
