@@ -250,6 +250,12 @@ func (c *Controller) tip(d *Draw) *Tip {
 		}
 	}
 	if lines == nil {
+		// A slice of a CPU's lane: who ran there, when, for how long.
+		if h, ok := l.SliceAt(x, y, c.snaps()); ok {
+			lines = []string{fmt.Sprintf("CPU %d: %s", h.CPU, h.Slice.Describe(c.sess.Panes[h.Pane].Snap.Now))}
+		}
+	}
+	if lines == nil {
 		t := l.HitTest(x, y, c.snaps())
 		if t.Kind == view.KindNone {
 			return nil

@@ -62,6 +62,24 @@ func locColor(l mem.Loc) rgba {
 	return colWarn
 }
 
+// laneColors colour a CPU lane's slices by kind (view.LaneKind): warm for
+// interrupt work, violet for ksoftirqd (NET_RX too, but a thread), green
+// for the other tasks; a wait takes its task's colour.
+var laneColors = [view.NumLaneKinds]rgba{
+	view.LaneIRQ:       hex(0xf778ba),
+	view.LaneSoftirq:   hex(0xe3b341),
+	view.LaneKsoftirqd: hex(0xa371f7),
+	view.LaneTask:      hex(0x3fb950),
+	view.LaneWait:      colDim,
+}
+
+func laneColor(k view.LaneKind) rgba {
+	if k < view.NumLaneKinds {
+		return laneColors[k]
+	}
+	return colWarn
+}
+
 // toneColors colour a text by its role.
 var toneColors = [...]rgba{
 	view.ToneText:   colText,

@@ -13,50 +13,74 @@ import (
 
 func (d *drawer) cpus(pl *view.PaneLayout, s *view.Snapshot, r *view.Rates, sel view.Target, pane int) {
 	d.rule(pl.CPUs)
+	legend, nl := pl.CPULegend()
+	for _, e := range legend[:nl] {
+		sw := e.Swatch
+		if e.Kind == view.LaneWait { // either task's colour: a wait is drawn in its task's
+			d.rect(sw.X, sw.Y, sw.W/2, sw.H, laneColor(view.LaneKsoftirqd))
+			d.rect(sw.X+sw.W/2, sw.Y, sw.W-sw.W/2, sw.H, laneColor(view.LaneTask))
+			continue
+		}
+		d.rect(sw.X, sw.Y, sw.W, sw.H, laneColor(e.Kind))
+	}
 	n := len(s.CPUs)
 	for i := 0; i < n; i++ {
 		lane := pl.CPULane(i, n)
 		if lane.H < 8 {
 			break
 		}
-		c := s.CPUs[i]
+		c := &s.CPUs[i]
 		util := c.Util
 		if r.Len() > 0 {
 			if u := r.Util(r.Len() - 1); i < len(u) {
 				util = u[i]
 			}
 		}
-		bar := view.CPUBar(lane)
+		g := view.CPULaneGeom(lane)
+		bar := g.Bar
 		d.rect(bar.X, bar.Y, bar.W, bar.H, colEmpty)
 		uc := colAccent
 		if util > 0.9 {
 			uc = colWarn
 		}
 		d.rect(bar.X, bar.Y, bar.W*util, bar.H, uc)
-		// Utilisation history.
-		hx := view.CPUTraceX(lane)
-		hw := lane.X + lane.W - hx
-		y, h := bar.Y, bar.H
-		if hw > 30 && r.Len() > 1 {
-			d.rect(hx, y+h-1, hw, 1, colBorder)
-			m := r.Len()
-			step := hw / float64(RatesLenF-1)
-			px, py := 0.0, 0.0
-			for k := 0; k < m; k++ {
-				u := r.Util(k)
-				if i >= len(u) {
-					continue
-				}
-				xx := hx + hw - float64(m-1-k)*step
-				yy := y + h - u[i]*h
-				if k > 0 {
-					d.b.line(d.dst, px, py, xx, yy, 1.2, colAccent)
-				}
-				px, py = xx, yy
-			}
+		if g.Timeline.W > 0 {
+			d.timeline(&g, c)
 		}
 		if sel.Pane == pane && sel.Kind == view.KindCPU && sel.Index == i {
 			d.b.frame(d.dst, lane.X-2, lane.Y, lane.W+2, lane.H, 1, colSelect)
+		}
+	}
+}
+
+// timeline draws who ran when on a CPU over the lane's window: the
+// tasks' chunks, the interrupt work over them, the waits in the thin row
+// under them, each in its kind's colour (a wait in its task's).
+func (d *drawer) timeline(g *view.LaneGeom, c *view.CPUView) {
+	run, from := g.Run, c.LaneFrom
+	d.rect(run.X, run.Y, run.W, run.H, colEmpty) // idle
+	// A faint mark every LaneTickNs back from now, under the slices.
+	for t := from + view.LaneWindowNs - view.LaneTickNs; t > from; t -= view.LaneTickNs {
+		d.rect(math.Round(g.X(t, from)), run.Y, 1, run.H, colBorder)
+	}
+	for pass := 0; pass < 2; pass++ { // the tasks, then the interrupt work over them
+		for k := range c.Lane {
+			l := &c.Lane[k]
+			if l.Kind == view.LaneWait || l.Kind.Interrupt() != (pass == 1) {
+				continue
+			}
+			col := laneColor(l.Kind)
+			if l.BH && l.Kind == view.LaneTask {
+				col = col.mix(colBG, 0.35) // the cpumap kthread's batch
+			}
+			x, w := g.Span(l, from)
+			d.rect(x, run.Y, w, run.H, col)
+		}
+	}
+	for k := range c.Lane {
+		if l := &c.Lane[k]; l.Kind == view.LaneWait {
+			x, w := g.Span(l, from)
+			d.rect(x, g.Wait.Y, w, g.Wait.H, laneColor(l.Of))
 		}
 	}
 }

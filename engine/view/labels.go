@@ -253,11 +253,13 @@ func FlowTexts(out []Text, fr Rect, title string, v *[NumSeries]float64, known *
 	return b.out
 }
 
-// cpuTexts adds the CPU view's lines: a lane per CPU with its name, its
-// busy share and what it does.
+// cpuTexts adds the CPU view's lines: its title with the legend of the
+// lanes' colours, and a lane per CPU with its name, its busy share and
+// the work it began last (the timeline beside them has no text;
+// Layout.SliceAt finds the slice under the pointer).
 func (p *PaneLayout) cpuTexts(out []Text, s *Snapshot, r *Rates) []Text {
 	b := texts{out: out, clip: p.CPUs, view: "cpus"}
-	b.title(p.CPUs, "CPUs  (bar: busy share of the last sample; trace: history)")
+	b.add(Text{X: p.CPUs.X, Y: p.CPUs.Y + 1, S: Fit(cpuTitle, p.CPUs.W), Tone: ToneAccent, Help: cpuTitleHelp})
 	n := len(s.CPUs)
 	for i := 0; i < n; i++ {
 		lane := p.CPULane(i, n)
@@ -271,28 +273,20 @@ func (p *PaneLayout) cpuTexts(out []Text, s *Snapshot, r *Rates) []Text {
 				util = u[i]
 			}
 		}
+		g := CPULaneGeom(lane)
 		y := lane.Y + math.Floor((lane.H-LineH)/2)
-		b.add(Text{X: lane.X, Y: y, S: "CPU" + strconv.Itoa(i), Tone: ToneText, Help: "CPU " + strconv.Itoa(i) + ": click to inspect what it did"})
-		bar := CPUBar(lane)
-		b.add(Text{X: bar.X + 4, Y: y, S: strconv.Itoa(int(math.Round(util*100))) + "%", Tone: ToneText, Name: vocab.CPUUtil(i),
+		b.add(Text{X: lane.X, Y: y, S: "CPU" + strconv.Itoa(i), Tone: ToneText,
+			Help: "CPU " + strconv.Itoa(i) + ": click to inspect what it did; its timeline is who ran when over the last " + FormatNs(LaneWindowNs)})
+		b.add(Text{X: g.Bar.X + 4, Y: y, S: strconv.Itoa(int(math.Round(util*100))) + "%", Tone: ToneText, Name: vocab.CPUUtil(i),
 			Help: "busy share over the last sample (the counters table's cpuN.util is over the whole run)"})
 		act := c.Activity
 		if !c.Working || act == "" {
 			act = "idle"
 		}
-		tx := bar.X + bar.W + 8
-		b.add(Text{X: tx, Y: y, S: Fit(act, min(CPUTraceX(lane), lane.X+lane.W)-tx-4), Tone: ToneDim, Help: "the work the CPU began last"})
+		b.add(Text{X: g.Activity.X, Y: y, S: Fit(act, g.Activity.W), Tone: ToneDim, Help: "the work the CPU began last"})
 	}
 	return b.out
 }
-
-// CPUBar is the busy-share bar of a CPU lane.
-func CPUBar(lane Rect) Rect {
-	return Rect{lane.X + 40, lane.Y + 2, math.Min(160, lane.W*0.3), max(0, lane.H-4)}
-}
-
-// CPUTraceX is where a CPU lane's utilisation trace starts.
-func CPUTraceX(lane Rect) float64 { b := CPUBar(lane); return b.X + b.W + 8 + 130 }
 
 // pagesTexts adds the page view's lines: its title, the legend of
 // locations with their counts, and the caption under the tiles.

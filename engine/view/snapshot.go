@@ -3,6 +3,7 @@ package view
 import (
 	"ringlab/engine"
 	"ringlab/engine/mem"
+	"ringlab/engine/sim"
 	"ringlab/engine/virtq"
 )
 
@@ -22,6 +23,8 @@ type Snapshot struct {
 	Queue     QueueView // the receive queue shown (Queue.Index)
 	Pages     PagesView
 	CPUs      []CPUView
+
+	slices []sim.Slice // scratch for a CPU's record (fillLane)
 }
 
 // DescView is one descriptor of the table: what the driver wrote there and
@@ -126,6 +129,16 @@ type CPUView struct {
 	Activity  string  // the last work begun ("napi poll", ...)
 	Transfers uint64  // cache lines pulled from other CPUs
 	Queues    []int   // receive queues whose NAPI runs here
+
+	// LaneFrom is where the lane's window starts: Now - LaneWindowNs
+	// (before 0 in the first 200 µs, where nothing ran).
+	LaneFrom int64
+	// Lane is who ran when over the window (lane.go), in the order the
+	// CPU recorded the slices (a piece of work when it ended, a wait when
+	// its task began to run), then the waits still going on. A task's
+	// chunk spans the interrupt work that preempted it: draw the tasks
+	// first, the interrupt work over them, the waits under them.
+	Lane []LaneSlice
 }
 
 // Fill reads w into s. queue selects the receive queue shown (clamped).
@@ -223,6 +236,7 @@ func (s *Snapshot) fillCPUs(w *engine.World) {
 				v.Queues = append(v.Queues, rq.Index)
 			}
 		}
+		s.slices = v.fillLane(w, c, now, s.slices)
 	}
 }
 
