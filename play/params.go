@@ -160,12 +160,39 @@ func table() []param {
 				}
 				return err
 			}},
+		{Param{Key: "netdev_budget_usecs", Label: "netdev_budget_usecs", Hint: "a net_rx_action round's time limit in us, counted in jiffies; 0 = two jiffies, the kernel's default"},
+			func(s *scenario.Scenario) string { return strconv.Itoa(s.Sysctl.NetdevBudgetUsecs) },
+			func(s *scenario.Scenario, v string) error {
+				n, err := whole(v, 0, 1_000_000)
+				if err == nil {
+					s.Sysctl.NetdevBudgetUsecs = n
+				}
+				return err
+			}},
 		{Param{Key: "hz", Label: "HZ", Options: []string{"100", "250", "300", "1000"}, Hint: "CONFIG_HZ: the jiffy MAX_SOFTIRQ_TIME, netdev_budget_usecs, the scheduler's slices and TCP's timers count in"},
 			func(s *scenario.Scenario) string { return strconv.Itoa(s.Sched.HZ) },
 			func(s *scenario.Scenario, v string) error {
 				n, err := whole(v, 100, 1000)
 				if err == nil {
 					s.Sched.HZ = n
+				}
+				return err
+			}},
+		{Param{Key: "sched_latency_ns", Label: "CFS sched_latency_ns", Hint: "until 6.5: the period the runnable tasks share in slices; 0 = the kernel's default, 6 ms x (1 + ilog2(CPUs))"},
+			func(s *scenario.Scenario) string { return strconv.FormatInt(s.Sched.LatencyNs, 10) },
+			func(s *scenario.Scenario, v string) error {
+				n, err := whole(v, 0, 1_000_000_000)
+				if err == nil {
+					s.Sched.LatencyNs = int64(n)
+				}
+				return err
+			}},
+		{Param{Key: "base_slice_ns", Label: "EEVDF base_slice_ns", Hint: "from 6.6: a task's slice; 0 = the kernel's default, 0.75 ms x (1 + ilog2(CPUs))"},
+			func(s *scenario.Scenario) string { return strconv.FormatInt(s.Sched.BaseSliceNs, 10) },
+			func(s *scenario.Scenario, v string) error {
+				n, err := whole(v, 0, 1_000_000_000)
+				if err == nil {
+					s.Sched.BaseSliceNs = int64(n)
 				}
 				return err
 			}},

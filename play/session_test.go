@@ -33,7 +33,8 @@ func TestParamsSetAndGet(t *testing.T) {
 			})
 		}
 	}
-	numbers := map[string]string{"mtu": "9000", "pool_size": "512", "rate_pps": "12345.5", "size": "256"}
+	numbers := map[string]string{"mtu": "9000", "pool_size": "512", "rate_pps": "12345.5", "size": "256",
+		"netdev_budget": "600", "netdev_budget_usecs": "4000", "sched_latency_ns": "12000000", "base_slice_ns": "3000000"}
 	for k, v := range numbers {
 		t.Run(k+"="+v, func(t *testing.T) {
 			s := scenario.Default()
@@ -84,6 +85,8 @@ func TestSetParamErrors(t *testing.T) {
 		{"rate_pps", "NaN", "not a number"},
 		{"xdp", "xdp_nope", "not a library program"},
 		{"colour", "red", "unknown parameter"},
+		{"netdev_budget", "0", "want 1..1000000"},
+		{"base_slice_ns", "-1", "want 0..1000000000"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
