@@ -35,10 +35,13 @@ type Stats struct {
 	// Switches, IRQPreemptions and TaskPreemptions are the CPUs' context
 	// switches and preemptions (sim.CPU.Preemptions), summed.
 	Switches, IRQPreemptions, TaskPreemptions uint64
-	GRO                                       GROStats
-	TCP                                       *TCPStats // the tcp_stream senders, summed; nil for other workloads
-	Mem                                       mem.Stats
-	Queues                                    []QueueStats // per queue pair
+	// Steal is the time the host ran a vhost worker on a vCPU's host CPU
+	// (sim.CPU.Stolen), in ns, summed.
+	Steal  uint64
+	GRO    GROStats
+	TCP    *TCPStats // the tcp_stream senders, summed; nil for other workloads
+	Mem    mem.Stats
+	Queues []QueueStats // per queue pair
 }
 
 // GROStats are the receive queues' GRO counters, summed.
@@ -123,6 +126,7 @@ func (w *World) ReadStats(s *Stats) {
 		irq, task := cpu.Preemptions()
 		s.IRQPreemptions += irq
 		s.TaskPreemptions += task
+		s.Steal += uint64(cpu.Stolen())
 	}
 	for _, rq := range w.Driver.RQ {
 		g := rq.GRO()
@@ -280,6 +284,7 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 		Counter{"context_switches", s.Switches},
 		Counter{"irq_preemptions", s.IRQPreemptions},
 		Counter{"task_preemptions", s.TaskPreemptions},
+		Counter{"steal_ns", s.Steal},
 		Counter{"tcp_acks", s.TX.ACKs},
 		Counter{"tcp_ack_drops", s.TX.ACKDrops},
 	)
@@ -391,6 +396,7 @@ func (w *World) CPUCounters(i int, dst []Counter) []Counter {
 		Counter{"context_switches", c.Switches()},
 		Counter{"irq_preemptions", irq},
 		Counter{"task_preemptions", task},
+		Counter{"steal_ns", uint64(c.Stolen())},
 	)
 }
 

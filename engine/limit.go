@@ -33,7 +33,8 @@ func (l Limit) String() string { return l.Why }
 //  1. the wire: the traffic asked for a rate and at least WireBound of
 //     it was delivered; nothing in the machine held it back.
 //  2. the most loaded resource at or above Saturated: the next device, the
-//     host of a queue or a CPU by its busy share, or a lock by its load,
+//     host of a queue by its busy share, a CPU by its busy share plus the
+//     share stolen from it by the host (Resource.Steal), or a lock by its load,
 //     the share of the window it was held plus the time its users spent
 //     waiting for it (a lock its users queue for is held up to its
 //     capacity and beyond: the CPUs it serialises are busy, partly
@@ -64,8 +65,11 @@ func LimitOf(u Usage) Limit {
 	cands = append(cands, u.CPUs...)
 	cands = append(cands, u.Locks...)
 	load := func(r Resource) float64 {
-		if r.Kind == ResLock {
+		switch r.Kind {
+		case ResLock:
 			return r.Busy + r.Wait
+		case ResCPU:
+			return r.Busy + r.Steal // a vCPU the host runs its worker on has less time to give
 		}
 		return r.Busy
 	}
@@ -85,7 +89,10 @@ func LimitOf(u Usage) Limit {
 		if r.Role != "" {
 			why += " (" + r.Role + ")"
 		}
-		return Limit{Kind: r.Kind, Name: r.Name, Busy: r.Busy, Why: why}
+		if r.Steal > 0 {
+			why += fmt.Sprintf(", and %.0f%% stolen: the host ran the vhost worker on its host CPU", 100*r.Steal)
+		}
+		return Limit{Kind: r.Kind, Name: r.Name, Busy: load(r), Why: why}
 	}
 	if u.RingWait >= RingBound {
 		return Limit{Kind: ResRing, Name: "the ring", Busy: u.RingWait,

@@ -26,14 +26,18 @@ type PerfSample struct {
 	// wrote, the device's Busy); nil for a hardware device, which spends
 	// no host CPU.
 	Hosts []sim.Duration
+	// Steal is each CPU's stolen time (sim.CPU.Stolen): the host ran a
+	// vhost worker on its vCPU's host CPU.
+	Steal []sim.Duration
 }
 
 // SamplePerf reads the world's profiles into s, reusing its slices.
 func (w *World) SamplePerf(s *PerfSample) {
 	s.T = w.Now()
-	s.CPUs = s.CPUs[:0]
+	s.CPUs, s.Steal = s.CPUs[:0], s.Steal[:0]
 	for i := 0; i < w.Sim.NumCPU(); i++ {
 		s.CPUs = append(s.CPUs, w.Sim.CPU(i).Profile())
+		s.Steal = append(s.Steal, w.Sim.CPU(i).Stolen())
 	}
 	s.Hosts = s.Hosts[:0]
 	if w.Scenario.Device.Kind != scenario.DeviceVhost {
@@ -67,7 +71,7 @@ const HostSym = "handle_rx"
 // the zero sample: since the start), then each vhost worker's. A CPU's
 // window is the elapsed time, or its busy time when it ran ahead of the
 // clock (a CPU's cursor runs up to a batch ahead of the event queue), so
-// that a CPU's shares, idle included, sum to 1. Rows with no time are
+// that a CPU's shares, idle and steal included, sum to 1. Rows with no time are
 // left out; ties keep the symbols' order.
 func PerfTop(from, to *PerfSample) ([]PerfCPU, error) {
 	if from.CPUs != nil && len(from.CPUs) != len(to.CPUs) || from.Hosts != nil && len(from.Hosts) != len(to.Hosts) {
@@ -84,14 +88,24 @@ func PerfTop(from, to *PerfSample) ([]PerfCPU, error) {
 			d = d.Sub(&from.CPUs[i])
 		}
 		busy := d.Sum()
-		win := max(elapsed, busy)
+		var steal sim.Duration
+		if i < len(to.Steal) {
+			steal = to.Steal[i]
+			if i < len(from.Steal) {
+				steal -= from.Steal[i]
+			}
+		}
+		win := max(elapsed, busy+steal)
 		pc := PerfCPU{Name: fmt.Sprintf("cpu%d", i)}
 		for s, ns := range d {
 			if ns > 0 {
 				pc.Rows = append(pc.Rows, PerfRow{Sym: sim.Sym(s).String(), Ns: int64(ns)})
 			}
 		}
-		pc.finish(busy, win)
+		if steal > 0 {
+			pc.Rows = append(pc.Rows, PerfRow{Sym: sim.SymStealName, Ns: int64(steal)})
+		}
+		pc.finish(busy, steal, win)
 		out = append(out, pc)
 	}
 	for i := range to.Hosts {
@@ -103,15 +117,16 @@ func PerfTop(from, to *PerfSample) ([]PerfCPU, error) {
 		if busy > 0 {
 			pc.Rows = append(pc.Rows, PerfRow{Sym: HostSym, Ns: int64(busy)})
 		}
-		pc.finish(busy, max(elapsed, busy))
+		pc.finish(busy, 0, max(elapsed, busy))
 		out = append(out, pc)
 	}
 	return out, nil
 }
 
-// finish adds the idle row, the shares and the order.
-func (pc *PerfCPU) finish(busy, win sim.Duration) {
-	if idle := win - busy; idle > 0 {
+// finish adds the idle row, the shares and the order; steal is the part
+// of the window not the CPU's (its row is already in).
+func (pc *PerfCPU) finish(busy, steal, win sim.Duration) {
+	if idle := win - busy - steal; idle > 0 {
 		pc.Rows = append(pc.Rows, PerfRow{Sym: sim.SymIdleName, Ns: int64(idle)})
 	}
 	if win > 0 {

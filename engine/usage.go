@@ -38,10 +38,18 @@ type Resource struct {
 	// of the window it waited for buffers with a frame waiting (the ring
 	// empty).
 	Wait float64 `json:"wait"`
+	// Steal is, for a guest CPU, the share of the window its vCPU did not
+	// run because the host ran a vhost worker on its host CPU (the steal
+	// column of /proc/stat; scenario host.vhost). Busy and Steal together
+	// are the CPU's load: it can do no more than 1 of them.
+	Steal float64 `json:"steal,omitempty"`
 }
 
 func (r Resource) String() string {
 	s := fmt.Sprintf("%s %.0f%%", r.Name, 100*r.Busy)
+	if r.Steal > 0 {
+		s += fmt.Sprintf(" + %.0f%% stolen", 100*r.Steal)
+	}
 	if r.Role != "" {
 		s += " (" + r.Role + ")"
 	}
@@ -118,6 +126,7 @@ func (w *World) UsageBetween(a, b UsageMark) Usage { return w.usage(a.s, b.s) }
 type usageSnap struct {
 	t        sim.Time
 	cpuBusy  []sim.Duration
+	cpuSteal []sim.Duration
 	cpuSpin  []sim.Duration
 	hostBusy []sim.Duration
 	hostWait []sim.Duration
@@ -157,6 +166,7 @@ func (w *World) usageSnap() usageSnap {
 		c := w.Sim.CPU(i)
 		s.cpuBusy = append(s.cpuBusy, c.Busy())
 		s.cpuSpin = append(s.cpuSpin, c.Spin())
+		s.cpuSteal = append(s.cpuSteal, c.Stolen())
 	}
 	for _, rq := range w.Driver.RQ {
 		c := rq.Dev.Counters()
@@ -264,7 +274,7 @@ func (w *World) usage(a, b usageSnap) Usage {
 			busy = 1 // a CPU's cursor may run a batch ahead of the window's end
 		}
 		u.CPUs = append(u.CPUs, Resource{Kind: ResCPU, Name: fmt.Sprintf("cpu%d", i), Role: roles[i],
-			Busy: busy, Wait: share(b.cpuSpin[i] - at(a.cpuSpin, i))})
+			Busy: busy, Wait: share(b.cpuSpin[i] - at(a.cpuSpin, i)), Steal: share(b.cpuSteal[i] - at(a.cpuSteal, i))})
 	}
 	host := "vhost worker"
 	switch w.Scenario.Device.Kind {

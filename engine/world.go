@@ -143,6 +143,12 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	if w.Driver, err = virtionet.New(env, virtionet.ConfigOf(&w.Scenario)); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	for q, rq := range w.Driver.RQ {
+		if cpu, ok := w.Scenario.VhostSharesVCPU(q); ok {
+			rq.Dev.SetSharedVCPU(w.Sim.CPU(cpu))
+			w.Driver.SQ[q].Dev.SetSharedVCPU(w.Sim.CPU(cpu))
+		}
+	}
 	return w, nil
 }
 

@@ -12,7 +12,7 @@ func (r *RX) CopyFrom(src *RX) error {
 	}
 	own := *r
 	*r = *src
-	r.q, r.traffic, r.costs = own.q, own.traffic, own.costs
+	r.q, r.traffic, r.costs, r.vcpu = own.q, own.traffic, own.costs, own.vcpu
 	r.window = own.window
 	copy(r.window, src.window)
 	r.pend = append(own.pend[:0], src.pend...)
@@ -44,7 +44,7 @@ func (t *Traffic) CopyFrom(src *Traffic) error {
 func (x *TX) CopyFrom(src *TX) {
 	own := *x
 	*x = *src
-	x.q, x.costs = own.q, own.costs
+	x.q, x.costs, x.vcpu = own.q, own.costs, own.vcpu
 }
 
 // Footprint is the bytes r's window of frame bytes takes.

@@ -100,7 +100,24 @@ type RX struct {
 	c    Counters
 
 	first virtq.ChainInfo // scratch: plan's first chain, for deliver
+
+	// vcpu is the guest CPU whose vCPU thread shares the worker's host
+	// CPU (SetSharedVCPU), nil when the worker has one of its own: each
+	// frame the worker handles is time that vCPU does not run.
+	vcpu *sim.CPU
 }
+
+// SetSharedVCPU says that the vhost worker shares its host CPU with the
+// vCPU of guest CPU c: every span the worker runs is stolen from c
+// (sim.CPU.Steal). The host's scheduler is taken to run the worker at
+// once whenever it has a frame (a woken sleeper preempts the vCPU thread:
+// CFS's and EEVDF's wakeup preemption); the fair share it would give a
+// worker that never sleeps is not modelled.
+func (r *RX) SetSharedVCPU(c *sim.CPU) { r.vcpu = c }
+
+// SharedVCPU is the guest CPU whose vCPU shares the worker's host CPU,
+// nil for none (SetSharedVCPU).
+func (r *RX) SharedVCPU() *sim.CPU { return r.vcpu }
 
 // Config is what a device's host side takes from the scenario, decoded
 // once (ConfigOf): its kind, the driver's receive mode, and its limits.
@@ -358,6 +375,9 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 		}
 		r.cursor = end
 		r.c.Busy += end.Sub(start)
+		if r.vcpu != nil {
+			r.vcpu.Steal(start, end)
+		}
 		switch {
 		case !fits:
 			r.c.TooBig++

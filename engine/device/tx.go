@@ -21,7 +21,12 @@ type TX struct {
 	Sent    uint64
 	Errors  uint64
 	pending sim.Time // time the next frame's send ends, valid when a chain is queued
+	vcpu    *sim.CPU // the guest CPU whose vCPU shares the worker's host CPU (RX.SetSharedVCPU)
 }
+
+// SetSharedVCPU says that the vhost worker, which sends for this queue
+// too, shares its host CPU with guest CPU c's vCPU (RX.SetSharedVCPU).
+func (t *TX) SetSharedVCPU(c *sim.CPU) { t.vcpu = c }
 
 // NewTX returns the host side of send queue q.
 func NewTX(q *virtq.Queue, cfg Config, costs *sim.Costs) *TX {
@@ -84,6 +89,9 @@ func (t *TX) CatchUp(at sim.Time) {
 			return
 		}
 		t.q.DevicePushUsed(uint32(head), 0)
+		if t.vcpu != nil && t.kind == scenario.DeviceVhost {
+			t.vcpu.Steal(t.cursor, end)
+		}
 		t.cursor = end
 		t.Sent++
 	}

@@ -83,6 +83,7 @@ type Scenario struct {
 	Next     *Next    `json:"next_device,omitempty"`
 	Sysctl   Sysctl   `json:"sysctl"`
 	Sched    Sched    `json:"sched"`
+	Host     *Host    `json:"host,omitempty"`
 
 	MemoryPages int `json:"memory_pages"` // guest memory in 4 KiB pages
 
@@ -126,6 +127,43 @@ type Sched struct {
 	WakeupGranularityNs int64 `json:"wakeup_granularity_ns,omitempty"`
 	// BaseSliceNs is EEVDF's base_slice_ns (6.6+).
 	BaseSliceNs int64 `json:"base_slice_ns,omitempty"`
+}
+
+// Host is where the guest's threads run on the host: each vCPU's thread
+// and each queue's vhost worker on a host CPU. Left empty, every one has
+// a host CPU of its own, so none waits for another.
+type Host struct {
+	// VCPUs is the host CPU of guest CPU i's vCPU thread; empty: i.
+	VCPUs []int `json:"vcpus,omitempty"`
+	// Vhost is the host CPU of queue i's vhost worker; empty: one no vCPU
+	// uses. A worker on a vCPU's host CPU takes that CPU from the guest
+	// whenever it handles a frame.
+	Vhost []int `json:"vhost,omitempty"`
+}
+
+// MaxHostCPUs bounds a host CPU's number.
+const MaxHostCPUs = 1024
+
+// VCPUHostCPU is the host CPU guest CPU i's vCPU runs on.
+func (s *Scenario) VCPUHostCPU(i int) int {
+	if s.Host != nil && i < len(s.Host.VCPUs) {
+		return s.Host.VCPUs[i]
+	}
+	return i
+}
+
+// VhostSharesVCPU is the guest CPU whose vCPU shares queue q's vhost
+// worker's host CPU, and whether there is one.
+func (s *Scenario) VhostSharesVCPU(q int) (int, bool) {
+	if s.Host == nil || q >= len(s.Host.Vhost) {
+		return 0, false
+	}
+	for i := 0; i < s.CPUs; i++ {
+		if s.VCPUHostCPU(i) == s.Host.Vhost[q] {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // Fit declares one field of a scenario fitted on a published result.

@@ -50,6 +50,11 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		{"hz not CONFIG_HZ's", `{"sched": {"hz": 500}}`, "sched.hz"},
 		{"base slice too short", `{"sched": {"base_slice_ns": 1000}}`, "sched.base_slice_ns"},
 		{"latency too long", `{"sched": {"latency_ns": 2000000000}}`, "sched.latency_ns"},
+		{"a host CPU per vCPU or none", `{"cpus": 2, "host": {"vcpus": [0]}}`, "host.vcpus"},
+		{"two vCPUs on one host CPU", `{"cpus": 2, "host": {"vcpus": [3, 3]}}`, "host.vcpus[1]"},
+		{"host CPU out of range", `{"host": {"vhost": [1024]}}`, "host.vhost[0]"},
+		{"a worker per queue or none", `{"queues": 1, "host": {"vhost": [0, 1]}}`, "host.vhost"},
+		{"no vhost worker on a NIC", `{"device": {"kind": "nic"}, "host": {"vhost": [1]}}`, "host.vhost"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

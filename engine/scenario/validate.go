@@ -82,6 +82,46 @@ func Default() Scenario {
 // DefaultNetdevBudget is net.core.netdev_budget's default.
 const DefaultNetdevBudget = 300
 
+// validateHost checks where the guest's threads run on the host: a host
+// CPU each, no two vCPUs on one (their sharing is not modelled), and
+// vhost workers only on a vhost device, not two on one host CPU.
+func (s *Scenario) validateHost() error {
+	if s.Host == nil {
+		return nil
+	}
+	h := s.Host
+	if len(h.VCPUs) != 0 && len(h.VCPUs) != s.CPUs {
+		return bad("host.vcpus", "%d host CPUs for %d vCPUs: give one per vCPU, or none (each its own)", len(h.VCPUs), s.CPUs)
+	}
+	if len(h.Vhost) != 0 && len(h.Vhost) != s.Queues {
+		return bad("host.vhost", "%d host CPUs for %d queues' vhost workers: give one per queue, or none (each its own)", len(h.Vhost), s.Queues)
+	}
+	if len(h.Vhost) > 0 && s.Device.Kind != DeviceVhost {
+		return bad("host.vhost", "a %s device has no vhost worker: only device.kind vhost has one", s.Device.Kind)
+	}
+	seen := map[int]string{}
+	for i, c := range h.VCPUs {
+		if c < 0 || c >= MaxHostCPUs {
+			return bad(fmt.Sprintf("host.vcpus[%d]", i), "%d: want 0..%d", c, MaxHostCPUs-1)
+		}
+		if o, ok := seen[c]; ok {
+			return bad(fmt.Sprintf("host.vcpus[%d]", i), "host CPU %d runs %s already: two vCPUs on one host CPU are not modelled", c, o)
+		}
+		seen[c] = fmt.Sprintf("vCPU %d", i)
+	}
+	workers := map[int]int{}
+	for q, c := range h.Vhost {
+		if c < 0 || c >= MaxHostCPUs {
+			return bad(fmt.Sprintf("host.vhost[%d]", q), "%d: want 0..%d", c, MaxHostCPUs-1)
+		}
+		if o, ok := workers[c]; ok {
+			return bad(fmt.Sprintf("host.vhost[%d]", q), "host CPU %d runs queue %d's worker already: two workers on one host CPU are not modelled", c, o)
+		}
+		workers[c] = q
+	}
+	return nil
+}
+
 // validateSched checks the sysctls and the scheduler's tunables.
 func (s *Scenario) validateSched() error {
 	if b := s.Sysctl.NetdevBudget; b < 1 || b > 1_000_000 {
@@ -258,6 +298,9 @@ func (s *Scenario) Validate() error {
 		return err
 	}
 	if err := s.validateSched(); err != nil {
+		return err
+	}
+	if err := s.validateHost(); err != nil {
 		return err
 	}
 	if err := s.validateXDP(); err != nil {

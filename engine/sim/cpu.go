@@ -44,6 +44,8 @@ type CPU struct {
 	start     Time
 	busyStart Duration
 	preempts  bool
+	inWork    bool // between a Begin and its End
+	stolen    Duration
 
 	busy      Duration // total time spent working, including spinning
 	spin      Duration // part of busy spent waiting for locks
@@ -102,6 +104,7 @@ func (c *CPU) Begin(t Time) Time {
 	}
 	c.cursor, c.start, c.busyStart, c.ctx = t, t, c.busy, CtxIRQ
 	c.preempts = t < c.taskUntil
+	c.inWork = true
 	return t
 }
 
@@ -148,6 +151,7 @@ func (c *CPU) Now() Time { return c.cursor }
 // free of it. Interrupt work that started inside the task's committed
 // chunk pushes that chunk's end back by its own duration.
 func (c *CPU) End() Time {
+	c.inWork = false
 	d := c.busy - c.busyStart
 	c.ctxBusy[c.ctx] += d
 	switch c.ctx {
@@ -173,6 +177,43 @@ func (c *CPU) End() Time {
 	}
 	return c.BusyUntil()
 }
+
+// Steal is the host running another thread on this vCPU's host CPU from
+// start to end (the steal column of /proc/stat): the guest runs nothing
+// then, interrupts included, since the vCPU that would take them is not
+// running. Work the CPU had committed past start ends that much later,
+// and work that falls due in [start, end) waits for end; a piece of work
+// under way whose cursor is past start is pushed back with it. The
+// engine calls it when it learns of the host's run, which may be after
+// the guest's work over that span was placed: like an interrupt's, the
+// push keeps the time right and moves what that work did a little.
+func (c *CPU) Steal(start, end Time) {
+	if end <= start {
+		return
+	}
+	d := end.Sub(start)
+	if c.taskUntil > start {
+		c.log.stretch(d) // the task's chunk it interrupted ends later
+	}
+	push := func(u *Time) {
+		if *u > start {
+			*u = u.Add(d)
+		} else {
+			*u = end
+		}
+	}
+	push(&c.irqUntil)
+	push(&c.taskUntil)
+	if c.inWork && c.cursor > start {
+		c.cursor = c.cursor.Add(d)
+	}
+	c.stolen += d
+	c.log.add(Slice{Start: start, End: end, Ctx: CtxSteal, Task: NoTask})
+}
+
+// Stolen is the time the host ran another thread on this vCPU's host CPU
+// (Steal).
+func (c *CPU) Stolen() Duration { return c.stolen }
 
 // BusyUntil is when the CPU finishes what it has been given.
 func (c *CPU) BusyUntil() Time { return max(c.irqUntil, c.taskUntil) }

@@ -293,7 +293,7 @@ func (c *CPU) BeginTask(now Time, id TaskID, bh bool) bool {
 	}
 	t.since = -1
 	c.cursor, c.start, c.busyStart = start, start, c.busy
-	c.ctx, c.preempts = CtxTask, false
+	c.ctx, c.preempts, c.inWork = CtxTask, false, true
 	if bh {
 		c.ctx = CtxTaskBH
 	}

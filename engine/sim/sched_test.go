@@ -243,3 +243,43 @@ func TestCPURecordsWhoRanWhen(t *testing.T) {
 	assert.Empty(t, c.Slices(Time(200*Microsecond), nil), "nothing ended after 200 us")
 	assert.Equal(t, Duration(20*Microsecond), c.ContextBusy(CtxSoftirq))
 }
+
+// Steal time: the host runs another thread (a vhost worker) on the
+// vCPU's host CPU, and the guest runs nothing then. A task's chunk the
+// steal falls in ends that much later, interrupt work that falls due in
+// the steal waits for its end, and the span is recorded and counted as
+// the steal column of /proc/stat counts it.
+func TestStealStopsTheVCPU(t *testing.T) {
+	s := schedSim(t, false)
+	c := s.CPU(0)
+	a := newBusy(t, s, 0, "a", 100*Microsecond, 1)
+	s.Wake(a.id, 0)
+	s.Queue.Step() // a runs [0, 100 us)
+	c.Steal(Time(20*Microsecond), Time(50*Microsecond))
+	assert.Equal(t, Time(130*Microsecond), c.BusyUntil(), "a's chunk ends 30 us later")
+	assert.Equal(t, Duration(30*Microsecond), c.Stolen())
+
+	// An interrupt due at 200 us, inside a steal from 190 to 260 us,
+	// runs at its end.
+	c.Steal(Time(190*Microsecond), Time(260*Microsecond))
+	start := c.BeginIRQ(Time(200*Microsecond), "vring_interrupt")
+	c.Charge(SymNetRxAction, 5*Microsecond)
+	c.End()
+	assert.Equal(t, Time(260*Microsecond), start, "the vCPU that would take it does not run")
+	assert.Equal(t, Duration(100*Microsecond), c.Stolen())
+	assert.Equal(t, Duration(100*Microsecond), s.Task(a.id).Stats.Runtime, "stolen time is not the task's")
+	assert.Equal(t, Duration(105*Microsecond), c.Busy(), "nor the CPU's busy time")
+
+	var steals []Slice
+	for _, x := range c.Slices(0, nil) {
+		if x.Ctx == CtxSteal {
+			steals = append(steals, x)
+		}
+	}
+	assert.Equal(t, []Slice{
+		{Start: Time(20 * Microsecond), End: Time(50 * Microsecond), Ctx: CtxSteal, Task: NoTask},
+		{Start: Time(190 * Microsecond), End: Time(260 * Microsecond), Ctx: CtxSteal, Task: NoTask},
+	}, steals)
+	c.Steal(Time(300*Microsecond), Time(300*Microsecond))
+	assert.Equal(t, Duration(100*Microsecond), c.Stolen(), "an empty span steals nothing")
+}

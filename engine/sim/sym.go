@@ -134,10 +134,14 @@ var symNames = [NumSyms]string{
 }
 
 // Pseudo-rows: names that are not one kernel function. A profile also
-// has an idle row (SymIdleName), time no symbol was charged.
+// has an idle row (SymIdleName), time no symbol was charged, and a steal
+// row (SymStealName) when the host took the vCPU's time.
 const (
 	// SymIdleName is the row of a CPU's time not spent working.
 	SymIdleName = "[idle]"
+	// SymStealName is the row of a vCPU's time the host ran another
+	// thread on its host CPU (CPU.Steal).
+	SymStealName = "[steal]"
 )
 
 // String is the symbol's name as perf would show it.

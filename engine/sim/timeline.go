@@ -13,8 +13,13 @@ package sim
 const LogSlices = 512
 
 // CtxWait is a Slice's context for a task's wait: runnable (woken or
-// preempted) and not running. It is not a context work runs in.
-const CtxWait = numContexts
+// preempted) and not running; CtxSteal for a span the host ran another
+// thread on the vCPU's host CPU (CPU.Steal). Neither is a context work
+// runs in.
+const (
+	CtxWait  = numContexts
+	CtxSteal = numContexts + 1
+)
 
 // Slice is a span of a CPU's time: work in a context (Task the task it
 // ran for, NoTask for interrupt work), or a task's wait (CtxWait). An
@@ -56,7 +61,7 @@ func (l *cpuLog) add(x Slice) {
 		l.lastTask = -1 // overwritten
 	}
 	l.s[l.next] = x
-	if x.Ctx != CtxIRQ && x.Ctx != CtxSoftirq && x.Ctx != CtxWait {
+	if x.Ctx != CtxIRQ && x.Ctx != CtxSoftirq && x.Ctx != CtxWait && x.Ctx != CtxSteal {
 		l.lastTask = l.next
 	}
 	l.next = (l.next + 1) % LogSlices

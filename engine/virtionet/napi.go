@@ -293,6 +293,12 @@ func (d *Driver) landing(now sim.Time, arg uint64) {
 func (d *Driver) interrupt(now sim.Time, arg uint64) {
 	rq := d.RQ[arg]
 	c := rq.CPU
+	if rq.Dev.SharedVCPU() == c {
+		// The worker runs on this vCPU's host CPU: the frames it wrote
+		// since the landing are time the vCPU was not running, and the
+		// interrupt is taken when it runs again (one signal covers them).
+		rq.catchUp(now)
+	}
 	c.BeginActivity(now, "interrupt")
 	c.Charge(sim.SymVringInterrupt, rq.irqCost())
 	rq.Stats.IRQs++

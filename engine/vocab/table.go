@@ -138,6 +138,8 @@ var table = concat(
 		c("context_switches", "switches", "context switches, summed over CPUs (__schedule)"),
 		c("irq_preemptions", "events", "interrupt work (a device's interrupt, NET_RX at its exit) that preempted a task's chunk, summed over CPUs: the task resumed later by that much"),
 		c("task_preemptions", "events", "tasks the scheduler switched out while runnable (nivcsw): a woken task to run first, or a slice used up at a tick, summed over CPUs"),
+		c("steal_ns", "ns", "time the host ran a vhost worker on a vCPU's host CPU, when the scenario puts them on one (host.vhost): the guest ran nothing then (the steal column of /proc/stat), summed over CPUs"),
+		c("cpuN.steal_ns", "ns", "steal_ns of CPU N: the time its vCPU was not running because its host CPU ran a vhost worker"),
 		c("cpuN.irq_preemptions", "events", "irq_preemptions on CPU N"),
 		c("cpuN.task_preemptions", "events", "task_preemptions on CPU N"),
 		g("cpuN.perf.*", "fraction", "CPU N's share of the run's time charged to the kernel function * (the simulated perf top, from the cost table's charges): cpu0.perf._raw_spin_lock, 0 to 1"),
