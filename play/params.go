@@ -53,8 +53,12 @@ func table() []param {
 			func(s *scenario.Scenario, v string) error {
 				n, err := whole(v, 1, scenario.MaxCPUs)
 				if err == nil {
+					napi := vhostOf(s) == "napi"
 					s.CPUs = n
 					fitCPUs(s)
+					if napi {
+						_ = setVhost(s, "napi") // the workers follow the queues' NAPI CPUs
+					}
 				}
 				return err
 			}},
@@ -63,8 +67,12 @@ func table() []param {
 			func(s *scenario.Scenario, v string) error {
 				n, err := whole(v, 1, scenario.MaxQueues)
 				if err == nil {
+					napi := vhostOf(s) == "napi"
 					s.Queues = n
 					s.Traffic.Flows = max(s.Traffic.Flows, n) // more queues than flows leaves queues idle
+					if napi {
+						_ = setVhost(s, "napi") // a worker per queue
+					}
 				}
 				return err
 			}},
@@ -196,6 +204,9 @@ func table() []param {
 				}
 				return err
 			}},
+		{Param{Key: "vhost_cpu", Label: "vhost worker", Options: []string{"own", "napi"},
+			Hint: "where each queue's vhost worker runs on the host: on a host CPU of its own, or on that of the vCPU running the queue's NAPI, which loses the time the worker takes (steal)"},
+			vhostOf, setVhost},
 		{Param{Key: "pool_size", Label: "pool size", Hint: "ptr_ring entries; 0 = ring size"},
 			func(s *scenario.Scenario) string { return strconv.Itoa(s.Driver.PoolSize) },
 			func(s *scenario.Scenario, v string) error {
@@ -401,6 +412,47 @@ func setXDP(s *scenario.Scenario, v string) error {
 
 // fitCPUs moves CPU references that a smaller CPU count left dangling to
 // a CPU that exists.
+// vhostOf says where the queues' vhost workers run (scenario host.vhost):
+// "own" host CPUs, on their NAPI vCPU's ("napi"), or elsewhere ("custom",
+// from a scenario file).
+func vhostOf(s *scenario.Scenario) string {
+	if s.Host == nil || len(s.Host.Vhost) == 0 {
+		return "own"
+	}
+	for q, c := range s.Host.Vhost {
+		if c != s.VCPUHostCPU(q%s.CPUs) {
+			return "custom"
+		}
+	}
+	return "napi"
+}
+
+// setVhost places the queues' vhost workers: v is "own" or "napi" (queue
+// q's worker on the host CPU of guest CPU q mod cpus, where
+// virtnet_set_affinity puts its NAPI).
+func setVhost(s *scenario.Scenario, v string) error {
+	var h scenario.Host // the scenario may share its Host with a preset's copy
+	if s.Host != nil {
+		h = *s.Host
+	}
+	switch v {
+	case "own":
+		h.Vhost = nil
+	case "napi":
+		h.Vhost = make([]int, s.Queues)
+		for q := range h.Vhost {
+			h.Vhost[q] = s.VCPUHostCPU(q % s.CPUs)
+		}
+	default:
+		return fmt.Errorf("%q: want own or napi", v)
+	}
+	s.Host = &h
+	if len(h.Vhost) == 0 && len(h.VCPUs) == 0 {
+		s.Host = nil
+	}
+	return nil
+}
+
 func fitCPUs(s *scenario.Scenario) {
 	if s.Consumer.CPU >= s.CPUs {
 		s.Consumer.CPU = -1

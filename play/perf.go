@@ -88,6 +88,7 @@ func copySample(into engine.PerfSample, s *engine.PerfSample) engine.PerfSample 
 	into.T = s.T
 	into.CPUs = append(into.CPUs[:0], s.CPUs...)
 	into.Hosts = append(into.Hosts[:0], s.Hosts...)
+	into.Steal = append(into.Steal[:0], s.Steal...)
 	return into
 }
 
@@ -136,6 +137,7 @@ func (m *perfMarks) state(v kernel.Version) *PerfState {
 // pseudoRows say what the rows that are no kernel function stand for.
 var pseudoRows = map[string]string{
 	sim.SymIdleName:         "time the CPU did no work: the part of the window nothing was charged",
+	sim.SymStealName:        "time the vCPU did not run: the host ran the vhost worker on its host CPU (steal, the scenario's host.vhost)",
 	sim.SymPageRef.String(): "get_page and put_page's atomics on struct page, inlined into the functions that take or drop a reference",
 	sim.SymNextIRQ.String(): "the interrupt of the device a devmap sends through, for its TX completions: that device's own driver (ixgbe_msix_clean_rings in R4), not virtio's vring_interrupt",
 }

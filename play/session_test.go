@@ -48,6 +48,16 @@ func TestParamsSetAndGet(t *testing.T) {
 
 func TestSetParamConsequences(t *testing.T) {
 	s := scenario.Default()
+	require.NoError(t, SetParam(&s, "vhost_cpu", "napi"))
+	require.NoError(t, SetParam(&s, "cpus", "2"))
+	require.NoError(t, SetParam(&s, "queues", "2"))
+	require.NotNil(t, s.Host)
+	assert.Equal(t, []int{0, 1}, s.Host.Vhost, "each queue's worker follows its NAPI's vCPU")
+	require.NoError(t, s.Validate())
+	require.NoError(t, SetParam(&s, "vhost_cpu", "own"))
+	assert.Nil(t, s.Host, "every worker on a host CPU of its own")
+
+	s = scenario.Default()
 	require.NoError(t, SetParam(&s, "page_pool", Off))
 	assert.Equal(t, scenario.SourcePageFrag, s.Driver.BufferSource)
 	assert.Equal(t, scenario.DMARing, s.Driver.DMA, "without page_pool the ring maps")
@@ -87,6 +97,7 @@ func TestSetParamErrors(t *testing.T) {
 		{"colour", "red", "unknown parameter"},
 		{"netdev_budget", "0", "want 1..1000000"},
 		{"base_slice_ns", "-1", "want 0..1000000000"},
+		{"vhost_cpu", "3", "want own or napi"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {

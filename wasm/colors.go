@@ -64,13 +64,15 @@ func locColor(l mem.Loc) rgba {
 
 // laneColors colour a CPU lane's slices by kind (view.LaneKind): warm for
 // interrupt work, violet for ksoftirqd (NET_RX too, but a thread), green
-// for the other tasks; a wait takes its task's colour.
+// for the other tasks; a wait takes its task's colour; the host's steal
+// is blue.
 var laneColors = [view.NumLaneKinds]rgba{
 	view.LaneIRQ:       hex(0xf778ba),
 	view.LaneSoftirq:   hex(0xe3b341),
 	view.LaneKsoftirqd: hex(0xa371f7),
 	view.LaneTask:      hex(0x3fb950),
 	view.LaneWait:      colDim,
+	view.LaneSteal:     hex(0x79c0ff),
 }
 
 func laneColor(k view.LaneKind) rgba {

@@ -63,10 +63,10 @@ func (d *drawer) timeline(g *view.LaneGeom, c *view.CPUView) {
 	for t := from + view.LaneWindowNs - view.LaneTickNs; t > from; t -= view.LaneTickNs {
 		d.rect(math.Round(g.X(t, from)), run.Y, 1, run.H, colBorder)
 	}
-	for pass := 0; pass < 2; pass++ { // the tasks, then the interrupt work over them
+	for pass := 0; pass < 2; pass++ { // the tasks, then the interrupt work and the steal over them
 		for k := range c.Lane {
 			l := &c.Lane[k]
-			if l.Kind == view.LaneWait || l.Kind.Interrupt() != (pass == 1) {
+			if l.Kind == view.LaneWait || l.Kind.Over() != (pass == 1) {
 				continue
 			}
 			col := laneColor(l.Kind)

@@ -46,6 +46,9 @@ const (
 	LaneTask
 	// LaneWait: a task runnable and not running (sim.CtxWait).
 	LaneWait
+	// LaneSteal: the host ran its vhost worker on the vCPU's host CPU
+	// and the guest ran nothing (sim.CtxSteal; scenario host.vhost).
+	LaneSteal
 	NumLaneKinds
 )
 
@@ -56,11 +59,16 @@ var LaneKindNames = [NumLaneKinds]string{
 	LaneKsoftirqd: "ksoftirqd",
 	LaneTask:      "task",
 	LaneWait:      "wait",
+	LaneSteal:     "steal",
 }
 
 // Interrupt reports whether k is interrupt work, drawn over the task it
 // preempted.
 func (k LaneKind) Interrupt() bool { return k == LaneIRQ || k == LaneSoftirq }
+
+// Over reports whether k is drawn over the tasks' chunks: interrupt work,
+// and the host's steal, which stops whatever the guest was running.
+func (k LaneKind) Over() bool { return k.Interrupt() || k == LaneSteal }
 
 // LaneSlice is one slice of a CPU's lane.
 type LaneSlice struct {
@@ -112,6 +120,8 @@ func (v *CPUView) fillLane(w *engine.World, c *sim.CPU, now sim.Time, buf []sim.
 			l.Kind = LaneSoftirq
 		case sim.CtxWait:
 			l.Kind = LaneWait
+		case sim.CtxSteal:
+			l.Kind = LaneSteal
 		default:
 			l.Kind, l.BH = taskKind, x.Ctx == sim.CtxTaskBH
 		}
@@ -160,6 +170,8 @@ func (l *LaneSlice) Describe(now int64) string {
 		}
 	case LaneWait:
 		s = l.Task + " waited " + d + " (runnable, not running)"
+	case LaneSteal:
+		s = "stolen " + d + " (the host ran its vhost worker on this vCPU's host CPU)"
 	}
 	if l.End >= now {
 		return s + ", until now"
@@ -272,7 +284,7 @@ func (l *Layout) SliceAt(x, y float64, snaps []*Snapshot) (LaneHit, bool) {
 
 // The layers of a lane, for the hit test.
 const (
-	interruptRow = iota // irq and softirq, drawn over the tasks
+	interruptRow = iota // irq, softirq and steal, drawn over the tasks
 	taskRow
 	waitRow
 )
@@ -289,7 +301,7 @@ func (v *CPUView) sliceAt(g *LaneGeom, x float64, row int) int {
 			if row != waitRow {
 				continue
 			}
-		case l.Kind.Interrupt() != (row == interruptRow) || row == waitRow:
+		case l.Kind.Over() != (row == interruptRow) || row == waitRow:
 			continue
 		}
 		x0, w := g.Span(l, v.LaneFrom)
@@ -305,7 +317,7 @@ func (v *CPUView) sliceAt(g *LaneGeom, x float64, row int) int {
 // written in ms: ASCII, so Fit, which counts bytes, cuts the title where
 // TextWidth says it ends.
 var (
-	cpuTitlePrefix = "CPUs  last " + strconv.FormatFloat(LaneWindowNs/1e6, 'f', -1, 64) + " ms:"
+	cpuTitlePrefix = "CPUs, " + strconv.FormatFloat(LaneWindowNs/1e6, 'f', -1, 64) + " ms:"
 	cpuTitle       = func() string {
 		s := cpuTitlePrefix
 		for _, n := range LaneKindNames {
@@ -322,7 +334,8 @@ var cpuTitleHelp = "Each CPU's lane: its busy share over the last sample (the ba
 	"and who ran when over the last " + FormatNs(LaneWindowNs) + " of simulated time, now at the right: hard interrupts, softirqs " +
 	"(NET_RX at an interrupt's exit), ksoftirqd (NET_RX in a thread), tasks (the application app/N, the cpumap " +
 	"kthread cpumap/N, darker with bottom halves off); blank is idle. The thin line under a lane is a task " +
-	"runnable and not running, in the colour of the task that waits."
+	"runnable and not running, in the colour of the task that waits. Steal is time the host ran its vhost " +
+	"worker on the vCPU's host CPU (a scenario's host.vhost): the guest ran nothing then."
 
 // LaneLegend is an entry of the CPU view's legend, in its title line: the
 // swatch drawn in the space before the kind's name.
