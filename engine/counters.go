@@ -152,6 +152,8 @@ func (w *World) ReadStats(s *Stats) {
 				ts.Timeouts += c.Timeouts
 				ts.Probes += c.Probes
 				ts.RcvWndLimit += c.RcvWndLimit
+				ts.HyStartTrain += c.HyStartTrain
+				ts.HyStartDelay += c.HyStartDelay
 				ts.Cwnd += uint64(t.Cwnd())
 			}
 		}
@@ -307,7 +309,8 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 		out = append(out, Counter{"tcp_frames_sent", c.Frames}, Counter{"tcp_lost_frames", c.LostFrames},
 			Counter{"tcp_retransmits", c.Retransmits}, Counter{"tcp_fast_recovery", c.FastRecovery},
 			Counter{"tcp_probes", c.Probes}, Counter{"tcp_timeouts", c.Timeouts},
-			Counter{"tcp_rcvwnd_limited", c.RcvWndLimit}, Counter{"tcp_cwnd", c.Cwnd})
+			Counter{"tcp_rcvwnd_limited", c.RcvWndLimit}, Counter{"tcp_cwnd", c.Cwnd},
+			Counter{"tcp_hystart_train", c.HyStartTrain}, Counter{"tcp_hystart_delay", c.HyStartDelay})
 	}
 	out = append(out, Counter{"page_allocs", s.Mem.Allocs}, Counter{"page_frees", s.Mem.Frees},
 		Counter{"page_remote_frees", s.Mem.RemoteFrees}, Counter{"page_ref_transfers", s.Mem.RefTransfers},

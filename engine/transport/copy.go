@@ -6,5 +6,6 @@ func (t *TCP) CopyFrom(src *TCP) {
 	own := *t
 	*t = *src
 	t.sent = append(own.sent[:0], src.sent...)
+	t.sentAt = append(own.sentAt[:0], src.sentAt...)
 	t.ev = append(own.ev[:0], src.ev...)
 }

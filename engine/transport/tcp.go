@@ -5,17 +5,17 @@
 // tells it what arrived, what was dropped and how much room the socket
 // has; it says when the next frame reaches the receiver and how big it is.
 //
-// The model is Reno's (RFC 5681) as Linux runs it without its refinements:
-// slow start from an initial window of 10 segments (RFC 6928, Linux's
-// TCP_INIT_CWND), congestion avoidance adding one segment per window of
-// ACKs while the window is what holds the sender (tcp_is_cwnd_limited),
-// one multiplicative decrease per window of data on a loss found by
-// duplicate ACKs (fast retransmit), and a retransmission timeout of at
-// least TCP_RTO_MIN (200 ms) when no later segment arrives to reveal the
-// loss. Linux's default is CUBIC with PRR, pacing and TSO autosizing; what
-// the engine keeps is what decides throughput against a receiver: the ACK
-// clock, the receive window, and backing off on loss. docs/scenario.md
-// lists the simplifications.
+// The sender is Linux's with its default congestion control, CUBIC
+// (cubic.go): slow start from an initial window of 10 segments
+// (TCP_INIT_CWND), capped at ssthresh (tcp_slow_start), HyStart leaving
+// it early; CUBIC's growth while the window is what holds the sender
+// (tcp_is_cwnd_limited); on a loss found by duplicate ACKs, one reduction
+// to beta = 0.7 of the window per recovery, spread over the recovery by
+// PRR (tcp_cwnd_reduction); a tail loss probe (RACK-TLP) when the ACKs
+// stop; and a retransmission timeout from tcp_rtt_estimator's srtt and
+// rttvar, at least TCP_RTO_MIN past the srtt. Pacing, TSO autosizing and
+// RACK's reordering window are left out; docs/scenario.md lists the
+// simplifications.
 package transport
 
 import (
@@ -105,17 +105,19 @@ type event struct {
 type TCP struct {
 	cfg TCPConfig
 
-	cwnd     float64 // congestion window, segments
-	ssthresh float64
+	cwnd     int // snd_cwnd, segments
+	cwndCnt  int // snd_cwnd_cnt: ACKed segments toward the next increase
+	ssthresh int // snd_ssthresh
 	rwnd     int // receiver's advertised window, bytes
 	inflight int // segments sent and neither acked nor known lost
-	recovery sim.Time
+	cc       cubic
 	// sent[seq % len(sent)] is how many segments frame seq carries, for
 	// the frames in flight: [expected, next frame). expected is the
 	// oldest frame the receiver has not reported: a report of a later one
 	// means those before it were lost on the way (the path is FIFO), as
 	// the duplicate ACKs it brings tell a real sender.
 	sent     []int32
+	sentAt   []sim.Time // when frame seq left the sender, for its RTT sample
 	expected uint64
 	// progress is when the sender last heard anything (an ACK or a
 	// window update arriving): with segments in flight and nothing heard
@@ -146,8 +148,22 @@ type TCP struct {
 	// a frame sent after that (at or past highSeq, the snd_nxt of then)
 	// is reported. In it no tail loss probe is scheduled: a tail that
 	// goes silent waits for the retransmission timer.
-	inRecovery bool
-	highSeq    uint64
+	ca      caState
+	highSeq uint64
+	// PRR (tcp_cwnd_reduction): the window at the reduction's start,
+	// and the segments delivered and sent since.
+	priorCwnd, prrDelivered, prrOut int
+	// una is snd_una as the sender knows it: one past the last frame
+	// acknowledged.
+	una uint64
+	// tcp_rtt_estimator's state, in us (srtt in 1/8 us), and rttSeq, the
+	// frame whose ACK ends the current round of rttvar's decay.
+	srtt, mdev, mdevMax, rttvar int64
+	rttSeq                      uint64
+	// pacingRate is sk_pacing_rate in bytes per second as the last ACK
+	// left it (tcp_update_pacing_rate): HyStart's ACK train allows for
+	// it.
+	pacingRate int64
 	// backoff is icsk_backoff: the timeouts since the last ACK, each
 	// doubling the next retransmission timeout (tcp_retransmit_timer).
 	backoff uint
@@ -177,7 +193,19 @@ type TCPCounters struct {
 	Timeouts     uint64 // retransmission timeouts
 	Probes       uint64 // tail loss probes sent
 	RcvWndLimit  uint64 // times the receiver's window, not cwnd, held a frame back
+	// HyStartTrain and HyStartDelay count HyStart's exits from slow start
+	// (TcpExtTCPHystartTrainDetect, TcpExtTCPHystartDelayDetect).
+	HyStartTrain, HyStartDelay uint64
 }
+
+// caState is the sender's icsk_ca_state, as far as the model has it.
+type caState uint8
+
+const (
+	caOpen     caState = iota // TCP_CA_Open
+	caRecovery                // TCP_CA_Recovery: fast retransmit, PRR
+	caLoss                    // TCP_CA_Loss: after a retransmission timeout
+)
 
 // NewTCP returns the sender at time 0.
 func NewTCP(cfg TCPConfig) (*TCP, error) {
@@ -192,14 +220,21 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 	if cfg.Jiffy == 0 {
 		cfg.Jiffy = Jiffy
 	}
-	return &TCP{
+	t := &TCP{
 		cfg:      cfg,
 		cwnd:     InitCwnd,
-		ssthresh: 1 << 30,
+		ssthresh: InfiniteSsthresh,
 		rwnd:     cfg.RcvWnd,
 		ev:       make([]event, maxEvents),
 		sent:     make([]int32, MaxInFlight),
-	}, nil
+		sentAt:   make([]sim.Time, MaxInFlight),
+	}
+	// The handshake measured the path: the SYN-ACK's RTT sample
+	// (tcp_synack_rtt_meas) seeds srtt and the RTO; cubictcp_init starts
+	// HyStart's first round.
+	t.rttEstimator(max(1, int64(cfg.RTT/sim.Microsecond)))
+	t.cc.hystartReset(0, 0)
+	return t, nil
 }
 
 // MSS is the connection's payload bytes per segment.
@@ -209,10 +244,17 @@ func (t *TCP) MSS() int { return t.cfg.MSS }
 func (t *TCP) Counters() TCPCounters { return t.c }
 
 // Cwnd is the congestion window in segments.
-func (t *TCP) Cwnd() float64 { return t.cwnd }
+func (t *TCP) Cwnd() int { return t.cwnd }
 
-// Ssthresh is the slow-start threshold in segments.
-func (t *TCP) Ssthresh() float64 { return t.ssthresh }
+// Ssthresh is the slow-start threshold in segments (InfiniteSsthresh
+// until the first loss or HyStart sets it).
+func (t *TCP) Ssthresh() int { return t.ssthresh }
+
+// SRTT is the smoothed round trip the sender measured (tcp_rtt_estimator).
+func (t *TCP) SRTT() sim.Duration { return sim.Duration(t.srtt>>3) * sim.Microsecond }
+
+// RTO is the retransmission timeout now, before backoff (__tcp_set_rto).
+func (t *TCP) RTO() sim.Duration { return t.baseRTO() }
 
 // RcvWnd is the receiver's window as the sender last heard it, in bytes.
 func (t *TCP) RcvWnd() int { return t.rwnd }
@@ -262,12 +304,16 @@ func (t *TCP) Take() uint64 {
 		t.progress = send // the retransmission timer starts with the first segment out
 	}
 	t.sent[seq%MaxInFlight] = int32(segs)
+	t.sentAt[seq%MaxInFlight] = send
+	if t.ca == caRecovery {
+		t.prrOut += segs
+	}
 	t.inflight += segs
 	t.c.Frames++
 	t.c.Segments += uint64(segs)
 	t.linkFree = send.Add(t.wireTime(segs))
 	t.haveNext = false
-	t.validate(t.inflight >= int(t.cwnd))
+	t.validate(t.inflight >= t.cwnd)
 	return seq
 }
 
@@ -283,15 +329,47 @@ func (t *TCP) validate(limited bool) {
 	}
 }
 
-// grow is Reno's tcp_cong_avoid for segs newly acknowledged segments.
-func (t *TCP) grow(segs int) {
-	if t.cwnd < t.ssthresh {
-		t.cwnd += float64(segs) // slow start
-	} else {
-		t.cwnd += float64(segs) / t.cwnd // congestion avoidance
+// congAvoid is cubictcp_cong_avoid for acked newly acknowledged
+// segments at now: nothing unless the window is what holds the sender
+// (tcp_is_cwnd_limited); slow start up to ssthresh (tcp_slow_start), the
+// rest along CUBIC's curve (bictcp_update, tcp_cong_avoid_ai).
+func (t *TCP) congAvoid(acked int, now sim.Time) {
+	if !t.isCwndLimited() {
+		return
 	}
-	t.cwnd = min(t.cwnd, 1<<20)
+	if t.cwnd < t.ssthresh {
+		// tcp_slow_start: cwnd = min(cwnd + acked, ssthresh), the rest
+		// of acked to congestion avoidance.
+		cw := min(t.cwnd+acked, t.ssthresh)
+		acked -= cw - t.cwnd
+		t.cwnd = min(cw, maxCwnd)
+		if acked <= 0 {
+			return
+		}
+	}
+	t.cc.update(uint32(t.cwnd), uint32(acked), t.jiffies(now), t.cfg.Jiffy)
+	// tcp_cong_avoid_ai with w = cnt: credits accumulated at a higher w
+	// are applied gently now.
+	w := int(t.cc.cnt)
+	if t.cwndCnt >= w {
+		t.cwndCnt = 0
+		t.cwnd++
+	}
+	t.cwndCnt += acked
+	if t.cwndCnt >= w {
+		d := t.cwndCnt / w
+		t.cwndCnt -= d * w
+		t.cwnd += d
+	}
+	t.cwnd = min(t.cwnd, maxCwnd)
 }
+
+// maxCwnd bounds the window (snd_cwnd_clamp is far above what the model
+// can have in flight: MaxInFlight frames).
+const maxCwnd = 1 << 20
+
+// jiffies is tcp_jiffies32 at now.
+func (t *TCP) jiffies(now sim.Time) int64 { return int64(now.Sub(0) / t.cfg.Jiffy) }
 
 // isCwndLimited is tcp_is_cwnd_limited: in slow start the window may grow
 // to twice what was out; after it, only if the window held the sender
@@ -300,9 +378,146 @@ func (t *TCP) grow(segs int) {
 // at once).
 func (t *TCP) isCwndLimited() bool {
 	if t.cwnd < t.ssthresh {
-		return t.cwnd < float64(2*t.maxPacketsOut)
+		return t.cwnd < 2*t.maxPacketsOut
 	}
 	return t.cwndLimited
+}
+
+// rttEstimator is tcp_rtt_estimator for an RTT sample of m us: srtt
+// moves an eighth toward it, mdev a quarter toward its error, and rttvar
+// follows mdev's largest value over a round, at least TCP_RTO_MIN.
+func (t *TCP) rttEstimator(m int64) {
+	const rtoMinUs = int64(RTOMin / sim.Microsecond)
+	srtt := t.srtt
+	if srtt != 0 {
+		m -= srtt >> 3
+		srtt += m
+		if m < 0 {
+			m = -m
+			m -= t.mdev >> 2
+			if m > 0 {
+				m >>= 3
+			}
+		} else {
+			m -= t.mdev >> 2
+		}
+		t.mdev += m
+		if t.mdev > t.mdevMax {
+			t.mdevMax = t.mdev
+			if t.mdevMax > t.rttvar {
+				t.rttvar = t.mdevMax
+			}
+		}
+		if t.una > t.rttSeq { // after(snd_una, rtt_seq): a round has passed
+			if t.mdevMax < t.rttvar {
+				t.rttvar -= (t.rttvar - t.mdevMax) >> 2
+			}
+			t.rttSeq = t.c.Frames
+			t.mdevMax = rtoMinUs
+		}
+	} else {
+		srtt = m << 3
+		t.mdev = m << 1
+		t.rttvar = max(t.mdev, rtoMinUs)
+		t.mdevMax = t.rttvar
+		t.rttSeq = t.c.Frames
+	}
+	t.srtt = max(1, srtt)
+}
+
+// baseRTO is __tcp_set_rto: srtt + rttvar, in whole jiffies, at most
+// TCP_RTO_MAX (tcp_bound_rto).
+func (t *TCP) baseRTO() sim.Duration {
+	j := usecsToJiffies(t.srtt>>3+t.rttvar, t.cfg.Jiffy)
+	return min(sim.Duration(j)*t.cfg.Jiffy, RTOMax)
+}
+
+// hystartAckDelay is hystart_ack_delay: the time a 64 KiB GSO packet
+// takes four times over at the pacing rate, at most 1 ms, in us.
+func (t *TCP) hystartAckDelay() int64 {
+	if t.pacingRate <= 0 {
+		return 0
+	}
+	return min(1000, int64(GSOMaxSize)*4*1_000_000/t.pacingRate)
+}
+
+// updatePacingRate is tcp_update_pacing_rate: twice the window a round
+// trip in slow start's first half, 1.2 times after.
+func (t *TCP) updatePacingRate() {
+	ratio := int64(pacingCARatio)
+	if t.cwnd < t.ssthresh/2 {
+		ratio = pacingSSRatio
+	}
+	t.pacingRate = int64(t.cfg.MSS) * (1_000_000 / 100 << 3) * ratio * int64(max(t.cwnd, t.inflight)) / max(1, t.srtt)
+}
+
+// acked is cubictcp_acked with the RTT sample of an ACK arriving at now:
+// delay_min, and HyStart while in slow start with at least
+// hystart_low_window segments.
+func (t *TCP) acked(delayUs int64, now sim.Time, seq uint64) {
+	c := &t.cc
+	if c.epoch && t.jiffies(now)-c.epochStart < int64(sim.Second/t.cfg.Jiffy) {
+		return // delay samples right after a fast recovery are discarded
+	}
+	delay := uint32(max(1, delayUs))
+	if c.delayMin == 0 || c.delayMin > delay {
+		c.delayMin = delay
+	}
+	if c.found || t.cwnd >= t.ssthresh || t.cwnd < hystartLowWindow {
+		return
+	}
+	// hystart_update.
+	nowUs := int64(now.Sub(0) / sim.Microsecond)
+	if seq >= c.endSeq { // after(snd_una, end_seq)
+		c.hystartReset(nowUs, t.c.Frames)
+	}
+	// ACK train: ACKs closely spaced since the round began, for longer
+	// than half the path's delay (no pacing: SK_PACING_NONE).
+	if nowUs-c.lastAck <= hystartAckDelta {
+		c.lastAck = nowUs
+		threshold := (int64(c.delayMin) + t.hystartAckDelay()) >> 1
+		if nowUs-c.roundStart > threshold {
+			c.found = true
+			t.c.HyStartTrain++
+			t.ssthresh = t.cwnd
+		}
+	}
+	// Delay: the round's least RTT over 8 samples grew past delay_min
+	// by an eighth of it, 4 to 16 ms.
+	if c.currRTT > delay {
+		c.currRTT = delay
+	}
+	if c.sampleCnt < hystartMinSample {
+		c.sampleCnt++
+	} else if c.currRTT > c.delayMin+min(max(c.delayMin>>3, hystartDelayMin), hystartDelayMax) {
+		c.found = true
+		t.c.HyStartDelay++
+		t.ssthresh = t.cwnd
+	}
+}
+
+// cwndReduction is tcp_cwnd_reduction (PRR, RFC 6937) for delivered
+// segments newly delivered in recovery: while more is out than ssthresh
+// the sender sends ssthresh/prior_cwnd of what is delivered, after that
+// as much as is delivered, up to ssthresh; the first ACK always lets the
+// retransmission go. The ACKs of a recovery are SACKs: snd_una does not
+// advance, so no extra segment (FLAG_SND_UNA_ADVANCED).
+func (t *TCP) cwndReduction(delivered int) {
+	if delivered <= 0 || t.priorCwnd == 0 {
+		return
+	}
+	t.prrDelivered += delivered
+	delta := t.ssthresh - t.inflight
+	var sndcnt int
+	if delta < 0 {
+		sndcnt = (t.ssthresh*t.prrDelivered+t.priorCwnd-1)/t.priorCwnd - t.prrOut
+	} else {
+		sndcnt = min(delta, max(t.prrDelivered-t.prrOut, delivered))
+	}
+	if t.prrOut == 0 {
+		sndcnt = max(sndcnt, 1)
+	}
+	t.cwnd = t.inflight + max(sndcnt, 0)
 }
 
 // wireTime is how long segs segments take on the sender's link.
@@ -316,7 +531,7 @@ func (t *TCP) wireTime(segs int) sim.Duration {
 
 // window is how many segments may be in flight now.
 func (t *TCP) window() (segs int, byRcv bool) {
-	cw := int(t.cwnd)
+	cw := t.cwnd
 	rw := t.rwnd / t.cfg.MSS
 	if rw < cw {
 		return rw, true
@@ -356,7 +571,7 @@ func (t *TCP) plan() {
 				// or the sender is in recovery already (a probe is
 				// scheduled only in TCP_CA_Open or TCP_CA_CWR), the
 				// retransmission timer.
-				if !t.probed && !t.inRecovery {
+				if !t.probed && t.ca == caOpen {
 					at := max(s, t.progress.Add(t.probeTimeout()))
 					t.next, t.nextSegs, t.haveNext, t.nextProbe = at.Add(t.cfg.RTT/2), 1, true, true
 				} else {
@@ -373,36 +588,46 @@ func (t *TCP) plan() {
 }
 
 // timeout is tcp_retransmit_timer at time at: nothing came back for an
-// RTO; what is in flight is lost and the window collapses to one segment.
+// RTO; what is in flight is lost (tcp_enter_loss): ssthresh is reduced
+// unless it was in this window of data already, the window collapses to
+// one segment, and CUBIC and HyStart start over (cubictcp_state).
 func (t *TCP) timeout(at sim.Time) {
 	t.c.Timeouts++
+	if t.ca == caOpen || (t.ca == caLoss && t.backoff == 0) {
+		t.ssthresh = int(t.cc.recalcSsthresh(uint32(t.cwnd)))
+	}
 	t.backoff++
-	// TCP_CA_Loss: no probe either until what was out is acknowledged.
-	t.inRecovery, t.highSeq = true, t.c.Frames
-	t.ssthresh = max(t.cwnd/2, 2)
-	t.cwnd = 1
-	t.recovery = at.Add(t.cfg.RTT)
 	t.drop(t.inflight)
+	t.cwnd, t.cwndCnt = t.inflight+1, 0
+	// TCP_CA_Loss: no probe either until what was out is acknowledged.
+	t.ca, t.highSeq = caLoss, t.c.Frames
+	t.cc.reset()
+	t.cc.hystartReset(int64(at.Sub(0)/sim.Microsecond), t.c.Frames)
 	t.expected = t.c.Frames
 	t.progress = at
 	t.nextRTO = false
 }
 
-// probeTimeout is tcp_schedule_loss_probe's timeout with more than one
-// segment out: usecs_to_jiffies(2 srtt), which rounds up to whole
-// jiffies, plus TCP_TIMEOUT_MIN.
+// probeTimeout is tcp_schedule_loss_probe's timeout: two srtt in whole
+// jiffies, plus TCP_RTO_MIN with one segment out (the receiver may be
+// delaying its ACK) or TCP_TIMEOUT_MIN (two jiffies), never past the
+// retransmission timer.
 func (t *TCP) probeTimeout() sim.Duration {
 	jf := t.cfg.Jiffy
-	j := (2*t.cfg.RTT + jf - 1) / jf
-	return j*jf + 2*jf // TCP_TIMEOUT_MIN: 2 jiffies
+	to := sim.Duration(usecsToJiffies(t.srtt>>2, jf)) * jf
+	if t.inflight == 1 {
+		to += RTOMin
+	} else {
+		to += 2 * jf
+	}
+	return min(to, t.rto())
 }
 
-// rto is the retransmission timeout: Linux's max(TCP_RTO_MIN, srtt +
-// 4 rttvar) with a steady RTT, doubled for each timeout since the last
-// ACK (icsk_rto << 1 in tcp_retransmit_timer), at most TCP_RTO_MAX.
+// rto is the retransmission timer: icsk_rto (baseRTO), doubled for each
+// timeout since the last RTT sample (tcp_retransmit_timer), at most
+// TCP_RTO_MAX.
 func (t *TCP) rto() sim.Duration {
-	r := max(t.cfg.RTT+t.cfg.RTT/2, RTOMin)
-	return min(r<<min(t.backoff, 10), RTOMax) // 10 doublings of TCP_RTO_MIN pass TCP_RTO_MAX
+	return min(t.baseRTO()<<min(t.backoff, 10), RTOMax) // 10 doublings of TCP_RTO_MIN pass TCP_RTO_MAX
 }
 
 // apply runs every event up to s, in time order.
@@ -414,30 +639,42 @@ func (t *TCP) apply(s sim.Time) {
 		t.size--
 		switch e.kind {
 		case evAck:
+			// tcp_ack: the RTT sample (tcp_clean_rtx_queue,
+			// tcp_ack_update_rtt), CUBIC's pkts_acked, the end of a
+			// recovery (tcp_fastretrans_alert), then tcp_cong_control.
 			t.probed = false
-			t.backoff = 0 // an RTT measured: tcp_ack_update_rtt resets icsk_backoff
-			if t.inRecovery && e.seq >= t.highSeq {
-				t.inRecovery = false // high_seq acknowledged: TCP_CA_Open again
-			}
 			t.inflight -= int(e.segs)
 			t.c.Acked += uint64(e.segs)
 			t.rwnd = int(e.wnd)
-			if t.isCwndLimited() {
-				t.grow(int(e.segs))
+			rtt := int64(e.at.Sub(t.sentAt[e.seq%MaxInFlight]) / sim.Microsecond)
+			t.una = max(t.una, e.seq+1)
+			t.rttEstimator(max(1, rtt))
+			t.backoff = 0 // an RTT measured: tcp_ack_update_rtt resets icsk_backoff
+			t.acked(rtt, e.at, e.seq)
+			if t.ca != caOpen && e.seq >= t.highSeq {
+				if t.ca == caRecovery && t.ssthresh < InfiniteSsthresh {
+					t.cwnd = t.ssthresh // tcp_end_cwnd_reduction
+				}
+				t.ca = caOpen // high_seq acknowledged
 			}
+			if t.ca == caRecovery {
+				t.cwndReduction(int(e.segs))
+			} else {
+				t.congAvoid(int(e.segs), e.at)
+			}
+			t.updatePacingRate()
 		case evWindow:
 			t.rwnd = int(e.wnd)
 		case evLoss:
 			// Fast retransmit (tcp_enter_recovery): one reduction per
-			// window of data.
-			if !t.inRecovery {
-				t.inRecovery, t.highSeq = true, t.c.Frames
-			}
-			if e.at >= t.recovery {
+			// recovery, to CUBIC's ssthresh; PRR spreads it over the ACKs
+			// that follow (tcp_init_cwnd_reduction).
+			if t.ca == caOpen {
 				t.c.FastRecovery++
-				t.ssthresh = max(t.cwnd/2, 2)
-				t.cwnd = t.ssthresh
-				t.recovery = e.at.Add(t.cfg.RTT)
+				t.ca, t.highSeq = caRecovery, t.c.Frames
+				t.cwndCnt = 0
+				t.priorCwnd, t.prrDelivered, t.prrOut = t.cwnd, 0, 0
+				t.ssthresh = int(t.cc.recalcSsthresh(uint32(t.cwnd)))
 			}
 			t.drop(int(e.segs))
 		}

@@ -93,7 +93,7 @@ func TestSlowStartDoublesPerRTT(t *testing.T) {
 		prev = b.delivered
 	}
 	assert.Equal(t, []uint64{10, 20, 40, 80}, per)
-	assert.Equal(t, float64(InitCwnd+150), s.Cwnd())
+	assert.Equal(t, InitCwnd+150, s.Cwnd())
 }
 
 // With a small receive window the throughput is the window per round
@@ -120,23 +120,23 @@ func TestThroughputIsTheSmallerOfWindowAndLine(t *testing.T) {
 
 // A sender the receiver's window holds does not grow its own window past
 // what it uses (tcp_is_cwnd_limited: to twice what was out in slow start,
-// not at all after it), so losses then cost throughput: the first halves
-// a window slow start took to twice the receiver's, the second takes it
-// below the receiver's, and the rate falls until it grows back, one
-// segment per round trip, as far as the sender uses it. A window grown on
-// every ACK regardless would stay far above the receiver's, and the
-// losses would cost nothing.
+// not at all after it), so losses then cost throughput: each takes the
+// window to 0.7 of itself (cubictcp_recalc_ssthresh), the first two from
+// twice the receiver's to just under it, the third well below, and the
+// rate falls until it grows back as far as the sender uses it. A window
+// grown on every ACK regardless would stay far above the receiver's, and
+// the losses would cost nothing.
 func TestReceiverLimitedWindowDoesNotGrow(t *testing.T) {
 	const segs = 64
 	cfg := base
 	cfg.RcvWnd = segs * base.MSS
-	run := func(lose bool) (cwnd float64, after uint64) {
+	run := func(lose bool) (cwnd int, after uint64) {
 		s := newTCP(t, cfg)
 		b := &bottleneck{t: s, capacity: 1 << 20, wnd: cfg.RcvWnd}
 		at := sim.Time(10 * sim.Millisecond)
 		b.run(t, 0, at)
 		cwnd = s.Cwnd()
-		for range 2 {
+		for range 3 {
 			if lose {
 				_, _, ok := s.Next()
 				require.True(t, ok)
@@ -148,15 +148,18 @@ func TestReceiverLimitedWindowDoesNotGrow(t *testing.T) {
 		return cwnd, b.run(t, at, at+sim.Time(10*base.RTT))
 	}
 	cwnd, clean := run(false)
-	assert.LessOrEqual(t, cwnd, float64(2*segs), "slow start stops at twice what the receiver lets out")
-	assert.GreaterOrEqual(t, cwnd, float64(segs), "the window still covers the receiver's")
+	assert.LessOrEqual(t, cwnd, 2*segs, "slow start stops at twice what the receiver lets out")
+	assert.GreaterOrEqual(t, cwnd, segs, "the window still covers the receiver's")
 	assert.InDelta(t, 10*segs, clean, segs, "64 segments per RTT without the losses")
 	_, lossy := run(true)
-	assert.Less(t, float64(lossy), 0.85*float64(clean), "the second loss halves a window that was the receiver's: fewer segments over the next 10 RTTs")
+	assert.Less(t, float64(lossy), 0.85*float64(clean), "the third loss takes the window well below the receiver's: fewer segments over the next 10 RTTs")
 }
 
-// One drop halves the window once (fast retransmit), revealed by the
-// frames behind it; every segment still arrives.
+// One drop reduces the window once (fast retransmit), to CUBIC's beta,
+// 717/1024 of it (cubictcp_recalc_ssthresh), revealed by the frames
+// behind it; PRR spreads the reduction over the recovery and
+// tcp_end_cwnd_reduction leaves the window at ssthresh. Every segment
+// still arrives.
 func TestOneLossHalvesTheWindow(t *testing.T) {
 	cfg := base
 	cfg.LineBps = 10e9
@@ -170,14 +173,16 @@ func TestOneLossHalvesTheWindow(t *testing.T) {
 	b.run(t, 0, sim.Time(2*sim.Millisecond)+sim.Time(3*base.RTT))
 	assert.Equal(t, uint64(1), s.Counters().FastRecovery)
 	assert.Equal(t, uint64(0), s.Counters().Timeouts)
-	assert.Less(t, s.Cwnd(), before*0.6, "cwnd halved (then grows one segment per RTT)")
+	assert.Equal(t, before*717/1024, s.Ssthresh(), "beta = 717/1024, not Reno's half")
+	assert.GreaterOrEqual(t, s.Cwnd(), s.Ssthresh(), "ssthresh at recovery's end, then CUBIC's growth")
+	assert.Less(t, s.Cwnd(), before*3/4)
 	assert.Equal(t, uint64(1), s.Counters().Retransmits)
 	assert.Equal(t, uint64(1), s.Counters().LostFrames)
 }
 
 // A loss nothing reveals (no frame behind it arrives) is probed first: a
-// tail loss probe after 2 RTT in whole jiffies + TCP_TIMEOUT_MIN, whose report shows the
-// hole and halves the window. If the probe is lost too, the sender waits
+// tail loss probe after 2 srtt in whole jiffies + TCP_TIMEOUT_MIN, whose
+// report shows the hole and starts a recovery. If the probe is lost too, the sender waits
 // for the retransmission timeout, at least TCP_RTO_MIN, and restarts from
 // one segment.
 func TestTailLossIsProbedThenTimedOut(t *testing.T) {
@@ -208,7 +213,8 @@ func TestTailLossIsProbedThenTimedOut(t *testing.T) {
 	assert.Equal(t, uint64(1), s.Counters().FastRecovery, "recovery, not a timeout")
 	assert.Zero(t, s.Counters().Timeouts)
 	assert.Equal(t, uint64(10), s.Counters().LostFrames)
-	assert.InDelta(t, 5.0, s.Cwnd(), 0.5, "halved, then the probe's own ACK")
+	assert.Equal(t, InitCwnd*717/1024, s.Ssthresh(), "reduced once, to beta")
+	assert.Equal(t, 1, s.Cwnd(), "PRR: nothing left in flight, the probe's ACK lets one segment go (tcp_cwnd_reduction)")
 
 	s = lostWindow()
 	s.Next()
@@ -220,7 +226,7 @@ func TestTailLossIsProbedThenTimedOut(t *testing.T) {
 	assert.Zero(t, s.Counters().Timeouts, "a report before it would still cancel the timeout")
 	s.Take()
 	assert.Equal(t, uint64(1), s.Counters().Timeouts)
-	assert.Equal(t, 1.0, s.Cwnd())
+	assert.Equal(t, 1, s.Cwnd())
 	// The retransmission is lost as well: TCP_CA_Loss schedules no probe,
 	// the timer fires again.
 	next, _, ok := s.Next()
@@ -301,7 +307,7 @@ func TestNoLossProbeInRecovery(t *testing.T) {
 	assert.Zero(t, s2.Counters().Timeouts)
 }
 
-// The receiver's buffer decides how much of a bottleneck Reno uses: with
+// The receiver's buffer decides how much of a bottleneck CUBIC uses: with
 // less buffer than the bandwidth-delay product the window's halvings
 // leave the link idle; with more, it stays busy. This is what a ring too
 // short for its rate does to a TCP stream.
@@ -318,7 +324,7 @@ func TestBufferBelowBDPLosesThroughput(t *testing.T) {
 	big, lostBig := util(2 * bdp)
 	t.Logf("utilisation with %d buffers %.3f (%d segments lost), with %d buffers %.3f (%d lost)", bdp/8, small, lostSmall, 2*bdp, big, lostBig)
 	assert.Positive(t, lostSmall)
-	assert.Positive(t, lostBig, "Reno probes until it loses, whatever the buffer")
+	assert.Positive(t, lostBig, "CUBIC probes until it loses, whatever the buffer")
 	assert.Less(t, small, 0.85)
 	assert.Greater(t, big, 0.97)
 }
