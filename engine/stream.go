@@ -20,6 +20,7 @@ type streams struct {
 	w       *World
 	hdr     uint32
 	scaling bool // tcp_win_from_space scales by tp->scaling_ratio (6.6+)
+	rcvbuf  int  // sk_rcvbuf (Scenario.Rcvbuf, read once: it consults the kernel's table)
 	delack  sim.Kind
 	q       []streamQueue
 }
@@ -60,7 +61,7 @@ const (
 func newStreams(w *World) *streams {
 	s := &w.Scenario
 	_, hdr, _ := s.TCPFrame()
-	st := &streams{w: w, hdr: uint32(hdr), scaling: s.Behaviours().TCPScalingRatio, q: make([]streamQueue, s.Queues)}
+	st := &streams{w: w, hdr: uint32(hdr), scaling: s.Behaviours().TCPScalingRatio, rcvbuf: s.Rcvbuf(), q: make([]streamQueue, s.Queues)}
 	for i := range st.q {
 		st.q[i] = streamQueue{ratio: transport.DefaultScalingRatio, sockCPU: -1, quick: maxQuickACKs}
 	}
@@ -169,7 +170,7 @@ func (st *streams) Read(c *sim.CPU, cpu int) {
 			st.ack(c, q)
 			continue
 		}
-		full := transport.WinFromSpace(st.w.Scenario.Rcvbuf(), sq.ratio, st.scaling)
+		full := transport.WinFromSpace(st.rcvbuf, sq.ratio, st.scaling)
 		wnd := st.window(cpu, q)
 		if 2*sq.adv > full || wnd < 2*sq.adv {
 			continue

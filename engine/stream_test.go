@@ -82,7 +82,10 @@ func TestTCPStreamWindowFromTheSocketBuffer(t *testing.T) {
 // than the stream is what limits it: its socket fills, the window closes,
 // and the sender waits instead of losing frames.
 func TestTCPStreamIsPacedByTheApplication(t *testing.T) {
-	w, gbps := runStream(t, func(s *scenario.Scenario) { s.Consumer.CostNs = 20000 }, 20*sim.Millisecond)
+	w, gbps := runStream(t, func(s *scenario.Scenario) {
+		s.Consumer.CostNs = 20000
+		s.Consumer.RcvbufBytes = scenario.TCPRmemMax // 6 MiB: the 32 MiB of 6.16+ outlasts the 20 ms run
+	}, 20*sim.Millisecond)
 	// tcp_recvmsg pays its cost once an skb it takes off the queue (a GRO
 	// skb, with what TCP merged into it on the socket) and the copy per
 	// byte: the reader's CPU is what holds the stream.

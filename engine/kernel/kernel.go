@@ -215,6 +215,11 @@ type Behaviours struct {
 	// netif_receive_skb_list()", 6.15: not in 6.14, in 6.19); before,
 	// netif_receive_skb_list, each skb alone.
 	CpumapGRO bool
+	// TCPRmem32MB: tcp_rmem[2], the most TCP's receive buffer autotunes
+	// to, defaults to 32 MiB (572be9bf9d0d "tcp: increase tcp_rmem[2] to
+	// 32 MB", 6.16: tcp_init's max_rshare is 6 MiB in 6.14, 32 MiB in
+	// 6.18); before, 6 MiB.
+	TCPRmem32MB bool
 	// EEVDF: the fair scheduler picks the eligible task with the earliest
 	// virtual deadline (pick_eevdf, 147f3efaa241, 6.6); before, CFS ran
 	// the task with the least vruntime.
@@ -254,6 +259,7 @@ func Changes() []Change {
 		{Name: "PCPFreeCount", From: Version{Major: 6, Minor: 7}, What: "free_high counts the pages freed since the last allocation and needs the previous free to be high-order too", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame and bulk returns included", Function: "page_pool_napi_local (net/core/page_pool.c)"},
 		{Name: "CpumapGRO", From: Version{Major: 6, Minor: 15}, What: "the cpumap kthread passes its skbs up through GRO", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
+		{Name: "TCPRmem32MB", From: Version{Major: 6, Minor: 16}, What: "tcp_rmem[2], the receive buffer's autotuning limit, is 32 MiB, not 6 MiB", Function: "tcp_init (net/ipv4/tcp.c)"},
 		{Name: "PCPFreeCountHighMin", From: Version{Major: 6, Minor: 16}, What: "free_high waits for batch + high_min / 2 pages freed without an allocation", Function: "free_frozen_page_commit (mm/page_alloc.c)"},
 		{Name: "UDPDeferFree", From: Version{Major: 6, Minor: 18}, What: "UDP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
 		{Name: "SKBDeferMax128", From: Version{Major: 6, Minor: 19}, What: "at most 128 skbs, not 64, wait on a CPU's defer list (sysctl_skb_defer_max)", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
@@ -325,6 +331,8 @@ func (v Version) Behaviours() Behaviours {
 			b.EEVDF = true
 		case "CpumapGRO":
 			b.CpumapGRO = true
+		case "TCPRmem32MB":
+			b.TCPRmem32MB = true
 		default:
 			panic("kernel: Changes names an unknown behaviour " + c.Name)
 		}

@@ -261,7 +261,8 @@ const (
 const (
 	DefaultWriteBytes = 128 << 10
 	DefaultRTTUs      = 50
-	TCPRmemMax        = 6 << 20 // tcp_rmem[2]
+	TCPRmemMax        = 6 << 20  // tcp_rmem[2] until 6.15
+	TCPRmemMax616     = 32 << 20 // tcp_rmem[2] from 6.16 (kernel.Behaviours.TCPRmem32MB)
 	UDPRmemDefault    = 212992  // net.core.rmem_default
 )
 
@@ -358,6 +359,9 @@ func (s *Scenario) Rcvbuf() int {
 	}
 	if s.Traffic.Kind == TrafficUDPStream || (s.Traffic.Stream() == "" && s.Traffic.Proto == "udp") {
 		return UDPRmemDefault
+	}
+	if s.Behaviours().TCPRmem32MB {
+		return TCPRmemMax616
 	}
 	return TCPRmemMax
 }

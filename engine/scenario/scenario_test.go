@@ -225,3 +225,18 @@ func TestPagePoolModesByKernel(t *testing.T) {
 		})
 	}
 }
+
+// tcp_rmem[2], TCP's default receive buffer limit (tcp_init's
+// max_rshare): 6 MiB until 6.15, 32 MiB from 6.16 (572be9bf9d0d;
+// FIDELITY N16). A scenario's own buffer wins on any kernel.
+func TestTCPRmemByKernel(t *testing.T) {
+	s, err := LookupPreset("r2-mtu9000-after")
+	require.NoError(t, err)
+	for kernel, want := range map[string]int{"6.1": 6 << 20, "6.15": 6 << 20, "6.16": 32 << 20, "7.0": 32 << 20} {
+		s.Kernel = kernel
+		s.Consumer.RcvbufBytes = 0
+		assert.Equal(t, want, s.Rcvbuf(), "kernel %s", kernel)
+		s.Consumer.RcvbufBytes = 1 << 20
+		assert.Equal(t, 1<<20, s.Rcvbuf(), "kernel %s, set by the scenario", kernel)
+	}
+}
