@@ -21,8 +21,13 @@ type streams struct {
 	hdr     uint32
 	scaling bool // tcp_win_from_space scales by tp->scaling_ratio (6.6+)
 	rcvbuf  int  // sk_rcvbuf (Scenario.Rcvbuf, read once: it consults the kernel's table)
-	delack  sim.Kind
-	q       []streamQueue
+	// jiffy is 1/HZ; rtt and rto the receiver's srtt and icsk_rto in
+	// jiffies, from the handshake's sample of the path (rtt_us): the
+	// delayed-ACK engine's bounds.
+	jiffy    sim.Duration
+	rtt, rto int64
+	delack   sim.Kind
+	q        []streamQueue
 }
 
 // streamQueue is the receiving socket of queue i's stream.
@@ -39,6 +44,8 @@ type streamQueue struct {
 	unacked  int
 	next     uint64
 	quick    int      // icsk_ack.quick: quick ACKs left
+	ato      int64    // icsk_ack.ato, jiffies: 0 before the first data
+	lrcv     int64    // icsk_ack.lrcvtime, jiffies: the last data's arrival
 	delackAt sim.Time // the delayed-ACK timer's expiry, 0 when not armed
 	ackCPU   int      // where the delayed ACK was armed (the protocol's CPU)
 }
@@ -52,16 +59,26 @@ const (
 	// maxQuickACKs is TCP_MAX_QUICKACKS: at the start and after a hole,
 	// the receiver ACKs every segment for this many.
 	maxQuickACKs = 16
-	// delackMin is TCP_ATO_MIN (HZ/25): the delayed-ACK timeout a
-	// connection starts with. The kernel adapts icsk_ack.ato to the
-	// arrivals (tcp_event_data_recv); the engine keeps it.
-	delackMin = 40 * sim.Millisecond
+	// hzPerATOMin is HZ / TCP_ATO_MIN (= TCP_DELACK_MIN): the delayed-ACK
+	// timeout a connection starts with is a 25th of a second, and the
+	// fastest arrivals keep it there; hzPerDelackMax is HZ /
+	// TCP_DELACK_MAX, the longest an ACK is delayed (icsk_delack_max).
+	hzPerATOMin    = 25
+	hzPerDelackMax = 5
 )
 
 func newStreams(w *World) *streams {
 	s := &w.Scenario
 	_, hdr, _ := s.TCPFrame()
 	st := &streams{w: w, hdr: uint32(hdr), scaling: s.Behaviours().TCPScalingRatio, rcvbuf: s.Rcvbuf(), q: make([]streamQueue, s.Queues)}
+	st.jiffy = sim.Second / sim.Duration(max(s.Sched.HZ, 1))
+	rttUs := s.Traffic.RTTUs
+	if rttUs == 0 {
+		rttUs = scenario.DefaultRTTUs
+	}
+	rtt := sim.Duration(rttUs * float64(sim.Microsecond))
+	st.rtt = st.jiffies(rtt + st.jiffy - 1)                    // usecs_to_jiffies rounds up
+	st.rto = st.jiffies(rtt + transport.RTOMin + st.jiffy - 1) // srtt + rttvar, rttvar at least TCP_RTO_MIN
 	for i := range st.q {
 		st.q[i] = streamQueue{ratio: transport.DefaultScalingRatio, sockCPU: -1, quick: maxQuickACKs}
 	}
@@ -99,6 +116,7 @@ func (st *streams) Queued(c *sim.CPU, cpu, queue int, seq uint64, segs int, n, t
 		sq.ratio = transport.ScalingRatio(int(n-hdr), int(truesize)+skb.StructTruesize)
 		sq.unacked += int(n - hdr)
 	}
+	st.eventDataRecv(sq, c.Now()) // tcp_data_queue -> tcp_event_data_recv
 	ofo := seq != sq.next
 	sq.next = seq + uint64(segs)
 	if ofo {
@@ -118,10 +136,64 @@ func (st *streams) Queued(c *sim.CPU, cpu, queue int, seq uint64, segs int, n, t
 		st.ack(c, queue)
 		return
 	}
-	if sq.delackAt == 0 {
-		sq.delackAt, sq.ackCPU = c.Now().Add(delackMin), c.ID
-		st.w.Sim.Queue.Schedule(sq.delackAt, st.delack, uint64(queue))
+	st.sendDelayedACK(c, queue)
+}
+
+// jiffies is d in whole jiffies, rounded down.
+func (st *streams) jiffies(d sim.Duration) int64 { return int64(d / st.jiffy) }
+
+// hz is the jiffies in a second.
+func (st *streams) hz() int64 { return int64(sim.Second / st.jiffy) }
+
+// eventDataRecv is tcp_event_data_recv's delayed-ACK engine for data
+// arriving at now: the first data sets ato to TCP_ATO_MIN (the quick
+// ACKs are the connection's from the start); after, ato follows the
+// gaps between arrivals, halving toward TCP_ATO_MIN while they are
+// short, and a gap longer than the RTO (the sender stalled) brings back
+// the quick ACKs (tcp_incr_quickack).
+func (st *streams) eventDataRecv(sq *streamQueue, now sim.Time) {
+	j := st.jiffies(now.Sub(0))
+	atoMin := st.hz() / hzPerATOMin
+	if sq.ato == 0 {
+		sq.ato = atoMin
+	} else {
+		switch m := j - sq.lrcv; {
+		case m <= atoMin/2:
+			sq.ato = sq.ato>>1 + atoMin/2
+		case m < sq.ato:
+			sq.ato = min(sq.ato>>1+m, st.rto)
+		case m > st.rto:
+			sq.quick = max(sq.quick, maxQuickACKs)
+		}
 	}
+	sq.lrcv = j
+}
+
+// sendDelayedACK is tcp_send_delayed_ack: the timer at the next jiffies
+// plus ato, a slow ato bounded by the round trip and half a second, all
+// by TCP_DELACK_MAX; an armed timer keeps its earlier expiry, and one
+// about to expire (within a quarter of ato) sends the ACK now.
+func (st *streams) sendDelayedACK(c *sim.CPU, queue int) {
+	sq := &st.q[queue]
+	ato := sq.ato
+	if delackMin := st.hz() / hzPerATOMin; ato > delackMin {
+		maxATO := min(st.hz()/2, max(st.rtt, delackMin))
+		ato = min(ato, maxATO)
+	}
+	ato = min(ato, st.hz()/hzPerDelackMax)
+	now := st.jiffies(c.Now().Sub(0))
+	timeout := sim.Time(0).Add(sim.Duration(now+ato) * st.jiffy)
+	if sq.delackAt != 0 {
+		if sq.delackAt <= sim.Time(0).Add(sim.Duration(now+ato>>2)*st.jiffy) {
+			st.ack(c, queue) // the timer is about to expire: the ACK now
+			return
+		}
+		if sq.delackAt <= timeout {
+			return // an older, earlier timer stands
+		}
+	}
+	sq.delackAt, sq.ackCPU = timeout, c.ID
+	st.w.Sim.Queue.Schedule(sq.delackAt, st.delack, uint64(queue))
 }
 
 // ack sends queue's socket's ACK from c: tcp_send_ack, the driver's

@@ -205,3 +205,45 @@ func TestCpumapGROFrom615(t *testing.T) {
 	assert.Less(t, counter(t, gro, "tcp_acks")*2, counter(t, old, "tcp_acks"), "an ACK a merged skb, not one per two segments")
 	assert.Greater(t, counter(t, gro, "app_bytes"), counter(t, old, "app_bytes"), "CPU 1 has the protocol's time back")
 }
+
+// tcp_event_data_recv's delayed-ACK engine: the first data sets ato to
+// TCP_ATO_MIN (40 ms); arrivals closer than half of it keep it there,
+// a slower one moves it to half of itself plus the gap, and a gap past
+// the RTO (the sender stalled) brings back the quick ACKs. Then
+// tcp_send_delayed_ack: an ato past TCP_DELACK_MIN is bounded by the
+// round trip, at least TCP_DELACK_MIN, and the timer expires at a jiffy
+// (FIDELITY N6).
+func TestDelayedACKTimeoutFollowsTheArrivals(t *testing.T) {
+	for _, tc := range []struct {
+		rttUs float64
+		delay sim.Duration // the timer after a 30 ms gap
+	}{
+		{50, 40 * sim.Millisecond},      // bounded by TCP_DELACK_MIN: the round trip is shorter
+		{100_000, 50 * sim.Millisecond}, // a 100 ms round trip lets ato's 50 ms stand
+	} {
+		w := preset(t, "r2-mtu1500-before", func(s *scenario.Scenario) { s.Traffic.RTTUs = tc.rttUs })
+		st := w.streams
+		require.NotNil(t, st)
+		sq := &st.q[0]
+		at := func(ms int64) sim.Time { return sim.Time(ms) * sim.Time(sim.Millisecond) }
+		st.eventDataRecv(sq, at(1000))
+		assert.Equal(t, int64(40), sq.ato, "TCP_ATO_MIN at the first data")
+		st.eventDataRecv(sq, at(1010))
+		assert.Equal(t, int64(40), sq.ato, "10 ms apart: ato/2 + TCP_ATO_MIN/2")
+		st.eventDataRecv(sq, at(1040))
+		assert.Equal(t, int64(50), sq.ato, "30 ms apart: ato/2 + 30")
+		st.eventDataRecv(sq, at(1140))
+		assert.Equal(t, int64(50), sq.ato, "a gap past ato, short of the RTO: unchanged")
+		sq.quick = 0
+		st.eventDataRecv(sq, at(1600))
+		assert.Equal(t, maxQuickACKs, sq.quick, "a gap past the RTO: quick ACKs again")
+
+		sq.ato, sq.delackAt, sq.npend = 50, 0, 1
+		c := w.Sim.CPU(0)
+		c.BeginSoftirq(at(2000).Add(300*sim.Microsecond), "test")
+		st.sendDelayedACK(c, 0)
+		c.End()
+		assert.Equal(t, at(2000).Add(tc.delay), sq.delackAt, "rtt %v µs: the timer at the jiffy plus the bounded ato", tc.rttUs)
+		sq.npend = 0
+	}
+}
