@@ -263,7 +263,7 @@ const (
 	DefaultRTTUs      = 50
 	TCPRmemMax        = 6 << 20  // tcp_rmem[2] until 6.15
 	TCPRmemMax616     = 32 << 20 // tcp_rmem[2] from 6.16 (kernel.Behaviours.TCPRmem32MB)
-	UDPRmemDefault    = 212992  // net.core.rmem_default
+	UDPRmemDefault    = 212992   // net.core.rmem_default
 )
 
 // Traffic is what the device receives from the outside.
