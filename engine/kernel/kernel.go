@@ -36,9 +36,12 @@ var Default = Newest
 var ErrVersion = errors.New("kernel version")
 
 // Parse reads "major.minor" (from 3.0 on a third component, "6.4.12", is a
-// stable release: accepted and ignored, stable releases do not change the
-// behaviours modelled here; before 3.0 it is the release, "2.6.27") and
-// refuses a version outside [Oldest, Newest].
+// stable release: accepted and ignored, since the engine models mainline
+// releases only: a fix backported to stable is on from the mainline
+// release it went into, so 6.18.9 runs as 6.18 even if that stable has
+// fcdef3bcbb2c, RefillRetryInNAPI of 6.19 (not in 6.18.2); before 3.0
+// it is the release, "2.6.27") and refuses a version outside [Oldest,
+// Newest].
 func Parse(s string) (Version, error) {
 	parts := strings.Split(s, ".")
 	if len(parts) < 2 || len(parts) > 3 {

@@ -111,6 +111,10 @@ func TestCostsDocIsCurrent(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| `%s` | %d | %s | %s |\n", e.Name, e.Value, kind, strings.ReplaceAll(e.Source, "|", "\\|"))
 	}
+	b.WriteString("\n## What the devices are assumed to do\n\nNo source gives these; each is the engine's assumption (engine/sim/costs.go `DeviceAssumptions`).\n\n")
+	for _, a := range sim.DeviceAssumptions {
+		fmt.Fprintf(&b, "- %s\n", a)
+	}
 	b.WriteString("\n## What the presets override\n\n| preset | cost | ns | default | fitted on | why |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, p := range Presets() {
 		s, err := LookupPreset(p.Name)

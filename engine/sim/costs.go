@@ -292,6 +292,15 @@ type CostInfo struct {
 	Source  string   // where the default comes from
 }
 
+// DeviceAssumptions are what the engine takes a device to do that no
+// source gives: firmware behaviour, and how a guest reaches a hardware
+// device, stated rather than cited (docs/costs.md prints them).
+var DeviceAssumptions = []string{
+	"A vDPA device with no buffer posted for a frame off the wire drops it (host_no_buffer_drops) rather than holding it on the card, and after running out it waits for the driver's doorbell before it looks at the ring again. NICs differ (some buffer on chip, some poll); no vendor documents this for the vDPA cards the presets stand for.",
+	"A guest's kick of a vDPA queue costs kick_mmio, a posted MMIO store without an exit. That holds only when QEMU maps the device's notify area into the guest (vhost-vdpa host notifiers); without it the store exits to QEMU like a vhost kick (kick_vmexit).",
+	"A vDPA device's interrupt reaches the guest the way vhost's does, through an irqfd KVM injects (irq_latency_virt, irq_virt): the engine assumes no posted-interrupt bypass.",
+}
+
 // Table lists every entry with its current value, its default and where
 // the default comes from, sorted by name.
 func (c *Costs) Table() []CostInfo {
