@@ -67,7 +67,7 @@ func TestPCPFreeHighByKernel(t *testing.T) {
 
 // TestSkbAttemptDeferFreeByProtocol is FIDELITY row 14: an application on
 // CPU 1 reading packets NAPI allocated on CPU 0 hands the skbs back with
-// skb_attempt_defer_free only where the protocol does (TCP since 5.17,
+// skb_attempt_defer_free only where the protocol does (TCP since 5.19,
 // UDP since 6.18); otherwise it frees them itself, remotely.
 func TestSkbAttemptDeferFreeByProtocol(t *testing.T) {
 	for _, tc := range []struct {

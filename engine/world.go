@@ -185,7 +185,7 @@ func freeHighRule(b kernel.Behaviours) mem.FreeHigh {
 
 // stackConfig is how the scenario's consumer frees skbs: an application
 // thread's recvmsg defers a remote free to the skb's CPU
-// (skb_attempt_defer_free) for TCP since 5.17 (tcp_eat_recv_skb) and for
+// (skb_attempt_defer_free) for TCP since 5.19 (tcp_eat_recv_skb) and for
 // UDP since 6.18, at most sysctl_skb_defer_max per CPU (128 since 6.19).
 func stackConfig(s *scenario.Scenario) skb.StackConfig {
 	b := s.Behaviours()

@@ -124,7 +124,10 @@ type Behaviours struct {
 	// page_pool_refill_alloc_cache, 5.17).
 	PtrRingLocklessConsume bool
 	// TCPDeferFree: TCP hands an skb freed on another CPU back to the CPU
-	// that allocated it (skb_attempt_defer_free, 5.17).
+	// that allocated it (skb_attempt_defer_free, per-CPU lists and the
+	// IPI: 68822bdf76f1, 5.19). 5.17 and 5.18 defer only to the socket
+	// (f35f821935d8, sk->defer_list), which the reader frees at
+	// release_sock on its own CPU: as before, for which CPU frees.
 	TCPDeferFree bool
 	// PCPFreeHigh: a CPU that only frees sends high-order pages to the
 	// buddy under zone->lock (free_unref_page_commit's free_high, 5.19,
@@ -248,7 +251,7 @@ func Changes() []Change {
 		{Name: "CpumapLocklessConsume", From: Version{Major: 4, Minor: 15}, Off: Version{Major: 5, Minor: 2}, On: Version{Major: 5, Minor: 9}, What: "the cpumap kthread consumes its ptr_ring without the consumer lock", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
 		{Name: "PageToSKBBuild", From: Version{Major: 5, Minor: 13}, What: "page_to_skb builds the skb around the buffer when the packet leaves room for skb_shared_info", Function: "page_to_skb (drivers/net/virtio_net.c)"},
 		{Name: "PtrRingLocklessConsume", From: Version{Major: 5, Minor: 17}, What: "page_pool's refill consumes its ptr_ring without the consumer lock", Function: "page_pool_refill_alloc_cache (net/core/page_pool.c)"},
-		{Name: "TCPDeferFree", From: Version{Major: 5, Minor: 17}, What: "TCP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
+		{Name: "TCPDeferFree", From: Version{Major: 5, Minor: 19}, What: "TCP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
 		{Name: "PCPFreeHigh", From: Version{Major: 5, Minor: 19}, What: "a free-only CPU sends high-order pages to the buddy under zone->lock", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "BigPacketsSizedToMTU", From: Version{Major: 6, Minor: 1}, What: "big-mode buffers without guest GSO hold DIV_ROUND_UP(mtu, PAGE_SIZE) pages", Function: "virtnet_set_big_packets (drivers/net/virtio_net.c)"},
 		{Name: "CpumapSKBRecycle", From: Version{Major: 6, Minor: 4}, What: "skbs built from page_pool xdp_frames are marked for recycling", Function: "__xdp_build_skb_from_frame (net/core/xdp.c)"},

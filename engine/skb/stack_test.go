@@ -59,7 +59,7 @@ func TestSkbAttemptDeferFreeCapAndIPI(t *testing.T) {
 }
 
 // TestSkbAttemptDeferFreeOnlyWhereTheProtocolDefers: without DeferFree
-// (UDP before 6.18, TCP before 5.17) the application frees every skb
+// (UDP before 6.18, TCP before 5.19) the application frees every skb
 // itself.
 func TestSkbAttemptDeferFreeOnlyWhereTheProtocolDefers(t *testing.T) {
 	s, st, p, _ := appStack(t, StackConfig{Cost: 100}, 200)
