@@ -271,7 +271,7 @@ func (st *streams) copyFrom(src *streams) {
 // of each packet recvmsg does not copy, and whether the stack verifies
 // checksums in software.
 func streamConfig(s *scenario.Scenario, cfg *skb.StackConfig) {
-	cfg.VerifyCsum = !s.Features.GuestCsum
+	cfg.VerifyCsum = !s.RxCsumValidated()
 	ip := 20
 	if s.Traffic.IPv6 {
 		ip = 40

@@ -247,3 +247,21 @@ func TestDelayedACKTimeoutFollowsTheArrivals(t *testing.T) {
 		sq.npend = 0
 	}
 }
+
+// R1's stream behind a cpumap on 6.4: the program turned GUEST_CSUM off
+// (virtnet_xdp_set, virtnet_clear_guest_offloads), so the skbs the cpumap
+// kthread builds reach tcp_v4_rcv unvalidated and CPU 1 checksums every
+// payload byte (FIDELITY N3); from 6.10 the device's DATA_VALID survives
+// the program and nothing is summed in software.
+func TestXDPStreamChecksumsInSoftware(t *testing.T) {
+	run := func(kernel string) *World {
+		w := preset(t, "r1-page-pool", func(s *scenario.Scenario) { s.Kernel = kernel })
+		require.NoError(t, w.RunUntil(sim.Time(5*sim.Millisecond)))
+		return w
+	}
+	old, kept := run("6.4"), run("6.10")
+	assert.Positive(t, counter(t, old, "csum_bytes"))
+	assert.GreaterOrEqual(t, counter(t, old, "csum_bytes"), counter(t, old, "app_bytes"), "every byte read was summed first")
+	assert.Zero(t, counter(t, kept, "csum_bytes"))
+	assert.Positive(t, old.Sim.CPU(1).Profile()[sim.SymSKBChecksum], "on CPU 1, where the cpumap kthread runs the protocol")
+}

@@ -221,6 +221,19 @@ type Behaviours struct {
 	// netif_receive_skb_list()", 6.15: not in 6.14, in 6.19); before,
 	// netif_receive_skb_list, each skb alone.
 	CpumapGRO bool
+	// XDPClearsGuestCsum: virtnet_xdp_set refuses a program while
+	// GUEST_CSUM is negotiated without CTRL_GUEST_OFFLOADS ("Can't set XDP
+	// while host is implementing GRO_HW/CSUM"), and with it
+	// virtnet_clear_guest_offloads turns GUEST_CSUM off too: the packets
+	// a program passes reach the stack CHECKSUM_NONE, verified in
+	// software (virtio-net: fail XDP set if guest csum is negotiated,
+	// early 2019; read: not in 4.17, whose clear keeps GUEST_CSUM; in
+	// 5.9.1).
+	XDPClearsGuestCsum bool
+	// XDPKeepsDataValid: receive_buf saves the header's flags before the
+	// program runs, so a DATA_VALID the device still sets survives XDP
+	// (6.10: not in 6.8, in 6.10).
+	XDPKeepsDataValid bool
 	// TCPRmem32MB: tcp_rmem[2], the most TCP's receive buffer autotunes
 	// to, defaults to 32 MiB (572be9bf9d0d "tcp: increase tcp_rmem[2] to
 	// 32 MB", 6.16: tcp_init's max_rshare is 6 MiB in 6.14, 32 MiB in
@@ -249,6 +262,7 @@ type Change struct {
 func Changes() []Change {
 	return []Change{
 		{Name: "CpumapLocklessConsume", From: Version{Major: 4, Minor: 15}, Off: Version{Major: 5, Minor: 2}, On: Version{Major: 5, Minor: 9}, What: "the cpumap kthread consumes its ptr_ring without the consumer lock", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
+		{Name: "XDPClearsGuestCsum", From: Version{Major: 5, Minor: 0}, What: "attaching XDP needs CTRL_GUEST_OFFLOADS when GUEST_CSUM is negotiated, and turns GUEST_CSUM off: passed packets are checksummed in software", Function: "virtnet_xdp_set (drivers/net/virtio_net.c)"},
 		{Name: "PageToSKBBuild", From: Version{Major: 5, Minor: 13}, What: "page_to_skb builds the skb around the buffer when the packet leaves room for skb_shared_info", Function: "page_to_skb (drivers/net/virtio_net.c)"},
 		{Name: "PtrRingLocklessConsume", From: Version{Major: 5, Minor: 17}, What: "page_pool's refill consumes its ptr_ring without the consumer lock", Function: "page_pool_refill_alloc_cache (net/core/page_pool.c)"},
 		{Name: "TCPDeferFree", From: Version{Major: 5, Minor: 19}, What: "TCP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
@@ -264,6 +278,7 @@ func Changes() []Change {
 		{Name: "TCPScalingRatio", From: Version{Major: 6, Minor: 6}, What: "the receive window is free socket memory scaled by the payload-to-truesize ratio measured, not half of it", Function: "tcp_win_from_space (include/net/tcp.h)"},
 		{Name: "PCPFreeCount", From: Version{Major: 6, Minor: 7}, What: "free_high counts the pages freed since the last allocation and needs the previous free to be high-order too", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame and bulk returns included", Function: "page_pool_napi_local (net/core/page_pool.c)"},
+		{Name: "XDPKeepsDataValid", From: Version{Major: 6, Minor: 10}, What: "a device's DATA_VALID survives the XDP program: the driver saves the header's flags before it runs", Function: "receive_buf (drivers/net/virtio_net.c)"},
 		{Name: "CpumapGRO", From: Version{Major: 6, Minor: 15}, What: "the cpumap kthread passes its skbs up through GRO", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
 		{Name: "TCPRmem32MB", From: Version{Major: 6, Minor: 16}, What: "tcp_rmem[2], the receive buffer's autotuning limit, is 32 MiB, not 6 MiB", Function: "tcp_init (net/ipv4/tcp.c)"},
 		{Name: "PCPFreeCountHighMin", From: Version{Major: 6, Minor: 16}, What: "free_high waits for batch + high_min / 2 pages freed without an allocation", Function: "free_frozen_page_commit (mm/page_alloc.c)"},
@@ -337,6 +352,10 @@ func (v Version) Behaviours() Behaviours {
 			b.EEVDF = true
 		case "CpumapGRO":
 			b.CpumapGRO = true
+		case "XDPClearsGuestCsum":
+			b.XDPClearsGuestCsum = true
+		case "XDPKeepsDataValid":
+			b.XDPKeepsDataValid = true
 		case "TCPRmem32MB":
 			b.TCPRmem32MB = true
 		default:

@@ -166,6 +166,25 @@ func (s *Scenario) VhostSharesVCPU(q int) (int, bool) {
 	return 0, false
 }
 
+// RxCsumValidated reports whether the packets reaching the stack carry
+// the device's checksum verdict (DATA_VALID: CHECKSUM_UNNECESSARY), so
+// the stack checksums nothing in software: GUEST_CSUM negotiated, and no
+// XDP program that turned it off (XDPClearsGuestCsum, from 5.0) on a
+// kernel that loses the verdict under XDP (XDPKeepsDataValid, 6.10). From
+// 6.10 the engine takes the host to keep setting DATA_VALID for frames it
+// validated (tun's virtio_net_hdr_from_skb does, for a frame off a NIC
+// that checked it) even with the offload off.
+func (s *Scenario) RxCsumValidated() bool {
+	if !s.Features.GuestCsum {
+		return false
+	}
+	if s.XDP == nil || s.Device.Kind == DeviceNIC {
+		return true
+	}
+	b := s.Behaviours()
+	return !b.XDPClearsGuestCsum || b.XDPKeepsDataValid
+}
+
 // Fit declares one field of a scenario fitted on a published result.
 type Fit struct {
 	Field  string `json:"field"`  // the field's JSON path: costs.dma_map_iommu, consumer.cost_ns

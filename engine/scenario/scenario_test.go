@@ -240,3 +240,44 @@ func TestTCPRmemByKernel(t *testing.T) {
 		assert.Equal(t, 1<<20, s.Rcvbuf(), "kernel %s, set by the scenario", kernel)
 	}
 }
+
+// virtnet_xdp_set (FIDELITY N3): from 5.0 a program is refused while
+// GUEST_CSUM is negotiated without CTRL_GUEST_OFFLOADS; with it the
+// guest's offloads go off, GUEST_CSUM included, so what the program
+// passes reaches the stack unvalidated until 6.10, whose receive_buf
+// keeps the device's DATA_VALID through the program. 4.x kept GUEST_CSUM
+// on when it cleared the offloads.
+func TestXDPTurnsGuestCsumOff(t *testing.T) {
+	s, err := LookupPreset("r1-page-pool")
+	require.NoError(t, err)
+	require.True(t, s.Features.CtrlGuestOffloads, "QEMU offers ctrl_guest_offloads")
+	s.Features.CtrlGuestOffloads = false
+	err = s.Validate()
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "features.ctrl_guest_offloads", fe.Field)
+	assert.Contains(t, err.Error(), "Can't set XDP while host is implementing GRO_HW/CSUM")
+	s.Features.GuestCsum = false
+	assert.NoError(t, s.Validate(), "without GUEST_CSUM there is nothing to turn off")
+
+	for _, tc := range []struct {
+		kernel    string
+		xdp       bool
+		validated bool
+		why       string
+	}{
+		{"6.4", false, true, "no program: the device's DATA_VALID"},
+		{"6.4", true, false, "6.4 clears GUEST_CSUM and zeroes the header under XDP"},
+		{"5.15", true, false, "cleared from 5.0"},
+		{"4.17", true, true, "4.x keeps GUEST_CSUM on"},
+		{"6.10", true, true, "6.10 keeps DATA_VALID through the program"},
+	} {
+		s, err := LookupPreset("r1-page-pool")
+		require.NoError(t, err)
+		s.Kernel = tc.kernel
+		if !tc.xdp {
+			s.XDP = nil
+		}
+		assert.Equal(t, tc.validated, s.RxCsumValidated(), "%s, xdp %t: %s", tc.kernel, tc.xdp, tc.why)
+	}
+}

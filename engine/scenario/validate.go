@@ -63,7 +63,8 @@ func Default() Scenario {
 		RingSize:   256,
 		TxRingSize: 256,
 		MTU:        1500,
-		Features:   Features{MrgRxbuf: true, EventIdx: true, GuestCsum: true, MTU: true},
+		// QEMU's virtio-net offers ctrl_guest_offloads by default.
+		Features: Features{MrgRxbuf: true, EventIdx: true, GuestCsum: true, CtrlGuestOffloads: true, MTU: true},
 		Driver: Driver{
 			BufferSource: SourcePagePool,
 			DMA:          DMAPremapped,
@@ -467,6 +468,9 @@ func (s *Scenario) validateXDP() error {
 	}
 	if v := s.KernelVersion(); x.Frags && v.Less(xdpFragsOldest) {
 		return bad("xdp.frags", "virtio_net builds multi-buffer xdp_buffs from %s (fab89bafa95b); the scenario runs %s", xdpFragsOldest, v)
+	}
+	if b := s.Behaviours(); b.XDPClearsGuestCsum && s.Device.Kind != DeviceNIC && s.Features.GuestCsum && !s.Features.CtrlGuestOffloads {
+		return bad("features.ctrl_guest_offloads", "virtnet_xdp_set refuses XDP on %s (EOPNOTSUPP, \"Can't set XDP while host is implementing GRO_HW/CSUM, disable GRO_HW/CSUM first\"): GUEST_CSUM is negotiated without CTRL_GUEST_OFFLOADS to turn it off; negotiate ctrl_guest_offloads (QEMU's default) or leave out guest_csum", s.KernelVersion())
 	}
 	if s.Traffic.GSOSize > 0 {
 		// virtnet_xdp_set: without CTRL_GUEST_OFFLOADS it refuses XDP
