@@ -30,7 +30,6 @@ type Config struct {
 	PoolOrder    int    // page_pool_params.order
 	PoolSize     int    // page_pool's ptr_ring size, 0 for the ring size
 	Premapped    bool   // page_pool maps its pages (PP_FLAG_DMA_MAP) instead of the ring each buffer
-	CloneSKBs    bool   // a packet socket listens: every skb delivered is cloned
 	XDPFrags     bool   // the XDP program declares multi-buffer support (xdp.frags)
 	Stream       bool   // a stream workload: buffers carry their frame's number to the socket
 	TCPStream    bool   // a tcp_stream: its frames are what GRO merges
@@ -64,7 +63,6 @@ func ConfigOf(s *scenario.Scenario) Config {
 		PoolOrder:    s.Driver.PoolOrder,
 		PoolSize:     s.Driver.PoolSize,
 		Premapped:    s.Driver.DMA == scenario.DMAPremapped,
-		CloneSKBs:    s.Driver.CloneSKBs,
 		Stream:       s.Traffic.Stream() != "",
 		TCPStream:    s.Traffic.Kind == scenario.TrafficTCPStream,
 		GRO:          s.Driver.GRO,

@@ -15,13 +15,12 @@ import (
 func TestConfigOf(t *testing.T) {
 	s := scenario.Default()
 	s.Kernel = "7.0"
-	s.Driver.CloneSKBs = true
 	s.Device.MaxPPS = 1e6
 	s.XDP = &scenario.XDP{Program: "xdp_pass", Frags: true}
 	want := Config{
 		Queues: 1, RingSize: 256, TxRingSize: 256,
 		Mode: scenario.ModeMergeable, NumSkbFrags: 1, DeviceMTU: 1500, EventIdx: true,
-		Budget: 64, BufferSource: scenario.SourcePagePool, Premapped: true, CloneSKBs: true, XDPFrags: true,
+		Budget: 64, BufferSource: scenario.SourcePagePool, Premapped: true, XDPFrags: true,
 		GRO: true, MTU: 1500,
 		PageToSKBBuild: true, VirtioNetPagePool: true, RefillRetryInNAPI: true, PageFragPremap: true,
 		Device: device.Config{Kind: scenario.DeviceVhost, Mode: scenario.ModeMergeable, Backlog: 1000, MaxPPS: 1e6},

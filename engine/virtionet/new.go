@@ -30,7 +30,6 @@ func New(env *Env, cfg Config) (*Driver, error) {
 		numSkbFrags: s.NumSkbFrags,
 		xdpEnabled:  env.Prog != nil,
 		xdpFrags:    s.XDPFrags,
-		cloneSKBs:   s.CloneSKBs,
 		budget:      s.Budget,
 	}
 	d.mergeable = d.mode == scenario.ModeMergeable

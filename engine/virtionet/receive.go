@@ -442,7 +442,6 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 	}
 	s := env.SKBs.Get(id)
 	s.Seq = b.seq
-	s.Cloned = rq.d.cloneSKBs
 	cp := uint32(EthHlen)
 	if n <= GoodCopyLen {
 		cp = n
@@ -498,7 +497,6 @@ func (rq *RQ) bigBuildSKB(b *rxBuf, n uint32) {
 	s := env.SKBs.Get(id)
 	s.Seq = b.seq
 	s.Head, s.Len, s.Truesize = b.page, n, mem.PageSize
-	s.Cloned = rq.d.cloneSKBs
 	rq.Stats.BigBuilt++
 	rq.move(b.page, mem.SKB)
 	rq.deliver(id)

@@ -89,7 +89,6 @@ type Driver struct {
 	buildBig    bool // page_to_skb builds big-mode skbs around the first page (5.13+)
 	xdpEnabled  bool
 	xdpFrags    bool // the program supports multi-buffer packets (Config.XDPFrags)
-	cloneSKBs   bool // every skb delivered is cloned (Config.CloneSKBs)
 	stream      bool // a stream workload: buffers carry their frame's number to the socket
 	tcpStream   bool // a tcp_stream, whose frames GRO merges
 	budget      int
