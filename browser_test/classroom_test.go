@@ -173,8 +173,13 @@ func TestWorkshopNoSilentDrift(t *testing.T) {
 	screenshot(t, a.ctx, "workshop-drift-refused")
 
 	// The instructor plays and pauses: beacons check every page.
+	// Play until the run has moved on (the page playing, some events
+	// simulated), not for a wall-clock while: a loaded machine may take
+	// longer to start, and a pause clicked before the play took effect
+	// would be another play.
+	from := eval[float64](inst, `window.ringlab.state.position.events`)
 	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
-	time.Sleep(2500 * time.Millisecond)
+	inst.waitJS(fmt.Sprintf(`window.ringlab.state.playing && window.ringlab.state.position.events > %v + 20`, from), 30*time.Second)
 	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
 	inst.waitJS(`(() => { const w = window.ringlab.workshop, l = w.log[w.log.length - 1];
 		return !window.ringlab.state.playing && l.cmd.type === "seek" && w.log[w.log.length - 2].cmd.type === "pause" && w.applied === l.seq; })()`, 20*time.Second)
