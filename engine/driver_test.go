@@ -232,3 +232,25 @@ func TestVDPAInterruptsAreInjected(t *testing.T) {
 		assert.Equal(t, tc.virtual, w.Driver.RQ[0].IRQLatency() == costs.IRQLatencyVirt, tc.kind)
 	}
 }
+
+// Without VIRTIO_F_ACCESS_PLATFORM the guest's virtio core passes
+// guest-physical addresses (vring_use_dma_api false, FIDELITY D1): a
+// ring that maps every buffer with the DMA API pays dma_map_page and
+// dma_unmap_page per buffer, and the same ring on QEMU's default device
+// pays nothing for it.
+func TestRingMapsOnlyWithAccessPlatform(t *testing.T) {
+	run := func(ap bool) *World {
+		w := preset(t, "default", func(s *scenario.Scenario) {
+			s.Driver.BufferSource, s.Driver.DMA = scenario.SourcePageFrag, scenario.DMARing
+			s.Features.AccessPlatform = ap
+		})
+		require.NoError(t, w.RunPackets(2000))
+		return w
+	}
+	plain, mapped := run(false), run(true)
+	prof := func(w *World, sym sim.Sym) sim.Duration { return w.Sim.CPU(0).Profile()[sym] }
+	assert.Zero(t, prof(plain, sim.SymDMAMap))
+	assert.Zero(t, prof(plain, sim.SymDMAUnmap))
+	assert.Positive(t, prof(mapped, sim.SymDMAMap))
+	assert.Positive(t, prof(mapped, sim.SymDMAUnmap))
+}

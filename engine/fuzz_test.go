@@ -99,7 +99,7 @@ func FuzzWorld(f *testing.F) {
 			}
 		}
 		if combo&fuzzIOMMU != 0 {
-			s.Driver.IOMMU = true
+			s.Driver.IOMMU, s.Features.AccessPlatform = true, true
 		}
 		if combo&fuzzEventIdx != 0 {
 			s.Features.EventIdx = !s.Features.EventIdx

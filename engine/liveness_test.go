@@ -168,6 +168,7 @@ func gsoStallScenario() scenario.Scenario {
 	s.Traffic.Size = 65000
 	s.Traffic.Proto = "tcp"
 	s.Driver.IOMMU = true
+	s.Features.AccessPlatform = true // the IOMMU needs the DMA API
 	s.Driver.BufferSource = scenario.SourcePageFrag
 	s.Driver.DMA = scenario.DMARing
 	return s

@@ -112,6 +112,9 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		return nil, fmt.Errorf("engine: memory: %w", err)
 	}
 	w.DMA = w.Mem.NewDMA(s.Driver.IOMMU)
+	if !s.UsesDMAAPI() {
+		w.DMA.SetPhysical() // vring_use_dma_api: no ACCESS_PLATFORM, no DMA API
+	}
 	if w.Pools, err = pagepool.NewRegistry(w.Mem); err != nil {
 		return nil, err
 	}

@@ -144,9 +144,24 @@ func table() []param {
 				}
 				return nil
 			}},
-		{Param{Key: "iommu", Label: "IOMMU", Options: onOff},
+		{Param{Key: "iommu", Label: "IOMMU", Options: onOff, Hint: "DMA through an IOMMU; on a virtio device it also negotiates VIRTIO_F_ACCESS_PLATFORM (QEMU's iommu_platform=on), without which the guest uses no DMA API"},
 			func(s *scenario.Scenario) string { return onOffOf(s.Driver.IOMMU) },
-			func(s *scenario.Scenario, v string) error { s.Driver.IOMMU = v == On; return nil }},
+			func(s *scenario.Scenario, v string) error {
+				s.Driver.IOMMU = v == On
+				if s.Driver.IOMMU {
+					s.Features.AccessPlatform = true
+				}
+				return nil
+			}},
+		{Param{Key: "access_platform", Label: "ACCESS_PLATFORM", Options: onOff, Hint: "VIRTIO_F_ACCESS_PLATFORM: the guest maps buffers through the DMA API (vring_use_dma_api); off, QEMU's default, the ring passes guest-physical addresses and maps nothing"},
+			func(s *scenario.Scenario) string { return onOffOf(s.Features.AccessPlatform) },
+			func(s *scenario.Scenario, v string) error {
+				s.Features.AccessPlatform = v == On
+				if !s.Features.AccessPlatform {
+					s.Driver.IOMMU = false // no DMA API, no IOMMU in the way
+				}
+				return nil
+			}},
 		{Param{Key: "kernel", Label: "kernel", Options: kernelOptions(), Hint: "the Linux release the guest runs: every dated behaviour follows it (docs/kernel.md, Versions)"},
 			func(s *scenario.Scenario) string { return s.KernelVersion().String() },
 			func(s *scenario.Scenario, v string) error {

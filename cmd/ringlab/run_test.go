@@ -202,7 +202,7 @@ func TestRunCostsShowKinds(t *testing.T) {
 	// did (no preset fits a field now).
 	sc, err := scenario.LookupPreset("r1-upstream")
 	require.NoError(t, err)
-	sc.Driver.IOMMU = true
+	sc.Driver.IOMMU, sc.Features.AccessPlatform = true, true
 	sc.Costs = map[string]int64{"dma_map_iommu": 4000}
 	sc.Consumer.CostNs = 1000
 	sc.Fitted = []scenario.Fit{

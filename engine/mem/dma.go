@@ -33,9 +33,12 @@ var ErrNotMapped = errors.New("mem: DMA address not mapped")
 // flush is in the unmap cost); a sync costs DMASync.
 type DMA struct {
 	iommu bool
-	m     *Mem
-	slots []dmaSlot
-	free  int32 // first free slot, -1 none (LIFO)
+	// physical: the device is reached without the DMA API (SetPhysical):
+	// nothing is charged, the bookkeeping stays.
+	physical bool
+	m        *Mem
+	slots    []dmaSlot
+	free     int32 // first free slot, -1 none (LIFO)
 	// The first live mapping of each block head, -1 none: in struct page
 	// (Page.dmaFirst) for the memory's first device, so that its lookups
 	// read the cache line the caller holds rather than another; in byPage
@@ -64,6 +67,17 @@ type DMAStats struct {
 	BadSyncs       uint64 // syncs of an address that was not mapped
 	Live           int    // mappings now
 }
+
+// SetPhysical says the device is given guest-physical addresses with no
+// DMA API at all: virtio's vring_use_dma_api() is false without
+// VIRTIO_F_ACCESS_PLATFORM, so the ring passes sg_phys() and never maps,
+// unmaps or syncs. Map, Unmap and the syncs then cost nothing; the engine
+// keeps their bookkeeping, so the checks (no free page mapped) hold as
+// for any device.
+func (d *DMA) SetPhysical() { d.physical = true }
+
+// Physical reports whether the device is reached without the DMA API.
+func (d *DMA) Physical() bool { return d.physical }
 
 // NewDMA returns the DMA state of a new device, through an IOMMU or not.
 // The memory checks its mappings (no free page may stay mapped).
@@ -123,9 +137,11 @@ func (d *DMA) MapRange(c *sim.CPU, id PageID, offset, size uint32) (uint64, erro
 	if size == 0 || uint64(offset)+uint64(size) > blk {
 		return 0, fmt.Errorf("mem: DMA map of %d bytes at offset %d in a %d-byte block", size, offset, blk)
 	}
-	if d.iommu {
+	switch {
+	case d.physical:
+	case d.iommu:
 		c.Charge(sim.SymDMAMap, c.Costs().DMAMapIOMMU)
-	} else {
+	default:
 		c.Charge(sim.SymDMAMap, c.Costs().DMAMapDirect)
 	}
 	if d.stats.Live >= d.m.maxDMA {
@@ -166,9 +182,11 @@ func (d *DMA) Unmap(c *sim.CPU, addr uint64) error {
 		d.stats.BadUnmaps++
 		return fmt.Errorf("mem: DMA unmap of %#x: %w", addr, ErrNotMapped)
 	}
-	if d.iommu {
+	switch {
+	case d.physical:
+	case d.iommu:
 		c.Charge(sim.SymDMAUnmap, c.Costs().DMAUnmapIOMMU)
-	} else {
+	default:
 		c.Charge(sim.SymDMAUnmap, c.Costs().DMAUnmapDirect)
 	}
 	sl := &d.slots[s]
@@ -222,7 +240,9 @@ func (d *DMA) sync(c *sim.CPU, sym sim.Sym, addr uint64, size uint32) error {
 		if f := int(p.dmaFirst); p.isHead && uint(f) < uint(len(d.slots)) { // -1, none, fails the range test
 			sl := &d.slots[f]
 			if end := sl.addr + uint64(sl.size); sl.live && addr >= sl.addr && addr < end && addr+uint64(size) <= end {
-				c.Charge(sym, c.Costs().DMASync)
+				if !d.physical {
+					c.Charge(sym, c.Costs().DMASync)
+				}
 				return nil
 			}
 		}
@@ -240,7 +260,9 @@ func (d *DMA) syncChecked(c *sim.CPU, sym sim.Sym, addr uint64, size uint32) err
 		d.stats.BadSyncs++
 		return fmt.Errorf("mem: DMA sync of %d bytes at %#x: %w", size, addr, ErrNotMapped)
 	}
-	c.Charge(sym, c.Costs().DMASync)
+	if !d.physical {
+		c.Charge(sym, c.Costs().DMASync)
+	}
 	return nil
 }
 

@@ -178,3 +178,30 @@ func TestDMASyncSameOnEveryDevice(t *testing.T) {
 	require.Error(t, first.SyncForCPU(nil, a.whole, 1), "no CPU")
 	verify(t, m)
 }
+
+// vring_use_dma_api() without VIRTIO_F_ACCESS_PLATFORM: the virtio core
+// hands the device guest-physical addresses and calls no DMA API at all
+// (FIDELITY D1): mapping, unmapping and syncing cost the CPU nothing,
+// while the bookkeeping (a mapped page cannot be freed) still holds.
+func TestPhysicalDMACostsNothing(t *testing.T) {
+	s, m := newMem(t, 1, small())
+	c := s.CPU(0)
+	d := m.NewDMA(false)
+	d.SetPhysical()
+	require.True(t, d.Physical())
+	id, err := m.AllocPages(c, 0, mem.Driver, -1)
+	require.NoError(t, err)
+	before := c.Busy()
+	a, err := d.Map(c, id)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(id)<<mem.PageShift, a, "the guest-physical address")
+	require.NoError(t, d.SyncForCPU(c, a, 100))
+	require.NoError(t, d.SyncForDevice(c, a, 100))
+	_, err = m.PutPage(c, id)
+	assert.ErrorIs(t, err, mem.ErrBadPage, "still in the device's hands")
+	require.NoError(t, d.Unmap(c, a))
+	assert.Zero(t, c.Busy()-before, "no DMA API, nothing to pay")
+	_, err = m.PutPage(c, id)
+	require.NoError(t, err)
+	verify(t, m)
+}

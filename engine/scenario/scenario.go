@@ -166,6 +166,13 @@ func (s *Scenario) VhostSharesVCPU(q int) (int, bool) {
 	return 0, false
 }
 
+// UsesDMAAPI reports whether the guest maps buffers through the DMA API
+// for the device: a hardware NIC's driver always does; virtio only with
+// VIRTIO_F_ACCESS_PLATFORM (vring_use_dma_api).
+func (s *Scenario) UsesDMAAPI() bool {
+	return s.Device.Kind == DeviceNIC || s.Features.AccessPlatform
+}
+
 // RxCsumValidated reports whether the packets reaching the stack carry
 // the device's checksum verdict (DATA_VALID: CHECKSUM_UNNECESSARY), so
 // the stack checksums nothing in software: GUEST_CSUM negotiated, and no
@@ -205,6 +212,13 @@ type Features struct {
 	// checksums (virtio_net_hdr's DATA_VALID: CHECKSUM_UNNECESSARY);
 	// without it the guest's stack verifies every byte itself.
 	GuestCsum bool `json:"guest_csum"`
+	// AccessPlatform is VIRTIO_F_ACCESS_PLATFORM: the device goes through
+	// the platform's DMA translation, so the guest's virtio core uses the
+	// DMA API (vring_use_dma_api); without it (QEMU's default,
+	// iommu_platform=off) the ring passes guest-physical addresses and
+	// maps, unmaps and syncs nothing. vDPA hardware negotiates it; a
+	// device.kind nic is a real NIC, whose driver always maps.
+	AccessPlatform bool `json:"access_platform"`
 	// MTU is VIRTIO_NET_F_MTU: the device reports the scenario's MTU in
 	// its config space, and virtnet_probe reads it (dev->mtu = dev->max_mtu
 	// = mtu; virtnet_set_big_packets(vi, mtu)). Without it virtnet_probe

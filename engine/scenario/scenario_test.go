@@ -281,3 +281,27 @@ func TestXDPTurnsGuestCsumOff(t *testing.T) {
 		assert.Equal(t, tc.validated, s.RxCsumValidated(), "%s, xdp %t: %s", tc.kernel, tc.xdp, tc.why)
 	}
 }
+
+// vring_use_dma_api (FIDELITY D1): a virtio device uses the DMA API only
+// with VIRTIO_F_ACCESS_PLATFORM, which QEMU leaves off by default and
+// vDPA hardware negotiates; a hardware NIC's driver always maps. An IOMMU
+// on a virtio device without it is bypassed: refused, naming the field.
+func TestDMAAPIOnlyWithAccessPlatform(t *testing.T) {
+	s := Default()
+	assert.False(t, s.UsesDMAAPI(), "QEMU's default: iommu_platform=off")
+	s.Driver.IOMMU = true
+	err := s.Validate()
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "driver.iommu", fe.Field)
+	s.Features.AccessPlatform = true
+	assert.True(t, s.UsesDMAAPI())
+	assert.NoError(t, s.Validate())
+
+	r2, err := LookupPreset("r2-mtu9000-before")
+	require.NoError(t, err)
+	assert.True(t, r2.UsesDMAAPI(), "the mlx5 vDPA device offers ACCESS_PLATFORM")
+	nic := Default()
+	nic.Device.Kind = DeviceNIC
+	assert.True(t, nic.UsesDMAAPI(), "a NIC's driver maps through the DMA API")
+}

@@ -153,6 +153,7 @@ func seedPresets() []Preset {
 			s.Features.MrgRxbuf = false
 			s.Features.EventIdx = false
 			s.Features.IndirectDesc = false
+			s.Features.AccessPlatform = true
 			s.Driver.BufferSource = SourcePage
 			s.Driver.DMA = DMARing
 			// iperf TCP into the guest over a vDPA virtqueue: the NIC

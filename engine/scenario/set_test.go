@@ -20,7 +20,7 @@ func TestSetText(t *testing.T) {
 		{"bare version", "kernel", "6.10", func(t *testing.T, s Scenario) { assert.Equal(t, "6.10", s.Kernel) }},
 		{"quoted version", "kernel", `"6.10"`, func(t *testing.T, s Scenario) { assert.Equal(t, "6.10", s.Kernel) }},
 		{"bare word", "driver.dma", "ring", func(t *testing.T, s Scenario) { assert.Equal(t, DMARing, s.Driver.DMA) }},
-		{"bool", "driver.iommu", "true", func(t *testing.T, s Scenario) { assert.True(t, s.Driver.IOMMU) }},
+		{"bool", "features.access_platform", "true", func(t *testing.T, s Scenario) { assert.True(t, s.Features.AccessPlatform) }},
 		{"float", "traffic.rate_pps", "1e6", func(t *testing.T, s Scenario) { assert.Equal(t, 1e6, s.Traffic.RatePPS) }},
 		{"object merges", "traffic", `{"size": 128}`, func(t *testing.T, s Scenario) {
 			assert.Equal(t, 128, s.Traffic.Size)
@@ -97,7 +97,7 @@ func TestSetDropsFittedEntries(t *testing.T) {
 	require.NoError(t, err)
 	// A scenario that fitted two values on R1, as its presets once did.
 	s.Consumer.CostNs = 1000
-	s.Driver.IOMMU = true
+	s.Driver.IOMMU, s.Features.AccessPlatform = true, true
 	s.Costs = map[string]int64{"dma_map_iommu": 4000}
 	s.Fitted = []Fit{
 		{Field: "consumer.cost_ns", Result: "R1", Row: "r1-page-pool", Why: "puts page_pool at its figure"},

@@ -418,6 +418,9 @@ func (s *Scenario) validateDriver() error {
 	if d.DMA == DMAPremapped && !pool {
 		return bad("driver.dma", "premapped needs a page_pool buffer source (got %q)", d.BufferSource)
 	}
+	if d.IOMMU && !s.UsesDMAAPI() {
+		return bad("driver.iommu", "a %s device without VIRTIO_F_ACCESS_PLATFORM bypasses the IOMMU: the guest's virtio core uses no DMA API (vring_use_dma_api); set features.access_platform (QEMU's iommu_platform=on)", s.Device.Kind)
+	}
 	if pool && s.Mode() == ModeBig {
 		return bad("driver.buffer_source", "%q: virtio_net uses page_pool in small and mergeable modes, not big (features give big mode)", d.BufferSource)
 	}
