@@ -20,7 +20,17 @@ type streams struct {
 	w       *World
 	hdr     uint32
 	scaling bool // tcp_win_from_space scales by tp->scaling_ratio (6.6+)
-	rcvbuf  int  // sk_rcvbuf (Scenario.Rcvbuf, read once: it consults the kernel's table)
+	// The receive buffer's autotuning (dynamic right-sizing): rmem2 is
+	// tcp_rmem[2], where it stops (Scenario.Rcvbuf, read once: it
+	// consults the kernel's table); locked, a buffer the scenario set
+	// (SO_RCVBUF), which it leaves alone; advmss the segment it counts in;
+	// rcvRTT the receiver's RTT estimate that paces it (rcv_rtt_est);
+	// grow616 6.16's tcp_rcvbuf_grow.
+	rmem2   int
+	locked  bool
+	advmss  int
+	rcvRTT  sim.Duration
+	grow616 bool
 	// jiffy is 1/HZ; rtt and rto the receiver's srtt and icsk_rto in
 	// jiffies, from the handshake's sample of the path (rtt_us): the
 	// delayed-ACK engine's bounds.
@@ -39,15 +49,23 @@ type streamQueue struct {
 	// The frames received and not yet acknowledged, in order
 	// (rcv_nxt - rcv_wup, by frame), their payload bytes, and the frame
 	// expected next (a frame after a gap is out of order).
-	pending  [pendingMax]uint64
-	npend    int
-	unacked  int
-	next     uint64
-	quick    int      // icsk_ack.quick: quick ACKs left
-	ato      int64    // icsk_ack.ato, jiffies: 0 before the first data
-	lrcv     int64    // icsk_ack.lrcvtime, jiffies: the last data's arrival
-	delackAt sim.Time // the delayed-ACK timer's expiry, 0 when not armed
-	ackCPU   int      // where the delayed ACK was armed (the protocol's CPU)
+	pending [pendingMax]uint64
+	npend   int
+	unacked int
+	next    uint64
+	quick   int // icsk_ack.quick: quick ACKs left
+	// The receive window (tcp_grow_window, tcp_rcv_space_adjust): clamp
+	// is window_clamp, ssthresh rcv_ssthresh, both bytes; space is
+	// rcvq_space.space, what a round trip's reads must pass for the
+	// buffer to grow, spaceSeq and spaceAt where the current round began
+	// (copied_seq, the time).
+	clamp, ssthresh, space int
+	spaceSeq               uint64
+	spaceAt                sim.Time
+	ato                    int64    // icsk_ack.ato, jiffies: 0 before the first data
+	lrcv                   int64    // icsk_ack.lrcvtime, jiffies: the last data's arrival
+	delackAt               sim.Time // the delayed-ACK timer's expiry, 0 when not armed
+	ackCPU                 int      // where the delayed ACK was armed (the protocol's CPU)
 }
 
 // pendingMax bounds the frames an ACK may wait for: a GRO skb of
@@ -70,7 +88,13 @@ const (
 func newStreams(w *World) *streams {
 	s := &w.Scenario
 	_, hdr, _ := s.TCPFrame()
-	st := &streams{w: w, hdr: uint32(hdr), scaling: s.Behaviours().TCPScalingRatio, rcvbuf: s.Rcvbuf(), q: make([]streamQueue, s.Queues)}
+	b := s.Behaviours()
+	mss, _, _ := s.TCPFrame()
+	st := &streams{w: w, hdr: uint32(hdr), scaling: b.TCPScalingRatio, rmem2: s.Rcvbuf(), advmss: mss, grow616: b.TCPRcvbufGrow, q: make([]streamQueue, s.Queues)}
+	rcvbuf, locked := s.TCPRcvbufStart()
+	st.locked = locked
+	ratio := transport.DefaultRatio(b.TCPDefaultRatioHalf)
+	win := transport.InitialRcvWindow(rcvbuf, mss, ratio, st.scaling)
 	st.jiffy = sim.Second / sim.Duration(max(s.Sched.HZ, 1))
 	rttUs := s.Traffic.RTTUs
 	if rttUs == 0 {
@@ -79,8 +103,15 @@ func newStreams(w *World) *streams {
 	rtt := sim.Duration(rttUs * float64(sim.Microsecond))
 	st.rtt = st.jiffies(rtt + st.jiffy - 1)                    // usecs_to_jiffies rounds up
 	st.rto = st.jiffies(rtt + transport.RTOMin + st.jiffy - 1) // srtt + rttvar, rttvar at least TCP_RTO_MIN
+	// The receiver's RTT (tcp_rcv_rtt_measure_ts): timestamps count in
+	// milliseconds, and a 0 ms sample counts as 1 ms until 6.16 drops it.
+	st.rcvRTT = rtt
+	if !st.grow616 {
+		st.rcvRTT = max(rtt, sim.Millisecond)
+	}
 	for i := range st.q {
-		st.q[i] = streamQueue{ratio: transport.DefaultScalingRatio, sockCPU: -1, quick: maxQuickACKs}
+		st.q[i] = streamQueue{ratio: ratio, sockCPU: -1, quick: maxQuickACKs,
+			clamp: win.Clamp, ssthresh: win.Ssthresh, space: win.Space}
 	}
 	st.delack = w.Sim.Queue.RegisterArg("delayed ACK", "rx", st.delackTimer)
 	w.Sim.Queue.Cite(st.delack, "tcp_send_ack")
@@ -90,7 +121,74 @@ func newStreams(w *World) *streams {
 // window is tcp_select_window for queue q's socket on cpu: the room left
 // in its receive buffer, as tcp_win_from_space counts it.
 func (st *streams) window(cpu, q int) int {
-	return transport.WinFromSpace(st.w.Stack.RcvbufFree(cpu), st.q[q].ratio, st.scaling)
+	return min(transport.WinFromSpace(st.w.Stack.RcvbufFree(cpu), st.q[q].ratio, st.scaling), st.q[q].ssthresh)
+}
+
+// growWindow is tcp_grow_window for an in-order skb of n bytes (len of
+// payload and headers, as skb->len) in truesize bytes on queue q's
+// socket on cpu: rcv_ssthresh grows by twice the skb, or two segments,
+// up to window_clamp and the free space, when skbs this dense would fit
+// the buffer (__tcp_grow_window); and the socket ACKs at once
+// (icsk_ack.quick |= 1).
+func (st *streams) growWindow(sq *streamQueue, cpu, n, truesize int) {
+	room := min(sq.clamp, transport.WinFromSpace(st.w.Stack.RcvbufFree(cpu), sq.ratio, st.scaling)) - sq.ssthresh
+	if room <= 0 {
+		return
+	}
+	var incr int
+	if transport.WinFromSpace(truesize, sq.ratio, st.scaling) <= n {
+		incr = 2 * st.advmss
+	} else {
+		// __tcp_grow_window: halve the skb's window and tcp_rmem[2]'s
+		// together until the skb's fits in it or rcv_ssthresh passes it.
+		ts := transport.WinFromSpace(truesize, sq.ratio, st.scaling) >> 1
+		window := transport.WinFromSpace(st.rmem2, sq.ratio, st.scaling) >> 1
+		for sq.ssthresh <= window {
+			if ts <= n {
+				incr = 2 * st.advmss
+				break
+			}
+			ts >>= 1
+			window >>= 1
+		}
+	}
+	if incr == 0 {
+		return
+	}
+	sq.ssthresh += min(room, max(incr, 2*n))
+	sq.quick |= 1
+}
+
+// spaceAdjust is tcp_rcv_space_adjust after a read on cpu: once a
+// receiver round trip has passed, when the reads of that round passed
+// rcvq_space.space, sk_rcvbuf grows to hold twice them, plus twice their
+// growth over the round before (the sender may be in slow start), plus
+// 16 segments before 6.16, at most tcp_rmem[2]; window_clamp follows.
+func (st *streams) spaceAdjust(sq *streamQueue, cpu int, now sim.Time) {
+	if now.Sub(sq.spaceAt) < st.rcvRTT {
+		return
+	}
+	copied := st.w.Stack.Copied(cpu)
+	got := int(copied - sq.spaceSeq)
+	sq.spaceSeq, sq.spaceAt = copied, now
+	if got <= sq.space {
+		return
+	}
+	old := sq.space
+	sq.space = got
+	if st.locked {
+		return
+	}
+	rcvwin := 2 * got
+	if !st.grow616 {
+		rcvwin += 16 * st.advmss
+	}
+	rcvwin += 2 * int(int64(rcvwin)*int64(got-old)/int64(max(old, 1)))
+	rcvbuf := min(transport.SpaceFromWin(rcvwin, sq.ratio, st.scaling), st.rmem2)
+	if rcvbuf > st.w.Stack.Rcvbuf(cpu) {
+		st.w.Stack.SetRcvbuf(cpu, rcvbuf)
+		sq.clamp = transport.WinFromSpace(rcvbuf, sq.ratio, st.scaling)
+	}
 }
 
 func (st *streams) sender(queue int) *transport.TCP {
@@ -118,6 +216,9 @@ func (st *streams) Queued(c *sim.CPU, cpu, queue int, seq uint64, segs int, n, t
 	}
 	st.eventDataRecv(sq, c.Now()) // tcp_data_queue -> tcp_event_data_recv
 	ofo := seq != sq.next
+	if !ofo && n >= 128 {
+		st.growWindow(sq, cpu, int(n), int(truesize)+skb.StructTruesize)
+	}
 	sq.next = seq + uint64(segs)
 	if ofo {
 		sq.quick = maxQuickACKs // tcp_enter_quickack_mode
@@ -238,13 +339,13 @@ func (st *streams) Read(c *sim.CPU, cpu int) {
 			continue
 		}
 		tcp := st.sender(q)
+		st.spaceAdjust(sq, cpu, c.Now()) // tcp_recvmsg_locked, after the copy
 		if sq.npend > 0 && sq.unacked > tcp.MSS() {
 			st.ack(c, q)
 			continue
 		}
-		full := transport.WinFromSpace(st.rcvbuf, sq.ratio, st.scaling)
 		wnd := st.window(cpu, q)
-		if 2*sq.adv > full || wnd < 2*sq.adv {
+		if 2*sq.adv > sq.clamp || wnd < 2*sq.adv { // tcp_cleanup_rbuf
 			continue
 		}
 		if sq.npend > 0 {
@@ -279,7 +380,7 @@ func streamConfig(s *scenario.Scenario, cfg *skb.StackConfig) {
 	switch s.Traffic.Kind {
 	case scenario.TrafficTCPStream:
 		_, cfg.HdrBytes, _ = s.TCPFrame()
-		cfg.Rcvbuf = s.Rcvbuf()
+		cfg.Rcvbuf, _ = s.TCPRcvbufStart() // tcp_rmem[1], which autotuning grows
 	case scenario.TrafficUDPStream:
 		cfg.HdrBytes = 14 + ip + 8
 		cfg.Rcvbuf = s.Rcvbuf()

@@ -265,3 +265,29 @@ func TestXDPStreamChecksumsInSoftware(t *testing.T) {
 	assert.Zero(t, counter(t, kept, "csum_bytes"))
 	assert.Positive(t, old.Sim.CPU(1).Profile()[sim.SymSKBChecksum], "on CPU 1, where the cpumap kthread runs the protocol")
 }
+
+// A receiver's buffer and window grow as Linux's do (FIDELITY N7): the
+// socket starts at tcp_rmem[1] (131072 bytes), so the SYN-ACK offers 7
+// segments of 8948 bytes (tcp_select_initial_window); rcv_ssthresh and
+// the window grow per skb (tcp_grow_window); and each receiver round trip
+// whose reads pass the last one's, dynamic right-sizing grows sk_rcvbuf
+// toward tcp_rmem[2] (tcp_rcv_space_adjust). A buffer the application
+// set (SO_RCVBUF) stays where it was set.
+func TestReceiveBufferAutotunes(t *testing.T) {
+	w := preset(t, "r2-mtu9000-after", nil)
+	tcp := w.Driver.RQ[0].Dev.Traffic().TCP()
+	require.NotNil(t, tcp)
+	assert.Equal(t, 62636, tcp.RcvWnd(), "the SYN-ACK's window: 131072 bytes' worth, in whole segments")
+	require.NoError(t, w.RunUntil(sim.Time(20*sim.Millisecond)))
+	cpu := w.streams.q[0].sockCPU
+	require.GreaterOrEqual(t, cpu, 0)
+	grown := w.Stack.Rcvbuf(cpu)
+	t.Logf("sk_rcvbuf 131072 -> %d in 20 ms, window_clamp %d, rcv_ssthresh %d", grown, w.streams.q[0].clamp, w.streams.q[0].ssthresh)
+	assert.Greater(t, grown, 1<<20, "grown by dynamic right-sizing")
+	assert.LessOrEqual(t, grown, scenario.TCPRmemMax, "at most tcp_rmem[2]")
+	assert.Greater(t, w.streams.q[0].ssthresh, 62636, "rcv_ssthresh grew with the buffer")
+
+	locked := preset(t, "r2-mtu9000-after", func(s *scenario.Scenario) { s.Consumer.RcvbufBytes = 1 << 20 })
+	require.NoError(t, locked.RunUntil(sim.Time(20*sim.Millisecond)))
+	assert.Equal(t, 1<<20, locked.Stack.Rcvbuf(locked.streams.q[0].sockCPU), "SO_RCVBUF: SOCK_RCVBUF_LOCK, no autotuning")
+}

@@ -62,7 +62,7 @@ func NewStreamTraffic(s *scenario.Scenario, q int) (*Traffic, error) {
 			MSS: mss, HdrBytes: hdr, MaxSegs: segs,
 			RTT:     sim.Duration(rtt * 1000),
 			LineBps: spec.LineGbps * 1e9, WireOverhead: scenario.WireOverhead,
-			RcvWnd: transport.WinFromSpace(s.Rcvbuf(), transport.DefaultScalingRatio, s.Behaviours().TCPScalingRatio),
+			RcvWnd: tcpSynAckWindow(s, mss),
 			Jiffy:  sim.Second / sim.Duration(max(s.Sched.HZ, 1)),
 		})
 		return t, err
@@ -227,4 +227,13 @@ func (t *Traffic) DropUntil(at sim.Time, keep int) uint64 {
 		t.Advance()
 	}
 	return n
+}
+
+// tcpSynAckWindow is the window the receiver's SYN-ACK offers
+// (tcp_select_initial_window): its starting receive buffer, counted at the
+// kernel's default ratio, in whole segments, at most 65535.
+func tcpSynAckWindow(s *scenario.Scenario, mss int) int {
+	rcvbuf, _ := s.TCPRcvbufStart()
+	b := s.Behaviours()
+	return transport.InitialRcvWindow(rcvbuf, mss, transport.DefaultRatio(b.TCPDefaultRatioHalf), b.TCPScalingRatio).RcvWnd
 }

@@ -234,6 +234,17 @@ type Behaviours struct {
 	// program runs, so a DATA_VALID the device still sets survives XDP
 	// (6.10: not in 6.8, in 6.10).
 	XDPKeepsDataValid bool
+	// TCPDefaultRatioHalf: a TCP socket that has measured no packet
+	// assumes half of its memory is payload (TCP_DEFAULT_SCALING_RATIO
+	// 1 << (TCP_RMEM_TO_WIN_SCALE - 1): 6.10; 6.6 to 6.8 assume 1200 bytes
+	// in SKB_TRUESIZE(4096), 65/256).
+	TCPDefaultRatioHalf bool
+	// TCPRcvbufGrow: dynamic right-sizing grows the buffer for twice what
+	// was read in a round trip, plus the slow-start allowance, without the
+	// 16-segment cushion (tcp_rcvbuf_grow: in 6.18.2, not in 6.14; 6.16),
+	// and the receiver's RTT drops 0 ms timestamp samples, so a LAN's is
+	// not held at a millisecond.
+	TCPRcvbufGrow bool
 	// TCPRmem32MB: tcp_rmem[2], the most TCP's receive buffer autotunes
 	// to, defaults to 32 MiB (572be9bf9d0d "tcp: increase tcp_rmem[2] to
 	// 32 MB", 6.16: tcp_init's max_rshare is 6 MiB in 6.14, 32 MiB in
@@ -279,7 +290,9 @@ func Changes() []Change {
 		{Name: "PCPFreeCount", From: Version{Major: 6, Minor: 7}, What: "free_high counts the pages freed since the last allocation and needs the previous free to be high-order too", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame and bulk returns included", Function: "page_pool_napi_local (net/core/page_pool.c)"},
 		{Name: "XDPKeepsDataValid", From: Version{Major: 6, Minor: 10}, What: "a device's DATA_VALID survives the XDP program: the driver saves the header's flags before it runs", Function: "receive_buf (drivers/net/virtio_net.c)"},
+		{Name: "TCPDefaultRatioHalf", From: Version{Major: 6, Minor: 10}, What: "a TCP socket that has measured no packet takes half its memory as payload (TCP_DEFAULT_SCALING_RATIO), not 1200 bytes in a 4 KiB page's truesize", Function: "tcp_win_from_space (include/net/tcp.h)"},
 		{Name: "CpumapGRO", From: Version{Major: 6, Minor: 15}, What: "the cpumap kthread passes its skbs up through GRO", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
+		{Name: "TCPRcvbufGrow", From: Version{Major: 6, Minor: 16}, What: "receive-buffer autotuning asks for twice a round trip's reads plus the slow-start allowance, with no 16-segment cushion, and its RTT is no longer held at 1 ms", Function: "tcp_rcvbuf_grow (net/ipv4/tcp_input.c)"},
 		{Name: "TCPRmem32MB", From: Version{Major: 6, Minor: 16}, What: "tcp_rmem[2], the receive buffer's autotuning limit, is 32 MiB, not 6 MiB", Function: "tcp_init (net/ipv4/tcp.c)"},
 		{Name: "PCPFreeCountHighMin", From: Version{Major: 6, Minor: 16}, What: "free_high waits for batch + high_min / 2 pages freed without an allocation", Function: "free_frozen_page_commit (mm/page_alloc.c)"},
 		{Name: "UDPDeferFree", From: Version{Major: 6, Minor: 18}, What: "UDP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
@@ -356,6 +369,10 @@ func (v Version) Behaviours() Behaviours {
 			b.XDPClearsGuestCsum = true
 		case "XDPKeepsDataValid":
 			b.XDPKeepsDataValid = true
+		case "TCPDefaultRatioHalf":
+			b.TCPDefaultRatioHalf = true
+		case "TCPRcvbufGrow":
+			b.TCPRcvbufGrow = true
 		case "TCPRmem32MB":
 			b.TCPRmem32MB = true
 		default:

@@ -136,7 +136,7 @@ func TestBetween(t *testing.T) {
 	for _, c := range Between(Version{Major: 6, Minor: 9}, Version{Major: 6, Minor: 10}) {
 		names = append(names, c.Name)
 	}
-	assert.Equal(t, []string{"NAPILocalAll", "XDPKeepsDataValid"}, names, "what 6.10 changed")
+	assert.Equal(t, []string{"NAPILocalAll", "XDPKeepsDataValid", "TCPDefaultRatioHalf"}, names, "what 6.10 changed")
 	names = nil
 	for _, c := range Between(Version{Major: 6, Minor: 10}, Version{Major: 6, Minor: 11}) {
 		names = append(names, c.Name)

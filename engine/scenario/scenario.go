@@ -166,6 +166,18 @@ func (s *Scenario) VhostSharesVCPU(q int) (int, bool) {
 	return 0, false
 }
 
+// TCPRcvbufStart is a TCP socket's sk_rcvbuf when the connection starts,
+// and whether it is locked: tcp_rmem[1], which dynamic right-sizing
+// grows toward Rcvbuf (tcp_rmem[2]); or the scenario's own buffer
+// (consumer.rcvbuf_bytes, SO_RCVBUF), which nothing grows
+// (SOCK_RCVBUF_LOCK).
+func (s *Scenario) TCPRcvbufStart() (rcvbuf int, locked bool) {
+	if n := s.Consumer.RcvbufBytes; n > 0 {
+		return n, true
+	}
+	return min(TCPRmemDefault, s.Rcvbuf()), false
+}
+
 // UsesDMAAPI reports whether the guest maps buffers through the DMA API
 // for the device: a hardware NIC's driver always does; virtio only with
 // VIRTIO_F_ACCESS_PLATFORM (vring_use_dma_api).
@@ -294,6 +306,7 @@ const (
 const (
 	DefaultWriteBytes = 128 << 10
 	DefaultRTTUs      = 50
+	TCPRmemDefault    = 131072   // tcp_rmem[1]: a TCP socket's sk_rcvbuf before autotuning grows it
 	TCPRmemMax        = 6 << 20  // tcp_rmem[2] until 6.15
 	TCPRmemMax616     = 32 << 20 // tcp_rmem[2] from 6.16 (kernel.Behaviours.TCPRmem32MB)
 	UDPRmemDefault    = 212992   // net.core.rmem_default

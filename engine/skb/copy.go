@@ -30,6 +30,8 @@ func (st *Stack) CopyFrom(src *Stack) error {
 	st.sim, st.net, st.pool, st.rel, st.obs = own.sim, own.net, own.pool, own.rel, own.obs
 	st.app = own.app
 	st.rmem = append(own.rmem[:0], src.rmem...)
+	st.rcvbuf = append(own.rcvbuf[:0], src.rcvbuf...)
+	st.copied = append(own.copied[:0], src.copied...)
 	st.ipiSent = append(own.ipiSent[:0], src.ipiSent...)
 	st.sockq = copyLists(own.sockq, src.sockq)
 	st.deferred = copyLists(own.deferred, src.deferred)

@@ -63,10 +63,16 @@ type Stack struct {
 	// (tcp_queue_rcv); packetSocket: a packet socket listens on the
 	// device and clones every skb (packet_rcv). Set by SetSocket.
 	tcp, packetSocket bool
-	rcvbuf            int
-	hdrBytes          uint32
-	verifyCsum        bool
-	obs               SocketObserver
+	// rcvbuf[cpu] is sk_rcvbuf of the socket on cpu (StackConfig.Rcvbuf
+	// until SetRcvbuf grows it: tcp_rcv_space_adjust), 0 for no byte
+	// bound.
+	rcvbuf []int
+	// copied[cpu] is the payload recvmsg copied from the socket on cpu
+	// (copied_seq, in bytes since the start).
+	copied     []uint64
+	hdrBytes   uint32
+	verifyCsum bool
+	obs        SocketObserver
 	// rmem[cpu] is the memory of the socket on cpu: sk_rmem_alloc, the
 	// truesize of the skbs it holds with their struct sk_buff.
 	rmem []uint64
@@ -183,11 +189,22 @@ func (st *Stack) SocketMem() (skbs int, truesize uint64) {
 // RcvbufFree is the room left in the socket on cpu: sk_rcvbuf less
 // sk_rmem_alloc (negative when over), or 0 without a byte bound.
 func (st *Stack) RcvbufFree(cpu int) int {
-	if st.rcvbuf == 0 {
+	if st.rcvbuf[cpu] == 0 {
 		return 0
 	}
-	return st.rcvbuf - int(st.rmem[cpu])
+	return st.rcvbuf[cpu] - int(st.rmem[cpu])
 }
+
+// Rcvbuf is sk_rcvbuf of the socket on cpu.
+func (st *Stack) Rcvbuf(cpu int) int { return st.rcvbuf[cpu] }
+
+// SetRcvbuf sets sk_rcvbuf of the socket on cpu: the receive buffer the
+// protocol's autotuning grew (tcp_rcv_space_adjust).
+func (st *Stack) SetRcvbuf(cpu, n int) { st.rcvbuf[cpu] = n }
+
+// Copied is the payload recvmsg has copied from the socket on cpu
+// (copied_seq).
+func (st *Stack) Copied(cpu int) uint64 { return st.copied[cpu] }
 
 // Rmem is sk_rmem_alloc of the socket on cpu (the running count
 // SocketMem checks by walking the queue).
@@ -199,7 +216,7 @@ func (st *Stack) Rmem(cpu int) uint64 { return st.rmem[cpu] }
 func NewStack(s *sim.Sim, net *softnet.Softnet, pool *Pool, rel Releaser, cfg StackConfig) *Stack {
 	st := &Stack{sim: s, net: net, pool: pool, rel: rel, cpu: cfg.CPU, process: cfg.Process, cost: cfg.Cost,
 		deferFree: cfg.DeferFree, deferMax: cfg.DeferMax,
-		rcvbuf: cfg.Rcvbuf, hdrBytes: uint32(max(cfg.HdrBytes, 0)), obs: cfg.Observer, verifyCsum: cfg.VerifyCsum}
+		hdrBytes: uint32(max(cfg.HdrBytes, 0)), obs: cfg.Observer, verifyCsum: cfg.VerifyCsum}
 	if st.deferMax <= 0 {
 		st.deferMax = DeferMax
 	}
@@ -208,6 +225,11 @@ func NewStack(s *sim.Sim, net *softnet.Softnet, pool *Pool, rel Releaser, cfg St
 	st.deferred = make([][]ID, n)
 	st.ipiSent = make([]bool, n)
 	st.rmem = make([]uint64, n)
+	st.rcvbuf = make([]int, n)
+	st.copied = make([]uint64, n)
+	for i := range st.rcvbuf {
+		st.rcvbuf[i] = cfg.Rcvbuf
+	}
 	for i := 0; i < n; i++ {
 		st.sockq[i] = make([]ID, 0, 256)
 		st.deferred[i] = make([]ID, 0, st.deferMax)
@@ -319,7 +341,7 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 		// tcp_rcv_established .. tcp_data_queue.
 		c.Charge(sim.SymTCPV4Rcv, c.Costs().TCPRcv)
 	}
-	if len(q) >= SocketQueueLimit || (st.rcvbuf > 0 && st.rmem[target] > uint64(st.rcvbuf)) {
+	if len(q) >= SocketQueueLimit || (st.rcvbuf[target] > 0 && st.rmem[target] > uint64(st.rcvbuf[target])) {
 		st.c.SockDrops++ // a stream's sender learns of it from the next packet's report
 		return st.pool.Free(c, id, st.rel, Context{Softirq: true})
 	}
@@ -422,6 +444,7 @@ func (st *Stack) runApp(now sim.Time, arg uint64) {
 		if pay := uint64(s.Len) - min(uint64(s.Len), uint64(st.hdrBytes)*uint64(s.Segs)); pay > 0 {
 			c.Charge(sim.SymCopyToUser, sim.Duration((pay+63)/64*uint64(c.Costs().CopyUser64)))
 			st.c.AppBytes += pay
+			st.copied[cpu] += pay
 		}
 		st.rmem[cpu] -= min(st.rmem[cpu], uint64(s.Truesize)+StructTruesize)
 		if st.deferFree && int(s.AllocCPU) != cpu && st.attemptDeferFree(c, id, int(s.AllocCPU)) {

@@ -784,3 +784,59 @@ func ScalingRatio(len, truesize int) int {
 	}
 	return max(1, len<<RmemToWinScale/truesize)
 }
+
+// DefaultScalingRatioHalf is TCP_DEFAULT_SCALING_RATIO from 6.10: half of
+// a socket's memory taken as payload before it has measured a packet.
+const DefaultScalingRatioHalf = 1 << (RmemToWinScale - 1)
+
+// SpaceFromWin is tcp_space_from_win: the socket memory a window of win
+// bytes needs, the inverse of WinFromSpace.
+func SpaceFromWin(win, ratio int, scaling bool) int {
+	if win <= 0 {
+		return 0
+	}
+	if scaling {
+		return int((int64(win) << RmemToWinScale) / int64(max(ratio, 1)))
+	}
+	return win << 1
+}
+
+// RcvWindow is a receiving socket's window state after the handshake
+// (tcp_select_initial_window, tcp_init_buffer_space): the window its
+// SYN-ACK offered, window_clamp, rcv_ssthresh and rcvq_space.space, in
+// bytes.
+type RcvWindow struct {
+	RcvWnd, Clamp, Ssthresh, Space int
+}
+
+// InitialRcvWindow is RcvWindow for a socket with sk_rcvbuf rcvbuf and
+// advmss mss, whose memory counts at the default ratio: the SYN-ACK
+// offers the full space rounded down to whole segments, at most 65535
+// (unscaled); window_clamp keeps one segment in reserve (tcp_app_win 31:
+// "force reservation of one segment"); rcv_ssthresh starts at the
+// window; a round trip's reads must pass 10 segments before the buffer
+// grows.
+func InitialRcvWindow(rcvbuf, mss, ratio int, scaling bool) RcvWindow {
+	full := WinFromSpace(rcvbuf, ratio, scaling)
+	space := full
+	if space > mss {
+		space -= space % mss
+	}
+	w := RcvWindow{RcvWnd: min(space, 65535), Clamp: full}
+	if w.Clamp > 2*mss && w.Clamp+mss > full {
+		w.Clamp = max(2*mss, full-mss)
+	}
+	w.Ssthresh = min(w.RcvWnd, w.Clamp)
+	w.Space = min(w.Ssthresh, w.RcvWnd, InitCwnd*mss)
+	return w
+}
+
+// DefaultRatio is TCP_DEFAULT_SCALING_RATIO on a kernel that scales by
+// the measured ratio (scaling, 6.6+): 1200 bytes in SKB_TRUESIZE(4096)
+// until 6.9, half from 6.10 (half).
+func DefaultRatio(half bool) int {
+	if half {
+		return DefaultScalingRatioHalf
+	}
+	return DefaultScalingRatio
+}

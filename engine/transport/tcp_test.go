@@ -370,3 +370,29 @@ func TestEventsMergeWhenFull(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// tcp_select_initial_window and tcp_init_buffer_space for a receiver
+// with sk_rcvbuf at tcp_rmem[1] (131072), as read at 6.1.190, 6.6.9 and
+// 6.12 (FIDELITY N7): the SYN-ACK offers the buffer's window in whole
+// segments; window_clamp keeps a segment in reserve; rcv_ssthresh starts
+// at it; and a round trip's reads must pass 10 segments before the
+// buffer grows. 6.6 to 6.9 count the memory at 65/256 before measuring a
+// packet, so they start at half the window of the kernels around them.
+func TestInitialRcvWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		mss, ratio int
+		scaling    bool
+		want       RcvWindow
+	}{
+		{"6.1 (half of the buffer)", 1448, 0, false, RcvWindow{RcvWnd: 65160, Clamp: 64088, Ssthresh: 64088, Space: 14480}},
+		{"6.12 (ratio 128)", 1448, DefaultRatio(true), true, RcvWindow{RcvWnd: 65160, Clamp: 64088, Ssthresh: 64088, Space: 14480}},
+		{"6.6 (ratio 65)", 1448, DefaultRatio(false), true, RcvWindow{RcvWnd: 31856, Clamp: 31832, Ssthresh: 31832, Space: 14480}},
+		{"6.6, MTU 9000", 8948, DefaultRatio(false), true, RcvWindow{RcvWnd: 26844, Clamp: 24332, Ssthresh: 24332, Space: 24332}},
+		{"6.12, MTU 9000", 8948, DefaultRatio(true), true, RcvWindow{RcvWnd: 62636, Clamp: 56588, Ssthresh: 56588, Space: 56588}},
+	} {
+		assert.Equal(t, tc.want, InitialRcvWindow(131072, tc.mss, tc.ratio, tc.scaling), tc.name)
+	}
+	assert.Equal(t, 131072, SpaceFromWin(65536, DefaultRatio(true), true), "tcp_space_from_win inverts tcp_win_from_space")
+	assert.Equal(t, 131072, SpaceFromWin(65536, 0, false))
+}
