@@ -266,6 +266,60 @@ func TestReceiveBufLengthChecks(t *testing.T) {
 	}
 }
 
+// TestDriverPutsAreDirect is FIDELITY row P1: the page_pool series for
+// virtio_net give a buffer the driver drops or copies out of in its NAPI
+// poll back through virtnet_put_page(rq, page, true), allow_direct (the
+// alloc cache when it is the page's last reference); only
+// virtnet_rq_free_buf (a runt) passes false. Before, every driver-side
+// put but XDP_DROP's was a plain softirq put, the ptr_ring until 6.5.
+func TestDriverPutsAreDirect(t *testing.T) {
+	fixed := func(n uint32) func(rxBuf) uint32 { return func(rxBuf) uint32 { return n } }
+	for _, tc := range []struct {
+		name      string
+		mode      string
+		length    func(b rxBuf) uint32
+		numBufs   uint16
+		direct    bool
+		delivered uint64
+	}{
+		{"small over GOOD_PACKET_LEN (receive_small's err)", scenario.ModeSmall, fixed(HdrLen + GoodPacketLen + 1), 0, true, 0},
+		{"mergeable over truesize (err_skb)", scenario.ModeMergeable, func(b rxBuf) uint32 { return b.truesize + 1 }, 1, true, 0},
+		{"mergeable copied whole (page_to_free)", scenario.ModeMergeable, fixed(HdrLen + 60), 1, true, 1},
+		{"runt (virtnet_rq_free_buf)", scenario.ModeMergeable, fixed(HdrLen + EthHlen - 1), 1, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(tc.mode, 16)
+			cfg.BufferSource, cfg.Premapped, cfg.VirtioNetPagePool = scenario.SourcePagePool, true, true
+			r := newRig(t, cfg, rigOpts{})
+			r.run(0)
+			rq := r.rq()
+			head, ok := rq.VQ.DevicePop()
+			require.True(t, ok)
+			var b rxBuf
+			for _, p := range r.posted() {
+				if p.head == head {
+					b = p
+				}
+			}
+			if tc.numBufs > 0 {
+				h := device.VirtioNetHdr{NumBuffers: tc.numBufs}
+				h.Put(rq.Dev.Window(head))
+			}
+			rq.VQ.DevicePushUsed(uint32(head), tc.length(b))
+			r.irq()
+			r.run(sim.Time(sim.Millisecond))
+			require.Equal(t, uint64(1), rq.Stats.Packets)
+			assert.Equal(t, tc.delivered, r.stack.Counters().Delivered)
+			require.Equal(t, 1, r.rel.poolPuts, "the buffer's page went back to its pool once")
+			if tc.direct {
+				assert.Equal(t, 1, r.rel.direct, "virtnet_put_page(rq, page, true)")
+				return
+			}
+			assert.Zero(t, r.rel.direct, "virtnet_rq_free_buf: allow_direct false")
+		})
+	}
+}
+
 // TestRefillWhenHalfFree holds virtnet_receive's refill: after the
 // receive loop, try_fill_recv runs only when more than half of
 // min(budget, ring size) entries are free, and then fills the ring.

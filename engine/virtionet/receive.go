@@ -37,6 +37,18 @@ func (rq *RQ) release(page mem.PageID, pool bool, ctx skb.Context) {
 	}
 }
 
+// putPage is virtnet_put_page(rq, page, true): a buffer the driver drops or
+// copies out of in its NAPI poll goes back with allow_direct, into the
+// alloc cache of the queue's page_pool (__page_pool_put_page's
+// allow_direct && in_softirq()), whatever the kernel's NAPI-local rules.
+// Both page_pool series for virtio_net pass true on every receive path
+// (page_to_skb's page_to_free, receive_small's and receive_mergeable's
+// errors, mergeable_buf_free, xdp_linearize_page, skb_can_coalesce); only
+// virtnet_rq_free_buf (a runt, a buffer never used) and a failed
+// virtqueue_add_inbuf_ctx pass false. A page_frag page is put_page either
+// way.
+func (rq *RQ) putPage(page mem.PageID, pool bool) { rq.release(page, pool, directCtx) }
+
 // getBuf is virtqueue_get_buf_ctx plus what the driver keeps of the
 // buffer; the DMA mapping is undone (ring mode) or synced for the CPU
 // (premapped).
@@ -132,7 +144,7 @@ func (rq *RQ) receiveSmall(b *rxBuf, length uint32, ctx uint64) {
 	if n > GoodPacketLen {
 		rq.Stats.LengthErrors++
 		rq.Stats.Drops++
-		rq.release(b.page, b.pool, softirqCtx)
+		rq.putPage(b.page, b.pool)
 		return
 	}
 	if rq.d.xdpEnabled {
@@ -168,7 +180,7 @@ func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 		if rq.xdpNFrags > 0 {
 			rq.putXDPFrags()
 		}
-		rq.release(b.page, b.pool, softirqCtx)
+		rq.putPage(b.page, b.pool)
 		return
 	}
 	s := env.SKBs.Get(id)
@@ -270,7 +282,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 		}
 		if n > ts-uint32(skbDataAlign(int(hr+tr))) {
 			rq.Stats.LengthErrors++
-			rq.release(nb.page, nb.pool, softirqCtx)
+			rq.putPage(nb.page, nb.pool)
 			rq.d.fail(skbs.Free(c, id, rq.d.env.Releaser, softirqCtx))
 			rq.errSKB(&rxBuf{page: mem.NoPage}, numBuf-1)
 			return
@@ -284,7 +296,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 			nid := skbs.Alloc(c.ID, rq.Index, c.Now())
 			if nid == skb.NoSKB {
 				// err_skb: this buffer, the skb and the buffers left.
-				rq.release(nb.page, nb.pool, softirqCtx)
+				rq.putPage(nb.page, nb.pool)
 				rq.d.fail(skbs.Free(c, id, rq.d.env.Releaser, softirqCtx))
 				rq.errSKB(&rxBuf{page: mem.NoPage}, numBuf)
 				return
@@ -305,7 +317,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 			// skb_coalesce_rx_frag: the frag already holds a reference.
 			rq.Stats.Coalesced++
 			cs.Coalesce(n, ts)
-			rq.release(nb.page, nb.pool, softirqCtx)
+			rq.putPage(nb.page, nb.pool)
 			continue
 		}
 		cs.AddFrag(nb.page, nb.off, n, ts) // below MAX_SKB_FRAGS: cannot fail
@@ -320,7 +332,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 // numBuf-1 that follow.
 func (rq *RQ) errSKB(b *rxBuf, numBuf int) {
 	if b.page != mem.NoPage {
-		rq.release(b.page, b.pool, softirqCtx)
+		rq.putPage(b.page, b.pool)
 	}
 	rq.consumeRest(numBuf, false)
 	rq.Stats.Drops++
@@ -345,7 +357,7 @@ func (rq *RQ) consumeRest(numBuf int, copied bool) uint32 {
 			c.Charge(sim.SymReceiveMergeable, memcpyCost(c, n))
 		}
 		total += n
-		rq.release(nb.page, nb.pool, softirqCtx)
+		rq.putPage(nb.page, nb.pool)
 	}
 	return total
 }
@@ -393,7 +405,7 @@ func (rq *RQ) pageToSKB(b *rxBuf, length, truesize, headroom uint32) skb.ID {
 	} else {
 		rq.Stats.Copied++
 		s.Tailroom = uint16(GoodCopyLen - cp) // the whole packet in the GOOD_COPY_LEN head
-		rq.release(b.page, b.pool, softirqCtx)
+		rq.putPage(b.page, b.pool)
 	}
 	return id
 }

@@ -108,7 +108,7 @@ func (rq *RQ) xdpDrop(b *rxBuf) {
 			return
 		}
 	}
-	rq.release(b.page, b.pool, directCtx)
+	rq.putPage(b.page, b.pool)
 }
 
 var directCtx = skb.Context{Softirq: true, Direct: true}
@@ -118,7 +118,7 @@ var directCtx = skb.Context{Softirq: true, Direct: true}
 func (rq *RQ) putXDPFrags() {
 	for i := range rq.xdpFrags[:rq.xdpNFrags] {
 		fr := &rq.xdpFrags[i]
-		rq.release(fr.page, fr.pool, directCtx)
+		rq.putPage(fr.page, fr.pool)
 	}
 	rq.xdpNFrags = 0
 }
@@ -237,7 +237,7 @@ func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int)
 			if n+XDPHeadroom+ShinfoSize > mem.PageSize {
 				rq.Stats.XDPDrops++
 				rq.Stats.Drops++
-				rq.release(b.page, b.pool, softirqCtx)
+				rq.putPage(b.page, b.pool)
 				return
 			}
 		}
@@ -275,7 +275,7 @@ func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int)
 // numBuf-1 buffers still in the ring are freed (mergeable_buf_free), the
 // packet counted as an XDP drop.
 func (rq *RQ) xdpErr(b *rxBuf, numBuf int) {
-	rq.release(b.page, b.pool, softirqCtx)
+	rq.putPage(b.page, b.pool)
 	rq.consumeRest(numBuf, false)
 	rq.Stats.XDPDrops++
 	rq.Stats.Drops++
@@ -304,7 +304,7 @@ func (rq *RQ) buildXDPFrags(numBuf int) int {
 		}
 		if n > ts-uint32(skbDataAlign(int(hr+tr))) || ts > mem.PageSize {
 			rq.Stats.LengthErrors++
-			rq.release(fr.page, fr.pool, softirqCtx)
+			rq.putPage(fr.page, fr.pool)
 			return numBuf
 		}
 		fr.len, fr.truesize = n, ts
