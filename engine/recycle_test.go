@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/engine/kernel"
 	"ringlab/engine/mem"
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
@@ -324,5 +325,31 @@ func TestMultiBufferXDPDoesNotAllocate(t *testing.T) {
 			})
 			assert.Zero(t, allocs)
 		})
+	}
+}
+
+// TestCoalescePPRuleByKernel dates skb_try_coalesce's page_pool rule
+// (FIDELITY row C1): none before 5.14, pp_recycle must match from 5.14, a
+// cloned page_pool skb only into a plain one from 5.18 (1effe8ca4e34),
+// never from 6.3 (0646dc31ca88), and the match alone again from 6.8
+// (skb_pp_frag_ref, f7dc3248dcfb).
+func TestCoalescePPRuleByKernel(t *testing.T) {
+	for _, tc := range []struct {
+		kernel string
+		want   skb.CoalescePP
+	}{
+		{"5.10", skb.CoalescePPAny},
+		{"5.15", skb.CoalescePPMatch},
+		{"5.17", skb.CoalescePPMatch},
+		{"5.18", skb.CoalescePPClonedToPlain},
+		{"6.2", skb.CoalescePPClonedToPlain},
+		{"6.3", skb.CoalescePPNoClone},
+		{"6.6", skb.CoalescePPNoClone},
+		{"6.8", skb.CoalescePPMatch},
+		{"7.0", skb.CoalescePPMatch},
+	} {
+		v, err := kernel.Parse(tc.kernel)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, coalescePPRule(v.Behaviours()), tc.kernel)
 	}
 }

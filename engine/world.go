@@ -121,6 +121,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 	w.Pools.SetKernel(pagepool.Kernel{LockedRefill: !s.Behaviours().PtrRingLocklessConsume})
 	inflight := s.Queues*(s.RingSize+s.TxRingSize) + skb.SocketQueueLimit*s.CPUs + 4096
 	w.SKBs = skb.NewPool(inflight)
+	w.SKBs.SetCoalescePP(coalescePPRule(s.Behaviours()))
 	w.Frames = xdp.NewFramePool(inflight + 16384*s.CPUs)
 	if s.Traffic.Stream() != "" {
 		w.Frames.TrackSeqs() // the receiver reports each frame's number
@@ -595,4 +596,20 @@ func sortedKeys(m map[string]int64) []string {
 		}
 	}
 	return out
+}
+
+// coalescePPRule is skb_try_coalesce's page_pool rule at the kernel's
+// version (skb.CoalescePP).
+func coalescePPRule(b kernel.Behaviours) skb.CoalescePP {
+	switch {
+	case !b.CoalescePPRecycle:
+		return skb.CoalescePPAny
+	case b.CoalescePPFragRef:
+		return skb.CoalescePPMatch
+	case b.CoalesceNoClonedPP:
+		return skb.CoalescePPNoClone
+	case b.CoalesceClonedPPToPlain:
+		return skb.CoalescePPClonedToPlain
+	}
+	return skb.CoalescePPMatch
 }

@@ -119,6 +119,21 @@ type Behaviours struct {
 	// DIV_ROUND_UP(mtu, PAGE_SIZE) pages, not MAX_SKB_FRAGS
 	// (virtnet_set_big_packets, 6.1).
 	BigPacketsSizedToMTU bool
+	// CoalescePPRecycle: skb_try_coalesce refuses to merge a page_pool
+	// skb with another kind (to->pp_recycle != from->pp_recycle,
+	// 6a5bcd84e886, 5.14).
+	CoalescePPRecycle bool
+	// CoalesceClonedPPToPlain: a cloned page_pool skb may be coalesced
+	// into a plain skb, not into a page_pool one (to->pp_recycle !=
+	// (from->pp_recycle && !skb_cloned(from)), 1effe8ca4e34, 5.18).
+	CoalesceClonedPPToPlain bool
+	// CoalesceNoClonedPP: a cloned page_pool skb is never coalesced
+	// (from->pp_recycle && skb_cloned(from) refuses, 0646dc31ca88, 6.3).
+	CoalesceNoClonedPP bool
+	// CoalescePPFragRef: a cloned page_pool skb is coalesced into a
+	// page_pool one again, its frags taking page_pool references for the
+	// clone (skb_pp_frag_ref, f7dc3248dcfb, 6.8).
+	CoalescePPFragRef bool
 	// PtrRingLocklessConsume: page_pool's refill consumes its ptr_ring
 	// without the consumer lock (__ptr_ring_consume in
 	// page_pool_refill_alloc_cache, 5.17).
@@ -275,10 +290,13 @@ func Changes() []Change {
 		{Name: "CpumapLocklessConsume", From: Version{Major: 4, Minor: 15}, Off: Version{Major: 5, Minor: 2}, On: Version{Major: 5, Minor: 9}, What: "the cpumap kthread consumes its ptr_ring without the consumer lock", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
 		{Name: "XDPClearsGuestCsum", From: Version{Major: 5, Minor: 0}, What: "attaching XDP needs CTRL_GUEST_OFFLOADS when GUEST_CSUM is negotiated, and turns GUEST_CSUM off: passed packets are checksummed in software", Function: "virtnet_xdp_set (drivers/net/virtio_net.c)"},
 		{Name: "PageToSKBBuild", From: Version{Major: 5, Minor: 13}, What: "page_to_skb builds the skb around the buffer when the packet leaves room for skb_shared_info", Function: "page_to_skb (drivers/net/virtio_net.c)"},
+		{Name: "CoalescePPRecycle", From: Version{Major: 5, Minor: 14}, What: "skb_try_coalesce refuses to merge a page_pool skb with another kind", Function: "skb_try_coalesce (net/core/skbuff.c)"},
 		{Name: "PtrRingLocklessConsume", From: Version{Major: 5, Minor: 17}, What: "page_pool's refill consumes its ptr_ring without the consumer lock", Function: "page_pool_refill_alloc_cache (net/core/page_pool.c)"},
+		{Name: "CoalesceClonedPPToPlain", From: Version{Major: 5, Minor: 18}, What: "a cloned page_pool skb may be coalesced into a plain skb, not into a page_pool one", Function: "skb_try_coalesce (net/core/skbuff.c)"},
 		{Name: "TCPDeferFree", From: Version{Major: 5, Minor: 19}, What: "TCP frees a remote skb on the CPU that allocated it", Function: "skb_attempt_defer_free (net/core/skbuff.c)"},
 		{Name: "PCPFreeHigh", From: Version{Major: 5, Minor: 19}, What: "a free-only CPU sends high-order pages to the buddy under zone->lock", Function: "free_unref_page_commit (mm/page_alloc.c)"},
 		{Name: "BigPacketsSizedToMTU", From: Version{Major: 6, Minor: 1}, What: "big-mode buffers without guest GSO hold DIV_ROUND_UP(mtu, PAGE_SIZE) pages", Function: "virtnet_set_big_packets (drivers/net/virtio_net.c)"},
+		{Name: "CoalesceNoClonedPP", From: Version{Major: 6, Minor: 3}, What: "a cloned page_pool skb is never coalesced", Function: "skb_try_coalesce (net/core/skbuff.c)"},
 		{Name: "CpumapSKBRecycle", From: Version{Major: 6, Minor: 4}, What: "skbs built from page_pool xdp_frames are marked for recycling", Function: "__xdp_build_skb_from_frame (net/core/xdp.c)"},
 		{Name: "NetRxActionRestart", From: Version{Major: 6, Minor: 4}, What: "net_rx_action polls the instances scheduled while it ran before it returns", Function: "net_rx_action (net/core/dev.c)"},
 		{Name: "NAPILocalSKB", From: Version{Major: 6, Minor: 5}, What: "skbs freed in NAPI (napi_safe) on the CPU that has the pool's NAPI scheduled recycle into the alloc cache", Function: "page_pool_return_skb_page (net/core/page_pool.c)"},
@@ -288,6 +306,7 @@ func Changes() []Change {
 		{Name: "PageFragPremap", From: Version{Major: 6, Minor: 6}, Off: Version{Major: 6, Minor: 11}, On: Version{Major: 6, Minor: 13}, OffByDefault: true, What: "virtio_net premaps each page_frag block once for DMA", Function: "virtnet_rq_alloc (drivers/net/virtio_net.c)"},
 		{Name: "TCPScalingRatio", From: Version{Major: 6, Minor: 6}, What: "the receive window is free socket memory scaled by the payload-to-truesize ratio measured, not half of it", Function: "tcp_win_from_space (include/net/tcp.h)"},
 		{Name: "PCPFreeCount", From: Version{Major: 6, Minor: 7}, What: "free_high counts the pages freed since the last allocation and needs the previous free to be high-order too", Function: "free_unref_page_commit (mm/page_alloc.c)"},
+		{Name: "CoalescePPFragRef", From: Version{Major: 6, Minor: 8}, What: "a cloned page_pool skb is coalesced into a page_pool one, its frags taking page_pool references", Function: "skb_pp_frag_ref (net/core/skbuff.c)"},
 		{Name: "NAPILocalAll", From: Version{Major: 6, Minor: 10}, What: "every page_pool put checks NAPI locality, xdp_return_frame and bulk returns included", Function: "page_pool_napi_local (net/core/page_pool.c)"},
 		{Name: "XDPKeepsDataValid", From: Version{Major: 6, Minor: 10}, What: "a device's DATA_VALID survives the XDP program: the driver saves the header's flags before it runs", Function: "receive_buf (drivers/net/virtio_net.c)"},
 		{Name: "TCPDefaultRatioHalf", From: Version{Major: 6, Minor: 10}, What: "a TCP socket that has measured no packet takes half its memory as payload (TCP_DEFAULT_SCALING_RATIO), not 1200 bytes in a 4 KiB page's truesize", Function: "tcp_win_from_space (include/net/tcp.h)"},
@@ -325,6 +344,14 @@ func (v Version) Behaviours() Behaviours {
 			b.PageToSKBBuild = true
 		case "BigPacketsSizedToMTU":
 			b.BigPacketsSizedToMTU = true
+		case "CoalescePPRecycle":
+			b.CoalescePPRecycle = true
+		case "CoalesceClonedPPToPlain":
+			b.CoalesceClonedPPToPlain = true
+		case "CoalesceNoClonedPP":
+			b.CoalesceNoClonedPP = true
+		case "CoalescePPFragRef":
+			b.CoalescePPFragRef = true
 		case "PtrRingLocklessConsume":
 			b.PtrRingLocklessConsume = true
 		case "TCPDeferFree":

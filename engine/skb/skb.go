@@ -94,11 +94,13 @@ type Pool struct {
 	live    int
 	chained int // live skbs that sit on another skb's frag_list
 	max     int
+	// coalescePP is the kernel's page_pool rule for TryCoalesce.
+	coalescePP CoalescePP
 }
 
 // NewPool returns a pool of n skbs.
 func NewPool(n int) *Pool {
-	p := &Pool{skbs: make([]SKB, n), max: n}
+	p := &Pool{skbs: make([]SKB, n), max: n, coalescePP: CoalescePPMatch}
 	for i := range p.skbs {
 		p.skbs[i].Head = mem.NoPage
 		p.skbs[i].next = ID(i + 1)
@@ -329,12 +331,55 @@ const (
 	CoalescedFrags
 )
 
+// CoalescePP is skb_try_coalesce's rule for page_pool skbs
+// (skb->pp_recycle), which the kernel changed four times; read at 5.12,
+// 5.15, 5.17-rc5, 5.19, 6.2, 6.3, 6.4 and 6.8.
+type CoalescePP uint8
+
+// The rules, oldest first.
+const (
+	// CoalescePPAny: before 5.14 there is no pp_recycle to compare.
+	CoalescePPAny CoalescePP = iota
+	// CoalescePPMatch: to->pp_recycle != from->pp_recycle refuses
+	// (6a5bcd84e886, 5.14). From 6.8 the rule again, a cloned page_pool
+	// from's frags taking page_pool references (skb_pp_frag_ref,
+	// f7dc3248dcfb).
+	CoalescePPMatch
+	// CoalescePPClonedToPlain: to->pp_recycle != (from->pp_recycle &&
+	// !skb_cloned(from)) refuses: a cloned page_pool skb may go into a
+	// plain one (its frags then counted by page references), not into a
+	// page_pool one (1effe8ca4e34, 5.18).
+	CoalescePPClonedToPlain
+	// CoalescePPNoClone: a cloned page_pool skb is never coalesced
+	// (to->pp_recycle != from->pp_recycle || (from->pp_recycle &&
+	// skb_cloned(from)), 0646dc31ca88, 6.3, until 6.8).
+	CoalescePPNoClone
+)
+
+// SetCoalescePP sets the kernel's page_pool rule for TryCoalesce; a new
+// pool has CoalescePPMatch.
+func (p *Pool) SetCoalescePP(r CoalescePP) { p.coalescePP = r }
+
+// ppRefuses is skb_try_coalesce's page_pool test under p's rule.
+func (p *Pool) ppRefuses(t, f *SKB) bool {
+	switch p.coalescePP {
+	case CoalescePPAny:
+		return false
+	case CoalescePPClonedToPlain:
+		return t.PPRecycle != (f.PPRecycle && !f.Cloned)
+	case CoalescePPNoClone:
+		return t.PPRecycle != f.PPRecycle || (f.PPRecycle && f.Cloned)
+	}
+	return t.PPRecycle != f.PPRecycle
+}
+
 // TryCoalesce is skb_try_coalesce(to, from) as tcp_try_coalesce calls it
 // when tcp_queue_rcv queues in-order data behind the tail skb of a
 // socket's receive queue (net/core/skbuff.c, net/ipv4/tcp_input.c, 6.x):
 //
-//   - never into a cloned tail (skb_cloned(to)), nor between a page_pool
-//     skb and another (pp_recycle differs);
+//   - never into a cloned tail (skb_cloned(to)), nor where the kernel's
+//     page_pool rule refuses (CoalescePP: from 5.14, never between a
+//     page_pool skb and another);
 //   - data that fits the tail's linear room is copied there, the new skb
 //     freed (delta truesize 0);
 //   - otherwise, neither may have a frag_list; a head that is a page
@@ -350,9 +395,16 @@ const (
 // bytes with Tailroom (the kernel compares payload after the headers are
 // pulled). The caller charges the cost. from is consumed unless the
 // result is NotCoalesced; its frees run in ctx.
+//
+// The engine's clone is a packet socket's that it keeps (Stack.SetSocket
+// clones every skb), so a cloned from always meets a cloned tail and the
+// rules on a cloned page_pool from never decide in a world; the engine
+// moves a cloned from's frags with the references it holds, where the
+// kernel takes more (get_page, or page_pool references from 6.8) for the
+// clone that keeps them.
 func (p *Pool) TryCoalesce(c *sim.CPU, to, from ID, r Releaser, ctx Context) (Coalesced, error) {
 	t, f := &p.skbs[to], &p.skbs[from]
-	if t.Cloned || t.PPRecycle != f.PPRecycle {
+	if t.Cloned || p.ppRefuses(t, f) {
 		return NotCoalesced, nil
 	}
 	if t.NrFrags == 0 && t.FragList == NoSKB && f.Len <= uint32(t.Tailroom) {

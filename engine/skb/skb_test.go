@@ -1,6 +1,7 @@
 package skb
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 
@@ -171,6 +172,50 @@ func TestTryCoalesce(t *testing.T) {
 		assert.Equal(t, uint32(128), p.Get(to).Truesize, "delta truesize 0")
 		assert.Equal(t, 1, p.Live(), "the copied skb is freed")
 	})
+}
+
+// TestTryCoalescePagePoolRules is FIDELITY row C1: skb_try_coalesce's
+// page_pool rule at each kernel (skb.CoalescePP), for every mix of a
+// page_pool or plain tail and a page_pool or plain, cloned or not, new
+// skb whose frags alone are moved (its head holds only pulled headers).
+func TestTryCoalescePagePoolRules(t *testing.T) {
+	type mix struct{ toPP, fromPP, fromCloned bool }
+	all := []mix{
+		{false, false, false}, {false, false, true}, {false, true, false}, {false, true, true},
+		{true, false, false}, {true, false, true}, {true, true, false}, {true, true, true},
+	}
+	for _, tc := range []struct {
+		rule CoalescePP
+		name string
+		ok   func(m mix) bool
+	}{
+		{CoalescePPAny, "before 5.14", func(mix) bool { return true }},
+		{CoalescePPMatch, "5.14, 6.8", func(m mix) bool { return m.toPP == m.fromPP }},
+		{CoalescePPClonedToPlain, "5.18", func(m mix) bool { return m.toPP == (m.fromPP && !m.fromCloned) }},
+		{CoalescePPNoClone, "6.3", func(m mix) bool { return m.toPP == m.fromPP && !(m.fromPP && m.fromCloned) }},
+	} {
+		for _, m := range all {
+			t.Run(fmt.Sprintf("%s/to_pp=%v,from_pp=%v,cloned=%v", tc.name, m.toPP, m.fromPP, m.fromCloned), func(t *testing.T) {
+				p := NewPool(2)
+				p.SetCoalescePP(tc.rule)
+				to, from := p.Alloc(0, 0, 0), p.Alloc(0, 0, 0)
+				ts, fs := p.Get(to), p.Get(from)
+				require.True(t, ts.AddFrag(1, 0, 1448, 2048))
+				require.True(t, fs.AddFrag(2, 0, 1448, 2048))
+				ts.Len, ts.Truesize, ts.PPRecycle = 1448, 2048, m.toPP
+				fs.Len, fs.Truesize, fs.PPRecycle, fs.Cloned = 1448, 2048, m.fromPP, m.fromCloned
+				how, err := p.TryCoalesce(nil, to, from, &countingReleaser{}, Context{})
+				require.NoError(t, err)
+				if tc.ok(m) {
+					assert.Equal(t, CoalescedFrags, how)
+					assert.Equal(t, uint8(2), p.Get(to).NrFrags)
+					return
+				}
+				assert.Equal(t, NotCoalesced, how, "skb_try_coalesce refuses")
+				assert.Equal(t, 2, p.Live())
+			})
+		}
+	}
 }
 
 // TestSKBHeaderFitsALine: the fields before Frags, all that building and
