@@ -11,25 +11,30 @@
 // it early; CUBIC's growth while the window is what holds the sender
 // (tcp_is_cwnd_limited); on a loss found by duplicate ACKs, one reduction
 // to beta = 0.7 of the window per recovery, spread over the recovery by
-// PRR (tcp_cwnd_reduction); a tail loss probe (RACK-TLP) when the ACKs
-// stop; and a retransmission timeout from tcp_rtt_estimator's srtt and
-// rttvar, at least TCP_RTO_MIN past the srtt. Pacing, TSO autosizing and
-// RACK's reordering window are left out; docs/scenario.md lists the
-// simplifications.
+// PRR (tcp_cwnd_reduction); losses marked by RACK, after its reordering
+// window (tcp_rack_detect_loss); a tail loss probe (RACK-TLP) when the
+// ACKs stop; and a retransmission timeout from tcp_rtt_estimator's srtt
+// and rttvar, at least TCP_RTO_MIN past the srtt. Pacing and TSO
+// autosizing are left out; docs/scenario.md lists the simplifications.
 package transport
 
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"ringlab/engine/sim"
 )
 
 // Constants of the Linux TCP stack (include/net/tcp.h).
 const (
-	InitCwnd = 10                    // TCP_INIT_CWND
-	RTOMin   = 200 * sim.Millisecond // TCP_RTO_MIN
-	RTOMax   = 120 * sim.Second      // TCP_RTO_MAX
+	InitCwnd = 10 // TCP_INIT_CWND
+	// DupThresh is tp->reordering at its default, TCP_FASTRETRANS_THRESH
+	// (sysctl_tcp_reordering): with this many segments SACKed past a
+	// hole, RACK marks it lost without waiting (tcp_rack_reo_wnd).
+	DupThresh = 3
+	RTOMin    = 200 * sim.Millisecond // TCP_RTO_MIN
+	RTOMax    = 120 * sim.Second      // TCP_RTO_MAX
 	// Jiffy is the timer tick at HZ=1000, the default of TCPConfig.Jiffy:
 	// the granularity of TCP's retransmission and loss probe timers.
 	Jiffy = sim.Millisecond
@@ -82,7 +87,6 @@ type evKind uint8
 
 const (
 	evAck    evKind = iota // segs delivered: the ACK reaches the sender
-	evLoss                 // segs lost: duplicate ACKs reveal it
 	evWindow               // the receiver's window changed (a window update)
 )
 
@@ -156,6 +160,17 @@ type TCP struct {
 	// una is snd_una as the sender knows it: one past the last frame
 	// acknowledged.
 	una uint64
+	// RACK (tcp_rack_detect_loss): the segments of holes the reports
+	// revealed and RACK has not marked lost yet, when the first of them
+	// was sent, the segments SACKed past them (sacked_out), and when the
+	// reordering timer marks them lost (ICSK_TIME_REO_TIMEOUT).
+	rackSegs   int32
+	rackSent   sim.Time
+	rackSacked int
+	rackAt     sim.Time
+	// minRTT is tcp_min_rtt in us: the least RTT sample (the kernel keeps
+	// it over tcp_min_rtt_wlen, 300 s, longer than any run).
+	minRTT int64
 	// tcp_rtt_estimator's state, in us (srtt in 1/8 us), and rttSeq, the
 	// frame whose ACK ends the current round of rttvar's decay.
 	srtt, mdev, mdevMax, rttvar int64
@@ -232,7 +247,8 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 	// The handshake measured the path: the SYN-ACK's RTT sample
 	// (tcp_synack_rtt_meas) seeds srtt and the RTO; cubictcp_init starts
 	// HyStart's first round.
-	t.rttEstimator(max(1, int64(cfg.RTT/sim.Microsecond)))
+	t.minRTT = max(1, int64(cfg.RTT/sim.Microsecond))
+	t.rttEstimator(t.minRTT)
 	t.cc.hystartReset(0, 0)
 	return t, nil
 }
@@ -561,7 +577,8 @@ func (t *TCP) plan() {
 		} else {
 			t.validate(true)
 		}
-		if t.size == 0 {
+		next, pending := t.nextEvent()
+		if !pending {
 			if t.inflight > 0 {
 				// Nothing will come back unless the receiver reports
 				// something. RACK-TLP (tcp_schedule_loss_probe): after
@@ -581,10 +598,32 @@ func (t *TCP) plan() {
 			}
 			return
 		}
-		if at := t.ev[t.head].at; at > s {
-			s = at
+		if next > s {
+			s = next
 		}
 	}
+}
+
+// nextEvent is when the next report takes effect: the oldest event, or
+// RACK's reordering timer if it comes first.
+func (t *TCP) nextEvent() (at sim.Time, ok bool) {
+	if t.size > 0 {
+		at, ok = t.ev[t.head].at, true
+	}
+	if t.rackSegs > 0 && (!ok || t.rackAt <= at) {
+		at, ok = t.rackAt, true
+	}
+	return at, ok
+}
+
+// reoWnd is tcp_rack_reo_wnd on a path that never reorders (reord_seen
+// stays 0, reo_wnd_steps 1): none in recovery or once DupThresh segments
+// are SACKed past the hole, else min_rtt/4, at most srtt.
+func (t *TCP) reoWnd() sim.Duration {
+	if t.ca != caOpen || t.rackSacked >= DupThresh {
+		return 0
+	}
+	return sim.Duration(min(t.minRTT>>2, t.srtt>>3)) * sim.Microsecond
 }
 
 // timeout is tcp_retransmit_timer at time at: nothing came back for an
@@ -604,6 +643,7 @@ func (t *TCP) timeout(at sim.Time) {
 	t.cc.reset()
 	t.cc.hystartReset(int64(at.Sub(0)/sim.Microsecond), t.c.Frames)
 	t.expected = t.c.Frames
+	t.rackSegs = 0 // every segment out is lost, the holes' with them
 	t.progress = at
 	t.nextRTO = false
 }
@@ -630,9 +670,19 @@ func (t *TCP) rto() sim.Duration {
 	return min(t.baseRTO()<<min(t.backoff, 10), RTOMax) // 10 doublings of TCP_RTO_MIN pass TCP_RTO_MAX
 }
 
-// apply runs every event up to s, in time order.
+// apply runs every event up to s, in time order; RACK's marking of a
+// hole runs before an ACK of the same time (tcp_ack's
+// tcp_fastretrans_alert before tcp_cong_control).
 func (t *TCP) apply(s sim.Time) {
-	for t.size > 0 && t.ev[t.head].at <= s {
+	for {
+		if t.rackSegs > 0 && t.rackAt <= s && (t.size == 0 || t.rackAt <= t.ev[t.head].at) {
+			t.markLost(t.rackSegs)
+			t.rackSegs = 0
+			continue
+		}
+		if t.size == 0 || t.ev[t.head].at > s {
+			break
+		}
 		e := t.ev[t.head]
 		t.progress = e.at
 		t.head = (t.head + 1) % len(t.ev)
@@ -647,6 +697,7 @@ func (t *TCP) apply(s sim.Time) {
 			t.c.Acked += uint64(e.segs)
 			t.rwnd = int(e.wnd)
 			rtt := int64(e.at.Sub(t.sentAt[e.seq%MaxInFlight]) / sim.Microsecond)
+			t.minRTT = min(t.minRTT, max(1, rtt))
 			t.una = max(t.una, e.seq+1)
 			t.rttEstimator(max(1, rtt))
 			t.backoff = 0 // an RTT measured: tcp_ack_update_rtt resets icsk_backoff
@@ -665,21 +716,24 @@ func (t *TCP) apply(s sim.Time) {
 			t.updatePacingRate()
 		case evWindow:
 			t.rwnd = int(e.wnd)
-		case evLoss:
-			// Fast retransmit (tcp_enter_recovery): one reduction per
-			// recovery, to CUBIC's ssthresh; PRR spreads it over the ACKs
-			// that follow (tcp_init_cwnd_reduction).
-			if t.ca == caOpen {
-				t.c.FastRecovery++
-				t.ca, t.highSeq = caRecovery, t.c.Frames
-				t.cwndCnt = 0
-				t.priorCwnd, t.prrDelivered, t.prrOut = t.cwnd, 0, 0
-				t.ssthresh = int(t.cc.recalcSsthresh(uint32(t.cwnd)))
-			}
-			t.drop(int(e.segs))
 		}
 	}
 	t.clock = max(t.clock, s)
+}
+
+// markLost is RACK marking segs segments lost (tcp_mark_skb_lost) and
+// the fast retransmit that follows (tcp_enter_recovery): one reduction
+// per recovery, to CUBIC's ssthresh; PRR spreads it over the ACKs that
+// follow (tcp_init_cwnd_reduction).
+func (t *TCP) markLost(segs int32) {
+	if t.ca == caOpen {
+		t.c.FastRecovery++
+		t.ca, t.highSeq = caRecovery, t.c.Frames
+		t.cwndCnt = 0
+		t.priorCwnd, t.prrDelivered, t.prrOut = t.cwnd, 0, 0
+		t.ssthresh = int(t.cc.recalcSsthresh(uint32(t.cwnd)))
+	}
+	t.drop(int(segs))
 }
 
 // drop takes segs lost segments out of flight: they are sent again as
@@ -721,9 +775,12 @@ func (t *TCP) push(e event) {
 // Delivered reports that frame seq reached the receiving socket at time
 // at, which then advertised wnd bytes: the ACK reaches the sender half a
 // round trip later. Frames sent before seq and not reported were lost on
-// the way (the path keeps order): the duplicate ACKs this frame brings
-// tell the sender so. A report for a frame already given up on (taken as
-// lost at a timeout) only updates the window.
+// the way (the path keeps order): the SACK this frame's ACK brings shows
+// the hole, and RACK marks it lost once the frames sent after it have
+// had their round trip plus the reordering window (tcp_rack_detect_loss:
+// a lost frame's send time + rack.rtt + reo_wnd), at once in recovery or
+// with DupThresh segments SACKed past it. A report for a frame already
+// given up on (taken as lost at a timeout) only updates the window.
 func (t *TCP) Delivered(at sim.Time, seq uint64, wnd int) {
 	ackAt := at.Add(t.cfg.RTT / 2)
 	wnd = min(wnd, 1<<30)
@@ -737,7 +794,21 @@ func (t *TCP) Delivered(at sim.Time, seq uint64, wnd int) {
 			lost += t.sent[s%MaxInFlight]
 		}
 		t.c.LostFrames += seq - t.expected
-		t.push(event{at: ackAt, kind: evLoss, segs: lost})
+		if t.rackSegs == 0 {
+			t.rackSent, t.rackSacked, t.rackAt = t.sentAt[t.expected%MaxInFlight], 0, sim.Time(math.MaxInt64)
+		}
+		t.rackSegs += lost
+	}
+	if t.rackSegs > 0 {
+		// tcp_rack_advance then tcp_rack_detect_loss: rack.rtt is this
+		// frame's round trip, which ends at ackAt, so the oldest lost
+		// frame's time is up the gap between their sends before the
+		// reordering window ends. A later report may end the wait
+		// sooner, never later (the timer already armed fires).
+		t.rackSacked += int(t.sent[seq%MaxInFlight])
+		wait := t.reoWnd() - t.sentAt[seq%MaxInFlight].Sub(t.rackSent)
+		t.rackAt = min(t.rackAt, ackAt.Add(max(0, wait)))
+		t.haveNext, t.nextRTO, t.nextProbe = false, false, false // the plan may change
 	}
 	t.push(event{at: ackAt, seq: seq, kind: evAck, segs: t.sent[seq%MaxInFlight], wnd: int32(wnd)})
 	t.expected = seq + 1
