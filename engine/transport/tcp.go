@@ -14,8 +14,9 @@
 // PRR (tcp_cwnd_reduction); losses marked by RACK, after its reordering
 // window (tcp_rack_detect_loss); a tail loss probe (RACK-TLP) when the
 // ACKs stop; and a retransmission timeout from tcp_rtt_estimator's srtt
-// and rttvar, at least TCP_RTO_MIN past the srtt. Pacing and TSO
-// autosizing are left out; docs/scenario.md lists the simplifications.
+// and rttvar, at least TCP_RTO_MIN past the srtt. TSO packets are sized
+// by the pacing rate (tcp_tso_autosize); pacing itself is left out;
+// docs/scenario.md lists the simplifications.
 package transport
 
 import (
@@ -249,6 +250,7 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 	// HyStart's first round.
 	t.minRTT = max(1, int64(cfg.RTT/sim.Microsecond))
 	t.rttEstimator(t.minRTT)
+	t.updatePacingRate() // as the handshake's ACK leaves it (tcp_cong_control)
 	t.cc.hystartReset(0, 0)
 	return t, nil
 }
@@ -457,6 +459,33 @@ func (t *TCP) hystartAckDelay() int64 {
 	return min(1000, int64(GSOMaxSize)*4*1_000_000/t.pacingRate)
 }
 
+// Sizing a TSO packet (tcp_sk_init's defaults, sock.h).
+const (
+	minTSOSegs  = 2  // tcp_min_tso_segs
+	tsoRTTLog   = 9  // tcp_tso_rtt_log (5.18): 512 µs
+	pacingShift = 10 // sk_pacing_shift, SK_PACING_SHIFT: a millisecond's worth
+)
+
+// tsoSegs is tcp_tso_segs: the segments one TSO packet of the sender
+// carries (tcp_tso_autosize, 6.6): what the pacing rate sends in about a
+// millisecond (sk_pacing_rate >> sk_pacing_shift), plus GSO_MAX_SIZE
+// halved for each doubling of min_rtt past 512 µs (min_rtt >>
+// tcp_tso_rtt_log), at most gso_max_size, at least tcp_min_tso_segs; no
+// more than a frame may carry. On a LAN's round trip the second term
+// alone makes every TSO packet full; across a WAN the packets follow the
+// pacing rate, two segments at a 10 ms round trip's first window.
+func (t *TCP) tsoSegs() int {
+	if t.cfg.MaxSegs == 1 {
+		return 1
+	}
+	bytes := t.pacingRate >> pacingShift
+	if r := t.minRTT >> tsoRTTLog; r < 32 {
+		bytes += GSOMaxSize >> r
+	}
+	bytes = min(bytes, GSOMaxSize)
+	return min(max(int(bytes)/t.cfg.MSS, minTSOSegs), t.cfg.MaxSegs)
+}
+
 // updatePacingRate is tcp_update_pacing_rate: twice the window a round
 // trip in slow start's first half, 1.2 times after.
 func (t *TCP) updatePacingRate() {
@@ -568,7 +597,7 @@ func (t *TCP) plan() {
 		t.apply(s)
 		w, byRcv := t.window()
 		if room := w - t.inflight; room >= 1 && t.frames() < MaxInFlight {
-			segs := min(room, t.cfg.MaxSegs)
+			segs := min(room, t.tsoSegs())
 			t.next, t.nextSegs, t.haveNext = s.Add(t.cfg.RTT/2), segs, true
 			return
 		}

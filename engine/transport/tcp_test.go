@@ -441,3 +441,35 @@ func TestInitialRcvWindow(t *testing.T) {
 	assert.Equal(t, 131072, SpaceFromWin(65536, DefaultRatio(true), true), "tcp_space_from_win inverts tcp_win_from_space")
 	assert.Equal(t, 131072, SpaceFromWin(65536, 0, false))
 }
+
+// TestTSOAutosizeFollowsThePacingRate is FIDELITY row T1's TSO
+// autosizing (tcp_tso_autosize): a TSO packet carries what the pacing
+// rate sends in a millisecond, plus GSO_MAX_SIZE >> (min_rtt >> 9). On a
+// 100 µs round trip the initial window leaves as one 10-segment packet;
+// on a 10 ms one, 2 * 10 segments a round trip is 2.9 MB/s, 2828 bytes a
+// millisecond: packets of tcp_min_tso_segs, 2 segments. Before, every
+// packet took all the window allowed.
+func TestTSOAutosizeFollowsThePacingRate(t *testing.T) {
+	for _, tc := range []struct {
+		rtt  sim.Duration
+		segs []int
+	}{
+		{100 * sim.Microsecond, []int{10}},
+		{10 * sim.Millisecond, []int{2, 2, 2, 2, 2}},
+	} {
+		cfg := base
+		cfg.MaxSegs, cfg.RTT = 44, tc.rtt
+		s := newTCP(t, cfg)
+		var got []int
+		for {
+			at, segs, ok := s.Next()
+			require.True(t, ok)
+			if at > sim.Time(tc.rtt/2) {
+				break // the initial window is out
+			}
+			got = append(got, segs)
+			s.Take()
+		}
+		assert.Equal(t, tc.segs, got, "round trip %v", tc.rtt)
+	}
+}
