@@ -39,8 +39,9 @@ func runStream(t *testing.T, edit func(*scenario.Scenario), d sim.Duration) (*Wo
 
 // A TCP stream slows on loss: a ring too short for the bursts its window
 // sends drops frames (the vDPA device has nowhere else to put them), the
-// sender halves its window each time the next frames' duplicate ACKs
-// reveal it (tcp_enter_recovery), and the stream runs far below what a
+// sender cuts its window to CUBIC's 0.7 each time the next frames' SACKs
+// reveal a loss and RACK marks it (tcp_enter_recovery), and the stream
+// runs far below what a
 // longer ring lets it reach. Nothing is lost for good: what the
 // application reads is what the sender delivered.
 func TestTCPStreamSlowsOnLoss(t *testing.T) {

@@ -9,7 +9,7 @@
 // (cubic.go): slow start from an initial window of 10 segments
 // (TCP_INIT_CWND), capped at ssthresh (tcp_slow_start), HyStart leaving
 // it early; CUBIC's growth while the window is what holds the sender
-// (tcp_is_cwnd_limited); on a loss found by duplicate ACKs, one reduction
+// (tcp_is_cwnd_limited); on a loss the SACKs reveal, one reduction
 // to beta = 0.7 of the window per recovery, spread over the recovery by
 // PRR (tcp_cwnd_reduction); losses marked by RACK, after its reordering
 // window (tcp_rack_detect_loss); a tail loss probe (RACK-TLP) when the
@@ -120,7 +120,7 @@ type TCP struct {
 	// the frames in flight: [expected, next frame). expected is the
 	// oldest frame the receiver has not reported: a report of a later one
 	// means those before it were lost on the way (the path is FIFO), as
-	// the duplicate ACKs it brings tell a real sender.
+	// the SACK it brings tells a real sender.
 	sent     []int32
 	sentAt   []sim.Time // when frame seq left the sender, for its RTT sample
 	expected uint64
@@ -205,7 +205,7 @@ type TCPCounters struct {
 	Retransmits  uint64 // segments sent again after a loss
 	Acked        uint64 // segments acknowledged
 	LostFrames   uint64 // frames the receiver's reports showed lost (timeouts aside)
-	FastRecovery uint64 // window reductions on duplicate ACKs
+	FastRecovery uint64 // window reductions on a loss RACK marked
 	Timeouts     uint64 // retransmission timeouts
 	Probes       uint64 // tail loss probes sent
 	RcvWndLimit  uint64 // times the receiver's window, not cwnd, held a frame back

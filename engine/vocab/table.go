@@ -95,7 +95,7 @@ var table = concat(
 		c("tcp_frames_sent", "frames", "frames the tcp_stream senders sent, retransmissions included"),
 		c("tcp_lost_frames", "frames", "frames the senders found lost from the receiver's reports (a hole before a later frame)"),
 		c("tcp_retransmits", "segments", "segments sent again after a loss"),
-		c("tcp_fast_recovery", "events", "window reductions, to CUBIC's 0.7 spread by PRR, on a loss the duplicate ACKs revealed (tcp_enter_recovery)"),
+		c("tcp_fast_recovery", "events", "window reductions, to CUBIC's 0.7 spread by PRR, on a loss RACK marked from the SACKs (tcp_enter_recovery)"),
 		c("tcp_probes", "segments", "tail loss probes sent when nothing came back (RACK-TLP, tcp_schedule_loss_probe)"),
 		c("tcp_timeouts", "events", "retransmission timeouts: the window collapses to one segment (tcp_retransmit_timer)"),
 		c("tcp_rcvwnd_limited", "events", "times the receiver's advertised window, not the congestion window, held a frame back"),
