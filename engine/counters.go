@@ -37,11 +37,21 @@ type Stats struct {
 	Switches, IRQPreemptions, TaskPreemptions uint64
 	// Steal is the time the host ran a vhost worker on a vCPU's host CPU
 	// (sim.CPU.Stolen), in ns, summed.
-	Steal  uint64
-	GRO    GROStats
-	TCP    *TCPStats // the tcp_stream senders, summed; nil for other workloads
-	Mem    mem.Stats
+	Steal uint64
+	GRO   GROStats
+	TCP   *TCPStats // the tcp_stream senders, summed; nil for other workloads
+	Mem   mem.Stats
+	// VIOMMU is the emulated IOMMU's traffic with the VMM; nil without
+	// one (driver.viommu).
+	VIOMMU *VIOMMUStats
 	Queues []QueueStats // per queue pair
+}
+
+// VIOMMUStats count what a guest's emulated IOMMU costs in exits: the
+// guest's IOTLB invalidations and the host IOTLB's misses.
+type VIOMMUStats struct {
+	Invalidations uint64 // IOTLB invalidations the guest submitted, each an exit
+	HostMisses    uint64 // mappings vhost asked QEMU for (VHOST_IOTLB_MISS)
 }
 
 // GROStats are the receive queues' GRO counters, summed.
@@ -160,6 +170,10 @@ func (w *World) ReadStats(s *Stats) {
 		s.TCP = &ts
 	}
 	s.Mem = w.Mem.Stats()
+	if w.Scenario.Driver.VIOMMU {
+		d := w.DMA.Stats()
+		s.VIOMMU = &VIOMMUStats{Invalidations: d.Invalidations, HostMisses: d.HostMisses}
+	}
 }
 
 func addRQ(d, s *virtionet.RQStats) {
@@ -317,6 +331,9 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 		Counter{"pcp_free_high", s.Mem.FreeHighDrains},
 		Counter{"zone_lock_contended", s.Mem.ZoneLock.Contended},
 		Counter{"zone_lock_wait_ns", uint64(s.Mem.ZoneLock.Wait)})
+	if v := s.VIOMMU; v != nil {
+		out = append(out, Counter{"iommu_invalidations", v.Invalidations}, Counter{"vhost_iotlb_misses", v.HostMisses})
+	}
 	return out
 }
 

@@ -254,3 +254,56 @@ func TestRingMapsOnlyWithAccessPlatform(t *testing.T) {
 	assert.Positive(t, prof(mapped, sim.SymDMAMap))
 	assert.Positive(t, prof(mapped, sim.SymDMAUnmap))
 }
+
+// TestEmulatedIOMMUCostsTheGuestAndTheHost is FIDELITY row D2 in a world:
+// behind QEMU's emulated intel-iommu (driver.viommu) a ring that maps
+// every buffer gives vhost a mapping it has not seen for every buffer it
+// takes (vhost_iotlb_miss each), and the guest's lazy unmaps one
+// invalidation exit per 255; caching mode adds one exit per map and, from
+// 5.11, makes every unmap strict (29b32839725f). A bare-metal IOMMU's
+// costs have neither.
+func TestEmulatedIOMMUCostsTheGuestAndTheHost(t *testing.T) {
+	run := func(viommu, cm bool, kernel string) *World {
+		w := preset(t, "default", func(s *scenario.Scenario) {
+			s.Driver.BufferSource, s.Driver.DMA = scenario.SourcePageFrag, scenario.DMARing
+			s.Features.AccessPlatform, s.Driver.IOMMU = true, true
+			s.Driver.VIOMMU, s.Driver.IOMMUCachingMode = viommu, cm
+			if kernel != "" {
+				s.Kernel = kernel
+			}
+		})
+		require.NoError(t, w.RunPackets(3000))
+		return w
+	}
+	// 6.1: the ring maps each buffer as it posts it (no premapped
+	// page_frag blocks before 6.6).
+	bare := run(false, false, "6.1")
+	assert.Nil(t, bare.Stats().VIOMMU)
+
+	lazy := run(true, false, "6.1")
+	st := lazy.Stats()
+	require.NotNil(t, st.VIOMMU)
+	taken := st.RX.Packets // one buffer a frame here
+	assert.InDelta(t, float64(taken), float64(st.VIOMMU.HostMisses), float64(taken)/50, "a fresh mapping every buffer: a miss each")
+	unmaps := lazy.DMA.Stats().Unmaps
+	assert.Equal(t, unmaps/mem.FQFlushUnmaps, st.VIOMMU.Invalidations, "lazy: one flush per 255 unmaps")
+	assert.Less(t, lazy.Sim.CPU(0).Profile()[sim.SymDMAUnmap], bare.Sim.CPU(0).Profile()[sim.SymDMAUnmap],
+		"lazy unmaps skip the bare-metal invalidation wait")
+	costs := &lazy.Sim.Costs
+	assert.GreaterOrEqual(t, st.Host.Busy, bare.Stats().Host.Busy+sim.Duration(st.VIOMMU.HostMisses)*costs.VhostIOTLBMiss,
+		"vhost waits on QEMU for each miss")
+
+	// 6.6 premaps each page_frag block once: one miss a block.
+	pre := run(true, false, "6.6")
+	pd, pv := pre.DMA.Stats(), pre.Stats().VIOMMU
+	assert.Less(t, pv.HostMisses, pre.Stats().RX.Packets/8, "many buffers a mapping")
+	assert.LessOrEqual(t, pv.HostMisses, pd.Maps)
+	assert.GreaterOrEqual(t, pv.HostMisses+uint64(pd.Live), pd.Maps, "each mapping missed once, but those not yet reached")
+
+	cmw := run(true, true, "6.6")
+	cm, d := cmw.Stats().VIOMMU, cmw.DMA.Stats()
+	assert.Equal(t, d.Maps+d.Unmaps, cm.Invalidations, "caching mode: an exit per map and, strict from 5.11, per unmap")
+	oldw := run(true, true, "5.10")
+	old, od := oldw.Stats().VIOMMU, oldw.DMA.Stats()
+	assert.Equal(t, od.Maps+od.Unmaps/mem.FQFlushUnmaps, old.Invalidations, "before 5.11 caching mode kept the flush queue")
+}

@@ -112,6 +112,13 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		return nil, fmt.Errorf("engine: memory: %w", err)
 	}
 	w.DMA = w.Mem.NewDMA(s.Driver.IOMMU)
+	if s.Driver.VIOMMU {
+		w.DMA.SetEmulated(mem.EmulatedIOMMU{
+			On:          true,
+			CachingMode: s.Driver.IOMMUCachingMode,
+			Strict:      s.Driver.IOMMUStrict || (s.Driver.IOMMUCachingMode && s.Behaviours().IOMMUCachingModeStrict),
+		})
+	}
 	if !s.UsesDMAAPI() {
 		w.DMA.SetPhysical() // vring_use_dma_api: no ACCESS_PLATFORM, no DMA API
 	}
@@ -148,6 +155,9 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	for q, rq := range w.Driver.RQ {
+		if s.Driver.VIOMMU {
+			rq.Dev.SetIOTLB(w.DMA)
+		}
 		if cpu, ok := w.Scenario.VhostSharesVCPU(q); ok {
 			rq.Dev.SetSharedVCPU(w.Sim.CPU(cpu))
 			w.Driver.SQ[q].Dev.SetSharedVCPU(w.Sim.CPU(cpu))

@@ -12,7 +12,7 @@ func (r *RX) CopyFrom(src *RX) error {
 	}
 	own := *r
 	*r = *src
-	r.q, r.traffic, r.costs, r.vcpu = own.q, own.traffic, own.costs, own.vcpu
+	r.q, r.traffic, r.costs, r.vcpu, r.iotlb = own.q, own.traffic, own.costs, own.vcpu, own.iotlb
 	r.window = own.window
 	copy(r.window, src.window)
 	r.pend = append(own.pend[:0], src.pend...)

@@ -105,6 +105,75 @@ type RX struct {
 	// CPU (SetSharedVCPU), nil when the worker has one of its own: each
 	// frame the worker handles is time that vCPU does not run.
 	vcpu *sim.CPU
+	// iotlb is vhost's device IOTLB over a guest's emulated IOMMU
+	// (SetIOTLB), nil without one.
+	iotlb IOTLB
+}
+
+// IOTLB is the host's side of a guest's emulated IOMMU (mem.DMA's
+// HostTranslate): whether the mapping holding addr is one the host has
+// not translated since the guest made it, and, with fill, recording the
+// translation.
+type IOTLB interface {
+	HostTranslate(addr uint64, fill bool) (miss bool)
+}
+
+// SetIOTLB says that vhost translates this queue's descriptors through
+// its own IOTLB, the guest's IOMMU being QEMU's (VIRTIO_F_ACCESS_PLATFORM
+// with a vIOMMU): translate_desc finds each IOVA there (vhost_iotlb_hit
+// a descriptor), and a mapping not there yet is a VHOST_IOTLB_MISS to
+// QEMU, whose update comes back before the worker goes on
+// (vhost_iotlb_miss). A hardware device (vDPA: its IOMMU is the host's,
+// programmed through QEMU) is left as it is.
+func (r *RX) SetIOTLB(t IOTLB) {
+	if !r.hw {
+		r.iotlb = t
+	}
+}
+
+// translate is what vhost's IOTLB adds to taking the nbuf buffers at the
+// front of the avail ring: a hit per descriptor and a miss per mapping
+// not translated since the guest made it. With fill, the translations
+// are recorded; without, it only looks (the same answer until the frame
+// is taken).
+func (r *RX) translate(nbuf int, fill bool) sim.Duration {
+	if r.iotlb == nil {
+		return 0
+	}
+	var d sim.Duration
+	for k := 0; k < nbuf; k++ {
+		head, ok := r.q.DeviceAvailAt(uint16(k))
+		if !ok {
+			break
+		}
+		desc := r.q.DeviceDesc(head)
+		if desc.Flags&virtq.DescFIndirect != 0 {
+			for j := 0; ; j++ {
+				e, ok := r.q.DeviceIndirect(head, j)
+				if !ok {
+					break
+				}
+				d += r.translateOne(e.Addr, fill)
+			}
+			continue
+		}
+		for n := 0; n < r.q.Size(); n++ { // at most num descriptors: a looping chain is the ring's error, found elsewhere
+			d += r.translateOne(desc.Addr, fill)
+			if desc.Flags&virtq.DescFNext == 0 {
+				break
+			}
+			desc = r.q.DeviceDesc(desc.Next)
+		}
+	}
+	return d
+}
+
+// translateOne is one descriptor's translation: a hit, or a miss.
+func (r *RX) translateOne(addr uint64, fill bool) sim.Duration {
+	if r.iotlb.HostTranslate(addr, fill) {
+		return r.costs.VhostIOTLBHit + r.costs.VhostIOTLBMiss
+	}
+	return r.costs.VhostIOTLBHit
 }
 
 // SetSharedVCPU says that the vhost worker shares its host CPU with the
@@ -369,10 +438,11 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			return irq, irqAt
 		}
 		size = r.handledSize(size, fits)
-		end := start.Add(r.cost(size, nbuf, ndesc))
+		end := start.Add(r.cost(size, nbuf, ndesc) + r.translate(nbuf, false))
 		if end > t {
 			return irq, irqAt
 		}
+		r.translate(nbuf, true)
 		r.cursor = end
 		r.c.Busy += end.Sub(start)
 		if r.vcpu != nil {
@@ -525,7 +595,7 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 	if a > start {
 		start = a
 	}
-	end := start.Add(r.cost(size, nbuf, ndesc))
+	end := start.Add(r.cost(size, nbuf, ndesc) + r.translate(nbuf, false))
 	if r.batch {
 		end = r.nextPublish(end, nbuf, size)
 	}
@@ -553,8 +623,8 @@ func (r *RX) nextPublish(end sim.Time, nbuf, size int) sim.Time {
 		if done > VhostNetBatch || pkts >= vhostNetPktWeight || bytes >= vhostNetWeight {
 			return end
 		}
-		if !tr.Saturating() || tr.rng != nil {
-			return end
+		if !tr.Saturating() || tr.rng != nil || r.iotlb != nil {
+			return end // (an IOTLB miss ahead is not certain either)
 		}
 		size = tr.spec.SizeAt(seq)
 		n, ok, certain := r.planLoneAt(size, off)

@@ -34,6 +34,23 @@ var releaseTags = map[Version]string{
 // funcLines is each function's definition (by its newest name), in runs
 // of consecutive releases read with the same file and line.
 var funcLines = map[string][]lineRun{
+	"qi_submit_sync": {
+		{Version{4, 15, 0}, Version{4, 15, 0}, "drivers/iommu/dmar.c", 1221, ""},
+		{Version{4, 17, 0}, Version{4, 17, 0}, "drivers/iommu/dmar.c", 1221, ""},
+		{Version{5, 9, 0}, Version{5, 9, 0}, "drivers/iommu/intel/dmar.c", 1235, ""},
+		{Version{5, 12, 0}, Version{5, 12, 0}, "drivers/iommu/intel/dmar.c", 1283, ""},
+		{Version{5, 15, 0}, Version{5, 15, 0}, "drivers/iommu/intel/dmar.c", 1340, ""},
+		{Version{5, 19, 0}, Version{5, 19, 0}, "drivers/iommu/intel/dmar.c", 1336, ""},
+		{Version{6, 0, 0}, Version{6, 0, 0}, "drivers/iommu/intel/dmar.c", 1317, ""},
+		{Version{6, 1, 0}, Version{6, 1, 0}, "drivers/iommu/intel/dmar.c", 1316, ""},
+		{Version{6, 2, 0}, Version{6, 2, 0}, "drivers/iommu/intel/dmar.c", 1325, ""},
+		{Version{6, 4, 0}, Version{6, 6, 0}, "drivers/iommu/intel/dmar.c", 1346, ""},
+		{Version{6, 8, 0}, Version{6, 8, 0}, "drivers/iommu/intel/dmar.c", 1346, ""},
+		{Version{6, 10, 0}, Version{6, 10, 0}, "drivers/iommu/intel/dmar.c", 1370, ""},
+		{Version{6, 11, 0}, Version{6, 14, 0}, "drivers/iommu/intel/dmar.c", 1368, ""},
+		{Version{6, 18, 0}, Version{6, 19, 0}, "drivers/iommu/intel/dmar.c", 1369, ""},
+		{Version{7, 0, 0}, Version{7, 0, 0}, "drivers/iommu/intel/dmar.c", 1368, ""},
+	},
 	"add_recvbuf_big": {
 		{Version{4, 15, 0}, Version{4, 15, 0}, "drivers/net/virtio_net.c", 923, ""},
 		{Version{4, 17, 0}, Version{4, 17, 0}, "drivers/net/virtio_net.c", 985, ""},
@@ -380,6 +397,24 @@ var funcLines = map[string][]lineRun{
 		{Version{6, 10, 0}, Version{6, 14, 0}, "drivers/vhost/net.c", 452, ""},
 		{Version{6, 18, 0}, Version{6, 19, 0}, "drivers/vhost/net.c", 461, ""},
 		{Version{7, 0, 0}, Version{7, 0, 0}, "drivers/vhost/net.c", 459, ""},
+	},
+	"vhost_iotlb_miss": {
+		{Version{4, 15, 0}, Version{4, 15, 0}, "drivers/vhost/vhost.c", 1131, ""},
+		{Version{4, 17, 0}, Version{4, 17, 0}, "drivers/vhost/vhost.c", 1121, ""},
+		{Version{5, 9, 0}, Version{5, 9, 0}, "drivers/vhost/vhost.c", 1260, ""},
+		{Version{5, 12, 0}, Version{5, 12, 0}, "drivers/vhost/vhost.c", 1265, ""},
+		{Version{5, 15, 0}, Version{5, 15, 0}, "drivers/vhost/vhost.c", 1271, ""},
+		{Version{5, 19, 0}, Version{6, 0, 0}, "drivers/vhost/vhost.c", 1283, ""},
+		{Version{6, 1, 0}, Version{6, 1, 0}, "drivers/vhost/vhost.c", 1282, ""},
+		{Version{6, 2, 0}, Version{6, 2, 0}, "drivers/vhost/vhost.c", 1284, ""},
+		{Version{6, 4, 0}, Version{6, 4, 0}, "drivers/vhost/vhost.c", 1251, ""},
+		{Version{6, 5, 0}, Version{6, 5, 0}, "drivers/vhost/vhost.c", 1566, ""},
+		{Version{6, 6, 0}, Version{6, 6, 0}, "drivers/vhost/vhost.c", 1564, ""},
+		{Version{6, 8, 0}, Version{6, 8, 0}, "drivers/vhost/vhost.c", 1564, ""},
+		{Version{6, 10, 0}, Version{6, 10, 0}, "drivers/vhost/vhost.c", 1620, ""},
+		{Version{6, 11, 0}, Version{6, 14, 0}, "drivers/vhost/vhost.c", 1646, ""},
+		{Version{6, 18, 0}, Version{6, 19, 0}, "drivers/vhost/vhost.c", 1823, ""},
+		{Version{7, 0, 0}, Version{7, 0, 0}, "drivers/vhost/vhost.c", 1819, ""},
 	},
 	"virtqueue_add_split": {
 		{Version{5, 9, 0}, Version{5, 9, 0}, "drivers/virtio/virtio_ring.c", 415, ""},

@@ -58,6 +58,7 @@ var funcs = []Func{
 	// drivers/vhost/net.c: the host side of a vhost-net device.
 	{Name: "handle_rx", File: "drivers/vhost/net.c", Does: "the vhost-net thread: take avail descriptors, write frames into the guest's buffers, publish them used"},
 	{Name: "vhost_net_signal_used", File: "drivers/vhost/net.c", Does: "publish a batch of used entries and interrupt the guest if it asked to be (vhost_add_used_and_signal_n)"},
+	{Name: "vhost_iotlb_miss", File: "drivers/vhost/vhost.c", Does: "with a guest IOMMU, ask the VMM for an IOVA's translation vhost's own IOTLB lacks (VHOST_IOTLB_MISS); the worker goes on when the update comes back"},
 	// net/core/page_pool.c.
 	{Name: "page_pool_alloc_netmems", File: "net/core/page_pool.c", Was: "page_pool_alloc_pages", Also: []string{"page_pool_alloc_netmem"}, Does: "allocate a page: from the alloc cache (fast), else a refill from the ptr_ring, else the page allocator"},
 	{Name: "page_pool_alloc_frag", File: "net/core/page_pool.c", Does: "allocate a fragment of a pool page (page_pool_alloc_frag_netmem): a page shared by several buffers"},
@@ -122,6 +123,7 @@ var funcs = []Func{
 	{Name: "__alloc_pages", File: "mm/page_alloc.c", Also: []string{"__alloc_pages_noprof"}, Was: "__alloc_pages_nodemask", Does: "the page allocator's entry (alloc_pages, and alloc_pages_bulk's __alloc_pages_bulk): the zonelist walk and prep_new_page (__alloc_pages_noprof from 6.10, __alloc_pages_nodemask until 5.12)"},
 	{Name: "dma_map_page_attrs", File: "kernel/dma/mapping.c", WasIn: "include/linux/dma-mapping.h", Does: "map a page for the device: direct (dma_direct_map_page) or through the IOMMU (iommu_dma_map_page)"},
 	{Name: "dma_unmap_page_attrs", File: "kernel/dma/mapping.c", WasIn: "include/linux/dma-mapping.h", Does: "unmap a page's DMA mapping (an IOTLB invalidation behind an IOMMU)"},
+	{Name: "qi_submit_sync", File: "drivers/iommu/intel/dmar.c", WasIn: "drivers/iommu/dmar.c", Does: "submit invalidation descriptors to the VT-d queue and wait for them; behind QEMU's emulated intel-iommu the queue's tail write exits to QEMU"},
 	{Name: "dma_sync_single_for_cpu", File: "kernel/dma/mapping.c", Also: []string{"__dma_sync_single_for_cpu"}, WasIn: "include/linux/dma-mapping.h", Does: "make the bytes the device wrote visible to the CPU (__dma_sync_single_for_cpu since 6.12)"},
 	{Name: "dma_sync_single_for_device", File: "kernel/dma/mapping.c", Also: []string{"__dma_sync_single_for_device"}, WasIn: "include/linux/dma-mapping.h", Does: "hand a buffer back to the device (__dma_sync_single_for_device since 6.12)"},
 	{Name: "napi_gro_receive", File: "net/core/gro.c", Also: []string{"gro_receive_skb"}, WasIn: "net/core/dev.c", Does: "pass a received skb up the stack through GRO (net/core/dev.c before 5.18; an inline wrapper of gro_receive_skb by 6.18): the stack's per-packet receive in softirq"},

@@ -110,6 +110,11 @@ func (v Version) AtLeast(o Version) bool { return !v.Less(o) }
 // Behaviours are the dated behaviours of one version, each true when the
 // version has it.
 type Behaviours struct {
+	// IOMMUCachingModeStrict: an emulated intel-iommu in caching mode
+	// makes the guest's DMA domains strict, no flush queue
+	// (29b32839725f "iommu/vt-d: Do not use flush-queue when
+	// caching-mode is on", 5.11).
+	IOMMUCachingModeStrict bool
 	// PageToSKBBuild: page_to_skb builds the skb around the buffer
 	// (build_skb) when the packet is longer than GOOD_COPY_LEN and leaves
 	// room for skb_shared_info, instead of always copying the first bytes
@@ -289,6 +294,7 @@ func Changes() []Change {
 	return []Change{
 		{Name: "CpumapLocklessConsume", From: Version{Major: 4, Minor: 15}, Off: Version{Major: 5, Minor: 2}, On: Version{Major: 5, Minor: 9}, What: "the cpumap kthread consumes its ptr_ring without the consumer lock", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
 		{Name: "XDPClearsGuestCsum", From: Version{Major: 5, Minor: 0}, What: "attaching XDP needs CTRL_GUEST_OFFLOADS when GUEST_CSUM is negotiated, and turns GUEST_CSUM off: passed packets are checksummed in software", Function: "virtnet_xdp_set (drivers/net/virtio_net.c)"},
+		{Name: "IOMMUCachingModeStrict", From: Version{Major: 5, Minor: 11}, What: "an emulated intel-iommu in caching mode makes the guest's DMA unmaps strict: no flush queue", Function: "intel_iommu_init (drivers/iommu/intel/iommu.c)"},
 		{Name: "PageToSKBBuild", From: Version{Major: 5, Minor: 13}, What: "page_to_skb builds the skb around the buffer when the packet leaves room for skb_shared_info", Function: "page_to_skb (drivers/net/virtio_net.c)"},
 		{Name: "CoalescePPRecycle", From: Version{Major: 5, Minor: 14}, What: "skb_try_coalesce refuses to merge a page_pool skb with another kind", Function: "skb_try_coalesce (net/core/skbuff.c)"},
 		{Name: "PtrRingLocklessConsume", From: Version{Major: 5, Minor: 17}, What: "page_pool's refill consumes its ptr_ring without the consumer lock", Function: "page_pool_refill_alloc_cache (net/core/page_pool.c)"},
@@ -340,6 +346,8 @@ func (v Version) Behaviours() Behaviours {
 			continue
 		}
 		switch c.Name {
+		case "IOMMUCachingModeStrict":
+			b.IOMMUCachingModeStrict = true
 		case "PageToSKBBuild":
 			b.PageToSKBBuild = true
 		case "BigPacketsSizedToMTU":

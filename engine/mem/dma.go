@@ -33,6 +33,10 @@ var ErrNotMapped = errors.New("mem: DMA address not mapped")
 // flush is in the unmap cost); a sync costs DMASync.
 type DMA struct {
 	iommu bool
+	// viommu: the IOMMU is QEMU's emulated intel-iommu (SetEmulated).
+	viommu EmulatedIOMMU
+	// fqUnmaps counts lazy unmaps toward the next flush-queue flush.
+	fqUnmaps int
 	// physical: the device is reached without the DMA API (SetPhysical):
 	// nothing is charged, the bookkeeping stays.
 	physical bool
@@ -54,14 +58,23 @@ type dmaSlot struct {
 	size uint32
 	next int32 // next live mapping of the same page, or next free slot
 	live bool
+	// hostSeen: the host translated this mapping since it was made (it is
+	// in vhost's IOTLB).
+	hostSeen bool
 }
 
 // DMAStats are a device's DMA counters.
 type DMAStats struct {
-	Maps           uint64 // successful maps
-	Unmaps         uint64 // successful unmaps
-	MapFailures    uint64 // maps refused: mappings exhausted
-	BadUnmaps      uint64 // unmaps of an address that was not mapped
+	Maps        uint64 // successful maps
+	Unmaps      uint64 // successful unmaps
+	MapFailures uint64 // maps refused: mappings exhausted
+	BadUnmaps   uint64 // unmaps of an address that was not mapped
+	// Invalidations counts the IOTLB invalidations submitted to an
+	// emulated IOMMU, each an exit to the VMM.
+	Invalidations uint64
+	// HostMisses counts the mappings the host's IOTLB had to ask the VMM
+	// for (VHOST_IOTLB_MISS).
+	HostMisses     uint64
 	SyncsForCPU    uint64 // dma_sync_single_for_cpu
 	SyncsForDevice uint64 // dma_sync_single_for_device
 	BadSyncs       uint64 // syncs of an address that was not mapped
@@ -78,6 +91,61 @@ func (d *DMA) SetPhysical() { d.physical = true }
 
 // Physical reports whether the device is reached without the DMA API.
 func (d *DMA) Physical() bool { return d.physical }
+
+// EmulatedIOMMU is a guest's IOMMU as QEMU emulates it (intel-iommu): the
+// guest's page-table work is the IOMMU's own, but every IOTLB
+// invalidation it submits (qi_submit_sync's tail write) exits to QEMU
+// (VIOMMUExit).
+type EmulatedIOMMU struct {
+	On bool
+	// CachingMode is QEMU's caching-mode=on: a new mapping is flushed
+	// too (__mapping_notify_one: iommu_flush_iotlb_psi).
+	CachingMode bool
+	// Strict: every unmap flushes its range (iommu.strict=1, and from
+	// 5.11 forced by caching mode: 29b32839725f). Otherwise unmaps go to
+	// the flush queue, flushed in one domain-wide invalidation when it
+	// fills (queue_iova, IOVA_FQ_SIZE 256) or after IOVA_FQ_TIMEOUT
+	// (10 ms); the engine flushes per FQFlushUnmaps unmaps and leaves the
+	// timer and the queue's per-CPU split out.
+	Strict bool
+}
+
+// FQFlushUnmaps is how many lazy unmaps one flush of dma-iommu's flush
+// queue covers: it flushes when a queue of IOVA_FQ_SIZE (256) entries is
+// full, 255 of them in use (fq_full).
+const FQFlushUnmaps = 255
+
+// SetEmulated says the device's IOMMU is an emulated one (e.On), with
+// e's modes. It needs an IOMMU (NewDMA(true)).
+func (d *DMA) SetEmulated(e EmulatedIOMMU) {
+	if d.iommu {
+		d.viommu = e
+	}
+}
+
+// HostTranslate is the host side of an emulated IOMMU: vhost translating
+// a descriptor's IOVA through its own IOTLB (translate_desc,
+// vhost_iotlb_itree_first). It reports whether the mapping holding addr
+// is one the host has not translated since the guest made it: vhost's
+// IOTLB lacks it (a new IOVA, or one the guest's unmap invalidated) and
+// asks QEMU (vhost_iotlb_miss). With fill, the translation is recorded
+// (VHOST_IOTLB_UPDATE) and the miss counted; without, nothing changes.
+// An address no mapping holds is not a miss (the device finds the error
+// elsewhere).
+func (d *DMA) HostTranslate(addr uint64, fill bool) (miss bool) {
+	if !d.viommu.On {
+		return false
+	}
+	s := d.lookup(addr, false)
+	if s < 0 || d.slots[s].hostSeen {
+		return false
+	}
+	if fill {
+		d.slots[s].hostSeen = true
+		d.stats.HostMisses++
+	}
+	return true
+}
 
 // NewDMA returns the DMA state of a new device, through an IOMMU or not.
 // The memory checks its mappings (no free page may stay mapped).
@@ -141,6 +209,9 @@ func (d *DMA) MapRange(c *sim.CPU, id PageID, offset, size uint32) (uint64, erro
 	case d.physical:
 	case d.iommu:
 		c.Charge(sim.SymDMAMap, c.Costs().DMAMapIOMMU)
+		if d.viommu.CachingMode {
+			d.invalidate(c, sim.SymDMAMap)
+		}
 	default:
 		c.Charge(sim.SymDMAMap, c.Costs().DMAMapDirect)
 	}
@@ -163,7 +234,7 @@ func (d *DMA) MapRange(c *sim.CPU, id PageID, offset, size uint32) (uint64, erro
 	}
 	sl := &d.slots[s] // field by field: a literal of five fields is copied through the stack
 	first := d.first(h)
-	sl.addr, sl.page, sl.size, sl.next, sl.live = addr, h, size, *first, true
+	sl.addr, sl.page, sl.size, sl.next, sl.live, sl.hostSeen = addr, h, size, *first, true, false
 	*first = s
 	d.m.note(h)
 	d.stats.Maps++
@@ -184,6 +255,15 @@ func (d *DMA) Unmap(c *sim.CPU, addr uint64) error {
 	}
 	switch {
 	case d.physical:
+	case d.viommu.On:
+		// The page tables are cleared as a map sets them; the IOTLB
+		// invalidation is the exit, now (strict) or for the flush
+		// queue's 255 unmaps at once (lazy).
+		c.Charge(sim.SymDMAUnmap, c.Costs().DMAMapIOMMU)
+		if d.fqUnmaps++; d.viommu.Strict || d.fqUnmaps == FQFlushUnmaps {
+			d.fqUnmaps = 0
+			d.invalidate(c, sim.SymDMAUnmap)
+		}
 	case d.iommu:
 		c.Charge(sim.SymDMAUnmap, c.Costs().DMAUnmapIOMMU)
 	default:
@@ -208,6 +288,13 @@ func (d *DMA) Unmap(c *sim.CPU, addr uint64) error {
 	d.stats.Unmaps++
 	d.stats.Live--
 	return nil
+}
+
+// invalidate is one IOTLB invalidation submitted to an emulated IOMMU:
+// the exit to QEMU, charged to sym.
+func (d *DMA) invalidate(c *sim.CPU, sym sim.Sym) {
+	c.Charge(sym, c.Costs().VIOMMUExit)
+	d.stats.Invalidations++
 }
 
 // SyncForCPU is dma_sync_single_for_cpu: size bytes from addr, inside one

@@ -205,3 +205,84 @@ func TestPhysicalDMACostsNothing(t *testing.T) {
 	require.NoError(t, err)
 	verify(t, m)
 }
+
+// TestEmulatedIOMMUExits is FIDELITY row D2's guest side: behind QEMU's
+// emulated intel-iommu each IOTLB invalidation the guest submits exits to
+// QEMU (viommu_exit). Caching mode flushes every new mapping
+// (__mapping_notify_one); a strict unmap flushes its range
+// (intel_iommu_tlb_sync); a lazy one waits in the flush queue, flushed
+// once for 255 unmaps (queue_iova, fq_full). The page tables cost what a
+// map's do.
+func TestEmulatedIOMMUExits(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		e                 mem.EmulatedIOMMU
+		mapExits, unmapEx uint64 // invalidations for 255 maps and 255 unmaps
+	}{
+		{"lazy", mem.EmulatedIOMMU{On: true}, 0, 1},
+		{"strict", mem.EmulatedIOMMU{On: true, Strict: true}, 0, 255},
+		{"caching mode, strict", mem.EmulatedIOMMU{On: true, CachingMode: true, Strict: true}, 255, 255},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, m := newMem(t, 1, small())
+			c := s.CPU(0)
+			d := m.NewDMA(true)
+			d.SetEmulated(tc.e)
+			costs := c.Costs()
+			var ids []mem.PageID
+			var addrs []uint64
+			for i := 0; i < mem.FQFlushUnmaps; i++ {
+				id, err := m.AllocPages(c, 0, mem.Driver, -1)
+				require.NoError(t, err)
+				ids = append(ids, id)
+			}
+			before := c.Busy()
+			for _, id := range ids {
+				a, err := d.Map(c, id)
+				require.NoError(t, err)
+				addrs = append(addrs, a)
+			}
+			assert.Equal(t, tc.mapExits, d.Stats().Invalidations)
+			assert.Equal(t, sim.Duration(mem.FQFlushUnmaps)*costs.DMAMapIOMMU+sim.Duration(tc.mapExits)*costs.VIOMMUExit, c.Busy()-before)
+			before = c.Busy()
+			for _, a := range addrs {
+				require.NoError(t, d.Unmap(c, a))
+			}
+			assert.Equal(t, tc.mapExits+tc.unmapEx, d.Stats().Invalidations)
+			assert.Equal(t, sim.Duration(mem.FQFlushUnmaps)*costs.DMAMapIOMMU+sim.Duration(tc.unmapEx)*costs.VIOMMUExit, c.Busy()-before)
+			for _, id := range ids {
+				_, err := m.PutPage(c, id)
+				require.NoError(t, err)
+			}
+			verify(t, m)
+		})
+	}
+}
+
+// TestHostIOTLBMissesOncePerMapping is D2's host side: vhost's IOTLB
+// lacks a mapping until it has asked QEMU for it once (a new IOVA, or a
+// reused one the guest's unmap invalidated); looking does not fill it.
+func TestHostIOTLBMissesOncePerMapping(t *testing.T) {
+	s, m := newMem(t, 1, small())
+	c := s.CPU(0)
+	d := m.NewDMA(true)
+	id, err := m.AllocPages(c, 0, mem.Driver, -1)
+	require.NoError(t, err)
+	a, err := d.Map(c, id)
+	require.NoError(t, err)
+	assert.False(t, d.HostTranslate(a, true), "no emulated IOMMU: no host IOTLB")
+	d.SetEmulated(mem.EmulatedIOMMU{On: true})
+	assert.True(t, d.HostTranslate(a+100, false), "a mapping the host has not seen")
+	assert.True(t, d.HostTranslate(a+100, false), "looking does not fill")
+	assert.True(t, d.HostTranslate(a, true))
+	assert.False(t, d.HostTranslate(a+2000, true), "then every address in it hits")
+	require.NoError(t, d.Unmap(c, a))
+	b, err := d.Map(c, id)
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "the IOVA is reused")
+	assert.True(t, d.HostTranslate(b, true), "but the unmap invalidated it")
+	assert.Equal(t, uint64(2), d.Stats().HostMisses)
+	require.NoError(t, d.Unmap(c, b))
+	_, err = m.PutPage(c, id)
+	require.NoError(t, err)
+}

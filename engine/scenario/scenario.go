@@ -261,6 +261,20 @@ type Driver struct {
 	// GRO is NETIF_F_GRO (ethtool -K gro): NAPI merges a TCP stream's
 	// frames into larger skbs before the protocol sees them.
 	GRO bool `json:"gro"`
+	// VIOMMU says the IOMMU is the one a guest has: QEMU's emulated
+	// intel-iommu. Every IOTLB invalidation the guest submits exits to
+	// QEMU (cost viommu_exit), and vhost translates each descriptor
+	// through its own IOTLB, asking QEMU for a mapping it has not seen
+	// (vhost_iotlb_hit, vhost_iotlb_miss). Needs iommu. Without it
+	// iommu costs what a bare-metal IOMMU does.
+	VIOMMU bool `json:"viommu,omitempty"`
+	// IOMMUCachingMode is QEMU's intel-iommu caching-mode=on (viommu):
+	// every new mapping is flushed too, and from 5.11 the guest turns
+	// strict (29b32839725f).
+	IOMMUCachingMode bool `json:"iommu_caching_mode,omitempty"`
+	// IOMMUStrict is iommu.strict=1 (viommu): every unmap flushes;
+	// otherwise (x86's default) the flush queue flushes 255 at once.
+	IOMMUStrict bool `json:"iommu_strict,omitempty"`
 }
 
 // XDP is the program attached to every receive queue.

@@ -305,3 +305,27 @@ func TestDMAAPIOnlyWithAccessPlatform(t *testing.T) {
 	nic.Device.Kind = DeviceNIC
 	assert.True(t, nic.UsesDMAAPI(), "a NIC's driver maps through the DMA API")
 }
+
+// The emulated IOMMU's fields (FIDELITY D2) build on one another: each
+// refused without the one it refines, naming itself.
+func TestEmulatedIOMMUFieldsNeedTheirBase(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		set   func(d *Driver)
+	}{
+		{"driver.viommu", func(d *Driver) { d.VIOMMU = true }},
+		{"driver.iommu_caching_mode", func(d *Driver) { d.IOMMU, d.IOMMUCachingMode = true, true }},
+		{"driver.iommu_strict", func(d *Driver) { d.IOMMU, d.IOMMUStrict = true, true }},
+	} {
+		s := Default()
+		s.Features.AccessPlatform = true
+		tc.set(&s.Driver)
+		var fe *FieldError
+		require.ErrorAs(t, s.Validate(), &fe, tc.field)
+		assert.Equal(t, tc.field, fe.Field)
+	}
+	s := Default()
+	s.Features.AccessPlatform = true
+	s.Driver.IOMMU, s.Driver.VIOMMU, s.Driver.IOMMUCachingMode, s.Driver.IOMMUStrict = true, true, true, true
+	assert.NoError(t, s.Validate())
+}

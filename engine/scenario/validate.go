@@ -421,6 +421,14 @@ func (s *Scenario) validateDriver() error {
 	if d.IOMMU && !s.UsesDMAAPI() {
 		return bad("driver.iommu", "a %s device without VIRTIO_F_ACCESS_PLATFORM bypasses the IOMMU: the guest's virtio core uses no DMA API (vring_use_dma_api); set features.access_platform (QEMU's iommu_platform=on)", s.Device.Kind)
 	}
+	switch {
+	case d.VIOMMU && !d.IOMMU:
+		return bad("driver.viommu", "an emulated IOMMU is an IOMMU: set driver.iommu too")
+	case d.IOMMUCachingMode && !d.VIOMMU:
+		return bad("driver.iommu_caching_mode", "caching mode is QEMU's emulated intel-iommu's: set driver.viommu")
+	case d.IOMMUStrict && !d.VIOMMU:
+		return bad("driver.iommu_strict", "the engine models iommu.strict for an emulated IOMMU only: set driver.viommu")
+	}
 	if pool && s.Mode() == ModeBig {
 		return bad("driver.buffer_source", "%q: virtio_net uses page_pool in small and mergeable modes, not big (features give big mode)", d.BufferSource)
 	}

@@ -281,6 +281,17 @@ func (q *Queue) DevicePeekLone() (head uint16, writable uint32, ok bool) {
 	return 0, 0, false
 }
 
+// DeviceAvailAt is the head of the avail entry k places past last_avail,
+// without taking it; ok is false past avail.idx or for a head out of
+// range.
+func (q *Queue) DeviceAvailAt(k uint16) (head uint16, ok bool) {
+	if n := uint32(q.avail.idx - q.dev.lastAvail); uint32(k) >= n || n > q.num {
+		return 0, false
+	}
+	head = q.avail.ring[(q.dev.lastAvail+k)&q.mask]
+	return head, uint32(head) < q.num
+}
+
 // DeviceLoneAt looks at the avail entry k places past last_avail without
 // taking it: lone is true when it is one writable descriptor (what
 // DevicePeekLone finds), with its length. The caller keeps k below

@@ -55,6 +55,8 @@ var countedIn = map[string]string{
 	"page_ref_transfers":         "page_frag_free",
 	"pcp_free_high":              "free_unref_page_commit",
 	"zone_lock_contended":        "rmqueue_bulk",
+	"iommu_invalidations":        "qi_submit_sync",
+	"vhost_iotlb_misses":         "vhost_iotlb_miss",
 	"softnet.processed":          "napi_gro_receive",
 	"softnet.time_squeeze":       "net_rx_action",
 	"softirq_restarts":           "handle_softirqs",

@@ -122,6 +122,8 @@ var table = concat(
 		c("pcp_free_high", "drains", "per-CPU list drains to the buddy by the free_high rule for CPUs that only free (5.19+)"),
 		c("zone_lock_contended", "acquisitions", "zone->lock acquisitions that found it held (rmqueue_bulk, free_pcppages_bulk)"),
 		c("zone_lock_wait_ns", "ns", "time spent waiting for zone->lock, summed over CPUs"),
+		c("iommu_invalidations", "invalidations", "IOTLB invalidations the guest submitted to its emulated IOMMU (qi_submit_sync), each an exit to QEMU (driver.viommu)"),
+		c("vhost_iotlb_misses", "misses", "mappings vhost's IOTLB lacked and asked QEMU for (vhost_iotlb_miss; driver.viommu)"),
 	),
 	group(GroupRun,
 		c("sim_time_ns", "ns", "simulated time since the world started"),
