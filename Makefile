@@ -23,7 +23,7 @@ FUZZMINIMIZE ?= 5s
 all: build wasm
 
 help:
-	@echo "make run    build the wasm and the binary, then serve the playground on $(ADDR)"
+	@echo "make run    build the wasm and the binary, then serve the playground on $(ADDR) (make run ADDR=HOST:PORT for another)"
 	@echo "make test   go vet, every Go test under the race detector, the million-packet soak, the wasm build"
 	@echo "make bench  the engine's Go benchmarks, then ringlab bench (every target; builds the wasm first)"
 	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"

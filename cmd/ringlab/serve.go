@@ -69,19 +69,24 @@ type serveConfig struct {
 	publicHosts  []string         // names the server answers besides loopback and addresses
 	registry     metrics.Registry // the source kinds
 	files        fs.FS            // the page
-	stateDir     string           // where rooms are kept; "" keeps them in memory
-	rooms        rooms.Limits
-	logger       *slog.Logger
+	stateDir     string           // where rooms are kept; "" keeps them in memory, unless stateBase
+	// stateBase, when stateDir is "", is where each address gets a state
+	// directory of its own (stateDirName), so that servers on two
+	// addresses run side by side; "" keeps rooms in memory.
+	stateBase string
+	rooms     rooms.Limits
+	logger    *slog.Logger
 }
 
 // listFlag is a flag that may be repeated or given a comma-separated list.
 type listFlag = cli.ListFlag
 
-// defaultStateDir is where serve keeps its rooms without --state-dir:
-// $XDG_STATE_HOME/ringlab, else ~/.local/state/ringlab (the XDG base
-// directory for state that outlives a run but is not configuration),
-// else ringlab-state in the working directory.
-func defaultStateDir() string {
+// defaultStateBase is where serve keeps its rooms without --state-dir,
+// in a directory per address (stateDirName): $XDG_STATE_HOME/ringlab,
+// else ~/.local/state/ringlab (the XDG base directory for state that
+// outlives a run but is not configuration), else ringlab-state in the
+// working directory.
+func defaultStateBase() string {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "ringlab")
 	}
@@ -112,7 +117,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	fs.Var((*cli.RepeatFlag)(&cfg.sources), "allow-source", "another source `SPEC` clients may subscribe to, options included (lab:xdp_drop,rate=1000); repeatable; host:* is every interface, lab:* every lab program, twin:host:* and twin:lab:* their twins; a lab is built once, when serve starts; an empty value offers none (default "+strings.Join(defaultAllowed, " ")+")")
 	fs.Var((*listFlag)(&cfg.allowOrigins), "allow-origin", "a browser origin allowed besides the server's own, as http://host:port (repeatable or comma-separated)")
 	fs.Var((*cli.RepeatFlag)(&cfg.publicHosts), "public-host", "a host `NAME` the server answers to besides localhost and IP addresses (the name a class opens; repeatable). Other names get 421: DNS rebinding protection")
-	fs.StringVar(&cfg.stateDir, "state-dir", defaultStateDir(), "`DIR` where workshop rooms and their logs are kept ("+rooms.StoreFile+"), so a restart loses none; empty keeps them in memory only")
+	fs.StringVar(&cfg.stateDir, "state-dir", "", "`DIR` where workshop rooms and their logs are kept ("+rooms.StoreFile+"), so a restart loses none; one server at a time; empty keeps them in memory only (default "+filepath.Join(defaultStateBase(), "ADDR")+", one per --addr: ':' written '_'; in memory on port 0)")
 	webDir := fs.String("web", "", "serve the page from `DIR` instead of the files built into the binary (a web/ with main.wasm.gz)")
 	fs.IntVar(&cfg.rooms.MaxRooms, "max-rooms", rooms.MaxRooms, "workshop rooms at once")
 	fs.IntVar(&cfg.rooms.MaxRoomsPerAddr, "rooms-per-addr", rooms.MaxRoomsPerAddr, "rooms one address may have created")
@@ -136,6 +141,9 @@ Flags:
 	}
 	if !flagGiven(fs, "allow-source") {
 		cfg.sources = defaultAllowed
+	}
+	if !flagGiven(fs, "state-dir") {
+		cfg.stateBase = defaultStateBase()
 	}
 	var err error
 	if cfg.sources, err = expandSources(cfg.sources); err != nil {
@@ -256,13 +264,20 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("--public-host: %w", err)
 	}
-	var store *rooms.Store
-	if cfg.stateDir != "" {
-		if store, err = rooms.OpenStore(filepath.Join(cfg.stateDir, rooms.StoreFile)); err != nil {
-			return err
-		}
+	// Listen first: the address names the default state directory, and a
+	// taken one is the likelier mistake. The server closes ln when it
+	// shuts down; the deferred Close is for the returns before it serves.
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return listenError(cfg.addr, err)
+	}
+	defer ln.Close()
+	store, err := openState(cfg, ln.Addr(), log)
+	if err != nil {
+		return err
+	}
+	if store != nil {
 		defer store.Close()
-		log.Info("workshop rooms are kept", "store", store.Path())
 	}
 	src, err := cfg.registry.Open(cfg.source)
 	if err != nil {
@@ -320,12 +335,6 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 		IdleTimeout:       serveIdleTimeout,
 		MaxHeaderBytes:    serveMaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		roomReg.Close(context.Background()) // no connection yet: returns at once
-		metricsHub.Close(context.Background())
-		return fmt.Errorf("listening: %w", err)
 	}
 	if bases := listenURLs(ln.Addr(), net.InterfaceAddrs); isUnspecified(ln.Addr()) {
 		roomReg.SetJoinBases(bases) // students join at a LAN address

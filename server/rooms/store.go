@@ -48,6 +48,10 @@ type Store struct {
 	path string
 }
 
+// ErrStoreInUse means another process holds the store open: a ringlab
+// serve with the same --state-dir.
+var ErrStoreInUse = errors.New("another process (a ringlab serve with the same --state-dir?) holds it")
+
 // OpenStore opens (creating it and its directory) the store at path. A
 // file another process holds open is an error within storeOpenWait.
 func OpenStore(path string) (*Store, error) {
@@ -56,7 +60,7 @@ func OpenStore(path string) (*Store, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: storeOpenWait})
 	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("rooms store %s: another process (a ringlab serve with the same --state-dir?) holds it", path)
+		return nil, fmt.Errorf("rooms store %s: %w", path, ErrStoreInUse)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rooms store %s: %w", path, err)
