@@ -35,6 +35,10 @@ const (
 //     under the totals' names (rx0_kicks and rx_queue_0_kicks are queue 0's
 //     rx_kicks); a device-wide one a sysfs statistic already names is
 //     ethtool.NAME; ethtool_count says how many the driver has;
+//   - netlink qstats-get's per-queue counters in Queues, where ethtool
+//     has not given the queue's number already (rx_packets, rx_bytes,
+//     tx_packets, tx_bytes, ...); a total sysfs does not give is their
+//     sum over queues;
 //   - page pools summed: page_pools, page_pool.inflight,
 //     page_pool.inflight_mem, page_pool.alloc_fast ... when the kernel
 //     has CONFIG_PAGE_POOL_STATS;
@@ -64,6 +68,29 @@ func (s *Sample) Counters() (totals map[string]uint64, queues []map[string]uint6
 			continue
 		}
 		tot[c.Name] = c.Value
+	}
+	for _, qs := range s.Queues {
+		for len(queues) <= qs.ID {
+			queues = append(queues, map[string]uint64{})
+		}
+		q := queues[qs.ID]
+		for _, c := range qs.Counters {
+			if _, had := q[c.Name]; !had { // ethtool's, where it has one
+				q[c.Name] = c.Value
+			}
+		}
+	}
+	for _, q := range queues {
+		for name := range q {
+			if _, ok := tot[name]; ok {
+				continue
+			}
+			var sum uint64
+			for _, other := range queues {
+				sum += other[name]
+			}
+			tot[name] = sum
+		}
 	}
 	tot["ethtool_count"] = uint64(len(s.Ethtool))
 	tot["page_pools"] = uint64(len(s.PagePools))

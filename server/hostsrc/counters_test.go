@@ -27,7 +27,7 @@ func sampleOfEveryKind() *Sample {
 func TestCountersNameEveryNumberOnce(t *testing.T) {
 	tot, queues := sampleOfEveryKind().Counters()
 	assert.Equal(t, map[string]uint64{
-		"rx_packets": 100, "rx_dropped": 2, "ethtool.rx_packets": 101, "rx_csum_good": 7,
+		"rx_packets": 100, "rx_dropped": 2, "ethtool.rx_packets": 101, "rx_csum_good": 7, "rx_kicks": 7,
 		"ethtool_count": 4, "page_pools": 2, "page_pool.inflight": 6, "page_pool.inflight_mem": 6 << 12,
 		"page_pool.alloc_fast": 10, "page_pool.alloc_slow": 0, "page_pool.alloc_slow_ho": 0, "page_pool.alloc_empty": 0,
 		"page_pool.alloc_refill": 0, "page_pool.alloc_waive": 0, "page_pool.recycle_cached": 0,
@@ -43,6 +43,37 @@ func TestCountersNameEveryNumberOnce(t *testing.T) {
 		_, ok := vocab.Lookup(name)
 		assert.True(t, ok, "%s is in engine/vocab", name)
 	}
+}
+
+// TestQstatsPerQueue: netlink qstats-get gives each queue's packets
+// and bytes where ethtool has none: in Queues under the totals' names,
+// ethtool's number first where it has the queue's; the total sysfs has
+// stays sysfs's, one only qstats has is the queues' sum.
+func TestQstatsPerQueue(t *testing.T) {
+	s := &Sample{
+		Stats:   map[string]uint64{"rx_packets": 100, "tx_packets": 20},
+		Ethtool: []Counter{{"rx_queue_1_packets", 41}},
+		Queues: []QueueStats{
+			{Type: "rx", ID: 0, Counters: []Counter{{"rx_packets", 60}, {"rx_bytes", 6000}}},
+			{Type: "rx", ID: 1, Counters: []Counter{{"rx_packets", 40}, {"rx_bytes", 4000}}},
+			{Type: "tx", ID: 0, Counters: []Counter{{"tx_packets", 20}, {"tx_stop", 1}, {"tx_wake", 1}}},
+		},
+	}
+	tot, queues := s.Counters()
+	assert.Equal(t, []map[string]uint64{
+		{"rx_packets": 60, "rx_bytes": 6000, "tx_packets": 20, "tx_stop": 1, "tx_wake": 1},
+		{"rx_packets": 41, "rx_bytes": 4000},
+	}, queues, "ethtool's rx_queue_1_packets before qstats's")
+	assert.Equal(t, uint64(100), tot["rx_packets"], "sysfs's total")
+	assert.Equal(t, uint64(10000), tot["rx_bytes"], "the queues' sum where sysfs has none")
+	assert.Equal(t, uint64(1), tot["tx_stop"])
+	for name := range tot {
+		_, ok := vocab.Lookup(name)
+		assert.True(t, ok, "%s is in engine/vocab", name)
+	}
+	f := s.Figures()
+	assert.Equal(t, 60.0, f["rx0_packets"], "the tutorials' per-queue name")
+	assert.Equal(t, 20.0, f["tx0_packets"])
 }
 
 func TestFiguresAreCountersUnderTheTutorialsNames(t *testing.T) {

@@ -36,7 +36,7 @@ func OpenMetrics(arg string) (metrics.Source, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	desc := fmt.Sprintf("read-only counters of %s (driver %s): sysfs statistics, ethtool stats, netlink page pools, softnet_stat", arg, m.smp.Driver)
+	desc := fmt.Sprintf("read-only counters of %s (driver %s): sysfs statistics, ethtool stats, netlink page pools and queue stats, softnet_stat", arg, m.smp.Driver)
 	if m.smp.Driver == "" {
 		desc = fmt.Sprintf("read-only counters of %s (no driver statistics): sysfs statistics, softnet_stat", arg)
 	}

@@ -1,6 +1,7 @@
 // Package hostsrc reads, and never changes, the receive-path counters of a
 // real network interface: sysfs statistics, the driver's ethtool statistics,
-// netlink page pools and /proc/net/softnet_stat.
+// netlink page pools and per-queue statistics (qstats-get), and
+// /proc/net/softnet_stat.
 package hostsrc
 
 import (
@@ -43,6 +44,11 @@ type Sample struct {
 	// PagePools lists the page pools the kernel links to this interface
 	// (netlink netdev page-pool-get); empty when there are none.
 	PagePools []PagePool
+	// Queues holds each queue's counters as netlink's qstats-get gives
+	// them (the driver's netdev_stat_ops): packets and bytes per receive
+	// and per send queue, where ethtool may have none. Empty when the
+	// kernel or the driver has none (Notes says which).
+	Queues []QueueStats
 	// Softnet holds /proc/net/softnet_stat, one entry per online CPU.
 	Softnet []SoftnetCPU
 	// Notes says what could not be read and why. Each note appears once, in
@@ -55,6 +61,15 @@ type Sample struct {
 type Counter struct {
 	Name  string
 	Value uint64
+}
+
+// QueueStats is one queue's qstats-get reply.
+type QueueStats struct {
+	Type string // "rx" or "tx"
+	ID   int    // the queue's index among the device's rx or tx queues
+	// Counters are the ones the driver reports, under their engine/vocab
+	// names (rx_packets, rx_bytes, tx_stop), in the kernel's order.
+	Counters []Counter
 }
 
 // PagePool is one page pool as netlink's page-pool-get describes it

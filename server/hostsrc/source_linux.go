@@ -111,7 +111,8 @@ func (s *Source) Read() (Sample, error) {
 // ReadInto fills smp, reusing its map and slices, so that a caller polling
 // with one Sample allocates almost nothing (netlink replies still do). A
 // Read costs one pread per sysfs statistic, one of softnet_stat, one
-// ETHTOOL_GSTATS ioctl and one netlink page-pool-get dump, plus a
+// ETHTOOL_GSTATS ioctl, one netlink page-pool-get and one qstats-get
+// dump, plus a
 // page-pool-stats-get dump on the first Read and, where the kernel has
 // page_pool stats, whenever the interface has pools.
 //
@@ -149,6 +150,14 @@ func (s *Source) ReadInto(smp *Sample) error {
 		var err error
 		if smp.PagePools, err = s.netdev.pagePools(s.ifindex, smp.PagePools, note); err != nil {
 			note(fmt.Sprintf("page_pool: %v", explain(err)))
+		}
+	}
+
+	smp.Queues = smp.Queues[:0]
+	if s.netdev != nil {
+		var err error
+		if smp.Queues, err = s.netdev.queueStats(s.ifindex, s.ifname, smp.Queues, note); err != nil {
+			note(fmt.Sprintf("qstats: %v", explain(err)))
 		}
 	}
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -205,6 +206,80 @@ func TestIoctlLayouts(t *testing.T) {
 	assert.Equal(t, uintptr(unix.IFNAMSIZ), unsafe.Offsetof(ifreqData{}.data), "ifr_data follows ifr_name")
 	assert.Equal(t, uintptr(8), unsafe.Offsetof(ethtoolSsetInfo{}.ssetMask), "ethtool_sset_info.sset_mask")
 	assert.Equal(t, uintptr(16), unsafe.Offsetof(ethtoolSsetInfo{}.data), "ethtool_sset_info.data")
+}
+
+func TestDecodeQueueStats(t *testing.T) {
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(attrQstatsIfindex, 4)
+	ae.Uint32(attrQstatsQueueType, queueTypeTx)
+	ae.Uint32(attrQstatsQueueID, 3)
+	ae.Uint64(attrQstatsFirst+2, 1<<33) // tx-packets in 8 bytes
+	ae.Uint32(attrQstatsFirst+25, 2)    // tx-stop in 4
+	ae.Uint32(200, 9)                   // a newer kernel's: not read
+	b, err := ae.Encode()
+	require.NoError(t, err)
+	q, ifindex, err := decodeQueueStats(b)
+	require.NoError(t, err)
+	assert.Equal(t, 4, ifindex)
+	assert.Equal(t, QueueStats{Type: "tx", ID: 3, Counters: []Counter{{"tx_packets", 1 << 33}, {"tx_stop", 2}}}, q)
+
+	ae = netlink.NewAttributeEncoder()
+	ae.Uint32(attrQstatsIfindex, 4)
+	ae.Uint32(attrQstatsQueueType, 7)
+	ae.Uint32(attrQstatsQueueID, 0)
+	b, err = ae.Encode()
+	require.NoError(t, err)
+	_, _, err = decodeQueueStats(b)
+	assert.ErrorContains(t, err, "queue type 7")
+}
+
+// TestQstatsThisMachine reads eth0's queues with netlink qstats-get
+// where the kernel has it (6.9): every queue sysfs lists, packets
+// included, and the receive queues' packets within sysfs's total; where
+// it has not, one note says so. lo has no queue statistics: a note says
+// so too.
+func TestQstatsThisMachine(t *testing.T) {
+	s := openT(t, "eth0")
+	smp, err := s.Read()
+	require.NoError(t, err)
+	t.Logf("qstats of eth0: %+v", smp.Queues)
+	if slices.Contains(s.Notes(), noteQstatsOff) {
+		assert.Empty(t, smp.Queues)
+		t.Skip("this kernel has no qstats-get (the note says so)")
+	}
+	rxq, err := filepath.Glob("/sys/class/net/eth0/queues/rx-*")
+	require.NoError(t, err)
+	txq, err := filepath.Glob("/sys/class/net/eth0/queues/tx-*")
+	require.NoError(t, err)
+	var rx, tx int
+	var rxPackets uint64
+	for _, q := range smp.Queues {
+		switch q.Type {
+		case "rx":
+			rx++
+			for _, c := range q.Counters {
+				if c.Name == "rx_packets" {
+					rxPackets += c.Value
+				}
+			}
+		case "tx":
+			tx++
+		}
+	}
+	assert.Equal(t, len(rxq), rx, "a reply per receive queue")
+	assert.Equal(t, len(txq), tx, "a reply per send queue")
+	assert.NotZero(t, rxPackets, "eth0 received packets")
+	after, err := s.Read()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, rxPackets, after.Stats["rx_packets"], "the queues' packets are within the device's")
+	_, queues := after.Counters()
+	require.NotEmpty(t, queues)
+	assert.NotZero(t, queues[0]["rx_packets"], "queue 0's packets, for the per-queue panel")
+
+	lo := openT(t, "lo")
+	_, err = lo.Read()
+	require.NoError(t, err)
+	assert.Contains(t, lo.Notes(), noteQstatsNone("lo"))
 }
 
 func TestDecodePagePool(t *testing.T) {
