@@ -34,6 +34,14 @@ const QueueAll = "all"
 // cpu label are not exported (its total is).
 const CPUAll = "all"
 
+// Machine-wide numbers (/proc/net/softnet_stat's softnet.*, each CPU's
+// softnet_data) are the machine's, not an interface's: their families
+// carry no device label, and only a source of its own exports them (sim,
+// host). A lab and a twin's measured side read the same softnet_stat as
+// a host source on the machine, so they leave them out; exported once,
+// by the host source, as node_exporter's node_softnet_* are. A twin's
+// predictions of them (the engine's CPUs) stay.
+
 // Label names and the origin label's values.
 const (
 	LabelSource  = "source"  // the source's kind: sim, host, lab, twin
@@ -81,8 +89,20 @@ func New(src metrics.Source) *Collector {
 	families := map[string]*prometheus.Desc{}
 	perCPU := map[string]bool{}   // of the families made, those with the cpu label
 	taken := map[[2]string]bool{} // (family, origin) pairs exported
+	machineLabels := prometheus.Labels{}
+	for k, v := range constLabels {
+		if k != LabelDevice {
+			machineLabels[k] = v
+		}
+	}
+	// A lab and a twin read the machine's softnet_stat through a host
+	// source of their own: the host source exports it.
+	machineElsewhere := info.Labels.Kind == "lab" || info.Labels.Kind == "twin"
 	for _, name := range info.Counters {
 		f := Family(name)
+		if f.Machine && !f.Predicted && machineElsewhere {
+			continue
+		}
 		origin := OriginMeasured
 		if f.Predicted {
 			origin = OriginPredicted
@@ -100,7 +120,11 @@ func New(src metrics.Source) *Collector {
 			if c.twin {
 				variable = append(variable, LabelOrigin)
 			}
-			d = prometheus.NewDesc(f.Metric, help(f, c.twin), variable, constLabels)
+			l := constLabels
+			if f.Machine {
+				l = machineLabels
+			}
+			d = prometheus.NewDesc(f.Metric, help(f, c.twin), variable, l)
 			families[f.Metric], perCPU[f.Metric] = d, f.PerCPU
 		}
 		kind := prometheus.CounterValue
@@ -139,7 +163,17 @@ type FamilyInfo struct {
 	// PerCPU: engine/vocab names the number per CPU too (cpuN.NAME, as
 	// vocab.CPUCounter builds it), so its family has the cpu label.
 	PerCPU bool
+	// Machine: the number is the machine's, not an interface's
+	// (softnet.*): its family has no device label.
+	Machine bool
+	// Dir is the queues the number is of: "rx" (receive), "tx" (send),
+	// or "" for neither.
+	Dir string
 }
+
+// machineWide reports whether a number (its base name) is the machine's:
+// /proc/net/softnet_stat's, each CPU's struct softnet_data.
+func machineWide(base string) bool { return strings.HasPrefix(base, "softnet.") }
 
 // timeUnits are the vocabulary's units of time, with their factor to
 // seconds and the suffix a name in them may carry.
@@ -170,8 +204,12 @@ func Family(name string) FamilyInfo {
 	}
 	d, _ := vocab.Describe(base)
 	_, perCPU := vocab.Lookup(vocab.CPUCounter(0, base))
-	f := FamilyInfo{Kind: d.Kind, Unit: d.Unit, Help: d.Help, Scale: 1, Predicted: predicted, PerCPU: perCPU}
+	f := FamilyInfo{Kind: d.Kind, Unit: d.Unit, Help: d.Help, Scale: 1, Predicted: predicted, PerCPU: perCPU,
+		Machine: machineWide(base)}
 	s := snake(base)
+	if dir, _, ok := strings.Cut(s, "_"); ok && (dir == "rx" || dir == "tx") {
+		f.Dir = dir
+	}
 	if tu, ok := timeUnits[d.Unit]; ok {
 		f.Scale, f.Unit = tu.scale, "seconds"
 		s = strings.TrimSuffix(s, tu.suffix)
@@ -250,10 +288,22 @@ func help(f FamilyInfo, twin bool) string {
 	if f.Unit != "" {
 		h += " (" + f.Unit + ")"
 	}
-	if f.PerCPU {
-		h += `. Per CPU where the source has each CPU's (cpu="0", "1", ...), or cpu="all" when it has only the total; queue="all" unless per receive queue.`
-	} else {
-		h += `. Per receive queue, or queue="all" when the source has only the total.`
+	queues := `queue="all"` // what the queue label says
+	switch f.Dir {
+	case "rx":
+		queues = `per receive queue (queue="0", "1", ...) where the source has each queue's, else queue="all"`
+	case "tx":
+		queues = `per send queue (queue="0", "1", ...) where the source has each queue's, else queue="all"`
+	}
+	switch {
+	case f.Machine:
+		h += `. The machine's, not an interface's: no device label, exported by a host or sim source (not by a lab or a twin's measured side, which read the host's). Per CPU where the source has each CPU's (cpu="0", "1", ...), else cpu="all"; ` + queues + "."
+	case f.PerCPU:
+		h += `. Per CPU where the source has each CPU's (cpu="0", "1", ...), else cpu="all"; ` + queues + "."
+	case f.Dir != "":
+		h += ". " + strings.ToUpper(queues[:1]) + queues[1:] + "."
+	default:
+		h += `. Device-wide, queue="all", unless the source has it per queue (queue="0", "1", ...).`
 	}
 	if twin {
 		h += ` origin="measured" is the real source's number, origin="predicted" the twin engine's prediction of it.`

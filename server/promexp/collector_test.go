@@ -145,7 +145,8 @@ func TestConventions(t *testing.T) {
 		m := fam.GetMetric()[0]
 		l := map[string]string{"source": "host", "device": "eth0", "queue": QueueAll}
 		if name == "ringlab_softnet_processed_total" {
-			l["cpu"] = CPUAll // a number engine/vocab has per CPU, here only the total
+			l["cpu"] = CPUAll   // a number engine/vocab has per CPU, here only the total
+			delete(l, "device") // the machine's, not eth0's
 		}
 		assert.Equal(t, l, labels(m), name)
 		v := m.GetCounter().GetValue()
@@ -235,7 +236,7 @@ func TestCountersPerCPU(t *testing.T) {
 		got := map[string]float64{}
 		for _, m := range fam.GetMetric() {
 			l := labels(m)
-			assert.Equal(t, map[string]string{"source": "host", "device": "eth0", "queue": QueueAll, "cpu": l["cpu"]}, l, name)
+			assert.Equal(t, map[string]string{"source": "host", "queue": QueueAll, "cpu": l["cpu"]}, l, name)
 			got[l["cpu"]] = m.GetCounter().GetValue()
 		}
 		assert.Equal(t, want, got, "%s: one series per online CPU, no total", name)
@@ -252,8 +253,8 @@ func TestCountersPerCPU(t *testing.T) {
 	assert.False(t, Family("rx_packets").PerCPU)
 	assert.False(t, Family("softnet.cpus").PerCPU)
 
-	// A twin: the real source's CPUs measured, the engine's prediction
-	// of the sum with cpu="all".
+	// A twin: the engine's prediction of the sum with cpu="all"; the
+	// real CPUs are the host source's to export.
 	twin := scrape(t, hostWithCPUs("twin:host:eth0", metrics.Labels{Kind: "twin", Device: "eth0", Follows: "host"},
 		map[string]uint64{"predicted_softnet.time_squeeze": 3}))
 	fam := twin["ringlab_softnet_time_squeeze_total"]
@@ -264,9 +265,59 @@ func TestCountersPerCPU(t *testing.T) {
 		assert.Equal(t, QueueAll, l["queue"])
 		got[[2]string{l["origin"], l["cpu"]}] = m.GetCounter().GetValue()
 	}
-	assert.Equal(t, map[[2]string]float64{
-		{OriginMeasured, "0"}: 5, {OriginMeasured, "2"}: 2, {OriginPredicted, CPUAll}: 3,
-	}, got)
+	assert.Equal(t, map[[2]string]float64{{OriginPredicted, CPUAll}: 3}, got)
+}
+
+// TestMachineWideExportedOnce: softnet_stat is the machine's. A host
+// source exports it per CPU without a device label; a lab and a twin,
+// which read the same file through a host source of their own, leave
+// it out (a twin keeps its prediction), so that the four servers of
+// docs/prometheus.md export the machine's softnet once, not under three
+// devices.
+func TestMachineWideExportedOnce(t *testing.T) {
+	softnet := []string{"ringlab_softnet_processed_total", "ringlab_softnet_dropped_total",
+		"ringlab_softnet_time_squeeze_total", "ringlab_softnet_cpus"}
+	series := map[string]int{} // of each softnet family, over the sources
+	for _, src := range []*fixed{
+		hostWithCPUs("host:eth0", metrics.Labels{Kind: "host", Device: "eth0"}, nil),
+		hostWithCPUs("lab:xdp_drop", metrics.Labels{Kind: "lab", Device: "lab-b", Program: "xdp_drop"}, nil),
+		hostWithCPUs("twin:host:eth0", metrics.Labels{Kind: "twin", Device: "eth0", Follows: "host"}, nil),
+	} {
+		families := scrape(t, src)
+		require.NotNil(t, families["ringlab_rx_packets_total"], "%s: its interface's numbers", src.Info().Name)
+		for _, name := range softnet {
+			for _, m := range families[name].GetMetric() {
+				series[name]++
+				assert.NotContains(t, labels(m), LabelDevice, "%s of %s: the machine's, not a device's", name, src.Info().Name)
+				assert.Equal(t, "host", labels(m)[LabelSource], name)
+			}
+		}
+	}
+	assert.Equal(t, map[string]int{
+		"ringlab_softnet_processed_total": 2, "ringlab_softnet_dropped_total": 2,
+		"ringlab_softnet_time_squeeze_total": 2, "ringlab_softnet_cpus": 1,
+	}, series, "once: the host source's, a series per online CPU")
+}
+
+// TestHelpSaysWhichQueues: a receive number's HELP speaks of receive
+// queues, a send number's of send queues, a device's of neither.
+func TestHelpSaysWhichQueues(t *testing.T) {
+	families := scrape(t, newFixed("host:eth0", metrics.Labels{Kind: "host", Device: "eth0"}, map[string]uint64{
+		"rx_packets": 1, "tx_packets": 1, "tx_kicks": 1, "rx_kicks": 1, "collisions": 1, "page_pools": 1, "tx_stop": 1,
+	}))
+	for name, want := range map[string]string{
+		"ringlab_rx_packets_total": "Per receive queue", "ringlab_rx_kicks_total": "Per receive queue",
+		"ringlab_tx_packets_total": "Per send queue", "ringlab_tx_kicks_total": "Per send queue",
+		"ringlab_tx_stop_total":    "Per send queue",
+		"ringlab_collisions_total": "Device-wide", "ringlab_page_pools": "Device-wide",
+	} {
+		fam := families[name]
+		require.NotNil(t, fam, name)
+		assert.Contains(t, fam.GetHelp(), want, name)
+		if want != "Per receive queue" {
+			assert.NotContains(t, fam.GetHelp(), "receive queue", name)
+		}
+	}
 }
 
 func TestFailingSourceIsDownNotAnError(t *testing.T) {
