@@ -320,7 +320,7 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws/metrics", metricsHub)
 	roomReg.Register(mux)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(prom, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(prom, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/internal/testenv"
 	"ringlab/server/assets"
 	"ringlab/server/hostsrc"
 	"ringlab/server/labsrc"
@@ -378,4 +380,107 @@ func TestListenURLs(t *testing.T) {
 	assert.Equal(t, []string{"http://127.0.0.1:8080/"}, listenURLs(at(":8080"), func() ([]net.Addr, error) { return nil, nil }))
 	assert.True(t, isUnspecified(at(":8080")))
 	assert.False(t, isUnspecified(at("127.0.0.1:8080")))
+}
+
+// TestMetricsNegotiatesOpenMetrics: /metrics answers Prometheus's Accept
+// header, which prefers OpenMetrics, in OpenMetrics (a counter's family
+// without _total, its samples with it, # EOF at the end), and a client
+// that asks for nothing in particular in the text format.
+func TestMetricsNegotiatesOpenMetrics(t *testing.T) {
+	s := startServe(t)
+	get := func(accept string) (string, string) {
+		req, err := http.NewRequest(http.MethodGet, s.base+"/metrics", nil)
+		require.NoError(t, err)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.Header.Get("Content-Type"), string(b)
+	}
+	// Prometheus 2.x and 3.x send this.
+	ctype, body := get("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+	assert.True(t, strings.HasPrefix(ctype, "application/openmetrics-text; version=1.0.0"), ctype)
+	assert.True(t, strings.HasSuffix(body, "# EOF\n"), "OpenMetrics ends with # EOF")
+	assert.Contains(t, body, "# TYPE ringlab_rx_kicks counter\n")
+	assert.Contains(t, body, "ringlab_rx_kicks_total{")
+
+	ctype, body = get("")
+	assert.True(t, strings.HasPrefix(ctype, "text/plain; version=0.0.4"), ctype)
+	assert.NotContains(t, body, "# EOF")
+	assert.Contains(t, body, "# TYPE ringlab_rx_kicks_total counter\n")
+}
+
+// TestServedHostMetricsPassPromtool: what `ringlab serve --source
+// host:eth0` serves at /metrics, read-only counters of this machine's
+// eth0 with per-queue packets (qstats-get) and softnet per CPU, passes
+// `promtool check metrics` in the text format; in OpenMetrics each
+// ringlab family is described once. Skips without promtool or eth0
+// (fails with RINGLAB_CI=1).
+func TestServedHostMetricsPassPromtool(t *testing.T) {
+	tool, err := exec.LookPath("promtool")
+	if err != nil {
+		testenv.Missing(t, "promtool is not installed (Debian's prometheus package: apt-get install -y prometheus)")
+	}
+	eth0, err := hostsrc.Open("eth0")
+	if err != nil {
+		testenv.Missing(t, "no eth0: "+err.Error())
+	}
+	require.NoError(t, eth0.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := serveConfig{addr: "127.0.0.1:0", source: "host:eth0", registry: sourceKinds(), files: fstest.MapFS{}}
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, func(a net.Addr) { ready <- a }) }()
+	var base string
+	select {
+	case a := <-ready:
+		base = "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+	defer func() { cancel(); <-done }()
+	get := func(accept string) string {
+		req, err := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	text := get("text/plain;version=0.0.4")
+	cmd := exec.Command(tool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(text)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "promtool check metrics:\n%s", out)
+	assert.Empty(t, strings.TrimSpace(string(out)), "promtool's findings")
+	assert.Regexp(t, `ringlab_rx_packets_total\{device="eth0",queue="0",source="host"\} [1-9]`, text, "queue 0's packets (qstats-get, or ethtool)")
+	assert.Regexp(t, `ringlab_softnet_processed_total\{cpu="0",queue="all",source="host"\} `, text, "softnet per CPU, no device")
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "# HELP ringlab_tx_") {
+			assert.NotContains(t, l, "receive queue", "a send number's HELP")
+		}
+	}
+
+	om := get("application/openmetrics-text;version=1.0.0")
+	require.True(t, strings.HasSuffix(om, "# EOF\n"))
+	described := map[string]int{}
+	for _, l := range strings.Split(om, "\n") {
+		if f, ok := strings.CutPrefix(l, "# TYPE ringlab_"); ok {
+			described[strings.Fields(f)[0]]++
+		}
+	}
+	require.NotEmpty(t, described)
+	for f, n := range described {
+		assert.Equal(t, 1, n, "OpenMetrics family ringlab_%s described once", f)
+	}
 }
