@@ -24,7 +24,26 @@ const (
 	softnetProcessed   = "softnet.processed"
 	softnetDropped     = "softnet.dropped"
 	softnetTimeSqueeze = "softnet.time_squeeze"
+	softnetReceivedRPS = "softnet.received_rps"     // where the kernel prints column 10
+	softnetFlowLimit   = "softnet.flow_limit_count" // column 11
+	softnetBacklogLen  = "softnet.backlog_len"      // column 12 (5.10)
 )
+
+// softnetColumns are the softnet_stat columns a Sample carries, under the
+// names of their sums, with the number of columns a line needs to have
+// each (SoftnetCPU.Columns).
+var softnetColumns = [...]struct {
+	name    string
+	columns int
+	value   func(*SoftnetCPU) uint32
+}{
+	{softnetProcessed, softnetMinColumns, func(c *SoftnetCPU) uint32 { return c.Processed }},
+	{softnetDropped, softnetMinColumns, func(c *SoftnetCPU) uint32 { return c.Dropped }},
+	{softnetTimeSqueeze, softnetMinColumns, func(c *SoftnetCPU) uint32 { return c.TimeSqueeze }},
+	{softnetReceivedRPS, colReceivedRPS + 1, func(c *SoftnetCPU) uint32 { return c.ReceivedRPS }},
+	{softnetFlowLimit, colFlowLimitCount + 1, func(c *SoftnetCPU) uint32 { return c.FlowLimitCount }},
+	{softnetBacklogLen, colBacklogLen + 1, func(c *SoftnetCPU) uint32 { return c.BacklogLen }},
+}
 
 // Counters is the one flattening of a Sample into named numbers, each
 // under its engine/vocab name, which the live stream, /metrics and the
@@ -43,8 +62,10 @@ const (
 //     page_pool.inflight_mem, page_pool.alloc_fast ... when the kernel
 //     has CONFIG_PAGE_POOL_STATS;
 //   - /proc/net/softnet_stat summed over CPUs: softnet.processed,
-//     softnet.dropped, softnet.time_squeeze, and softnet.cpus (CPUCounters
-//     has each CPU's).
+//     softnet.dropped, softnet.time_squeeze and, where the kernel prints
+//     them, softnet.received_rps, softnet.flow_limit_count and
+//     softnet.backlog_len (node_exporter's columns); softnet.cpus
+//     (CPUCounters has each CPU's).
 //
 // Totals holds every device-wide number; Queues[q] the per-queue ones
 // (nil when the driver has none).
@@ -112,22 +133,26 @@ func (s *Sample) Counters() (totals map[string]uint64, queues []map[string]uint6
 			tot["page_pool."+n] = stats[i]
 		}
 	}
-	var proc, drop, squeeze uint64
-	for _, c := range s.Softnet {
-		proc += uint64(c.Processed)
-		drop += uint64(c.Dropped)
-		squeeze += uint64(c.TimeSqueeze)
-	}
 	tot["softnet.cpus"] = uint64(len(s.Softnet))
-	tot[softnetProcessed] = proc
-	tot[softnetDropped] = drop
-	tot[softnetTimeSqueeze] = squeeze
+	for _, col := range softnetColumns {
+		var sum uint64
+		have := col.columns == softnetMinColumns // the first three are always there
+		for i := range s.Softnet {
+			c := &s.Softnet[i]
+			sum += uint64(col.value(c))
+			have = have || c.Columns >= col.columns
+		}
+		if have {
+			tot[col.name] = sum
+		}
+	}
 	return tot, queues
 }
 
 // CPUCounters is each CPU's line of /proc/net/softnet_stat under the
-// names Counters gives their sums: softnet.processed, softnet.dropped and
-// softnet.time_squeeze, index = the CPU's id (SoftnetCPU.CPU: the line's
+// names Counters gives their sums (softnetColumns: softnet.processed,
+// softnet.dropped, softnet.time_squeeze, and the columns past them the
+// kernel prints), index = the CPU's id (SoftnetCPU.CPU: the line's
 // position on kernels before 5.10, which print no id). A CPU without a
 // line (offline) has an empty map; a line whose id is maxCPU or more is
 // left out (its counts are in the sums still). Nil when softnet_stat was
@@ -142,9 +167,11 @@ func (s *Sample) CPUCounters() []map[string]uint64 {
 			cpus = append(cpus, map[string]uint64{})
 		}
 		m := cpus[c.CPU] // a second line of one id (no kernel prints one) adds to it
-		m[softnetProcessed] += uint64(c.Processed)
-		m[softnetDropped] += uint64(c.Dropped)
-		m[softnetTimeSqueeze] += uint64(c.TimeSqueeze)
+		for _, col := range softnetColumns {
+			if c.Columns >= col.columns || col.columns == softnetMinColumns {
+				m[col.name] += uint64(col.value(&c))
+			}
+		}
 	}
 	return cpus
 }

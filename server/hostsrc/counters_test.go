@@ -95,7 +95,8 @@ func TestFiguresAreCountersUnderTheTutorialsNames(t *testing.T) {
 
 // TestCPUCountersPerSoftnetLine: each CPU's softnet_stat line under the
 // names of the sums, index = the CPU's id, as kernels of each era print
-// it; the CPUs sum to the totals.
+// it, node_exporter's columns (received_rps, flow_limit_count,
+// backlog_len) where the kernel prints them; the CPUs sum to the totals.
 func TestCPUCountersPerSoftnetLine(t *testing.T) {
 	tests := []struct {
 		name string
@@ -103,17 +104,23 @@ func TestCPUCountersPerSoftnetLine(t *testing.T) {
 		want []map[string]uint64
 	}{
 		{"15 columns (6.x)", softnet15, []map[string]uint64{
-			{"softnet.processed": 0xf, "softnet.dropped": 1, "softnet.time_squeeze": 2},
-			{"softnet.processed": 0xc9f, "softnet.dropped": 0, "softnet.time_squeeze": 0},
+			{"softnet.processed": 0xf, "softnet.dropped": 1, "softnet.time_squeeze": 2,
+				"softnet.received_rps": 3, "softnet.flow_limit_count": 4, "softnet.backlog_len": 5},
+			{"softnet.processed": 0xc9f, "softnet.dropped": 0, "softnet.time_squeeze": 0,
+				"softnet.received_rps": 0, "softnet.flow_limit_count": 0, "softnet.backlog_len": 0},
 		}},
 		{"13 columns (5.10): CPUs 1 and 2 offline", softnet13, []map[string]uint64{
-			{"softnet.processed": 0x19e4b5, "softnet.dropped": 0, "softnet.time_squeeze": 0x1a},
+			{"softnet.processed": 0x19e4b5, "softnet.dropped": 0, "softnet.time_squeeze": 0x1a,
+				"softnet.received_rps": 7, "softnet.flow_limit_count": 0, "softnet.backlog_len": 1},
 			{}, {},
-			{"softnet.processed": 0xffffffff, "softnet.dropped": 0, "softnet.time_squeeze": 0},
+			{"softnet.processed": 0xffffffff, "softnet.dropped": 0, "softnet.time_squeeze": 0,
+				"softnet.received_rps": 0, "softnet.flow_limit_count": 0, "softnet.backlog_len": 0},
 		}},
-		{"11 columns (before 5.10): numbered by line", softnet11, []map[string]uint64{
-			{"softnet.processed": 0x6dcad223, "softnet.dropped": 0, "softnet.time_squeeze": 1},
-			{"softnet.processed": 0x6f0e1565, "softnet.dropped": 0xa, "softnet.time_squeeze": 2},
+		{"11 columns (before 5.10): numbered by line, no backlog_len", softnet11, []map[string]uint64{
+			{"softnet.processed": 0x6dcad223, "softnet.dropped": 0, "softnet.time_squeeze": 1,
+				"softnet.received_rps": 0, "softnet.flow_limit_count": 9},
+			{"softnet.processed": 0x6f0e1565, "softnet.dropped": 0xa, "softnet.time_squeeze": 2,
+				"softnet.received_rps": 0, "softnet.flow_limit_count": 0},
 		}},
 		{"an id past maxCPU is left out", "00000001 00000002 00000003 0 0 0 0 0 0 0 0 0 00002000\n", nil},
 		{"unread", "", nil},

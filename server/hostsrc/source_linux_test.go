@@ -383,7 +383,9 @@ func TestSoftnetPerCPUThisMachine(t *testing.T) {
 			continue // offline
 		}
 		online++
-		require.Len(t, m, 3, "CPU %d: processed, dropped, time_squeeze", c)
+		for _, col := range softnetColumns {
+			assert.Contains(t, m, col.name, "CPU %d (this kernel prints 13 columns or more)", c)
+		}
 		processed += m["softnet.processed"]
 		squeezed += m["softnet.time_squeeze"]
 	}

@@ -295,13 +295,16 @@ func help(f FamilyInfo, twin bool) string {
 	case "tx":
 		queues = `per send queue (queue="0", "1", ...) where the source has each queue's, else queue="all"`
 	}
+	if f.Machine {
+		h += `. The machine's, not an interface's: no device label, exported by a host or sim source (not by a lab or a twin's measured side, which read the host's)`
+	}
 	switch {
-	case f.Machine:
-		h += `. The machine's, not an interface's: no device label, exported by a host or sim source (not by a lab or a twin's measured side, which read the host's). Per CPU where the source has each CPU's (cpu="0", "1", ...), else cpu="all"; ` + queues + "."
 	case f.PerCPU:
 		h += `. Per CPU where the source has each CPU's (cpu="0", "1", ...), else cpu="all"; ` + queues + "."
 	case f.Dir != "":
 		h += ". " + strings.ToUpper(queues[:1]) + queues[1:] + "."
+	case f.Machine:
+		h += `; queue="all".`
 	default:
 		h += `. Device-wide, queue="all", unless the source has it per queue (queue="0", "1", ...).`
 	}

@@ -304,12 +304,15 @@ func TestMachineWideExportedOnce(t *testing.T) {
 func TestHelpSaysWhichQueues(t *testing.T) {
 	families := scrape(t, newFixed("host:eth0", metrics.Labels{Kind: "host", Device: "eth0"}, map[string]uint64{
 		"rx_packets": 1, "tx_packets": 1, "tx_kicks": 1, "rx_kicks": 1, "collisions": 1, "page_pools": 1, "tx_stop": 1,
+		"softnet.cpus": 2,
 	}))
+	assert.NotContains(t, families["ringlab_softnet_cpus"].GetHelp(), "Per CPU", "a machine-wide number without per-CPU values")
 	for name, want := range map[string]string{
 		"ringlab_rx_packets_total": "Per receive queue", "ringlab_rx_kicks_total": "Per receive queue",
 		"ringlab_tx_packets_total": "Per send queue", "ringlab_tx_kicks_total": "Per send queue",
 		"ringlab_tx_stop_total":    "Per send queue",
 		"ringlab_collisions_total": "Device-wide", "ringlab_page_pools": "Device-wide",
+		"ringlab_softnet_cpus": "The machine's",
 	} {
 		fam := families[name]
 		require.NotNil(t, fam, name)
