@@ -49,9 +49,6 @@ const (
 	MaxSpeed        = 1e9
 )
 
-// objectPrefix marks an xdp parameter that names a loaded object.
-const objectPrefix = "object:"
-
 // DefaultConfig is the configuration a bare URL gets: the default preset.
 func DefaultConfig() Config { return Config{Preset: "default"} }
 

@@ -93,7 +93,7 @@ func parseDirective(text string) (Directive, error) {
 		if !ok || path == "" || val == "" {
 			return d, fmt.Errorf("set: want set field.path=value, as in set traffic.rate_pps=1000000")
 		}
-		for _, seg := range strings.Split(path, ".") {
+		for _, seg := range strings.Split(strings.TrimPrefix(path, "."), ".") { // .cpus: the raw field, not the knob
 			if seg == "" {
 				return d, fmt.Errorf("set: bad path %q", path)
 			}

@@ -68,7 +68,7 @@ type Segment struct {
 // Directive operations.
 const (
 	OpPreset   = "preset"   // preset NAME: start from a named scenario
-	OpSet      = "set"      // set PATH=VALUE: change a scenario field (JSON path)
+	OpSet      = "set"      // set KEY=VALUE: a knob by name (cpus=2, page_pool=off), or a field by JSON path (driver.iommu=true; .cpus=2 the field alone)
 	OpRun      = "run"      // run packets=N | duration=D | events=N [trace]
 	OpShow     = "show"     // show EXPR, EXPR ... | show GROUP
 	OpCheck    = "check"    // check CONDITION

@@ -181,9 +181,11 @@ func TestRunSet(t *testing.T) {
 		want string
 	}{
 		{[]string{"--set", "traffic.sise=1"}, `--set traffic.sise: the scenario has no field "sise"`},
-		{[]string{"--set", "ring_size=100"}, "--set ring_size: 100: want a power of two"},
-		{[]string{"--set", "mtu=big"}, "--set mtu: the value big is not JSON"},
-		{[]string{"--set", "kernel=6.99"}, "--set kernel: "},
+		{[]string{"--set", "ring_size=100"}, `--set ring_size="100": want a power of two`},
+		{[]string{"--set", ".ring_size=100"}, "--set ring_size: 100: want a power of two"},
+		{[]string{"--set", "mtu=big"}, `--set mtu="big": not a whole number`},
+		{[]string{"--set", ".mtu=big"}, "--set mtu: the value big is not JSON"},
+		{[]string{"--set", "kernel=6.99"}, `--set kernel="6.99": kernel version 6.99`},
 		{[]string{"--set", "mtu"}, `"mtu": want PATH=VALUE`},
 		{[]string{"--set", "=1"}, `"=1": want PATH=VALUE`},
 	} {

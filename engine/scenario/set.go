@@ -60,44 +60,40 @@ func ParseChange(kv string) (Change, error) {
 	return TextChange(path, text), nil
 }
 
-// Apply makes the changes on s's JSON form in order, as Set does, then
-// decodes and validates the result once: changes that only make sense
-// together (driver.buffer_source=page_frag with driver.dma=ring) can be
-// made together. An error names the path it comes from.
+// Apply makes the changes in order, then validates the result once:
+// changes that only make sense together (driver.buffer_source=page_frag
+// with driver.dma=ring) can be made together. A change whose path is a
+// knob's key (cpus, page_pool: Knobs) sets the knob, with its
+// consequences (SetKnob); any other path sets that field of the JSON
+// form alone, and a leading dot spells a raw path where a knob has the
+// same name (.cpus=2 sets cpus and nothing else). An error names the
+// path it comes from.
 func Apply(s Scenario, changes ...Change) (Scenario, error) {
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return s, err
-	}
-	var root any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&root); err != nil {
-		return s, err
-	}
-	paths := make([]string, 0, len(changes))
-	for _, c := range changes {
-		if err := setPath(root, c.Path, c.Value); err != nil {
+	cur := s
+	var paths []string
+	for i := 0; i < len(changes); {
+		if key, ok := knobChange(changes[i]); ok {
+			if err := SetKnob(&cur, key, knobText(changes[i].Value)); err != nil {
+				return s, err
+			}
+			paths = append(paths, key)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(changes) {
+			if _, ok := knobChange(changes[j]); ok {
+				break
+			}
+			j++
+		}
+		next, raw, err := applyRaw(cur, changes[i:j])
+		if err != nil {
 			return s, err
 		}
-		paths = append(paths, c.Path)
+		cur, paths, i = next, append(paths, raw...), j
 	}
-	out, err := json.Marshal(root)
-	if err != nil {
-		return s, err
-	}
-	ns, err := DecodeBytes(out)
-	var fe *FieldError
-	switch {
-	case err == nil:
-	case errors.As(err, &fe) && fe.Reason == "unknown field":
-		for _, p := range paths {
-			if segs := strings.Split(p, "."); len(segs) > 0 && containsSeg(segs, fe.Field) {
-				return s, fmt.Errorf("%s: the scenario has no field %q", p, fe.Field)
-			}
-		}
-		return s, fmt.Errorf("%s: the scenario has no field %q", strings.Join(paths, ", "), fe.Field)
-	default:
+	if err := cur.Validate(); err != nil {
 		for _, p := range paths {
 			if strings.HasPrefix(err.Error(), p) {
 				return s, err
@@ -108,9 +104,80 @@ func Apply(s Scenario, changes ...Change) (Scenario, error) {
 		return s, fmt.Errorf("%s: %w", strings.Join(paths, ", "), err)
 	}
 	for _, p := range paths {
-		ns.Fitted = dropFitted(ns.Fitted, p)
+		cur.Fitted = dropFitted(cur.Fitted, p)
 	}
-	return ns, nil
+	return cur, nil
+}
+
+// knobChange reports whether c sets a knob, and which: a key with no dot
+// that a knob has, and a value that is not a JSON object, array or null
+// (xdp={...} and xdp=null are the field). A leading dot makes it a raw
+// path.
+func knobChange(c Change) (string, bool) {
+	if strings.Contains(c.Path, ".") || !IsKnob(c.Path) {
+		return "", false
+	}
+	if v := bytes.TrimSpace(c.Value); len(v) > 0 && (v[0] == '{' || v[0] == '[' || string(v) == "null") {
+		return "", false
+	}
+	return c.Path, true
+}
+
+// knobText is a change's value as a knob takes it: a JSON string's text,
+// or the text itself (on, 6.10, 128).
+func knobText(v json.RawMessage) string {
+	var str string
+	if err := json.Unmarshal(v, &str); err == nil {
+		return str
+	}
+	return string(v)
+}
+
+// applyRaw makes raw-path changes on s's JSON form, without validating
+// the result; it returns the paths it set.
+func applyRaw(s Scenario, changes []Change) (Scenario, []string, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return s, nil, err
+	}
+	var root any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&root); err != nil {
+		return s, nil, err
+	}
+	paths := make([]string, 0, len(changes))
+	for _, c := range changes {
+		path := strings.TrimPrefix(c.Path, ".")
+		if err := setPath(root, path, c.Value); err != nil {
+			return s, nil, err
+		}
+		paths = append(paths, path)
+	}
+	out, err := json.Marshal(root)
+	if err != nil {
+		return s, nil, err
+	}
+	ns, err := decodeUnchecked(bytes.NewReader(out))
+	var fe *FieldError
+	switch {
+	case err == nil:
+	case errors.As(err, &fe) && fe.Reason == "unknown field":
+		for _, p := range paths {
+			if segs := strings.Split(p, "."); len(segs) > 0 && containsSeg(segs, fe.Field) {
+				return s, nil, fmt.Errorf("%s: the scenario has no field %q", p, fe.Field)
+			}
+		}
+		return s, nil, fmt.Errorf("%s: the scenario has no field %q", strings.Join(paths, ", "), fe.Field)
+	default:
+		for _, p := range paths {
+			if strings.HasPrefix(err.Error(), p) {
+				return s, nil, err
+			}
+		}
+		return s, nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), err)
+	}
+	return ns, paths, nil
 }
 
 func containsSeg(segs []string, name string) bool {

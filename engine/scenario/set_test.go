@@ -67,17 +67,20 @@ func TestSetErrorsNameThePath(t *testing.T) {
 		name, path, text, want string
 	}{
 		{"unknown field", "traffic.sise", "100", `traffic.sise: the scenario has no field "sise"`},
-		{"invalid value", "ring_size", "100", "ring_size: 100: want a power of two"},
-		{"wrong type", "ring_size", `"big"`, "ring_size: want int"},
-		{"not JSON for a number", "mtu", "nine", "mtu: the value nine is not JSON"},
+		{"invalid value", ".ring_size", "100", "ring_size: 100: want a power of two"},
+		{"invalid knob value", "ring_size", "100", `ring_size="100": want a power of two`},
+		{"wrong type", ".ring_size", `"big"`, "ring_size: want int"},
+		{"not JSON for a number", ".mtu", "nine", "mtu: the value nine is not JSON"},
+		{"not a number for a knob", "mtu", "nine", `mtu="nine": not a whole number`},
 		{"through a number", "mtu.x", "1", "mtu.x: mtu is not an object"},
 		{"bad index", "traffic.sizes.3", "64", "traffic.sizes.3: traffic.sizes is empty"},
-		{"bad kernel", "kernel", "6.99", "kernel: "},
+		{"bad kernel", "kernel", "6.99", `kernel="6.99": kernel version 6.99`},
 		{"empty segment", "traffic..size", "1", "traffic..size: empty segment"},
 		{"empty path", "", "1", "empty path"},
-		// Validation names another field: the path set comes first.
-		{"knock-on", "cpus", "1", "cpus: consumer.cpu"},
-		{"two values", "mtu", "1 2", "mtu: the value 1 2 is not JSON: more than one value"},
+		// Validation names another field: the path set comes first. (The
+		// cpus knob moves consumer.cpu with it; the raw path does not.)
+		{"knock-on", ".cpus", "1", "cpus: consumer.cpu"},
+		{"two values", ".mtu", "1 2", "mtu: the value 1 2 is not JSON: more than one value"},
 	}
 	base, err := LookupPreset("r2-mtu9000-after")
 	require.NoError(t, err)
@@ -144,8 +147,43 @@ func TestFieldKind(t *testing.T) {
 
 func TestSetKeepsJSONStrict(t *testing.T) {
 	// Set (the tutorials' set) takes JSON only: a bare word is an error.
-	_, err := Set(Default(), "kernel", json.RawMessage("6.10x"))
+	_, err := Set(Default(), ".kernel", json.RawMessage("6.10x"))
 	assert.ErrorContains(t, err, "kernel: the value 6.10x is not JSON")
+}
+
+// TestSetTakesKnobsByName: a key a knob has sets the knob, with its
+// consequences, as the page does: cpus=1 on r4-page-pool-other-cpu moves
+// the cpumap target and the consumer with it (the raw path is refused),
+// and page_pool=off, a knob with no field of its name, turns the pool off
+// with ring-mapped DMA. Knobs and paths mix in order.
+func TestSetTakesKnobsByName(t *testing.T) {
+	r4, err := LookupPreset("r4-page-pool-other-cpu")
+	require.NoError(t, err)
+	_, err = SetText(r4, ".cpus", "1")
+	require.Error(t, err, "the field alone leaves references to CPU 1")
+	one, err := SetText(r4, "cpus", "1")
+	require.NoError(t, err)
+	assert.Equal(t, 1, one.CPUs)
+	require.NoError(t, one.Validate())
+
+	def := Default()
+	var changes []Change
+	for _, kv := range []string{"page_pool=off", "driver.buffer_source=page", "ring_size=512"} {
+		c, err := ParseChange(kv)
+		require.NoError(t, err)
+		changes = append(changes, c)
+	}
+	got, err := Apply(def, changes...)
+	require.NoError(t, err)
+	assert.Equal(t, SourcePage, got.Driver.BufferSource, "the path after the knob wins")
+	assert.Equal(t, DMARing, got.Driver.DMA, "page_pool off: ring-mapped DMA")
+	assert.Equal(t, 512, got.RingSize)
+	v, err := GetKnob(&got, "page_pool")
+	require.NoError(t, err)
+	assert.Equal(t, Off, v)
+
+	_, err = SetText(def, "colour", "red")
+	assert.ErrorContains(t, err, "colour: ", "neither a knob nor a field: a raw path, refused by name")
 }
 
 // TestApplyValidatesOnce: changes that only make sense together go

@@ -227,6 +227,18 @@ var removedFields = map[string]string{
 // Decode reads a scenario from JSON on top of Default, refusing unknown
 // fields, trailing data and values of the wrong type, then validates it.
 func Decode(r io.Reader) (Scenario, error) {
+	s, err := decodeUnchecked(r)
+	if err != nil {
+		return Scenario{}, err
+	}
+	if err := s.Validate(); err != nil {
+		return Scenario{}, err
+	}
+	return s, nil
+}
+
+// decodeUnchecked is Decode without Validate: the JSON's form only.
+func decodeUnchecked(r io.Reader) (Scenario, error) {
 	s := Default()
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -235,9 +247,6 @@ func Decode(r io.Reader) (Scenario, error) {
 	}
 	if dec.More() {
 		return Scenario{}, fmt.Errorf("%w: trailing data after the scenario object", ErrInvalid)
-	}
-	if err := s.Validate(); err != nil {
-		return Scenario{}, err
 	}
 	return s, nil
 }
