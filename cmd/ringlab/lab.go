@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"ringlab/server/labsrc"
 )
@@ -24,49 +24,90 @@ const (
 	labSettle = 200 * time.Millisecond
 )
 
-func runLab(args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintf(stderr, `Usage: ringlab lab run [--for D] [SPEC]
-       ringlab lab list
-       ringlab lab clean
+func labCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "lab",
+		Short: "build a lab of namespaces with real XDP, send traffic and read its counters",
+		Long: fmt.Sprintf(`A lab is a pair of network namespaces of its own with a real XDP program
+on the receiving side (docs/lab.md). SPEC is what follows "lab:" in a
+source spec:
+  [PROGRAM][,rate=PPS][,size=BYTES][,count=N][,duration=D][,port=P]
+programs: %v`, labsrc.Programs),
+		RunE: parentRun,
+	}
+	var o labRunOptions
+	run := &cobra.Command{
+		Use:   "run [--for D] [--all] [SPEC]",
+		Short: "build a lab, send its traffic, print its counters and remove it",
+		Long: fmt.Sprintf(`Builds a lab (root only), sends its traffic, prints the counters it read
+and removes the lab, also when stopped by SIGINT, SIGTERM or SIGPIPE (its
+output piped to head). SPEC is what follows "lab:" in a source spec:
+[PROGRAM][,rate=PPS][,size=BYTES][,count=N][,duration=D][,port=P]
+programs: %v (docs/lab.md)`, labsrc.Programs),
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError{c, fmt.Errorf("one SPEC at most, got %q", args)}
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			return status(o.run(args, c.OutOrStdout(), c.ErrOrStderr()))
+		},
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return labsrc.Programs, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+		},
+	}
+	run.Flags().DurationVar(&o.runFor, "for", defaultLabFor, "stop after `D` even if the sender is still sending")
+	run.Flags().BoolVar(&o.all, "all", false, "print every counter, zeros included")
+	c.AddCommand(run, &cobra.Command{
+		Use:   "list",
+		Short: "list the lab namespaces on this machine and whether their process runs",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return status(runLabList(c.OutOrStdout(), c.ErrOrStderr()))
+		},
+	}, &cobra.Command{
+		Use:   "clean",
+		Short: "remove the namespaces of labs whose process died (root only)",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return status(runLabClean(c.OutOrStdout(), c.ErrOrStderr()))
+		},
+	})
+	return c
+}
 
-run    builds a lab (root only), sends its traffic, prints the counters it read
-       and removes the lab. SPEC is what follows "lab:" in a source spec:
-       [PROGRAM][,rate=PPS][,size=BYTES][,count=N][,duration=D][,port=P]
-       programs: %v (docs/lab.md)
-list   lists the lab namespaces on this machine and whether their process runs
-clean  removes the namespaces of labs whose process died (root only)
-`, labsrc.Programs)
+// parentRun is the body of a command that only holds subcommands (lab,
+// tutorial): without one it prints its usage to stderr, and "help" is
+// its help on stdout.
+func parentRun(c *cobra.Command, args []string) error {
+	if len(args) > 0 && args[0] == "help" {
+		writeHelp(c.OutOrStdout(), c)
+		return nil
 	}
-	if len(args) == 0 {
-		usage()
-		return exitUsage
+	if len(args) > 0 {
+		fmt.Fprintf(c.ErrOrStderr(), "%s: unknown subcommand %q\n\n", c.CommandPath(), args[0])
 	}
-	switch args[0] {
-	case "-h", "--help", "-help":
-		usage()
-		return exitOK
-	case "run":
-		return runLabRun(args[1:], stdout, stderr)
-	case "list":
-		return runLabList(stdout, stderr)
-	case "clean":
-		removed, err := labsrc.CleanLeftovers()
-		for _, n := range removed {
-			fmt.Fprintf(stdout, "removed %s\n", n)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "ringlab lab clean: %v\n", err)
-			return exitFail
-		}
-		if len(removed) == 0 {
-			fmt.Fprintln(stdout, "no leftover lab namespaces")
-		}
-		return exitOK
+	writeHelp(c.ErrOrStderr(), c)
+	return exitStatus(exitUsage)
+}
+
+func runLabClean(stdout, stderr io.Writer) int {
+	removed, err := labsrc.CleanLeftovers()
+	for _, n := range removed {
+		fmt.Fprintf(stdout, "removed %s\n", n)
 	}
-	fmt.Fprintf(stderr, "ringlab lab: unknown subcommand %q\n\n", args[0])
-	usage()
-	return exitUsage
+	if err != nil {
+		fmt.Fprintf(stderr, "ringlab lab clean: %v\n", err)
+		return exitFail
+	}
+	if len(removed) == 0 {
+		fmt.Fprintln(stdout, "no leftover lab namespaces")
+	}
+	return exitOK
 }
 
 func runLabList(stdout, stderr io.Writer) int {
@@ -95,26 +136,22 @@ func runLabList(stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func runLabRun(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("lab run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	runFor := fs.Duration("for", defaultLabFor, "stop after `D` even if the sender is still sending")
-	all := fs.Bool("all", false, "print every counter, zeros included")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 1 {
-		fmt.Fprintf(stderr, "ringlab lab run: one SPEC at most, got %q\n", fs.Args())
-		return exitUsage
-	}
-	if *runFor <= 0 {
+// labRunOptions are `ringlab lab run`'s flags.
+type labRunOptions struct {
+	runFor time.Duration
+	all    bool
+}
+
+func (o labRunOptions) run(args []string, stdout, stderr io.Writer) int {
+	if o.runFor <= 0 {
 		fmt.Fprintln(stderr, "ringlab lab run: --for must be positive")
 		return exitUsage
 	}
-	c, err := labsrc.ParseSpec(fs.Arg(0))
+	spec := ""
+	if len(args) > 0 {
+		spec = args[0]
+	}
+	c, err := labsrc.ParseSpec(spec)
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab lab run: %v\n", err)
 		return exitUsage
@@ -127,7 +164,7 @@ func runLabRun(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	names := l.Namespaces()
-	code := labReport(ctx, l, *runFor, *all, stdout, stderr)
+	code := labReport(ctx, l, o.runFor, o.all, stdout, stderr)
 	if err := l.Close(); err != nil {
 		fmt.Fprintf(stderr, "ringlab lab run: close: %v\n", err)
 		return exitFail

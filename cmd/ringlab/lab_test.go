@@ -18,19 +18,22 @@ func TestLabCommandArguments(t *testing.T) {
 		name       string
 		args       []string
 		wantCode   int
+		wantStdout string
 		wantStderr string
 	}{
-		{"no subcommand", []string{"lab"}, exitUsage, "Usage: ringlab lab run"},
-		{"help", []string{"help", "lab"}, exitOK, "programs: [xdp_count_proto"},
-		{"unknown subcommand", []string{"lab", "start"}, exitUsage, `unknown subcommand "start"`},
-		{"bad spec", []string{"lab", "run", "xdp_drop,rate=0"}, exitUsage, "rate=0: want 1..1000000"},
-		{"two specs", []string{"lab", "run", "xdp_drop", "xdp_pass"}, exitUsage, "one SPEC at most"},
-		{"bad for", []string{"lab", "run", "--for", "0s"}, exitUsage, "--for must be positive"},
+		{"no subcommand", []string{"lab"}, exitUsage, "", "Usage: ringlab lab run"},
+		{"help", []string{"help", "lab"}, exitOK, "programs: [xdp_count_proto", ""},
+		{"help of run", []string{"lab", "run", "--help"}, exitOK, "--for D", ""},
+		{"unknown subcommand", []string{"lab", "start"}, exitUsage, "", `unknown subcommand "start"`},
+		{"bad spec", []string{"lab", "run", "xdp_drop,rate=0"}, exitUsage, "", "rate=0: want 1..1000000"},
+		{"two specs", []string{"lab", "run", "xdp_drop", "xdp_pass"}, exitUsage, "", "one SPEC at most"},
+		{"bad for", []string{"lab", "run", "--for", "0s"}, exitUsage, "", "--for must be positive"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			assert.Equal(t, tc.wantCode, dispatch(tc.args, &out, &errb))
+			assert.Contains(t, out.String(), tc.wantStdout)
 			assert.Contains(t, errb.String(), tc.wantStderr)
 		})
 	}

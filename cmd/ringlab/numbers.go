@@ -2,40 +2,46 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"ringlab/engine/vocab"
 )
 
-// runNumbers prints the vocabulary (engine/vocab): every number ringlab
-// shows, with its unit, kind and meaning; with names, only theirs.
-func runNumbers(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("numbers", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	markdown := fs.Bool("markdown", false, "print docs/numbers.md")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab numbers [--json | --markdown] [NAME ...]\n\nPrints the name, unit, kind (counter or gauge) and meaning of every number\nringlab shows: in the page, the traces, the tutorials, /ws/metrics and\n/metrics. With NAMEs (rx0_kicks, pages.skb), only the entries they match.\n\nFlags:\n")
-		fs.PrintDefaults()
+func numbersCommand() *cobra.Command {
+	var o numbersOptions
+	c := &cobra.Command{
+		Use:   "numbers [--json | --markdown] [NAME ...]",
+		Short: "say what a number is: its name, unit, kind and meaning",
+		Long: "Prints the name, unit, kind (counter or gauge) and meaning of every number\n" +
+			"ringlab shows: in the page, the traces, the tutorials, /ws/metrics and\n" +
+			"/metrics. With NAMEs (rx0_kicks, pages.skb), only the entries they match.",
+		RunE: func(c *cobra.Command, args []string) error {
+			return status(o.run(args, c.OutOrStdout(), c.ErrOrStderr()))
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if *markdown {
+	c.Flags().BoolVar(&o.json, "json", false, "print a JSON array")
+	c.Flags().BoolVar(&o.markdown, "markdown", false, "print docs/numbers.md")
+	c.MarkFlagsMutuallyExclusive("json", "markdown")
+	return c
+}
+
+type numbersOptions struct{ json, markdown bool }
+
+// run prints the vocabulary (engine/vocab): every number ringlab shows,
+// with its unit, kind and meaning; with names, only theirs.
+func (o numbersOptions) run(args []string, stdout, stderr io.Writer) int {
+	if o.markdown {
 		fmt.Fprint(stdout, vocab.Markdown())
 		return exitOK
 	}
 	descs := vocab.Table()
-	if fs.NArg() > 0 {
+	if len(args) > 0 {
 		descs = descs[:0]
-		for _, name := range fs.Args() {
+		for _, name := range args {
 			d, ok := vocab.Lookup(name)
 			if !ok {
 				fmt.Fprintf(stderr, "ringlab numbers: %q is not a name ringlab gives a number (ringlab numbers lists them)\n", name)
@@ -44,7 +50,7 @@ func runNumbers(args []string, stdout, stderr io.Writer) int {
 			descs = append(descs, d)
 		}
 	}
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(descs); err != nil {

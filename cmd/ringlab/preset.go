@@ -2,29 +2,40 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"ringlab/engine/scenario"
 )
 
-func runPreset(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("preset", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab preset [NAME]\n\nWithout a name, lists the presets with the published result each\nreproduces and the kernel it runs on. With one, prints its scenario as JSON:\na starting point for a scenario file of your own (docs/scenario.md).\n")
+func presetCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "preset [NAME]",
+		Short: "list the presets, or print one as a scenario file",
+		Long: "Without a name, lists the presets with the published result each\n" +
+			"reproduces and the kernel it runs on. With one, prints its scenario as JSON:\n" +
+			"a starting point for a scenario file of your own (docs/scenario.md).",
+		Args:              maxArgs(1, "name"),
+		ValidArgsFunction: completePresets(1),
+		RunE:              body(runPreset),
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+}
+
+// completePresets completes the first n arguments with the presets' names.
+func completePresets(n int) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) >= n {
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		return exitUsage
+		return scenario.PresetNames(), cobra.ShellCompDirectiveDefault
 	}
-	switch fs.NArg() {
-	case 0:
+}
+
+func runPreset(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "NAME\tRESULT\tKERNEL\tDESCRIPTION\n")
 		for _, p := range scenario.Presets() {
@@ -37,20 +48,17 @@ func runPreset(args []string, stdout, stderr io.Writer) int {
 		}
 		tw.Flush()
 		return exitOK
-	case 1:
-		s, err := scenario.LookupPreset(fs.Arg(0))
-		if err != nil {
-			fmt.Fprintf(stderr, "ringlab preset: %v\n", err)
-			return exitUsage
-		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(s); err != nil {
-			fmt.Fprintf(stderr, "ringlab preset: %v\n", err)
-			return exitFail
-		}
-		return exitOK
 	}
-	fmt.Fprintln(stderr, "ringlab preset: at most one name")
-	return exitUsage
+	s, err := scenario.LookupPreset(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "ringlab preset: %v\n", err)
+		return exitUsage
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		fmt.Fprintf(stderr, "ringlab preset: %v\n", err)
+		return exitFail
+	}
+	return exitOK
 }

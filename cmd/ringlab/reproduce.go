@@ -2,24 +2,33 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"ringlab/engine"
 	"ringlab/engine/scenario"
 )
 
-func runReproduce(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("reproduce", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: ringlab reproduce [--json]
+func reproduceCommand() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "reproduce [--json]",
+		Short: "reproduce the published results (R1..R4) and compare",
+		Long:  reproduceHelp,
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return status(runReproduce(asJSON, c.OutOrStdout(), c.ErrOrStderr()))
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	return c
+}
 
-Runs every published configuration of docs/published.md (R1..R4) and prints,
+const reproduceHelp = `Runs every published configuration of docs/published.md (R1..R4) and prints,
 per row: the published figure, the simulated one, each configuration's
 ratio to its baseline next to the published ratio, what limits the
 simulated run (which CPU, which lock, the host, the ring, the wire: the
@@ -34,15 +43,9 @@ resource at or above 90% of the window, engine.LimitOf), and a verdict:
 
 Below the table: the values fitted on each result (the cost table's
 constants, docs/costs.md, and the presets' "fitted" fields), and why each
-row gets its verdict. --json gives the same, with each run's resources.
+row gets its verdict. --json gives the same, with each run's resources.`
 
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab reproduce"); !ok {
-		return code
-	}
+func runReproduce(asJSON bool, stdout, stderr io.Writer) int {
 	rows, err := engine.Reproduce(func(i, n int, r scenario.Reproduction) {
 		fmt.Fprintf(stderr, "ringlab reproduce: [%d/%d] %s %s %s\n", i+1, n, r.ID, r.Config, r.Metric)
 	})
@@ -50,7 +53,7 @@ Flags:
 		fmt.Fprintf(stderr, "ringlab reproduce: %v\n", err)
 		return exitFail
 	}
-	if *asJSON {
+	if asJSON {
 		out := make([]reproRow, 0, len(rows))
 		for _, r := range rows {
 			out = append(out, newReproRow(r))

@@ -83,9 +83,9 @@ func TestReproduceTable(t *testing.T) {
 	assert.Contains(t, out, "  R3  nothing\n")
 	assert.Contains(t, out, "R2 r2-mtu9000-before goodput_gbps: not reproduced: ")
 
-	code, _, errs = runCLI("help", "reproduce")
+	code, help, _ := runCLI("help", "reproduce")
 	assert.Equal(t, exitOK, code)
 	for _, v := range []string{"explained", "calibrated", "not reproduced"} {
-		assert.Contains(t, errs, v, "ringlab help reproduce defines the verdicts")
+		assert.Contains(t, help, v, "ringlab help reproduce defines the verdicts")
 	}
 }

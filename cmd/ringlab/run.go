@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -17,6 +15,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"ringlab/engine"
 	"ringlab/engine/bpf"
@@ -84,34 +84,60 @@ func readInput(path string, max int64, what string) ([]byte, error) {
 	return b, nil
 }
 
-func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	packets := fs.Uint64("packets", 0, "run until the driver has received `N` packets (default 1000000 unless --duration)")
-	duration := fs.Duration("duration", 0, "run for `D` of simulated time (e.g. 10ms)")
-	asJSON := fs.Bool("json", false, "print one JSON object instead of tables")
-	object := fs.String("xdp-object", "", "run the XDP program of a compiled ELF `FILE` in the interpreter")
-	progName := fs.String("xdp-program", "", "with --xdp-object: the program `NAME` in the object (default: the first)")
-	trace := fs.Int("trace", 0, "first print the first `N` events, each with the counters and page locations it changed")
-	showCosts := fs.Bool("costs", false, "also print the cost table the run used: each constant's value, default, kind (sourced, estimate, fitted) and source")
-	var sets setFlags
-	fs.Var(&sets, "set", "set the scenario field at a JSON `PATH=VALUE` before running (repeatable; see above)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab run [--packets N | --duration D] [--set PATH=VALUE ...] [--trace N] [--json] [--xdp-object FILE [--xdp-program NAME]] FILE|PRESET\n\n")
-		fmt.Fprintf(stderr, "Runs a scenario headless and prints a summary: simulated time, packets,\nrates, CPU utilisation, what limits the run (the rule ringlab reproduce\nuses, over the run's last four fifths), the driver's counters, the\npage_pool stats and where the pages are. With --trace, the first events come first, one a\nline (in the JSON, as \"trace\"). With --costs, the cost table follows:\neach constant sourced (a benchmark, a commit text), an estimate, or fitted\non one published result; the fields a preset fitted are always listed.\n\n")
-		fmt.Fprint(stderr, setHelp)
-		fmt.Fprintf(stderr, "\nPresets: %s\n\nFlags:\n", strings.Join(scenario.PresetNames(), ", "))
-		fs.PrintDefaults()
+// runOptions are `ringlab run`'s flags.
+type runOptions struct {
+	packets   uint64
+	duration  time.Duration
+	json      bool
+	object    string
+	progName  string
+	trace     int
+	costs     bool
+	sets      setFlags
+	interval  time.Duration
+	progress  bool
+	noProgess bool
+}
+
+func runCommand() *cobra.Command {
+	var o runOptions
+	c := &cobra.Command{
+		Use:               "run [--packets N | --duration D] [--set PATH=VALUE ...] [--trace N] [--json] [--xdp-object FILE [--xdp-program NAME]] FILE|PRESET",
+		Short:             "run a scenario or preset headless and print a summary",
+		Long:              runHelp + "\n" + setHelp + "\nPresets: " + strings.Join(scenario.PresetNames(), ", "),
+		ValidArgsFunction: completePresets(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return status(o.run(args, c.OutOrStdout(), c.ErrOrStderr()))
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
+	fs := c.Flags()
+	fs.Uint64Var(&o.packets, "packets", 0, "run until the driver has received `N` packets (default 1000000 unless --duration)")
+	fs.DurationVar(&o.duration, "duration", 0, "run for `D` of simulated time (e.g. 10ms)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of tables")
+	fs.StringVar(&o.object, "xdp-object", "", "run the XDP program of a compiled ELF `FILE` in the interpreter")
+	fs.StringVar(&o.progName, "xdp-program", "", "with --xdp-object: the program `NAME` in the object (default: the first)")
+	fs.IntVar(&o.trace, "trace", 0, "first print the first `N` events, each with the counters and page locations it changed")
+	fs.BoolVar(&o.costs, "costs", false, "also print the cost table the run used: each constant's value, default, kind (sourced, estimate, fitted) and source")
+	fs.Var(&o.sets, "set", "set the scenario field at a JSON `PATH=VALUE` before running (repeatable; see above)")
+	c.MarkFlagFilename("xdp-object", "o")
+	return c
+}
+
+// runHelp is what `ringlab help run` says first.
+const runHelp = `Runs a scenario headless and prints a summary: simulated time, packets,
+rates, CPU utilisation, what limits the run (the rule ringlab reproduce
+uses, over the run's last four fifths), the driver's counters, the
+page_pool stats and where the pages are. With --trace, the first events come first, one a
+line (in the JSON, as "trace"). With --costs, the cost table follows:
+each constant sourced (a benchmark, a commit text), an estimate, or fitted
+on one published result; the fields a preset fitted are always listed.
+`
+
+func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
+	packets, duration, asJSON, object, progName, trace, showCosts, sets := &o.packets, &o.duration, &o.json, &o.object, &o.progName, &o.trace, &o.costs, o.sets
+	if len(args) != 1 {
 		fmt.Fprintln(stderr, "ringlab run: want exactly one scenario file or preset name")
-		fs.Usage()
+		fmt.Fprintln(stderr, "Run `ringlab run --help` for its usage.")
 		return exitUsage
 	}
 	if *packets > 0 && *duration > 0 {
@@ -130,7 +156,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ringlab run: --trace %d: want 0..%d events\n", *trace, maxTraceEvents)
 		return exitUsage
 	}
-	s, err := loadScenario(fs.Arg(0))
+	s, err := loadScenario(args[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 		return exitUsage
@@ -355,6 +381,9 @@ func (f *setFlags) String() string {
 	}
 	return b.String()
 }
+
+// Type names --set's value in help (pflag.Value).
+func (f *setFlags) Type() string { return "PATH=VALUE" }
 
 func (f *setFlags) Set(v string) error {
 	c, err := scenario.ParseChange(v)

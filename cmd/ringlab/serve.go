@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -23,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
 
 	"ringlab/internal/cli"
 	"ringlab/server/assets"
@@ -107,44 +107,51 @@ func serverOwned(spec string) bool {
 	return kind == "lab"
 }
 
-func runServe(args []string, stdout, stderr io.Writer) int {
+func serveCommand() *cobra.Command {
 	reg := sourceKinds()
 	cfg := serveConfig{registry: reg, files: web.Files}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var webDir string
+	c := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "serve the playground, live metrics, workshop rooms and /metrics",
+		Long: `Serves the playground page, live metrics over WebSocket (/ws/metrics),
+workshop rooms (POST /api/rooms, /ws/room/{id}) and Prometheus /metrics,
+until SIGINT or SIGTERM. docs/protocol.md describes the protocol.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if !c.Flags().Changed("allow-source") {
+				cfg.sources = defaultAllowed
+			}
+			if !c.Flags().Changed("state-dir") {
+				cfg.stateBase = defaultStateBase()
+			}
+			return status(runServe(cfg, webDir, c.OutOrStdout(), c.ErrOrStderr()))
+		},
+	}
+	fs := c.Flags()
 	fs.StringVar(&cfg.addr, "addr", serveDefaultAddr, "listen address; use a LAN address (or :8080) for a workshop")
 	fs.StringVar(&cfg.source, "source", simKind, fmt.Sprintf("metric source: KIND or KIND:ARG, kinds: %s", strings.Join(reg.Kinds(), ", ")))
 	fs.Var((*cli.RepeatFlag)(&cfg.sources), "allow-source", "another source `SPEC` clients may subscribe to, options included (lab:xdp_drop,rate=1000); repeatable; host:* is every interface, lab:* every lab program, twin:host:* and twin:lab:* their twins; a lab is built once, when serve starts; an empty value offers none (default "+strings.Join(defaultAllowed, " ")+")")
-	fs.Var((*listFlag)(&cfg.allowOrigins), "allow-origin", "a browser origin allowed besides the server's own, as http://host:port (repeatable or comma-separated)")
+	fs.Var((*listFlag)(&cfg.allowOrigins), "allow-origin", "a browser `ORIGIN` allowed besides the server's own, as http://host:port (repeatable or comma-separated)")
 	fs.Var((*cli.RepeatFlag)(&cfg.publicHosts), "public-host", "a host `NAME` the server answers to besides localhost and IP addresses (the name a class opens; repeatable). Other names get 421: DNS rebinding protection")
 	fs.StringVar(&cfg.stateDir, "state-dir", "", "`DIR` where workshop rooms and their logs are kept ("+rooms.StoreFile+"), so a restart loses none; one server at a time; empty keeps them in memory only (default "+filepath.Join(defaultStateBase(), "ADDR")+", one per --addr: ':' written '_'; in memory on port 0)")
-	webDir := fs.String("web", "", "serve the page from `DIR` instead of the files built into the binary (a web/ with main.wasm.gz)")
+	fs.StringVar(&webDir, "web", "", "serve the page from `DIR` instead of the files built into the binary (a web/ with main.wasm.gz)")
 	fs.IntVar(&cfg.rooms.MaxRooms, "max-rooms", rooms.MaxRooms, "workshop rooms at once")
 	fs.IntVar(&cfg.rooms.MaxRoomsPerAddr, "rooms-per-addr", rooms.MaxRoomsPerAddr, "rooms one address may have created")
 	fs.IntVar(&cfg.rooms.MaxStudents, "room-students", rooms.MaxStudentsPerRoom, "students per room")
 	fs.IntVar(&cfg.rooms.MaxConns, "room-conns", rooms.MaxConns, "room connections at once, joined or not")
 	fs.IntVar(&cfg.rooms.MaxConnsPerAddr, "room-conns-per-addr", rooms.MaxConnsPerAddr, "room connections from one address (a class behind one NAT is one address)")
 	fs.DurationVar(&cfg.rooms.IdleExpiry, "room-idle", rooms.IdleExpiry, "a room expires after this long with no instructor connected and no command")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: ringlab serve [flags]
+	c.RegisterFlagCompletionFunc("source", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return reg.Kinds(), cobra.ShellCompDirectiveNoFileComp
+	})
+	c.MarkFlagDirname("state-dir")
+	c.MarkFlagDirname("web")
+	return c
+}
 
-Serves the playground page, live metrics over WebSocket (/ws/metrics),
-workshop rooms (POST /api/rooms, /ws/room/{id}) and Prometheus /metrics,
-until SIGINT or SIGTERM. docs/protocol.md describes the protocol.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab serve"); !ok {
-		return code
-	}
-	if !flagGiven(fs, "allow-source") {
-		cfg.sources = defaultAllowed
-	}
-	if !flagGiven(fs, "state-dir") {
-		cfg.stateBase = defaultStateBase()
-	}
+func runServe(cfg serveConfig, webDir string, stdout, stderr io.Writer) int {
+	reg := cfg.registry
 	var err error
 	if cfg.sources, err = expandSources(cfg.sources); err != nil {
 		fmt.Fprintf(stderr, "ringlab serve: --allow-source: %v\n", err)
@@ -164,12 +171,12 @@ Flags:
 		fmt.Fprintf(stderr, "ringlab serve: --public-host: %v\n", err)
 		return exitUsage
 	}
-	if *webDir != "" {
-		if st, err := os.Stat(*webDir); err != nil || !st.IsDir() {
-			fmt.Fprintf(stderr, "ringlab serve: --web %s: not a directory\n", *webDir)
+	if webDir != "" {
+		if st, err := os.Stat(webDir); err != nil || !st.IsDir() {
+			fmt.Fprintf(stderr, "ringlab serve: --web %s: not a directory\n", webDir)
 			return exitUsage
 		}
-		cfg.files = os.DirFS(*webDir)
+		cfg.files = os.DirFS(webDir)
 	}
 	cfg.logger = slog.New(slog.NewTextHandler(stderr, nil))
 
@@ -194,13 +201,6 @@ Flags:
 // interface's read-only counters and their twins. A lab (root,
 // namespaces, a program in the kernel) is offered only when asked for.
 var defaultAllowed = []string{"sim:" + simsrc.DefaultPreset, "host:*", "twin:host:*"}
-
-// flagGiven reports whether the command line set the flag name.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
-}
 
 // expandSources replaces the patterns of --allow-source by the specs they
 // stand for, in order, without duplicates: host:* by host:IF for every

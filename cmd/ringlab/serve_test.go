@@ -231,7 +231,7 @@ func TestRunServeArguments(t *testing.T) {
 		wantCode   int
 		wantStderr string
 	}{
-		{"help", []string{"help", "serve"}, exitOK, "-allow-origin value"},
+		{"help", []string{"help", "serve"}, exitOK, ""},
 		{"unknown source kind", []string{"serve", "--source", "nope"}, exitUsage, `unknown source kind in "nope"; registered kinds: demo`},
 		{"unknown allowed source", []string{"serve", "--allow-source", "demo", "--allow-source", "nope"}, exitUsage, `"nope"`},
 		{"a spec is taken whole, commas and all", []string{"serve", "--allow-source", "nope:a,rate=5"}, exitUsage, `"nope:a,rate=5"`},
@@ -251,15 +251,18 @@ func TestRunServeArguments(t *testing.T) {
 	var out bytes.Buffer
 	dispatch([]string{"help"}, &out, io.Discard)
 	assert.Contains(t, out.String(), "serve")
+	out.Reset()
+	require.Equal(t, exitOK, dispatch([]string{"help", "serve"}, &out, io.Discard))
+	assert.Contains(t, out.String(), "--allow-origin ORIGIN", "help goes to stdout")
 }
 
 func TestDefaultSource(t *testing.T) {
 	assert.True(t, sourceKinds().Has(simKind), "the default source is registered")
 
-	var errb bytes.Buffer
-	require.Equal(t, exitOK, runServe([]string{"-h"}, io.Discard, &errb))
-	assert.Contains(t, errb.String(), `(default "`+simKind+`")`, "--source's default")
-	assert.Contains(t, errb.String(), `(default "`+serveDefaultAddr+`")`, "--addr's default")
+	var out bytes.Buffer
+	require.Equal(t, exitOK, dispatch([]string{"serve", "-h"}, &out, io.Discard))
+	assert.Contains(t, out.String(), `(default "`+simKind+`")`, "--source's default")
+	assert.Contains(t, out.String(), `(default "`+serveDefaultAddr+`")`, "--addr's default")
 }
 
 func TestEmbeddedWebFiles(t *testing.T) {

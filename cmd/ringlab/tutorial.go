@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"ringlab/server/hostsrc"
 	"ringlab/tutorials"
 )
@@ -19,51 +19,68 @@ import (
 // maxTutorialBytes bounds a tutorial file read from disk.
 const maxTutorialBytes = 1 << 20
 
-func tutorialUsage(w io.Writer) {
-	fmt.Fprint(w, `Usage: ringlab tutorial <list|run|check|export> [flags] [NAME|FILE ...]
-
-  list [--json]                     the tutorials: number, name, level, duration, steps, checks
-  run [--json] [--no-prose] NAME    run one tutorial headless: each step's prose, the
-                                    engine's figures and every check with its operands
-  check [-v] [NAME|FILE ...]        run every step of every tutorial (or those named) and
-                                    fail on any check that does not hold or any file
-                                    that does not parse
-  export NAME                       the parsed tutorial as JSON (the browser's form)
-
-NAME is a tutorial's name, number or file name (see list); FILE is a path to a
+func tutorialCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "tutorial",
+		Short: "list, run and check the walkthroughs in tutorials/",
+		Long: `NAME is a tutorial's name, number or file name (see list); FILE is a path to a
 tutorial file being written (anything ending in .md). The format is described
-in tutorials/README.md.
-`)
+in tutorials/README.md.`,
+		RunE: parentRun,
+	}
+	var listJSON, runJSON, noProse, verbose bool
+	list := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "the tutorials: number, name, level, duration, steps, checks",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return status(tutorialList(listJSON, c.OutOrStdout(), c.ErrOrStderr()))
+		},
+	}
+	list.Flags().BoolVar(&listJSON, "json", false, "print a JSON array")
+	run := &cobra.Command{
+		Use:               "run [--json] [--no-prose] NAME",
+		Short:             "run one tutorial headless: each step's prose, the engine's figures and every check with its operands",
+		ValidArgsFunction: completeTutorials(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return status(tutorialRun(args, runJSON, noProse, c.OutOrStdout(), c.ErrOrStderr()))
+		},
+	}
+	run.Flags().BoolVar(&runJSON, "json", false, "print the report as JSON")
+	run.Flags().BoolVar(&noProse, "no-prose", false, "print the directives and figures without the prose")
+	check := &cobra.Command{
+		Use:               "check [-v] [NAME|FILE ...]",
+		Short:             "run every step of every tutorial (or those named) and fail on any check that does not hold or any file that does not parse",
+		ValidArgsFunction: completeTutorials(-1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return status(tutorialCheck(args, verbose, c.OutOrStdout(), c.ErrOrStderr()))
+		},
+	}
+	check.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every step's transcript")
+	export := &cobra.Command{
+		Use:               "export NAME",
+		Short:             "the parsed tutorial as JSON (the browser's form)",
+		ValidArgsFunction: completeTutorials(1),
+		RunE:              body(tutorialExport),
+	}
+	c.AddCommand(list, run, check, export)
+	return c
 }
 
-func runTutorial(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		tutorialUsage(stderr)
-		return exitUsage
+// completeTutorials completes the first n arguments (all when n < 0)
+// with the tutorials' names, and files.
+func completeTutorials(n int) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if n >= 0 && len(args) >= n {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		all, _ := tutorials.All()
+		names := make([]string, 0, len(all))
+		for _, t := range all {
+			names = append(names, t.Name+"\t"+t.Title)
+		}
+		return names, cobra.ShellCompDirectiveDefault
 	}
-	switch args[0] {
-	case "-h", "--help", "-help", "help":
-		tutorialUsage(stderr)
-		return exitOK
-	case "list":
-		return tutorialList(args[1:], stdout, stderr)
-	case "run":
-		return tutorialRun(args[1:], stdout, stderr)
-	case "check":
-		return tutorialCheck(args[1:], stdout, stderr)
-	case "export":
-		return tutorialExport(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "ringlab tutorial: unknown subcommand %q\n\n", args[0])
-	tutorialUsage(stderr)
-	return exitUsage
-}
-
-func tutorialFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("tutorial "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { tutorialUsage(stderr) }
-	return fs
 }
 
 // loadTutorial finds an embedded tutorial by name, or reads a file when
@@ -142,12 +159,7 @@ func countChecks(t *tutorials.Tutorial) int {
 	return n
 }
 
-func tutorialList(args []string, stdout, stderr io.Writer) int {
-	fs := tutorialFlags("list", stderr)
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab tutorial list"); !ok {
-		return code
-	}
+func tutorialList(asJSON bool, stdout, stderr io.Writer) int {
 	all, err := tutorials.All()
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab tutorial list: %v\n", err)
@@ -155,7 +167,7 @@ func tutorialList(args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		type entry struct {
 			Number     int      `json:"number"`
 			Name       string   `json:"name"`
@@ -190,27 +202,18 @@ func tutorialList(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func tutorialRun(args []string, stdout, stderr io.Writer) int {
-	fs := tutorialFlags("run", stderr)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	noProse := fs.Bool("no-prose", false, "print the directives and figures without the prose")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
+func tutorialRun(args []string, asJSON, noProse bool, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
 		fmt.Fprintln(stderr, "ringlab tutorial run: want one tutorial name or file")
 		return exitUsage
 	}
-	t, err := loadTutorial(fs.Arg(0))
+	t, err := loadTutorial(args[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab tutorial run: %v\n", err)
 		return exitFail
 	}
 	opts := tutorialOptions()
-	if *asJSON {
+	if asJSON {
 		r := tutorials.Run(t, opts)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -223,7 +226,7 @@ func tutorialRun(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tutorials.WriteHeader(stdout, t)
-	if !*noProse {
+	if !noProse {
 		tutorials.WriteIntro(stdout, t)
 	}
 	r := &tutorials.Report{Tutorial: t.Name, File: t.File}
@@ -231,7 +234,7 @@ func tutorialRun(args []string, stdout, stderr io.Writer) int {
 	for !s.Done() {
 		i := s.Next()
 		st := s.RunStep()
-		tutorials.WriteStep(stdout, &t.Steps[i], &st, !*noProse)
+		tutorials.WriteStep(stdout, &t.Steps[i], &st, !noProse)
 		r.Steps = append(r.Steps, st)
 		r.Checks += st.Checks
 		r.Failed += st.Failed
@@ -247,19 +250,11 @@ func tutorialRun(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func tutorialCheck(args []string, stdout, stderr io.Writer) int {
-	fs := tutorialFlags("check", stderr)
-	verbose := fs.Bool("v", false, "print every step's transcript")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
+func tutorialCheck(args []string, verbose bool, stdout, stderr io.Writer) int {
 	start := time.Now()
 	var list []*tutorials.Tutorial
 	badFiles := 0
-	if fs.NArg() == 0 {
+	if len(args) == 0 {
 		all, err := tutorials.All()
 		if err != nil {
 			fmt.Fprintln(stderr, err)
@@ -271,7 +266,7 @@ func tutorialCheck(args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 	} else {
-		for _, a := range fs.Args() {
+		for _, a := range args {
 			t, err := loadTutorial(a)
 			if err != nil {
 				fmt.Fprintln(stderr, err)
@@ -285,7 +280,7 @@ func tutorialCheck(args []string, stdout, stderr io.Writer) int {
 	checks, failed, skipped := 0, 0, 0
 	for _, t := range list {
 		r := tutorials.Run(t, opts)
-		if *verbose {
+		if verbose {
 			tutorials.WriteHeader(stdout, t)
 			for i := range r.Steps {
 				tutorials.WriteStep(stdout, &t.Steps[i], &r.Steps[i], false)
@@ -323,18 +318,11 @@ func countErrors(err error) int {
 }
 
 func tutorialExport(args []string, stdout, stderr io.Writer) int {
-	fs := tutorialFlags("export", stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
+	if len(args) != 1 {
 		fmt.Fprintln(stderr, "ringlab tutorial export: want one tutorial name or file")
 		return exitUsage
 	}
-	t, err := loadTutorial(fs.Arg(0))
+	t, err := loadTutorial(args[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab tutorial export: %v\n", err)
 		return exitFail

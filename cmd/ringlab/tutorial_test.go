@@ -39,7 +39,7 @@ func TestTutorialCommand(t *testing.T) {
 		wantStderr string
 	}{
 		{"no subcommand", []string{"tutorial"}, exitUsage, "", "Usage: ringlab tutorial"},
-		{"help", []string{"help", "tutorial"}, exitOK, "", "Usage: ringlab tutorial"},
+		{"help", []string{"help", "tutorial"}, exitOK, "Usage: ringlab tutorial", ""},
 		{"unknown subcommand", []string{"tutorial", "frob"}, exitUsage, "", `unknown subcommand "frob"`},
 		{"list", []string{"tutorial", "list"}, exitOK, "descriptor-journey", ""},
 		{"list extra argument", []string{"tutorial", "list", "x"}, exitUsage, "", `unexpected argument "x"`},

@@ -1,39 +1,52 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-func runVersion(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: ringlab version\n\nPrints the version, the Go version and the source revision.")
+func versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the version and build information",
+		Long:  "Prints the version, the Go version and the source revision (as --version does).",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			fmt.Fprintln(c.OutOrStdout(), versionLine())
+			return nil
+		},
 	}
-	if code, ok := parseFlagsOnly(fs, args, stderr, "ringlab version"); !ok {
-		return code
+}
+
+// versionLine is what `ringlab version` and `ringlab --version` print.
+func versionLine() string {
+	rev, ok := vcsSetting("vcs.revision")
+	if !ok {
+		rev = "unknown"
 	}
-	rev, dirty := "unknown", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-	}
-	if dirty {
+	if m, _ := vcsSetting("vcs.modified"); m == "true" {
 		rev += "+modified"
 	}
-	fmt.Fprintf(stdout, "ringlab %s (%s, %s/%s, revision %s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, rev)
-	return exitOK
+	return fmt.Sprintf("ringlab %s (%s, %s/%s, revision %s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, rev)
+}
+
+// vcsSetting is a build setting the go command recorded (vcs.revision,
+// vcs.time, vcs.modified).
+func vcsSetting(key string) (string, bool) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == key {
+			return s.Value, true
+		}
+	}
+	return "", false
 }

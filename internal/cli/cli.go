@@ -65,3 +65,9 @@ func (l *RepeatFlag) Set(v string) error {
 	}
 	return nil
 }
+
+// Type names a ListFlag's value in help (pflag.Value).
+func (l *ListFlag) Type() string { return "list" }
+
+// Type names a RepeatFlag's value in help (pflag.Value).
+func (l *RepeatFlag) Type() string { return "value" }
