@@ -18,7 +18,7 @@ FUZZTIME ?= 30s
 # for tutorials' FuzzParse, 30 414 with 5 s).
 FUZZMINIMIZE ?= 5s
 
-.PHONY: all run build wasm test vet bench fuzz pgo clean help abuse
+.PHONY: all run build wasm test vet bench fuzz pgo clean help abuse man
 
 all: build wasm
 
@@ -30,11 +30,20 @@ help:
 	@echo "make abuse  the attacks on ringlab serve at full size, with their figures (make test runs their short form)"
 	@echo "make pgo    remake the CPU profiles the binary and the wasm are optimised with"
 	@echo "make build  bin/ringlab"
+	@echo "make man    bin/ringlab.1 and the bash and zsh completion scripts, from the binary's flags"
 	@echo "make wasm   web/main.wasm and its gzipped copy, with their sizes"
 	@echo "make clean  remove what the build made"
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/ringlab
+
+# The man page and the completion scripts come from the binary's own
+# command tree (ringlab man, ringlab completion).
+man: build
+	$(BIN) man > bin/ringlab.1
+	$(BIN) completion bash > bin/ringlab.bash
+	$(BIN) completion zsh > bin/_ringlab
+	@echo "man -l bin/ringlab.1; source bin/ringlab.bash (bash); bin/_ringlab goes in a directory of \$$fpath (zsh)"
 
 wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags "-s -w" -o $(WASM) ./wasm

@@ -83,7 +83,7 @@ func manPage(root *cobra.Command) []byte {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, s := range available(c) {
-			fmt.Fprintf(&b, "## %s\n\n", s.CommandPath())
+			fmt.Fprintf(&b, "### %s\n\n", s.CommandPath()) // .SS
 			fmt.Fprintf(&b, "```\n%s\n```\n\n", strings.Join(usageLines(s), "\n"))
 			text := s.Long
 			if text == "" {
