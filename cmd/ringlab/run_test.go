@@ -285,3 +285,15 @@ func TestPresetListNamesKernels(t *testing.T) {
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, `"kernel": "6.4"`)
 }
+
+// TestRunXDPObjectNotELF: --xdp-object of a file that is no ELF object
+// (its C source, a text file) says so and names the file.
+func TestRunXDPObjectNotELF(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "prog.c")
+	require.NoError(t, os.WriteFile(src, []byte("int prog(void *ctx) { return 2; }\n"), 0o644))
+	code, out, errs := runCLI("run", "--xdp-object", src, "xdp-drop")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errs, "ringlab run: "+src+`: not an ELF object: it is text, starting "int prog(void *ctx) { re"`)
+	assert.NotContains(t, errs, "EOF")
+}

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -37,6 +40,9 @@ func LoadELF(r io.ReaderAt) (spec *CollectionSpec, err error) {
 		return nil, err
 	}
 	ks, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(b))
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("%w: cut short at %d bytes (%w)", ErrInvalidELF, len(b), io.ErrUnexpectedEOF)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidELF, err)
 	}
@@ -143,7 +149,13 @@ func readBounded(r io.ReaderAt) ([]byte, error) {
 	if len(b) > MaxELFSize {
 		return nil, fmt.Errorf("%w: more than %d bytes: %w", ErrInvalidELF, MaxELFSize, ErrELFTooLarge)
 	}
+	if !bytes.HasPrefix(b, []byte(elf.ELFMAG)) {
+		return nil, fmt.Errorf("%w: %s, where an object starts with \\x7fELF (compile one with clang -O2 -target bpf -c prog.c -o prog.o)", ErrNotELF, describeStart(b))
+	}
 	f, err := elf.NewFile(bytes.NewReader(b))
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("%w: cut short at %d bytes (%w)", ErrInvalidELF, len(b), io.ErrUnexpectedEOF)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidELF, err)
 	}
@@ -221,4 +233,26 @@ func kvBytes(x any, size uint32) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes, want %d", ErrInvalidELF, len(b), size)
 	}
 	return append([]byte(nil), b...), nil
+}
+
+// describeStart says what bytes that are no ELF object start with: text
+// is quoted, anything else shown as hex.
+func describeStart(b []byte) string {
+	if len(b) == 0 {
+		return "it is empty"
+	}
+	head := b[:min(len(b), 24)]
+	for cut := 0; cut < utf8.UTFMax-1 && len(head) > 1 && !utf8.Valid(head); cut++ {
+		head = head[:len(head)-1] // a rune cut at the end
+	}
+	text := utf8.Valid(head)
+	for _, r := range string(head) {
+		if r != '\n' && r != '\t' && r != '\r' && !unicode.IsPrint(r) {
+			text = false
+		}
+	}
+	if text {
+		return fmt.Sprintf("it is text, starting %q", head)
+	}
+	return fmt.Sprintf("it starts with the bytes % x", b[:min(len(b), 8)])
 }

@@ -214,3 +214,33 @@ func TestLoadELFLimits(t *testing.T) {
 	_, err = LoadELF(bytes.NewReader(good))
 	require.NoError(t, err)
 }
+
+// TestLoadELFSaysWhatItGot: bytes that are no ELF object are called so,
+// with what they start with, and an object cut short says so, rather than
+// the reader's bare "EOF".
+func TestLoadELFSaysWhatItGot(t *testing.T) {
+	good := readObject(t, "xdp_filter.o")
+	tests := []struct {
+		name    string
+		in      []byte
+		notELF  bool
+		wantErr string
+	}{
+		{"a text file", []byte("SEC(\"xdp\") int prog(struct xdp_md *ctx)\n"), true, `not an ELF object: it is text, starting "SEC(\"xdp\") int prog(stru"`},
+		{"an empty file", nil, true, "not an ELF object: it is empty"},
+		{"binary bytes", []byte{0x59, 0xb0, 0x94, 0xea, 0x49}, true, "not an ELF object: it starts with the bytes 59 b0 94 ea 49"},
+		{"text cut inside a rune", append(bytes.Repeat([]byte("a"), 23), "é"...), true, "it is text"},
+		{"the magic alone", []byte("\x7fELF"), false, "cut short at 4 bytes"},
+		{"an object cut short", good[:len(good)/2], false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadELF(bytes.NewReader(tc.in))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalidELF)
+			assert.Equal(t, tc.notELF, errors.Is(err, ErrNotELF), "%v", err)
+			assert.Contains(t, err.Error(), tc.wantErr)
+			assert.NotRegexp(t, `: (unexpected )?EOF$`, err.Error(), "the reader's EOF alone says nothing")
+		})
+	}
+}

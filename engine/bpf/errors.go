@@ -25,7 +25,15 @@ var (
 	ErrInvalidELF             = errors.New("invalid or unsupported ELF object")
 	ErrELFTooLarge            = errors.New("ELF object too large")
 	ErrInvalidOptions         = errors.New("invalid options")
+	// ErrNotELF is ErrInvalidELF for bytes that are no ELF object at
+	// all (a text file, the program's source): they lack ELF's magic.
+	ErrNotELF error = notELF{}
 )
+
+type notELF struct{}
+
+func (notELF) Error() string        { return "not an ELF object" }
+func (notELF) Is(target error) bool { return target == ErrInvalidELF }
 
 // Errno is a kernel error number; helpers hand it to programs as -Errno.
 type Errno int
