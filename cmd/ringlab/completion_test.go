@@ -76,7 +76,7 @@ func TestCompletionProtocol(t *testing.T) {
 		assert.Contains(t, complete(parent, ""), "\n"+sub+"\t", "ringlab %s <TAB> offers %s", parent, sub)
 	}
 	assert.Contains(t, complete("run", "--pa"), "\n--packets\t")
-	assert.Contains(t, complete("run", "xdp-drop", "--"), "\n--json\t", "flags after the argument")
+	assert.Contains(t, complete("run", "xdp-drop", "--"), "\n--interval\t", "flags after the argument")
 	for _, p := range scenario.PresetNames() {
 		assert.Contains(t, complete("run", ""), "\n"+p+"\n")
 	}

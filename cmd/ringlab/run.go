@@ -30,6 +30,9 @@ const (
 	maxRunPackets     = 1 << 40
 	maxTraceEvents    = 100_000 // --trace: a transcript to read, not a log to store
 	maxScenarioBytes  = 1 << 20
+	// minInterval bounds --interval from below: a line per microsecond of
+	// simulated time is already hundreds of lines per millisecond run.
+	minInterval = sim.Duration(time.Microsecond)
 )
 
 // loadScenario reads a scenario file, or a preset when arg names one.
@@ -86,23 +89,22 @@ func readInput(path string, max int64, what string) ([]byte, error) {
 
 // runOptions are `ringlab run`'s flags.
 type runOptions struct {
-	packets   uint64
-	duration  time.Duration
-	json      bool
-	object    string
-	progName  string
-	trace     int
-	costs     bool
-	sets      setFlags
-	interval  time.Duration
-	progress  bool
-	noProgess bool
+	packets  uint64
+	duration time.Duration
+	json     bool
+	object   string
+	progName string
+	trace    int
+	costs    bool
+	sets     setFlags
+	interval time.Duration
+	progress *bool // nil: on a terminal only
 }
 
 func runCommand() *cobra.Command {
 	var o runOptions
 	c := &cobra.Command{
-		Use:               "run [--packets N | --duration D] [--set PATH=VALUE ...] [--trace N] [--json] [--xdp-object FILE [--xdp-program NAME]] FILE|PRESET",
+		Use:               "run [--packets N | --duration D] [--set PATH=VALUE ...] [--trace N | --interval D] [--json] [--xdp-object FILE [--xdp-program NAME]] [--progress] FILE|PRESET",
 		Short:             "run a scenario or preset headless and print a summary",
 		Long:              runHelp + "\n" + setHelp + "\nPresets: " + strings.Join(scenario.PresetNames(), ", "),
 		ValidArgsFunction: completePresets(1),
@@ -119,7 +121,14 @@ func runCommand() *cobra.Command {
 	fs.IntVar(&o.trace, "trace", 0, "first print the first `N` events, each with the counters and page locations it changed")
 	fs.BoolVar(&o.costs, "costs", false, "also print the cost table the run used: each constant's value, default, kind (sourced, estimate, fitted) and source")
 	fs.Var(&o.sets, "set", "set the scenario field at a JSON `PATH=VALUE` before running (repeatable; see above)")
+	fs.DurationVar(&o.interval, "interval", 0, "every `D` of simulated time, print the interval's counters as a JSON line (--json: the summary follows as one more)")
+	progress := fs.Bool("progress", false, "show the run's progress on stderr even when it is not a terminal (--progress=false: not even on one)")
 	c.MarkFlagFilename("xdp-object", "o")
+	c.PreRun = func(c *cobra.Command, _ []string) {
+		if c.Flags().Changed("progress") {
+			o.progress = progress
+		}
+	}
 	return c
 }
 
@@ -131,6 +140,13 @@ page_pool stats and where the pages are. With --trace, the first events come fir
 line (in the JSON, as "trace"). With --costs, the cost table follows:
 each constant sourced (a benchmark, a commit text), an estimate, or fitted
 on one published result; the fields a preset fitted are always listed.
+
+With --interval D, every D of simulated time prints one JSON object on a
+line (as iperf3's -i with -J): start_ns, end_ns, the packets the driver
+received in it, their rate (pps), the counters that moved by how much and
+the gauges at its end; the text summary follows, or with --json the
+summary as one more line. A long run shows its progress on stderr when
+stderr is a terminal (or with --progress); never on stdout.
 `
 
 func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
@@ -154,6 +170,14 @@ func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *trace < 0 || *trace > maxTraceEvents {
 		fmt.Fprintf(stderr, "ringlab run: --trace %d: want 0..%d events\n", *trace, maxTraceEvents)
+		return exitUsage
+	}
+	if o.interval < 0 || o.interval > 0 && o.interval < time.Duration(minInterval) {
+		fmt.Fprintf(stderr, "ringlab run: --interval %s: want at least %s of simulated time\n", o.interval, time.Duration(minInterval))
+		return exitUsage
+	}
+	if o.interval > 0 && *trace > 0 {
+		fmt.Fprintln(stderr, "ringlab run: --interval and --trace are exclusive (both print the run's events as they come)")
 		return exitUsage
 	}
 	s, err := loadScenario(args[0])
@@ -222,24 +246,32 @@ func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
 	// What limits the run is read over its last four fifths, past the
 	// start (slow start, the first refill) that a run of a few packets
 	// would otherwise be all about.
+	n, end := *packets, sim.Time(duration.Nanoseconds())
+	if n == 0 && end == 0 {
+		n = defaultRunPackets
+	}
+	r := &runner{w: w, progress: newProgress(stderr, o.progress, n, end), every: sim.Duration(o.interval), out: stdout}
+	// The first interval counts from nothing: the world's first refill,
+	// done as it is made, is the run's too.
+	r.next, r.last = w.Now().Add(r.every), intervalMark{at: w.Now()}
 	var mark engine.UsageMark
-	if err == nil && *duration > 0 {
-		end := sim.Time(duration.Nanoseconds())
-		err = runUntil(w, max(w.Now(), end/5))
+	if err == nil && end > 0 {
+		err = r.runUntil(max(w.Now(), end/5))
 		mark = w.MarkUsage()
 		if err == nil {
-			err = runUntil(w, end)
+			err = r.runUntil(end)
 		}
 	} else if err == nil {
-		n := *packets
-		if n == 0 {
-			n = defaultRunPackets
-		}
-		err = runPackets(w, max(w.Received(), n/5))
+		err = r.runPackets(max(w.Received(), n/5))
 		mark = w.MarkUsage()
 		if err == nil {
-			err = runPackets(w, n)
+			err = r.runPackets(n)
 		}
+	}
+	if err == nil {
+		err = r.finish()
+	} else {
+		r.progress.clear()
 	}
 	if err != nil {
 		if *asJSON && *trace > 0 {
@@ -262,6 +294,16 @@ func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
 		}{Summary: sum, Limit: limit, Fitted: s.Fitted}
 		if *showCosts {
 			out.Costs = costRows(w)
+		}
+		if o.interval > 0 {
+			// JSON lines: the summary is one more.
+			b, err := json.Marshal(out)
+			if err != nil {
+				fmt.Fprintf(stderr, "ringlab run: %v\n", err)
+				return exitFail
+			}
+			fmt.Fprintf(stdout, "%s\n", b)
+			return exitOK
 		}
 		if *trace > 0 {
 			// The object is open: its fields follow the trace.
@@ -433,45 +475,6 @@ func boundGarbage() {
 	runtime.ReadMemStats(&ms)
 	live := int64(ms.HeapAlloc)
 	debug.SetMemoryLimit(live + max(live/8, 128<<20))
-}
-
-// runChunk is how many packets (or how much simulated time, at most a
-// hundredth of the run) a run goes between two looks at its XDP program;
-// the first looks come sooner (64 packets, doubling).
-const runChunk = 4096
-
-// runPackets runs w until its driver has received n packets, stopping
-// with xdpLooped's error as soon as the program loops.
-func runPackets(w *engine.World, n uint64) error {
-	chunk := uint64(64)
-	for got := w.Received(); got < n; got = w.Received() {
-		chunk = min(2*chunk, runChunk)
-		if err := w.RunPackets(min(n-got, chunk)); err != nil {
-			return err
-		}
-		if err := xdpLooped(w); err != nil {
-			return err
-		}
-		if w.Received() == got {
-			return nil // nothing more arrives
-		}
-	}
-	return nil
-}
-
-// runUntil runs w to simulated time t, in a hundred slices, stopping as
-// runPackets does.
-func runUntil(w *engine.World, t sim.Time) error {
-	step := max(sim.Duration(t-w.Now())/100, 1)
-	for w.Now() < t {
-		if err := w.RunUntil(min(t, w.Now().Add(step))); err != nil {
-			return err
-		}
-		if err := xdpLooped(w); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // xdpLooped is an error once a queue's XDP program ran out of its

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"ringlab/engine/scenario"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/engine/scenario"
+	"ringlab/engine/vocab"
 )
 
 func runCLI(args ...string) (int, string, string) {
@@ -296,4 +298,137 @@ func TestRunXDPObjectNotELF(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Contains(t, errs, "ringlab run: "+src+`: not an ELF object: it is text, starting "int prog(void *ctx) { re"`)
 	assert.NotContains(t, errs, "EOF")
+}
+
+// intervalLines parses the JSON lines of --interval --json: the
+// intervals, then the summary.
+func intervalLines(t *testing.T, out string) ([]intervalLine, map[string]json.RawMessage) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.GreaterOrEqual(t, len(lines), 2, out)
+	var ivs []intervalLine
+	for _, l := range lines[:len(lines)-1] {
+		var iv intervalLine
+		dec := json.NewDecoder(strings.NewReader(l))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&iv), l)
+		ivs = append(ivs, iv)
+	}
+	var sum map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum), "the summary is the last line")
+	return ivs, sum
+}
+
+// TestRunInterval: --interval D prints, as JSON lines, intervals of D
+// that tile the run from 0 to its end, whose packets and counters add up
+// to the summary's; the summary is the same as without --interval.
+func TestRunInterval(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		every    int64
+		wantLast int64 // the last interval's end; 0: the run's
+	}{
+		{"by duration", []string{"--duration", "1ms", "--interval", "100us"}, 100_000, 1_000_000},
+		{"by packets", []string{"--packets", "5000", "--interval", "200us"}, 200_000, 0},
+		{"one interval longer than the run", []string{"--packets", "500", "--interval", "1s"}, 1e9, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(append([]string{"run", "xdp-drop", "--json"}, tc.args...)...)
+			require.Equal(t, exitOK, code, errs)
+			ivs, sum := intervalLines(t, out)
+			var s struct {
+				SimTimeNS int64             `json:"sim_time_ns"`
+				Packets   uint64            `json:"packets"`
+				Counters  map[string]uint64 `json:"counters"`
+			}
+			raw, _ := json.Marshal(sum)
+			require.NoError(t, json.Unmarshal(raw, &s))
+			var packets uint64
+			counters := map[string]uint64{}
+			for i, iv := range ivs {
+				if i == 0 {
+					assert.Zero(t, iv.StartNS, "the first interval starts the run")
+				} else {
+					assert.Equal(t, ivs[i-1].EndNS, iv.StartNS, "interval %d starts where %d ended", i, i-1)
+				}
+				if i < len(ivs)-1 {
+					assert.Equal(t, tc.every, iv.EndNS-iv.StartNS, "interval %d lasts --interval", i)
+				} else {
+					assert.LessOrEqual(t, iv.EndNS-iv.StartNS, tc.every, "the last is cut where the run ends")
+				}
+				assert.InDelta(t, float64(iv.Packets)/(float64(iv.EndNS-iv.StartNS)/1e9), iv.PPS, 1e-6*iv.PPS+1e-9)
+				packets += iv.Packets
+				for k, v := range iv.Counters {
+					counters[k] += v
+				}
+			}
+			assert.Equal(t, s.SimTimeNS, ivs[len(ivs)-1].EndNS, "the last interval ends the run")
+			if tc.wantLast != 0 {
+				assert.Equal(t, tc.wantLast, s.SimTimeNS)
+			}
+			assert.Equal(t, s.Packets, packets, "the intervals' packets add up to the run's")
+			for k, v := range s.Counters {
+				if d, ok := vocab.Lookup(k); ok && d.Kind == vocab.Counter {
+					assert.Equal(t, v, counters[k], "the intervals' %s add up to the run's", k)
+				}
+			}
+			assert.Positive(t, counters["rx_xdp_drops"])
+
+			code, plain, errs := runCLI(append([]string{"run", "xdp-drop", "--json"}, tc.args[:2]...)...)
+			require.Equal(t, exitOK, code, errs)
+			var want, got map[string]any
+			require.NoError(t, json.Unmarshal([]byte(plain), &want))
+			require.NoError(t, json.Unmarshal(raw, &got))
+			assert.Equal(t, want, got, "the same run as without --interval")
+		})
+	}
+
+	t.Run("text", func(t *testing.T) {
+		code, out, errs := runCLI("run", "--duration", "300us", "--interval", "100us", "xdp-drop")
+		require.Equal(t, exitOK, code, errs)
+		lines := strings.Split(out, "\n")
+		for _, l := range lines[:3] {
+			assert.True(t, json.Valid([]byte(l)), "an interval line: %s", l)
+		}
+		assert.True(t, strings.HasPrefix(lines[3], "scenario xdp-drop"), "the text summary follows: %s", lines[3])
+	})
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--interval", "100ns"}, "--interval 100ns: want at least 1µs"},
+		{[]string{"--interval", "-1ms"}, "--interval -1ms"},
+		{[]string{"--interval", "1ms", "--trace", "5"}, "--interval and --trace are exclusive"},
+	} {
+		code, out, errs := runCLI(append([]string{"run", "xdp-drop"}, bad.args...)...)
+		assert.Equal(t, exitUsage, code, bad.args)
+		assert.Empty(t, out)
+		assert.Contains(t, errs, bad.want)
+	}
+}
+
+// TestRunProgress: a run shows its progress on stderr when asked (or on a
+// terminal, which a test's buffer is not), from 0% to 100%, and its
+// stdout is the same JSON as without.
+func TestRunProgress(t *testing.T) {
+	code, out, errs := runCLI("run", "xdp-drop", "--packets", "300000", "--json", "--progress")
+	require.Equal(t, exitOK, code, errs)
+	var s struct{ Packets uint64 }
+	require.NoError(t, json.Unmarshal([]byte(out), &s), "stdout is the JSON alone")
+	lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
+	assert.Regexp(t, `^ringlab run: 0 of 300000 packets \(0%\), 0s simulated, `, lines[0])
+	assert.Regexp(t, fmt.Sprintf(`^ringlab run: %d of 300000 packets \(100%%\), [0-9.]+ms simulated, `, s.Packets), lines[len(lines)-1])
+	assert.NotContains(t, errs, "\r", "not a terminal: a line each time")
+
+	code, _, errs = runCLI("run", "--duration", "2ms", "--progress", "xdp-drop")
+	require.Equal(t, exitOK, code, errs)
+	assert.Regexp(t, `(?m)^ringlab run: 2ms of 2ms simulated \(100%\), \d+ packets, `, errs)
+
+	for _, args := range [][]string{{"--packets", "3000"}, {"--packets", "3000", "--progress=false"}} {
+		code, _, errs = runCLI(append([]string{"run", "xdp-drop"}, args...)...)
+		require.Equal(t, exitOK, code)
+		assert.Empty(t, errs, "no progress into a file unless asked: %v", args)
+	}
 }
