@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"ringlab/server/labsrc"
 )
@@ -156,7 +157,11 @@ func (o labRunOptions) run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ringlab lab run: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The lab is removed however the run ends: SIGINT, SIGTERM, or a
+	// stdout that stopped reading (| head). With SIGPIPE notified, a
+	// write to a closed pipe returns EPIPE instead of killing the
+	// process with the namespaces still up.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	defer stop()
 	l, err := labsrc.New(c)
 	if err != nil {
@@ -164,18 +169,70 @@ func (o labRunOptions) run(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	names := l.Namespaces()
-	code := labReport(ctx, l, o.runFor, o.all, stdout, stderr)
+	out := &stickyWriter{w: stdout}
+	code := labReport(ctx, readerGone(ctx, stdout), l, o.runFor, o.all, out, stderr)
 	if err := l.Close(); err != nil {
 		fmt.Fprintf(stderr, "ringlab lab run: close: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(stdout, "removed %s and %s\n", names[0], names[1])
+	fmt.Fprintf(out, "removed %s and %s\n", names[0], names[1])
+	if out.err != nil {
+		fmt.Fprintf(stderr, "ringlab lab run: stdout: %v; stopped and removed %s and %s\n", out.err, names[0], names[1])
+		return exitFail
+	}
 	return code
 }
 
-// labReport waits for the sender (or runFor, or a signal) and prints what
-// the lab read.
-func labReport(ctx context.Context, l *labsrc.Lab, runFor time.Duration, all bool, stdout, stderr io.Writer) int {
+// stickyWriter writes to w until a write fails, then keeps the error and
+// writes nothing more.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
+// pipePollEvery is how often readerGone looks whether ctx is done.
+const pipePollEvery = 100 * time.Millisecond
+
+// readerGone returns a channel closed once the reader of w, when w is a
+// pipe, has gone (ringlab lab run | head -3: head has its lines), so the
+// lab stops then rather than at --for; poll(2) reports POLLERR on a
+// pipe's writing end once its reading end is closed. It is nil when w is
+// no pipe. The goroutine ends with ctx.
+func readerGone(ctx context.Context, w io.Writer) <-chan struct{} {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return nil
+	}
+	gone := make(chan struct{})
+	fds := []unix.PollFd{{Fd: int32(f.Fd())}} // POLLERR and POLLHUP need not be asked for
+	go func() {
+		for ctx.Err() == nil {
+			n, err := unix.Poll(fds, int(pipePollEvery/time.Millisecond))
+			if err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+				close(gone)
+				return
+			}
+		}
+	}()
+	return gone
+}
+
+// labReport waits for the sender (or runFor, a signal, or the reader of
+// stdout to go) and prints what the lab read.
+func labReport(ctx context.Context, readerGone <-chan struct{}, l *labsrc.Lab, runFor time.Duration, all bool, stdout, stderr io.Writer) int {
 	info := l.Info()
 	fmt.Fprintf(stdout, "%s\n%s\n", info.Name, info.Description)
 	for _, n := range info.Notes {
@@ -185,6 +242,7 @@ func labReport(ctx context.Context, l *labsrc.Lab, runFor time.Duration, all boo
 	case <-l.SenderDone():
 	case <-time.After(runFor):
 	case <-ctx.Done():
+	case <-readerGone:
 	}
 	time.Sleep(labSettle)
 	s, err := l.Sample()

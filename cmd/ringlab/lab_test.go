@@ -1,16 +1,24 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"ringlab/internal/testenv"
+	"ringlab/server/labsrc"
 )
 
 func TestLabCommandArguments(t *testing.T) {
@@ -58,4 +66,71 @@ func TestLabCommandRun(t *testing.T) {
 	assert.Contains(t, out.String(), fmt.Sprintf("the program counted %d of them: pass 0, drop %d", left, left))
 	assert.Contains(t, out.String(), "the receiving socket got 0")
 	assert.Contains(t, out.String(), "removed ringlab-lab-")
+}
+
+// TestLabRunCleansUp: ringlab lab run removes its namespaces however it
+// is stopped: its stdout's reader going away (lab run | head), which
+// used to kill it with SIGPIPE at its next write, namespaces left up;
+// and SIGTERM. It runs this test binary as ringlab, as root.
+func TestLabRunCleansUp(t *testing.T) {
+	testenv.RequireRoot(t)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		stop     func(cmd *exec.Cmd, out *os.File)
+		wantCode int
+		wantErr  string
+		readAll  bool
+	}{
+		{"the reader goes", func(_ *exec.Cmd, out *os.File) { out.Close() }, exitFail, "broken pipe; stopped and removed ringlab-lab-", false},
+		{"SIGTERM", func(cmd *exec.Cmd, _ *os.File) { cmd.Process.Signal(syscall.SIGTERM) }, exitOK, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// A sender of 20 s: only the stop ends the run early.
+			cmd := exec.Command(exe, "lab", "run", "xdp_drop,rate=1000,count=20000")
+			cmd.Env = append(os.Environ(), asRinglabEnv+"=1")
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			var errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = w, &errb
+			require.NoError(t, cmd.Start())
+			w.Close()
+			rd := bufio.NewReader(r)
+			first, err := rd.ReadString('\n')
+			require.NoError(t, err, "the lab's first line; stderr: %s", errb.String())
+			assert.True(t, strings.HasPrefix(first, "lab:xdp_drop,"), first)
+			tc.stop(cmd, r)
+			var rest []byte
+			if tc.readAll {
+				rest, _ = io.ReadAll(rd)
+				r.Close()
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second): // the sender alone takes 20
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("lab run did not stop; stderr: %s", errb.String())
+			}
+			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			assert.False(t, ws.Signaled(), "killed by %v; stderr: %s", ws.Signal(), errb.String())
+			assert.Equal(t, tc.wantCode, cmd.ProcessState.ExitCode(), errb.String())
+			assert.Contains(t, errb.String(), tc.wantErr)
+			if tc.readAll {
+				assert.Contains(t, string(rest), "removed ringlab-lab-")
+			}
+			names, err := labsrc.Namespaces()
+			require.NoError(t, err)
+			for _, n := range names {
+				if pid, _, ok := labsrc.NamespaceOwner(n); ok && pid == cmd.Process.Pid {
+					t.Errorf("%s is left", n)
+					labsrc.CleanLeftovers() // its process is gone
+				}
+			}
+		})
+	}
 }
