@@ -2,6 +2,7 @@
 
 GO       ?= go
 BIN      := bin/ringlab
+BENCHBIN := bin/ringlab-bench
 WASM     := web/main.wasm
 ADDR     ?= 127.0.0.1:8080
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
@@ -25,7 +26,7 @@ all: build wasm
 help:
 	@echo "make run    build the wasm and the binary, then serve the playground on $(ADDR) (make run ADDR=HOST:PORT for another)"
 	@echo "make test   go vet, every Go test under the race detector, the million-packet soak, the wasm build"
-	@echo "make bench  the engine's Go benchmarks, then ringlab bench (every target; builds the wasm first)"
+	@echo "make bench  the engine's Go benchmarks, then bin/ringlab-bench (every target; builds the wasm and bin/ringlab first)"
 	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"
 	@echo "make abuse  the attacks on ringlab serve at full size, with their figures (make test runs their short form)"
 	@echo "make pgo    remake the CPU profiles the binary and the wasm are optimised with"
@@ -66,7 +67,7 @@ vet:
 # preset checked after every event) runs 100,000 packets per preset (a
 # race build tag, engine/soak_race_test.go); the second line runs it for
 # the full million without the detector, and the third the browser cases
-# of `ringlab bench` (skipped under the detector: a minute of Chromium
+# of ringlab-bench (skipped under the detector: a minute of Chromium
 # time checking a file server). The tests that read the sim source on the
 # wall clock (its rate at 1 to 50 Hz, a real Prometheus's rate() of it)
 # skip under the detector, which slows the engine some 25 times, and run
@@ -87,9 +88,12 @@ test: vet
 abuse:
 	RINGLAB_ABUSE=full $(GO) test -count=1 -timeout 30m -v ./internal/abuse
 
-bench: wasm
+# ringlab-bench is a binary of its own (the page's cases link chromedp,
+# which ringlab does not); its server cases start the bin/ringlab beside it.
+bench: wasm build
 	$(GO) test -run '^$$' -bench . -benchmem ./engine/...
-	$(GO) run ./cmd/ringlab bench
+	$(GO) build -o $(BENCHBIN) ./cmd/ringlab-bench
+	$(BENCHBIN)
 
 # Every Fuzz function in the tree, FUZZTIME each; the seed corpora live in
 # each package's testdata/fuzz and also run as plain tests in make test.

@@ -21,7 +21,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"ringlab/internal/bench"
 	"ringlab/internal/cli"
 )
 
@@ -39,12 +38,6 @@ func commands() []*cobra.Command {
 		runCommand(),
 		reproduceCommand(),
 		presetCommand(),
-		{
-			Use:                "bench [flags]",
-			Short:              "run the performance cases and say which targets hold",
-			DisableFlagParsing: true, // bench.Run parses its own
-			RunE:               body(bench.Run),
-		},
 		serveCommand(),
 		labCommand(),
 		tutorialCommand(),
@@ -52,6 +45,17 @@ func commands() []*cobra.Command {
 		versionCommand(),
 		completionCommand(),
 		manCommand(),
+		{
+			// bench moved to a binary of its own, so that ringlab does
+			// not link the browser driver its page cases need.
+			Use:                "bench",
+			Hidden:             true,
+			DisableFlagParsing: true,
+			RunE: func(c *cobra.Command, _ []string) error {
+				fmt.Fprintln(c.ErrOrStderr(), "ringlab bench is now ringlab-bench, a binary of its own: make bench builds and runs it (go run ./cmd/ringlab-bench)")
+				return exitStatus(exitUsage)
+			},
+		},
 	}
 }
 

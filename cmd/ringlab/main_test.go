@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/internal/purity"
 )
 
 func TestDispatch(t *testing.T) {
@@ -130,4 +132,16 @@ func TestOneDashStyle(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+// TestShippedBinaryLinksNoBrowserDriver: ringlab does not link chromedp
+// nor the bench that drives Chromium with it: ringlab-bench is a binary
+// of its own, and ringlab bench says so.
+func TestShippedBinaryLinksNoBrowserDriver(t *testing.T) {
+	purity.Deps(t, "ringlab/cmd/ringlab", "", "", []string{"github.com/chromedp/", "ringlab/internal/bench"})
+
+	code, out, errs := runCLI("bench", "--quick")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errs, "ringlab bench is now ringlab-bench")
 }

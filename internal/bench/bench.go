@@ -1,4 +1,4 @@
-// Package bench is `ringlab bench`: the performance cases of
+// Package bench is `ringlab-bench`: the performance cases of
 // BENCHMARKS.md, each measured and held to its target: the engine natively
 // and in WebAssembly, the server under 1000 WebSocket clients (a `ringlab
 // serve` child), the host source's cost, and the page in Chromium.
@@ -9,7 +9,6 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -24,12 +23,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"ringlab/engine"
 	"ringlab/engine/scenario"
 	"ringlab/internal/cli"
 )
 
-// Defaults and limits of `ringlab bench`.
+// Defaults and limits of `ringlab-bench`.
 const (
 	defaultBenchPackets = 3_000_000 // packets per timed run of a preset
 	defaultBenchRuns    = 5         // timed runs per preset; the median is reported
@@ -48,7 +49,7 @@ const (
 	wasmFile = "main.wasm"
 )
 
-// benchResult is one row of `ringlab bench`. Value is nil when the case was
+// benchResult is one row of `ringlab-bench`. Value is nil when the case was
 // not measured (Note says why); Holds is nil when there is nothing to
 // compare.
 type benchResult struct {
@@ -83,7 +84,7 @@ type benchOptions struct {
 	stderr  io.Writer
 }
 
-// benchRun is one `ringlab bench`: its options and the measurements that
+// benchRun is one `ringlab-bench`: its options and the measurements that
 // feed several rows (the server load gives three, the native rate of
 // xdp-drop is also the wasm case's reference), each made once.
 type benchRun struct {
@@ -110,7 +111,7 @@ func (o *once[T]) get(f func() (T, error)) (T, error) {
 
 // progress prints a line about a long case on stderr.
 func (b *benchRun) progress(format string, args ...any) {
-	fmt.Fprintf(b.stderr, "ringlab bench:   "+format+"\n", args...)
+	fmt.Fprintf(b.stderr, "ringlab-bench:   "+format+"\n", args...)
 }
 
 // presetRate is the median rate of an engine preset in Mpps and its note.
@@ -181,11 +182,11 @@ func selectCases(cases []benchCase, only []string) ([]benchCase, error) {
 	return out, nil
 }
 
-// Run is `ringlab bench`: it parses args (the flags after "bench"), runs
-// the cases asked for and prints them, and returns the exit status.
+// Run is ringlab-bench: it parses args (the flags), runs the cases asked
+// for and prints them, and returns the exit status.
 func Run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := pflag.NewFlagSet("ringlab-bench", pflag.ContinueOnError)
+	fs.SortFlags = false
 	asJSON := fs.Bool("json", false, "print a JSON array of {name, value, unit, target, holds, note} instead of a table")
 	packets := fs.Uint64("packets", defaultBenchPackets, "simulated `N` packets per timed run of an engine preset (--quick: 500000)")
 	runs := fs.Int("runs", defaultBenchRuns, "timed `R` runs per engine preset; the median is reported (--quick: 1)")
@@ -194,53 +195,52 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&only, "only", "run only the `cases` whose names are, or start with, one of these, comma-separated (e.g. server,host-source)")
 	web := fs.String("web", defaultWebDir, "the page's `directory`, where `make wasm` left main.wasm, main.wasm.gz and wasm_exec.js")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: ringlab bench [--json] [--quick] [--only CASE,...] [--packets N] [--runs R] [--web DIR]\n\n"+
+		fmt.Fprintf(stdout, "Usage: ringlab-bench [--json] [--quick] [--only CASE,...] [--packets N] [--runs R] [--web DIR]\n\n"+
 			"Runs the performance cases of BENCHMARKS.md, prints each value next to\n"+
 			"its target and says which targets hold: the engine natively, the\n"+
 			"server under 1000 WebSocket clients (a `ringlab serve` child on\n"+
-			"loopback), the host source's CPU cost, and, when Chromium is found\n"+
+			"loopback: the ringlab beside this binary, else on PATH), the host\n"+
+			"source's CPU cost, and, when Chromium is found\n"+
 			"and `make wasm` has run, the page in the browser. Engine rates are\n"+
 			"simulated packets per second of wall time on one core: run on an\n"+
 			"otherwise idle machine, from the repository root. The full run takes\n"+
 			"about three minutes; progress goes to stderr.\n\nFlags:\n")
-		fs.PrintDefaults()
+		fmt.Fprint(stdout, fs.FlagUsages())
 	}
-	if code, ok := cli.ParseFlagsOnly(fs, args, stderr, "ringlab bench"); !ok {
+	if code, ok := cli.ParseFlagsOnly(fs, args, stderr, "ringlab-bench"); !ok {
 		return code
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *quick && !set["packets"] {
+	if *quick && !fs.Changed("packets") {
 		*packets = quickBenchPackets
 	}
-	if *quick && !set["runs"] {
+	if *quick && !fs.Changed("runs") {
 		*runs = quickBenchRuns
 	}
 	if *packets < 1 || *packets > maxBenchPackets {
-		fmt.Fprintf(stderr, "ringlab bench: --packets %d: want 1..%d\n", *packets, uint64(maxBenchPackets))
+		fmt.Fprintf(stderr, "ringlab-bench: --packets %d: want 1..%d\n", *packets, uint64(maxBenchPackets))
 		return cli.ExitUsage
 	}
 	if *runs < 1 || *runs > maxBenchRuns {
-		fmt.Fprintf(stderr, "ringlab bench: --runs %d: want 1..%d\n", *runs, maxBenchRuns)
+		fmt.Fprintf(stderr, "ringlab-bench: --runs %d: want 1..%d\n", *runs, maxBenchRuns)
 		return cli.ExitUsage
 	}
 	cases, err := selectCases(benchCases(), only)
 	if err != nil {
-		fmt.Fprintf(stderr, "ringlab bench: %v\n", err)
+		fmt.Fprintf(stderr, "ringlab-bench: %v\n", err)
 		return cli.ExitUsage
 	}
 	o := benchOptions{packets: *packets, runs: *runs, quick: *quick, web: *web, stderr: stderr}
 	results, failed := measureAll(cases, o)
 	code := cli.ExitOK
 	if failed > 0 {
-		fmt.Fprintf(stderr, "ringlab bench: %d cases failed (their notes say how)\n", failed)
+		fmt.Fprintf(stderr, "ringlab-bench: %d cases failed (their notes say how)\n", failed)
 		code = cli.ExitFail
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(results); err != nil {
-			fmt.Fprintf(stderr, "ringlab bench: %v\n", err)
+			fmt.Fprintf(stderr, "ringlab-bench: %v\n", err)
 			return cli.ExitFail
 		}
 		return code
@@ -261,10 +261,10 @@ func measureAll(cases []benchCase, o benchOptions) (out []benchResult, failed in
 		if !c.browser {
 			b.closeBrowser()
 		}
-		fmt.Fprintf(o.stderr, "ringlab bench: %s\n", c.name)
+		fmt.Fprintf(o.stderr, "ringlab-bench: %s\n", c.name)
 		v, note, err := c.run(b)
 		if err != nil {
-			fmt.Fprintf(o.stderr, "ringlab bench: %s: %v\n", c.name, err)
+			fmt.Fprintf(o.stderr, "ringlab-bench: %s: %v\n", c.name, err)
 			failed++
 			v, note = -1, failedPrefix+err.Error()
 		}
@@ -300,7 +300,7 @@ func (b *benchRun) closeBrowser() {
 }
 
 func printBench(w io.Writer, results []benchResult) {
-	fmt.Fprintf(w, "ringlab bench on %s/%s, %d CPUs (GOMAXPROCS %d), %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Fprintf(w, "ringlab-bench on %s/%s, %d CPUs (GOMAXPROCS %d), %s\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "case\tvalue\tunit\ttarget\tholds")
 	for _, r := range results {

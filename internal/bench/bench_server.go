@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -75,15 +76,23 @@ type serverLoad struct {
 	memNote    string  // why memory is unknown
 }
 
-// selfCommand returns a command running this binary with args: the server
-// load case starts `ringlab serve` with it, so that the server's memory is
-// its own. Tests replace it (a test binary is not ringlab).
+// selfCommand returns a command running ringlab with args: the server
+// load case starts `ringlab serve` with it, in a process of its own so
+// that the server's memory is its own. The ringlab is the one beside this
+// binary (make bench builds both into bin/), else the one on PATH. Tests
+// replace it (they build ringlab).
 var selfCommand = func(args ...string) (*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this binary: %w", err)
 	}
-	return exec.Command(exe, args...), nil
+	bin := filepath.Join(filepath.Dir(exe), "ringlab")
+	if st, err := os.Stat(bin); err != nil || !st.Mode().IsRegular() {
+		if bin, err = exec.LookPath("ringlab"); err != nil {
+			return nil, fmt.Errorf("the server case runs ringlab serve: no ringlab beside %s nor on PATH (make build)", exe)
+		}
+	}
+	return exec.Command(bin, args...), nil
 }
 
 func (b *benchRun) serverLoad() (serverLoad, error) {

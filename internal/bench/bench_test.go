@@ -56,10 +56,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// run is `ringlab bench args...`.
+// run is `ringlab-bench args...`.
 func run(args []string, stdout, stderr io.Writer) int { return Run(args, stdout, stderr) }
 
-// benchJSON runs `ringlab bench --json args...` and returns its rows by
+// benchJSON runs `ringlab-bench --json args...` and returns its rows by
 // name, in order.
 func benchJSON(t *testing.T, args ...string) ([]benchResult, map[string]benchResult) {
 	t.Helper()
@@ -131,7 +131,7 @@ func TestBenchTable(t *testing.T) {
 	assert.Contains(t, out.String(), "engine-allocs-per-packet")
 	assert.Contains(t, out.String(), "wasm-size-gzip")
 	assert.NotContains(t, out.String(), "engine-xdp-drop", "--only leaves the other cases out")
-	assert.Contains(t, errb.String(), "ringlab bench: engine-allocs-per-packet", "progress goes to stderr")
+	assert.Contains(t, errb.String(), "ringlab-bench: engine-allocs-per-packet", "progress goes to stderr")
 }
 
 // The server load case in quick mode against a real `ringlab serve`
@@ -317,7 +317,7 @@ func TestBenchUsage(t *testing.T) {
 		{"zero runs", []string{"--runs", "0"}, "--runs 0"},
 		{"zero packets", []string{"--packets", "0"}, "--packets 0"},
 		{"an argument", []string{"xdp-drop"}, `unexpected argument "xdp-drop"`},
-		{"a bad flag", []string{"--nope"}, "flag provided but not defined"},
+		{"a bad flag", []string{"--nope"}, "ringlab-bench: unknown flag: --nope"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,7 +327,11 @@ func TestBenchUsage(t *testing.T) {
 			assert.Empty(t, out.String())
 		})
 	}
-	var out, errb bytes.Buffer
-	assert.Equal(t, cli.ExitOK, run([]string{"-h"}, &out, &errb))
-	assert.Contains(t, errb.String(), "Usage: ringlab bench")
+	for _, help := range []string{"-h", "--help"} {
+		var out, errb bytes.Buffer
+		assert.Equal(t, cli.ExitOK, run([]string{help}, &out, &errb))
+		assert.Contains(t, out.String(), "Usage: ringlab-bench", "help goes to stdout")
+		assert.Contains(t, out.String(), "  --only cases", "flags with two dashes")
+		assert.Empty(t, errb.String())
+	}
 }

@@ -1,5 +1,5 @@
 // Package chromium finds the Chromium that drives the playground in the
-// browser tests and in `ringlab bench`, and gives the flags every such
+// browser tests and in `ringlab-bench`, and gives the flags every such
 // browser runs with.
 package chromium
 

@@ -1,15 +1,16 @@
-// Package cli holds the command-line conventions the ringlab binary
-// (cmd/ringlab) and the commands it runs from other packages
-// (internal/bench) share: exit statuses, flags of a command that takes
-// no arguments, and flags given as lists.
+// Package cli holds the command-line conventions the ringlab binaries
+// (cmd/ringlab, cmd/ringlab-bench) share: exit statuses, GNU-style flags
+// (spf13/pflag) of a command that takes no arguments, and flags given as
+// lists.
 package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // Exit statuses.
@@ -19,15 +20,16 @@ const (
 	ExitUsage = 2 // bad arguments or bad input
 )
 
-// ParseFlagsOnly parses the flags of a subcommand that takes no
-// arguments. ok is false when the caller should return code: ExitOK after
-// -h (the usage was printed), ExitUsage after a bad flag or an argument,
-// which it names as cmd's.
-func ParseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer, cmd string) (code int, ok bool) {
+// ParseFlagsOnly parses the flags of a command that takes no arguments.
+// ok is false when the caller should return code: ExitOK after -h or
+// --help (fs.Usage printed the help, to stdout), ExitUsage after a bad
+// flag or an argument, which it names on stderr as cmd's.
+func ParseFlagsOnly(fs *pflag.FlagSet, args []string, stderr io.Writer, cmd string) (code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return ExitOK, false
 		}
+		fmt.Fprintf(stderr, "%s: %v\nRun `%s --help` for its usage.\n", cmd, err, cmd)
 		return ExitUsage, false
 	}
 	if fs.NArg() != 0 {

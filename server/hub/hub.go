@@ -63,7 +63,7 @@ const (
 
 	// DefaultMaxClients and DefaultMaxClientsPerAddr bound the connections
 	// served at once, in all and from one remote address (a flood from one
-	// address leaves room for the others). ringlab bench's 1000 clients
+	// address leaves room for the others). ringlab-bench's 1000 clients
 	// come from one address.
 	DefaultMaxClients        = 4096
 	DefaultMaxClientsPerAddr = 1024
