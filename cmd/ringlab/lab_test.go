@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -93,13 +94,26 @@ func TestLabRunCleansUp(t *testing.T) {
 			cmd.Env = append(os.Environ(), asRinglabEnv+"=1")
 			r, w, err := os.Pipe()
 			require.NoError(t, err)
-			var errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = w, &errb
+			// A file, not a buffer: the test reads it after the process
+			// is gone, with nothing copying into it meanwhile.
+			errf, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+			require.NoError(t, err)
+			defer errf.Close()
+			stderr := func() string { b, _ := os.ReadFile(errf.Name()); return string(b) }
+			cmd.Stdout, cmd.Stderr = w, errf
 			require.NoError(t, cmd.Start())
 			w.Close()
+			done := make(chan error, 1)
+			t.Cleanup(func() { // a failing test still removes the lab
+				cmd.Process.Signal(syscall.SIGTERM)
+				<-done
+			})
 			rd := bufio.NewReader(r)
 			first, err := rd.ReadString('\n')
-			require.NoError(t, err, "the lab's first line; stderr: %s", errb.String())
+			if err != nil {
+				go func() { done <- cmd.Wait() }()
+				require.NoError(t, err, "the lab's first line")
+			}
 			assert.True(t, strings.HasPrefix(first, "lab:xdp_drop,"), first)
 			tc.stop(cmd, r)
 			var rest []byte
@@ -107,19 +121,17 @@ func TestLabRunCleansUp(t *testing.T) {
 				rest, _ = io.ReadAll(rd)
 				r.Close()
 			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
+			waited := make(chan error, 1)
+			go func() { err := cmd.Wait(); waited <- err; done <- err }()
 			select {
-			case <-done:
+			case <-waited:
 			case <-time.After(15 * time.Second): // the sender alone takes 20
-				cmd.Process.Kill()
-				<-done
-				t.Fatalf("lab run did not stop; stderr: %s", errb.String())
+				t.Fatalf("lab run did not stop; stderr: %s", stderr())
 			}
 			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			assert.False(t, ws.Signaled(), "killed by %v; stderr: %s", ws.Signal(), errb.String())
-			assert.Equal(t, tc.wantCode, cmd.ProcessState.ExitCode(), errb.String())
-			assert.Contains(t, errb.String(), tc.wantErr)
+			assert.False(t, ws.Signaled(), "killed by %v; stderr: %s", ws.Signal(), stderr())
+			assert.Equal(t, tc.wantCode, cmd.ProcessState.ExitCode(), stderr())
+			assert.Contains(t, stderr(), tc.wantErr)
 			if tc.readAll {
 				assert.Contains(t, string(rest), "removed ringlab-lab-")
 			}
