@@ -159,6 +159,9 @@ func TestManPage(t *testing.T) {
 	code, page, errs := runCLI("man")
 	require.Equal(t, exitOK, code, errs)
 	require.Regexp(t, `(?m)^\.TH RINGLAB 1 `, page)
+	if home, err := os.UserHomeDir(); err == nil && len(home) > 1 {
+		assert.NotContains(t, page, home+"/", "the page is the same on every machine (--state-dir's default)")
+	}
 	for _, name := range subcommands(t) {
 		assert.Contains(t, page, "\n.SS ringlab "+name+"\n", "the page has a section for ringlab %s", name)
 	}
