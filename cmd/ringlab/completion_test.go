@@ -148,6 +148,10 @@ func TestZshCompletion(t *testing.T) {
 	out, err := exec.Command(zsh, "-n", file).CombinedOutput()
 	assert.NoError(t, err, "zsh -n: %s", out)
 
+	code, fish, errs := runCLI("completion", "fish")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, fish, "complete -c ringlab", "fish's completion too")
+
 	code, _, errs = runCLI("completion", "tcsh")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errs, `"tcsh": want bash, zsh or fish`)

@@ -226,8 +226,13 @@ func writeHelp(w io.Writer, c *cobra.Command) {
 	}
 	if subs := available(c); len(subs) > 0 {
 		fmt.Fprint(w, "\nCommands:\n")
+		for _, s := range c.Commands() {
+			if !c.HasParent() && s.Name() == "help" { // cobra keeps it off the available ones
+				subs = append(subs, s)
+			}
+		}
 		for _, s := range subs {
-			fmt.Fprintf(w, "  %-11s%s\n", s.Name(), s.Short)
+			fmt.Fprintf(w, "  %-12s%s\n", s.Name(), s.Short)
 		}
 	}
 	if c.HasAvailableLocalFlags() {

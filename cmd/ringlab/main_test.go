@@ -25,6 +25,7 @@ func TestDispatch(t *testing.T) {
 	}{
 		{"no arguments prints usage to stderr", nil, exitUsage, "", "Usage: ringlab"},
 		{"help lists commands", []string{"help"}, exitOK, "version", ""},
+		{"help lists itself", []string{"help"}, exitOK, "\n  help        show this help", ""},
 		{"--help", []string{"--help"}, exitOK, "Commands:", ""},
 		{"help of a command", []string{"help", "version"}, exitOK, "Usage: ringlab version", ""},
 		{"help of an unknown command", []string{"help", "nope"}, exitUsage, "", `unknown command "nope"`},
