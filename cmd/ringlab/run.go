@@ -104,9 +104,9 @@ type runOptions struct {
 func runCommand() *cobra.Command {
 	var o runOptions
 	c := &cobra.Command{
-		Use:               "run [--packets N | --duration D] [--set PATH=VALUE ...] [--trace N | --interval D] [--json] [--xdp-object FILE [--xdp-program NAME]] [--progress] FILE|PRESET",
+		Use:               "run [--packets N | --duration D] [--set KEY=VALUE ...] [--trace N | --interval D] [--json] [--xdp-object FILE [--xdp-program NAME]] [--progress] FILE|PRESET",
 		Short:             "run a scenario or preset headless and print a summary",
-		Long:              runHelp + "\n" + setHelp + "\nPresets: " + strings.Join(scenario.PresetNames(), ", "),
+		Long:              runHelp + "\n" + setHelp + "\nKnobs: " + strings.Join(scenario.KnobKeys(), ", ") + "\n\nPresets: " + strings.Join(scenario.PresetNames(), ", "),
 		ValidArgsFunction: completePresets(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return status(o.run(args, c.OutOrStdout(), c.ErrOrStderr()))
@@ -120,7 +120,7 @@ func runCommand() *cobra.Command {
 	fs.StringVar(&o.progName, "xdp-program", "", "with --xdp-object: the program `NAME` in the object (default: the first)")
 	fs.IntVar(&o.trace, "trace", 0, "first print the first `N` events, each with the counters and page locations it changed")
 	fs.BoolVar(&o.costs, "costs", false, "also print the cost table the run used: each constant's value, default, kind (sourced, estimate, fitted) and source")
-	fs.Var(&o.sets, "set", "set the scenario field at a JSON `PATH=VALUE` before running (repeatable; see above)")
+	fs.Var(&o.sets, "set", "set a knob or the scenario field at a JSON path, `KEY=VALUE`, before running (repeatable; see above)")
 	fs.DurationVar(&o.interval, "interval", 0, "every `D` of simulated time, print the interval's counters as a JSON line (--json: the summary follows as one more)")
 	progress := fs.Bool("progress", false, "show the run's progress on stderr even when it is not a terminal (--progress=false: not even on one)")
 	c.MarkFlagFilename("xdp-object", "o")
@@ -398,19 +398,24 @@ func printCosts(w io.Writer, rows []costRow) {
 }
 
 // setHelp is what `ringlab help run` says about --set.
-const setHelp = `--set PATH=VALUE changes one field of the scenario, named by its JSON path
-as in docs/scenario.md (mtu, traffic.size, driver.buffer_source,
-xdp.args.cpu, costs.dma_map_iommu, traffic.sizes.0), so one change needs no
-file. VALUE is JSON (9000, true, [64,1500], {"size":128}: an object merges
-into the one it replaces); for a field that holds a string a bare word is
-the string, so kernel=6.10 is "6.10" and not the number 6.1. The sets
-apply in order and the result is validated once, so changes that only
-make sense together can be made together; an error names the path. Setting a field the preset
-declares fitted drops that declaration (see "fitted" in ringlab preset NAME).
+const setHelp = `--set KEY=VALUE sets one of the page's knobs by name, with the consequences
+the kernel forces (cpus=1 moves what pointed past the last CPU; page_pool=off
+goes back to page_frag with ring-mapped DMA); the knobs are listed below.
+Any other KEY is a field's JSON path as in docs/scenario.md
+(traffic.size, driver.iommu, xdp.args.cpu, costs.dma_map_iommu,
+traffic.sizes.0), which sets that field alone; a leading dot spells the
+field a knob shares its name with (.cpus=1). VALUE is JSON (9000, true,
+[64,1500], {"size":128}: an object merges into the one it replaces, and an
+object, array or null is always the field's); a bare word is a string, so
+kernel=6.10 is "6.10" and not the number 6.1. The sets apply in order and
+the result is validated once, so changes that only make sense together can
+be made together; an error names the knob or the path. Setting a field the
+preset declares fitted drops that declaration (see "fitted" in ringlab
+preset NAME).
 Example: ringlab run --set kernel=6.0 --set mtu=4000 --set traffic.size=4014 r2-mtu9000-after
 `
 
-// setFlags collects --set PATH=VALUE, in order.
+// setFlags collects --set KEY=VALUE, in order.
 type setFlags []scenario.Change
 
 func (f *setFlags) String() string {
@@ -425,7 +430,7 @@ func (f *setFlags) String() string {
 }
 
 // Type names --set's value in help (pflag.Value).
-func (f *setFlags) Type() string { return "PATH=VALUE" }
+func (f *setFlags) Type() string { return "KEY=VALUE" }
 
 func (f *setFlags) Set(v string) error {
 	c, err := scenario.ParseChange(v)

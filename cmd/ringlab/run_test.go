@@ -188,8 +188,8 @@ func TestRunSet(t *testing.T) {
 		{[]string{"--set", "mtu=big"}, `--set mtu="big": not a whole number`},
 		{[]string{"--set", ".mtu=big"}, "--set mtu: the value big is not JSON"},
 		{[]string{"--set", "kernel=6.99"}, `--set kernel="6.99": kernel version 6.99`},
-		{[]string{"--set", "mtu"}, `"mtu": want PATH=VALUE`},
-		{[]string{"--set", "=1"}, `"=1": want PATH=VALUE`},
+		{[]string{"--set", "mtu"}, `"mtu": want KEY=VALUE`},
+		{[]string{"--set", "=1"}, `"=1": want KEY=VALUE`},
 	} {
 		code, out, errs := runCLI(append(append([]string{"run", "--packets", "10"}, tc.args...), "default")...)
 		assert.Equal(t, exitUsage, code, tc.args)

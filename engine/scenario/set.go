@@ -51,11 +51,11 @@ func TextChange(path, text string) Change {
 	return Change{Path: path, Value: json.RawMessage(text)}
 }
 
-// ParseChange reads PATH=TEXT (TextChange).
+// ParseChange reads KEY=TEXT: a knob or a path (TextChange).
 func ParseChange(kv string) (Change, error) {
 	path, text, ok := strings.Cut(kv, "=")
 	if !ok || path == "" {
-		return Change{}, fmt.Errorf("%q: want PATH=VALUE (traffic.size=128)", kv)
+		return Change{}, fmt.Errorf("%q: want KEY=VALUE (cpus=2, traffic.size=128)", kv)
 	}
 	return TextChange(path, text), nil
 }

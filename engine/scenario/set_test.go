@@ -203,7 +203,7 @@ func TestApplyValidatesOnce(t *testing.T) {
 	assert.Equal(t, DMARing, s.Driver.DMA)
 	assert.Equal(t, "6.10", s.Kernel)
 	_, err = ParseChange("mtu")
-	assert.ErrorContains(t, err, "want PATH=VALUE")
+	assert.ErrorContains(t, err, "want KEY=VALUE")
 	_, err = Apply(Default(), TextChange("mtu", "1500"), TextChange("traffic.sise", "1"))
 	assert.ErrorContains(t, err, `traffic.sise: the scenario has no field "sise"`)
 }
