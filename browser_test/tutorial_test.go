@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -122,4 +123,112 @@ func TestGradedPrediction(t *testing.T) {
 	p.waitJS(`document.getElementById("tutorial-panel").dataset.step === "1" && !!document.querySelector(".tut-predict")`, 60*time.Second)
 	p.do(chromedp.SendKeys(".tut-predict", "a lot"), chromedp.Click(".tut-reveal"))
 	p.waitJS(`document.getElementById("tut-q0-grade").dataset.verdict === "unreadable"`, 20*time.Second)
+}
+
+// TestTutorialTables: a tutorial's pipe tables render as tables (header,
+// alignment, cells with code, emphasis and links), and nothing in a
+// tutorial's text becomes markup of its own: tags, handlers and
+// javascript: links in cells come out as text (a link refused shows its
+// source).
+func TestTutorialTables(t *testing.T) {
+	ts := server(t)
+	p := open(t, browser(t), ts.URL, "?tutorial=xdp-verdicts&step=0")
+	p.waitJS(`(() => { const el = document.getElementById("tutorial-panel");
+		return el && !el.hidden && el.dataset.step === "0" && !!document.querySelector("#tut-body p"); })()`, 30*time.Second)
+	head := eval[[]string](p, `[...document.querySelectorAll("#tut-body table thead th")].map(e => e.textContent)`)
+	assert.Equal(t, []string{"verdict", "value", "what the driver does with the buffer"}, head)
+	first := eval[[]string](p, `[...document.querySelectorAll("#tut-body table tbody tr")].map(tr => tr.cells[0].innerHTML)`)
+	assert.Equal(t, []string{"<code>XDP_ABORTED</code>", "<code>XDP_DROP</code>", "<code>XDP_PASS</code>", "<code>XDP_TX</code>", "<code>XDP_REDIRECT</code>"}, first)
+	assert.NotContains(t, eval[string](p, `document.getElementById("tut-body").innerText`), "| ---", "no raw pipes left")
+
+	md := func(src string) string {
+		t.Helper()
+		b, err := json.Marshal(src)
+		require.NoError(t, err)
+		return eval[string](p, fmt.Sprintf(`window.ringlabTutorial.markdown(%s)`, b))
+	}
+	for _, c := range []struct{ name, src, want string }{
+		{"aligned, outer pipes",
+			"| a | b | c |\n| :-- | :-: | --: |\n| 1 | 2 | 3 |",
+			`<div class="tut-table"><table><thead><tr><th class="al-left">a</th><th class="al-center">b</th><th class="al-right">c</th></tr></thead>` +
+				`<tbody><tr><td class="al-left">1</td><td class="al-center">2</td><td class="al-right">3</td></tr></tbody></table></div>`},
+		{"no outer pipes, short and long rows",
+			"x | y\n--- | ---\nonly\n1 | 2 | 3",
+			`<div class="tut-table"><table><thead><tr><th>x</th><th>y</th></tr></thead>` +
+				`<tbody><tr><td>only</td><td></td></tr><tr><td>1</td><td>2</td></tr></tbody></table></div>`},
+		{"inline markup in cells, an escaped pipe",
+			"| what | how |\n| --- | --- |\n| `a\\|b` **bold** *em* | [docs](https://example.com/a?x=1&y=2) |",
+			`<div class="tut-table"><table><thead><tr><th>what</th><th>how</th></tr></thead><tbody><tr>` +
+				`<td><code>a|b</code> <strong>bold</strong> <em>em</em></td>` +
+				`<td><a href="https://example.com/a?x=1&amp;y=2" target="_blank" rel="noopener noreferrer">docs</a></td></tr></tbody></table></div>`},
+		{"ends at a blank line, after a paragraph",
+			"before\n| a |\n| --- |\n| 1 |\n\nafter",
+			"<p>before</p>\n" + `<div class="tut-table"><table><thead><tr><th>a</th></tr></thead><tbody><tr><td>1</td></tr></tbody></table></div>` + "\n<p>after</p>"},
+		{"a pipe in prose is not a table",
+			"`!big || mergeable`\nand more",
+			"<p><code>!big || mergeable</code> and more</p>"},
+		{"a delimiter row of another width is not a table",
+			"a | b\n--- | --- | ---",
+			"<p>a | b --- | --- | ---</p>"},
+	} {
+		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, md(c.src)) })
+	}
+
+	// Escaping: what a cell (or any prose) says is shown, never run.
+	hostile := "| <b>head</b> | x |\n| --- | --- |\n" +
+		"| <script>window.pwned = 1</script> | <img src=x onerror=\"window.pwned = 2\"> |\n" +
+		"| [click](javascript:window.pwned=3) | [x](https://e.com\"onmouseover=\"window.pwned=4) |\n" +
+		"| `<svg onload=alert(1)>` | &lt;i&gt; |"
+	html := md(hostile)
+	probe := fmt.Sprintf(`(() => { const d = document.createElement("div"); d.innerHTML = %s; document.body.appendChild(d);
+		const r = { elems: [...d.querySelectorAll("*")].map(e => e.tagName.toLowerCase()).filter((v, i, a) => a.indexOf(v) === i).sort(),
+			handlers: [...d.querySelectorAll("*")].flatMap(e => [...e.attributes].map(a => a.name)).filter(n => n.startsWith("on")),
+			hrefs: [...d.querySelectorAll("a")].map(a => a.getAttribute("href")),
+			cells: [...d.querySelectorAll("th, td")].map(e => e.textContent) };
+		d.remove(); return r; })()`, mustJSON(t, html))
+	got := eval[struct {
+		Elems, Handlers, Hrefs, Cells []string
+	}](p, probe)
+	assert.Equal(t, []string{"code", "div", "table", "tbody", "td", "th", "thead", "tr"}, got.Elems, "only the table's own elements: %s", html)
+	assert.Empty(t, got.Handlers, html)
+	assert.Empty(t, got.Hrefs, "neither a javascript: link nor an address that breaks out of its attribute: %s", html)
+	assert.Equal(t, []string{"<b>head</b>", "x", "<script>window.pwned = 1</script>", `<img src=x onerror="window.pwned = 2">`,
+		"[click](javascript:window.pwned=3)", `[x](https://e.com"onmouseover="window.pwned=4)`, "<svg onload=alert(1)>", "&lt;i&gt;"}, got.Cells)
+	assert.True(t, eval[bool](p, `window.pwned === undefined`))
+}
+
+// TestTutorialTableNarrow: 800 px wide, a tutorial's wide table scrolls
+// sideways inside itself; neither the panel nor the page grows.
+func TestTutorialTableNarrow(t *testing.T) {
+	ts := server(t)
+	p := openAt(t, ts, 800, 900, "?tutorial=real-backend&step=0")
+	p.waitJS(`!!document.querySelector("#tut-body .tut-table table")`, 30*time.Second)
+	box := eval[map[string]float64](p, `(() => { const w = document.querySelector("#tut-body .tut-table"), b = document.getElementById("tut-body");
+		return { wrapRight: w.getBoundingClientRect().right, bodyRight: b.getBoundingClientRect().right,
+			wrapScroll: w.scrollWidth, wrapClient: w.clientWidth, bodyScroll: b.scrollWidth, bodyClient: b.clientWidth,
+			page: document.documentElement.scrollWidth, view: window.innerWidth }; })()`)
+	t.Logf("800 px: %v", box)
+	assert.LessOrEqual(t, box["wrapRight"], box["bodyRight"]+0.5, "the table's box stays in the panel")
+	assert.LessOrEqual(t, box["bodyScroll"], box["bodyClient"], "the panel's text does not scroll sideways")
+	assert.LessOrEqual(t, box["page"], box["view"], "the page does not scroll sideways")
+	screenshot(t, p.ctx, "tutorial-table-800")
+
+	// A table no wrapping fits (one long code cell) scrolls within itself.
+	wide := eval[map[string]float64](p, `(() => { const b = document.getElementById("tut-body");
+		b.insertAdjacentHTML("beforeend", window.ringlabTutorial.markdown("| a | b |\n| --- | --- |\n| `+"`"+`" + "x".repeat(300) + "`+"`"+` | y |"));
+		const w = b.lastElementChild; w.scrollLeft = 100;
+		return { scrolled: w.scrollLeft, wrapRight: w.getBoundingClientRect().right, bodyRight: b.getBoundingClientRect().right,
+			bodyScroll: b.scrollWidth, bodyClient: b.clientWidth, page: document.documentElement.scrollWidth, view: window.innerWidth }; })()`)
+	t.Logf("a 300-character cell: %v", wide)
+	assert.Equal(t, 100.0, wide["scrolled"], "the table scrolls sideways")
+	assert.LessOrEqual(t, wide["wrapRight"], wide["bodyRight"]+0.5)
+	assert.LessOrEqual(t, wide["bodyScroll"], wide["bodyClient"])
+	assert.LessOrEqual(t, wide["page"], wide["view"])
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
 }

@@ -41,16 +41,65 @@
     save(p);
   }
 
-  // ---- Markdown, minimally: paragraphs, fenced code, lists, `code`, **bold**, *em* ----
+  // ---- Markdown, minimally: paragraphs, fenced code, lists, pipe tables,
+  // `code`, **bold**, *em*, [links](https://...) ----
+  // Every piece of a tutorial's text is escaped before any markup is put
+  // around it, so the text adds no element or attribute of its own.
 
   function esc(s) {
     return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   }
+  // inline marks up one block's text: code spans first, so that nothing
+  // in them is read as emphasis or a link.
   function inline(s) {
-    return esc(s).replace(/`([^`]+)`/g, "<code>$1</code>")
-      .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
+    return s.split(/(`[^`]+`)/).map((part, i) => (i % 2 ? "<code>" + esc(part.slice(1, -1)) + "</code>" : prose(part))).join("");
+  }
+  // A link goes only to a web address or a place in the page; any other
+  // (javascript:, data:, a quote that would leave the attribute) stays text.
+  const safeHref = /^(?:https?:\/\/|#)[^\s"'<>`\\]*$/;
+  function prose(s) {
+    return s.split(/(\[[^\]]+\]\([^)\s]+\))/).map((part, i) => {
+      const link = i % 2 ? /^\[(.+)\]\((.+)\)$/.exec(part) : null;
+      return link && safeHref.test(link[2])
+        ? `<a href="${esc(link[2])}" target="_blank" rel="noopener noreferrer">${emphasis(link[1])}</a>`
+        : emphasis(part);
+    }).join("");
+  }
+  function emphasis(s) {
+    return esc(s).replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
       .replace(/(^|[\s(])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>");
   }
+
+  // Pipe tables as GitHub writes them: a header row, a delimiter row with
+  // as many cells (`---`, `:--` left, `:-:` centre, `--:` right), then
+  // body rows down to a blank line or another block; outer pipes are
+  // optional, `\|` is a pipe inside a cell, a body row's missing cells
+  // are empty and its extra ones dropped.
+  const hasPipe = (line) => /(?:^|[^\\])\|/.test(line);
+  function cells(line) {
+    let s = line.trim();
+    if (s.startsWith("|")) s = s.slice(1);
+    if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
+    return s.split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, "|"));
+  }
+  // aligns reads a delimiter row: one alignment per cell ("" when none),
+  // or null when the line is not one.
+  function aligns(line) {
+    if (!hasPipe(line)) return null;
+    const cs = cells(line);
+    if (!cs.every((c) => /^:?-+:?$/.test(c))) return null;
+    return cs.map((c) => (c.endsWith(":") ? (c.startsWith(":") ? "center" : "right") : c.startsWith(":") ? "left" : ""));
+  }
+  // startsBlock: a line that ends a table (a fence, a heading, a list item).
+  const startsBlock = (line) => /^\s*(?:```|#{1,6}\s|[-*]\s|\d+\.\s)/.test(line);
+  function table(head, al, rows) {
+    const row = (tag, cs) => "<tr>" + al.map((a, i) =>
+      `<${tag}${a ? ` class="al-${a}"` : ""}>${inline(cs[i] || "")}</${tag}>`).join("") + "</tr>";
+    // The wrapper scrolls sideways when the table is wider than the panel.
+    return '<div class="tut-table"><table><thead>' + row("th", head) + "</thead>" +
+      (rows.length ? "<tbody>" + rows.map((r) => row("td", r)).join("") + "</tbody>" : "") + "</table></div>";
+  }
+
   function markdown(md) {
     const out = [];
     const lines = (md || "").split("\n");
@@ -60,7 +109,8 @@
       if (list) out.push("<" + list.tag + ">" + list.items.map((i) => "<li>" + inline(i) + "</li>").join("") + "</" + list.tag + ">");
       list = null;
     };
-    for (const line of lines) {
+    for (let n = 0; n < lines.length; n++) {
+      const line = lines[n];
       if (fence !== null) {
         if (/^\s*```/.test(line)) { out.push("<pre><code>" + esc(fence.join("\n")) + "</code></pre>"); fence = null; }
         else fence.push(line);
@@ -78,6 +128,15 @@
       if (line.trim() === "") { flushPara(); flushList(); continue; }
       if (list && /^\s+\S/.test(line)) { list.items[list.items.length - 1] += " " + line.trim(); continue; }
       flushList();
+      const al = hasPipe(line) && n + 1 < lines.length ? aligns(lines[n + 1]) : null;
+      if (al && al.length === cells(line).length) {
+        flushPara();
+        const rows = [];
+        for (n += 2; n < lines.length && lines[n].trim() !== "" && !startsBlock(lines[n]); n++) rows.push(cells(lines[n]));
+        n--;
+        out.push(table(cells(line), al, rows));
+        continue;
+      }
       const h = /^#{3,6}\s+(.*)$/.exec(line);
       if (h) { flushPara(); out.push("<h4>" + inline(h[1]) + "</h4>"); continue; }
       para.push(line.trim());
