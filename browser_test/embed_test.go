@@ -3,6 +3,8 @@ package browsertest
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
+	"image"
 	"image/png"
 	"testing"
 	"time"
@@ -51,10 +53,7 @@ func TestEmbed(t *testing.T) {
 func TestExportPNGAndClip(t *testing.T) {
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=small-ring")
-	b64 := eval[string](p, `(async () => { const b = await window.ringlab.capture();
-		const buf = new Uint8Array(await b.arrayBuffer()); let s = "";
-		for (let i = 0; i < buf.length; i += 8192) s += String.fromCharCode(...buf.subarray(i, i + 8192));
-		return btoa(s); })()`)
+	b64 := eval[string](p, `(async () => { const b64 = `+jsBase64+`; return b64(await window.ringlab.capture()); })()`)
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	require.NoError(t, err)
 	img, err := png.Decode(bytes.NewReader(raw))
@@ -77,3 +76,85 @@ func TestExportPNGAndClip(t *testing.T) {
 	assert.Greater(t, size, 2000.0, "a clip of two seconds of views")
 	assert.Equal(t, "video/webm", eval[string](p, `window.ringlab.lastClip.type`))
 }
+
+// TestExportedPNGOpaque: the PNG the page exports (its PNG button saves
+// ui.capture's) has no transparent pixel: what the views leave undrawn is
+// the colour the canvas is seen on, so its labels read on a white slide;
+// what they draw is kept as the game drew it.
+func TestExportedPNGOpaque(t *testing.T) {
+	ts := server(t)
+	p := open(t, browser(t), ts.URL, "?preset=default&speed=2000")
+	p.waitJS(`window.ringlab.state.position.events > 1000`, 30*time.Second)
+	p.pause()
+	decode := func(s string) image.Image {
+		b, err := base64.StdEncoding.DecodeString(s)
+		require.NoError(t, err)
+		img, err := png.Decode(bytes.NewReader(b))
+		require.NoError(t, err)
+		return img
+	}
+	// The export as the PNG button saves it.
+	exp := decode(eval[string](p, `(async () => { const b64 = `+jsBase64+`; return b64(await window.ringlab.capture()); })()`))
+	b := exp.Bounds()
+	transparent := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if _, _, _, a := exp.At(x, y).RGBA(); a < 0xffff {
+				transparent++
+			}
+		}
+	}
+	assert.Zero(t, transparent, "every pixel of the export is opaque (of %dx%d)", b.Dx(), b.Dy())
+	assert.Greater(t, distinctColours(exp), 8, "the views are in the export")
+
+	// The game's own frame, and that same frame as the export lays it
+	// (two captures are two frames, whose animations differ even paused).
+	shots := eval[[]string](p, `(async () => {
+		const b64 = `+jsBase64+`;
+		const raw = new Blob([(await window.ringlab.request({ type: "capture" })).png], { type: "image/png" });
+		const laid = await window.ringlab.opaque(raw);
+		const bg = getComputedStyle(document.getElementById("game").contentDocument.body).backgroundColor;
+		return [await b64(raw), await b64(laid), bg]; })()`)
+	raw, laid := decode(shots[0]), decode(shots[1])
+	require.Equal(t, raw.Bounds(), exp.Bounds(), "the export is the game's frame, pixel for pixel")
+	require.Equal(t, raw.Bounds(), laid.Bounds())
+	var bg [3]uint32
+	_, err := fmt.Sscanf(shots[2], "rgb(%d, %d, %d)", &bg[0], &bg[1], &bg[2])
+	require.NoError(t, err, "the frame's background %q", shots[2])
+
+	var clear, onBG, drawn, kept, seeThrough int
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, a := laid.At(x, y).RGBA()
+			if a < 0xffff {
+				seeThrough++
+			}
+			rr, rg, rb, ra := raw.At(x, y).RGBA()
+			switch ra {
+			case 0:
+				clear++
+				if r>>8 == bg[0] && g>>8 == bg[1] && bl>>8 == bg[2] {
+					onBG++
+				}
+			case 0xffff:
+				drawn++
+				if near(r, rr) && near(g, rg) && near(bl, rb) {
+					kept++
+				}
+			}
+		}
+	}
+	t.Logf("%dx%d: %d pixels left undrawn by the game, %d drawn opaque", b.Dx(), b.Dy(), clear, drawn)
+	assert.Zero(t, seeThrough, "the frame laid by the export is opaque")
+	assert.Equal(t, clear, onBG, "what the game leaves undrawn is the frame's background, %s", shots[2])
+	assert.Equal(t, drawn, kept, "what the game draws is kept")
+}
+
+// near: two 16-bit colour channels within one 8-bit step.
+func near(a, b uint32) bool { return max(a, b)-min(a, b) <= 0x101 }
+
+// jsBase64 is a JavaScript function from a Blob to its bytes in base64
+// (how a test reads a file the page makes).
+const jsBase64 = `async (blob) => { const u = new Uint8Array(await blob.arrayBuffer()); let s = "";
+	for (let i = 0; i < u.length; i += 8192) s += String.fromCharCode(...u.subarray(i, i + 8192));
+	return btoa(s); }`

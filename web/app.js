@@ -574,11 +574,30 @@
     setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
   }
   // The game reads its own frame (its WebGL canvas keeps no drawing
-  // buffer for the page to read) and answers with a PNG.
+  // buffer for the page to read) and answers with a PNG. In it, what the
+  // views leave undrawn is transparent (on screen the game's frame shows
+  // through: black); the export lays the frame on that colour, so the
+  // image is opaque and its labels read on a white slide too.
   ui.capture = async function () {
     const r = await ui.request({ type: "capture" });
     if (r.type !== "capture") throw new Error(r.message || "no capture");
-    return new Blob([r.png], { type: "image/png" });
+    return ui.opaque(new Blob([r.png], { type: "image/png" }));
+  };
+  // opaque returns the PNG png laid on the colour the canvas is seen on.
+  ui.opaque = async function (png) {
+    const doc = game.contentDocument;
+    const colour = getComputedStyle(doc && doc.body ? doc.body : $("game-stage")).backgroundColor;
+    const img = await createImageBitmap(png);
+    const c = document.createElement("canvas");
+    c.width = img.width;
+    c.height = img.height;
+    const g = c.getContext("2d", { alpha: false });
+    g.fillStyle = colour;
+    g.fillRect(0, 0, c.width, c.height);
+    g.drawImage(img, 0, 0);
+    img.close();
+    return new Promise((resolve, reject) => c.toBlob(
+      (b) => (b ? resolve(b) : reject(new Error("the browser could not encode the PNG"))), "image/png"));
   };
   $("export-png").addEventListener("click", async () => {
     try {
