@@ -574,6 +574,19 @@ func Decode(raw []byte) (In, error) {
 	return in, nil
 }
 
+// requestID returns the id of a message the codec cannot read, 0 when it
+// has none that is a whole number (for the error that answers it).
+func requestID(raw []byte) int {
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	var id int
+	if json.Unmarshal(raw, &env) != nil || json.Unmarshal(env.ID, &id) != nil {
+		return 0
+	}
+	return id
+}
+
 // MessageType returns the type of a message the codec cannot read (for
 // naming its source in an error).
 func MessageType(raw []byte) string {

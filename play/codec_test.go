@@ -7,8 +7,8 @@ import (
 )
 
 // FuzzDecode: whatever the page may post, the codec answers with a
-// message or an error, never a panic, and the controller takes any
-// message it decodes.
+// message or an error, never a panic; the controller takes any message
+// it decodes, and answers one it does not with an error in its Ready.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{`{"type":"step","unit":"packet","n":3}`, `{"type":"set","key":"ring_size","value":64,"id":2}`,
 		`{"type":"room_welcome","you":"student","scenario":{"preset":"default"},"log":[{"seq":1,"cmd":{"type":"step"}}]}`,
@@ -18,14 +18,21 @@ func FuzzDecode(f *testing.F) {
 		`{"type":"hover","x":100,"y":80}`, `{"type":"click","x":120,"y":150}`, `{"type":"layout","id":3}`} {
 		f.Add([]byte(s))
 	}
-	c, _ := New("preset=small-ring&speed=0")
+	c := New("preset=small-ring&speed=0")
+	c.Ready() // the greeting
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		in, err := Decode(raw)
 		if err != nil {
 			require.ErrorIs(t, err, ErrParam)
+			require.Equal(t, err, c.StepJSON(raw))
+			sent := c.Ready().Send
+			require.NotEmpty(t, sent)
+			e, ok := sent[0].(ErrorOut)
+			require.True(t, ok, "%#v", sent[0])
+			require.Equal(t, err.Error(), e.Message)
 			return
 		}
-		c.Handle(in)
+		c.Step(in)
 		c.Tick(1e6)
 		for i := 0; i < 64 && c.Work(64); i++ {
 		}

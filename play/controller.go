@@ -22,9 +22,11 @@ const (
 )
 
 // Controller is the playground's logic, driven the way a raft node is:
-// Handle takes one input at a time and answers what must be answered at
-// once; Tick tells it how much wall time passed; Work runs the engine in
-// budgets of events; Ready says what to draw and what to send. It holds
+// Step takes one input at a time; Tick tells it how much wall time
+// passed; Work runs the engine in budgets of events; Ready says what to
+// draw and what to send, and is its only output: what an input answers
+// (a reply, an error naming it, a command for the room) goes out with
+// the next Ready, in order with what the work produced. It holds
 // the run (a Session: the configurations, the command log, compare
 // mode), the playing state and speed, the selection, the canvas layout,
 // the tutorial being read and the workshop room followed. It does no I/O
@@ -43,7 +45,7 @@ type Controller struct {
 	sinceState, sinceRecord, sinceSeek int64 // wall ns
 	force                              bool  // a state is due
 	syncs                              []int // ids of Sync requests waiting for the work to end
-	outbox                             []Out // what Work produced for Ready
+	outbox                             []Out // what the inputs and the work produced for Ready
 
 	sel        view.Target
 	selChanged bool
@@ -72,9 +74,9 @@ var benchModes = []string{"", "empty", "view", "engine"}
 
 // New starts the playground on a link's query: the run it describes
 // (a bare link plays the default preset), or the default with an error
-// when the link does not describe one. It returns the first messages for
-// the page: ready, the error if any, and a state.
-func New(query string) (*Controller, []Out) {
+// when the link does not describe one. The first Ready sends the page
+// ready, the error if any, and a state.
+func New(query string) *Controller {
 	c := &Controller{described: map[string]bool{}}
 	vals, _ := url.ParseQuery(strings.TrimPrefix(query, "?"))
 	c.bench = vals.Get("bench")
@@ -98,13 +100,17 @@ func New(query string) (*Controller, []Out) {
 	// A bare link starts playing; a link with a log shows exactly where
 	// the sender stopped.
 	c.playing = len(st.Log) == 0
-	outs := []Out{c.ready()}
+	c.send(c.ready())
 	if problem != "" {
-		outs = append(outs, ErrorOut{Source: "url", Message: problem})
+		c.send(ErrorOut{Source: "url", Message: problem})
 	}
 	c.sess.Refresh()
-	return c, append(outs, c.state())
+	c.send(c.state())
+	return c
 }
+
+// send queues messages for the next Ready.
+func (c *Controller) send(outs ...Out) { c.outbox = append(c.outbox, outs...) }
 
 // Bench returns the link's benchmark mode ("" outside one).
 func (c *Controller) Bench() string { return c.bench }
@@ -120,10 +126,12 @@ func (c *Controller) ready() ReadyOut {
 	return ReadyOut{Presets: ps, Params: Params(), KeyMetrics: view.KeyMetrics, Bench: c.bench}
 }
 
-// Handle takes one input and returns what it answers right away: a reply,
-// an error naming the message, a command for the room. Every input but
-// Resize and Hover makes the next Ready send a state.
-func (c *Controller) Handle(in In) []Out {
+// Step takes one input. What it answers (a reply, a command for the
+// room, the error naming the message when it is refused) goes out with
+// the next Ready; the error is returned too, for a caller that drives
+// the controller itself (a shell posts Ready and nothing else). Every
+// input but Resize and Hover makes the next Ready send a state.
+func (c *Controller) Step(in In) error {
 	id := 0
 	if r, ok := in.(Request); ok {
 		id, in = r.ID, r.In
@@ -138,10 +146,27 @@ func (c *Controller) Handle(in In) []Out {
 	}
 	c.force = true
 	outs, err := c.handle(in, id)
+	c.send(outs...)
 	if err != nil {
-		outs = append(outs, ErrorOut{Source: inType(in), ID: id, Message: err.Error()})
+		c.send(ErrorOut{Source: inType(in), ID: id, Message: err.Error()})
 	}
-	return outs
+	return err
+}
+
+// StepJSON takes one message of the page in its JSON form (Decode). A
+// message the codec refuses is answered like a refused input: an error
+// naming its type, and its id when it has one.
+func (c *Controller) StepJSON(raw []byte) error {
+	in, err := Decode(raw)
+	if err != nil {
+		src := MessageType(raw)
+		if src == "" {
+			src = "message"
+		}
+		c.send(ErrorOut{Source: src, ID: requestID(raw), Message: err.Error()})
+		return err
+	}
+	return c.Step(in)
 }
 
 func (c *Controller) handle(in In, id int) ([]Out, error) {
@@ -417,15 +442,15 @@ func (c *Controller) Tick(elapsed int64) {
 // whether more is due now; the shell calls it until then or until its
 // own deadline.
 func (c *Controller) Work(budget int) bool {
-	c.outbox = append(c.outbox, c.drainRoom()...)
+	c.send(c.drainRoom()...)
 	s := c.sess
 	if s.Busy() {
 		s.Work(budget)
 		for _, n := range s.Notes() {
-			c.outbox = append(c.outbox, NoteOut{Source: "until", Text: n})
+			c.send(NoteOut{Source: "until", Text: n})
 		}
 		c.force = c.force || !s.Busy()
-		c.outbox = append(c.outbox, c.drainRoom()...)
+		c.send(c.drainRoom()...)
 		return c.busy()
 	}
 	if !c.playing || c.room.pending() {
@@ -511,9 +536,10 @@ type DrawPane struct {
 }
 
 // Ready ends a tick: it refreshes the snapshots of what ran and returns
-// what to send (a state when one is due, the Syncs the finished work
-// answers, the selection's live record, the room's commands) and what to
-// draw.
+// what to send (what the inputs answered and the work produced, a state
+// when one is due, the Syncs the finished work answers, the selection's
+// live record, the room's commands) and what to draw. It is the
+// controller's only output.
 func (c *Controller) Ready() Frame {
 	s := c.sess
 	if s.Refresh() {

@@ -60,6 +60,21 @@ type ctl struct {
 	feed  liveFeed
 }
 
+// step gives k one input and returns what it answered: what Step queued
+// for the next Ready, which a transcript prints at the input (the tick
+// after it prints only what the tick added).
+func (k *ctl) step(in In) []Out {
+	k.c.Step(in)
+	return k.answered()
+}
+
+// answered takes what the controller queued for the next Ready so far.
+func (k *ctl) answered() []Out {
+	outs := k.c.outbox
+	k.c.outbox = nil
+	return outs
+}
+
 // liveFeed is the clock of a transcript's live snapshots.
 type liveFeed struct {
 	t0, t float64 // ms
@@ -107,10 +122,10 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		if name == "" {
 			name = "page"
 		}
-		c, outs := New(strings.TrimSpace(d.Input))
-		h.ctls[name] = &ctl{c: c}
+		k := &ctl{c: New(strings.TrimSpace(d.Input))}
+		h.ctls[name] = k
 		h.cur = name
-		return h.print(name, outs)
+		return h.print(name, k.answered())
 	}
 	if d.Cmd == "room" {
 		return h.roomCmd(t, d)
@@ -156,7 +171,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				fmt.Fprintf(&b, "decode: %s %v\n", codeOf(err), err)
 				continue
 			}
-			b.WriteString(h.print(name, k.c.Handle(in)))
+			b.WriteString(h.print(name, k.step(in)))
 		}
 		return b.String()
 	case "tick":
@@ -180,7 +195,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return b.String()
 	case "settle":
 		id := 1000
-		k.c.Handle(Request{ID: id, In: Sync{}})
+		k.c.Step(Request{ID: id, In: Sync{}})
 		var last []Out
 		for i := 0; ; i++ {
 			if i > 100_000 {
@@ -320,7 +335,7 @@ func (h *harness) liveFeed(t *testing.T, d *datadriven.TestData, k *ctl, name st
 			}
 			s.Queues[n.queue][n.name] = v
 		}
-		b.WriteString(h.print(name, k.c.Handle(s)))
+		b.WriteString(h.print(name, k.step(s)))
 		h.tick(k, int64(ms)*1e6, 0)
 	}
 	return b.String()
@@ -399,7 +414,7 @@ func (h *harness) roomCmd(t *testing.T, d *datadriven.TestData) string {
 		k := h.get(t, d, name)
 		h.members = append(h.members, name)
 		w := RoomWelcome{Room: "r1", You: role, Scenario: h.room.scenario, Log: append([]RoomEntry(nil), h.room.log...)}
-		return h.print(name, k.c.Handle(w))
+		return h.print(name, k.step(w))
 	case "echo":
 		var b strings.Builder
 		sent := h.room.sent
@@ -418,7 +433,7 @@ func (h *harness) roomCmd(t *testing.T, d *datadriven.TestData) string {
 			h.room.log = append(h.room.log, e)
 			fmt.Fprintf(&b, "seq %d: %s\n", e.Seq, canon)
 			for _, m := range h.members {
-				out := h.print(m, h.ctls[m].c.Handle(RoomCommand(e)))
+				out := h.print(m, h.ctls[m].step(RoomCommand(e)))
 				if out != "" {
 					fmt.Fprintf(&b, "%s: %s", m, strings.ReplaceAll(strings.TrimSuffix(out, "\n"), "\n", "\n"+m+": ")+"\n")
 				}
@@ -429,7 +444,7 @@ func (h *harness) roomCmd(t *testing.T, d *datadriven.TestData) string {
 		for _, bc := range beacons {
 			fmt.Fprintf(&b, "beacon after seq %d relayed\n", bc.Seq)
 			for _, m := range h.members {
-				out := h.print(m, h.ctls[m].c.Handle(RoomBeacon(bc)))
+				out := h.print(m, h.ctls[m].step(RoomBeacon(bc)))
 				if out != "" {
 					fmt.Fprintf(&b, "%s: %s", m, strings.ReplaceAll(strings.TrimSuffix(out, "\n"), "\n", "\n"+m+": ")+"\n")
 				}
@@ -778,9 +793,9 @@ func num(v any) string {
 // takes) lays the canvas out at most MaxCanvas a side, and NaN or a
 // negative side is 0: the views never draw more than a browser could.
 func TestResizeIsBounded(t *testing.T) {
-	c, _ := New("preset=default")
+	c := New("preset=default")
 	for _, r := range []Resize{{1e12, math.Inf(1)}, {math.NaN(), -5}, {800, 600}} {
-		c.Handle(r)
+		c.Step(r)
 		l := c.lay()
 		require.NotNil(t, l)
 		require.LessOrEqual(t, c.w, float64(MaxCanvas), "%v", r)

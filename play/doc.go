@@ -1,10 +1,11 @@
 // Package play is the playground's controller: everything the page does
 // with a run, as a pure, typed state machine the way etcd's raft is one.
 // Inputs are typed messages (In: the page's controls, a workshop room's
-// commands, the shell's canvas size); Handle answers each at once, Tick
-// tells it how much wall time passed, Work runs the engine in budgets of
-// events, and Ready returns one result per tick: what to draw (Draw) and
-// what to send the page (Out). It holds the run's State (configuration
+// commands, the shell's canvas size); Step takes each, Tick tells it how
+// much wall time passed, Work runs the engine in budgets of events, and
+// Ready, its only output, returns one result per tick: what to draw
+// (Draw) and what to send the page (Out), what the inputs answered
+// included. It holds the run's State (configuration
 // and command log, the link's form of it), the Session that replays a
 // log in budgets of events (compare mode: two worlds in lockstep), the
 // one table of parameters, the tutorial being read and the room

@@ -11,9 +11,8 @@ import (
 // no rows, and the page reads an empty list, not null (web/perf.js
 // iterates it).
 func TestPerfStateRowsNeverNull(t *testing.T) {
-	_, outs := New("preset=r3-napi-local-off&speed=0")
 	var st *StateOut
-	for _, o := range outs {
+	for _, o := range New("preset=r3-napi-local-off&speed=0").Ready().Send {
 		if s, ok := o.(StateOut); ok {
 			st = &s
 		}
@@ -34,8 +33,8 @@ func TestPerfStateRowsNeverNull(t *testing.T) {
 // the perf top rows and beside the events, and found by the engine's
 // name.
 func TestPerfAndEventsNameFunctionsAtTheKernel(t *testing.T) {
-	c, _ := New("preset=r3-napi-local-off&speed=0")
-	c.Handle(Step{UnitPacket, 2000})
+	c := New("preset=r3-napi-local-off&speed=0")
+	c.Step(Step{UnitPacket, 2000})
 	settleC(t, c)
 	st := c.state()
 	require.NotNil(t, st.Panes[0].Perf)
@@ -72,12 +71,12 @@ func TestPerfAndEventsNameFunctionsAtTheKernel(t *testing.T) {
 // the NAPI CPU for xdp-drop at line rate. Before two marks there is no
 // window to judge and no limit.
 func TestPerfStateSaysWhatLimits(t *testing.T) {
-	c, _ := New("preset=xdp-drop&speed=0")
+	c := New("preset=xdp-drop&speed=0")
 	st := c.state()
 	require.NotNil(t, st.Panes[0].Perf)
 	assert.Nil(t, st.Panes[0].Perf.Limit, "no window yet")
 	for range 4 {
-		c.Handle(Step{UnitPacket, 5000})
+		c.Step(Step{UnitPacket, 5000})
 		settleC(t, c)
 	}
 	st = c.state()

@@ -360,8 +360,9 @@ func (c *Controller) ReplayCost() uint64 { return workOf(c.sess.Panes[0].World) 
 // sessions, which only fill the tutorial panel (the server replays a
 // room's commands with it to know what they cost).
 func NewFollower() *Controller {
-	c, _ := New("speed=0")
+	c := New("speed=0")
 	c.headless = true
+	c.outbox = nil // no page to greet
 	return c
 }
 

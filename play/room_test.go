@@ -53,13 +53,13 @@ var roomLog = entries(
 func TestReplayFromTheLastReset(t *testing.T) {
 	scen := json.RawMessage(`{"preset":"default"}`)
 	live := NewFollower()
-	live.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen})
+	live.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen})
 	settleC(t, live)
 	total := uint64(0)
 	for _, e := range roomLog {
 		w := live.sess.Panes[0].World
 		before := live.ReplayCost()
-		live.Handle(RoomCommand(e))
+		live.Step(RoomCommand(e))
 		settleC(t, live)
 		if live.sess.Panes[0].World == w {
 			total += live.ReplayCost() - before
@@ -67,8 +67,8 @@ func TestReplayFromTheLastReset(t *testing.T) {
 			total += live.ReplayCost()
 		}
 	}
-	late, _ := New("speed=0")
-	late.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog})
+	late := New("speed=0")
+	late.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog})
 	settleC(t, late)
 	assert.Equal(t, live.Digest(), late.Digest(), "the same world")
 	assert.Equal(t, uint64(len(roomLog)), late.RoomApplied())
@@ -78,25 +78,25 @@ func TestReplayFromTheLastReset(t *testing.T) {
 
 	// The instructor's page replaying the log (a reload) runs the
 	// tutorial steps it ran itself when it sent them.
-	inst, _ := New("speed=0")
-	inst.Handle(RoomWelcome{Room: "r", You: RoleInstructor, Scenario: scen, Log: roomLog[:4]})
+	inst := New("speed=0")
+	inst.Step(RoomWelcome{Room: "r", You: RoleInstructor, Scenario: scen, Log: roomLog[:4]})
 	settleC(t, inst)
-	stu4, _ := New("speed=0")
-	stu4.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:4]})
+	stu4 := New("speed=0")
+	stu4.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:4]})
 	settleC(t, stu4)
 	assert.Equal(t, stu4.Digest(), inst.Digest(), "the instructor's replay of a tutorial step")
 
 	// Snapping back replays the same way.
-	stu, _ := New("speed=0")
-	stu.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:3]})
+	stu := New("speed=0")
+	stu.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:3]})
 	settleC(t, stu)
-	stu.Handle(RoomDetach{})
-	stu.Handle(Step{UnitPacket, 100})
+	stu.Step(RoomDetach{})
+	stu.Step(Step{UnitPacket, 100})
 	settleC(t, stu)
 	for _, e := range roomLog[3:] {
-		stu.Handle(RoomCommand(e))
+		stu.Step(RoomCommand(e))
 	}
-	stu.Handle(RoomSnap{})
+	stu.Step(RoomSnap{})
 	settleC(t, stu)
 	assert.Equal(t, live.Digest(), stu.Digest(), "snapped back")
 }
@@ -105,24 +105,24 @@ func TestReplayFromTheLastReset(t *testing.T) {
 // (it reconnected) appends the new commands without replaying.
 func TestReconnectCatchesUp(t *testing.T) {
 	scen := json.RawMessage(`{"preset":"default"}`)
-	c, _ := New("speed=0")
-	c.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:6]})
+	c := New("speed=0")
+	c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:6]})
 	settleC(t, c)
 	w := c.sess.Panes[0].World
-	c.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:6]})
+	c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:6]})
 	assert.Same(t, w, c.sess.Panes[0].World, "nothing new: nothing replayed")
-	c.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog})
+	c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog})
 	settleC(t, c)
-	late, _ := New("speed=0")
-	late.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog})
+	late := New("speed=0")
+	late.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog})
 	settleC(t, late)
 	assert.Equal(t, late.Digest(), c.Digest())
 	// Another room, or a log that differs, is replayed from its start.
 	other := entries(`{"type":"step","n":3}`)
-	c.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: other})
+	c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: other})
 	settleC(t, c)
-	fresh, _ := New("speed=0")
-	fresh.Handle(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: other})
+	fresh := New("speed=0")
+	fresh.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: other})
 	settleC(t, fresh)
 	assert.Equal(t, fresh.Digest(), c.Digest())
 }

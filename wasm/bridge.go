@@ -11,13 +11,31 @@ import (
 
 // The page and the game talk with postMessage (web/README.md has the
 // protocol). Messages from the page arrive on the browser's event loop;
-// the listener only decodes and queues them, and Update hands them to the
-// controller, so the engine is touched from one place.
+// the listener only queues them, and Update hands them to the controller,
+// which decodes them, so the engine is touched from one place and what
+// the page hears comes from the controller's Ready alone.
 
 type inbox struct {
 	mu       sync.Mutex
-	ins      []play.In
+	ins      []queued
 	captures []int // ids of capture requests: the shell's own, answered after a frame
+}
+
+// queued is one input waiting for Update: a page's message as JSON for
+// the controller's codec, or one the shell built (a click, a hover, an
+// XDP object's bytes).
+type queued struct {
+	raw []byte
+	in  play.In
+}
+
+// step hands q to the controller; what it answers comes with Ready.
+func (q queued) step(c *play.Controller) {
+	if q.in != nil {
+		c.Step(q.in)
+		return
+	}
+	c.StepJSON(q.raw)
 }
 
 // takeCaptures returns the capture requests waiting.
@@ -29,7 +47,7 @@ func (b *inbox) takeCaptures() []int {
 	return c
 }
 
-func (b *inbox) take() []play.In {
+func (b *inbox) take() []queued {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ins := b.ins
@@ -37,9 +55,9 @@ func (b *inbox) take() []play.In {
 	return ins
 }
 
-func (b *inbox) put(in play.In) {
+func (b *inbox) put(q queued) {
 	b.mu.Lock()
-	b.ins = append(b.ins, in)
+	b.ins = append(b.ins, q)
 	b.mu.Unlock()
 }
 
@@ -48,19 +66,18 @@ func (b *inbox) put(in play.In) {
 func (b *inbox) hover(h play.Hover) {
 	b.mu.Lock()
 	if n := len(b.ins); n > 0 {
-		if _, ok := b.ins[n-1].(play.Hover); ok {
-			b.ins[n-1] = h
+		if _, ok := b.ins[n-1].in.(play.Hover); ok {
+			b.ins[n-1].in = h
 			b.mu.Unlock()
 			return
 		}
 	}
-	b.ins = append(b.ins, h)
+	b.ins = append(b.ins, queued{in: h})
 	b.mu.Unlock()
 }
 
 // listen installs the message listener. Only messages from this origin
-// and from another window (the host page) are taken. A message the codec
-// cannot read is answered with an error at once.
+// and from another window (the host page) are taken.
 func (b *inbox) listen() {
 	win := js.Global()
 	origin := win.Get("location").Get("origin").String()
@@ -75,7 +92,7 @@ func (b *inbox) listen() {
 			return nil
 		}
 		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "xdp_object" {
-			b.put(xdpObject(data))
+			b.put(queued{in: xdpObject(data)})
 			return nil
 		}
 		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "capture" {
@@ -90,21 +107,7 @@ func (b *inbox) listen() {
 			b.mu.Unlock()
 			return nil
 		}
-		raw := []byte(jsonObj.Call("stringify", data).String())
-		in, err := play.Decode(raw)
-		if err != nil {
-			src := play.MessageType(raw)
-			if src == "" {
-				src = "message"
-			}
-			out := play.ErrorOut{Source: src, Message: err.Error()}
-			if id := data.Get("id"); id.Type() == js.TypeNumber {
-				out.ID = id.Int()
-			}
-			postAll([]play.Out{out})
-			return nil
-		}
-		b.put(in)
+		b.put(queued{raw: []byte(jsonObj.Call("stringify", data).String())})
 		return nil
 	})
 	win.Call("addEventListener", "message", f)
@@ -117,7 +120,7 @@ func (b *inbox) listen() {
 		if ev.Get("button").Int() != 0 {
 			return nil
 		}
-		b.put(play.Click{X: ev.Get("clientX").Float(), Y: ev.Get("clientY").Float()})
+		b.put(queued{in: play.Click{X: ev.Get("clientX").Float(), Y: ev.Get("clientY").Float()}})
 		return nil
 	})
 	win.Call("addEventListener", "mousedown", click, true)

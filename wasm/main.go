@@ -56,13 +56,13 @@ type game struct {
 func main() {
 	loadmark.Mark("main")
 	g := &game{b: newBatch()}
-	ctl, outs := play.New(js.Global().Get("location").Get("search").String())
-	g.ctl = ctl
+	g.ctl = play.New(js.Global().Get("location").Get("search").String())
 	loadmark.Mark("session")
 	g.in.listen()
-	// Let the page take the first messages before Ebitengine's start
-	// (WebGL, shaders) holds the thread the two documents share.
-	postAll(outs)
+	// Let the page take the first messages (the controller's greeting)
+	// before Ebitengine's start (WebGL, shaders) holds the thread the two
+	// documents share.
+	postAll(g.ctl.Ready().Send)
 	time.Sleep(10 * time.Millisecond)
 
 	ebiten.SetWindowTitle("ringlab")
@@ -74,15 +74,15 @@ func main() {
 }
 
 // Update hands the page's messages to the controller, runs its work for
-// at most a third of the time between ticks, and posts what it has for
-// the page.
+// at most a third of the time between ticks, and posts what its Ready
+// has for the page.
 func (g *game) Update() error {
 	g.ticks++
 	if g.ticks == 1 {
 		loadmark.Mark("update")
 	}
-	for _, in := range g.in.take() {
-		postAll(g.ctl.Handle(in))
+	for _, q := range g.in.take() {
+		q.step(g.ctl)
 	}
 	now0 := time.Now()
 	var gap time.Duration
@@ -114,7 +114,7 @@ func (g *game) Update() error {
 // Layout tells the controller the canvas's size in CSS pixels; the screen
 // has a pixel per device pixel and Draw scales the layout.
 func (g *game) Layout(w, h int) (int, int) {
-	g.ctl.Handle(play.Resize{W: float64(w), H: float64(h)})
+	g.ctl.Step(play.Resize{W: float64(w), H: float64(h)})
 	g.dsf = max(ebiten.Monitor().DeviceScaleFactor(), 1)
 	return int(math.Ceil(float64(w) * g.dsf)), int(math.Ceil(float64(h) * g.dsf))
 }

@@ -29,12 +29,12 @@ type entry struct {
 }
 
 func newFollower(t *testing.T, room string, scenario json.RawMessage, log []entry) *follower {
-	c, _ := play.New("speed=0")
+	c := play.New("speed=0")
 	entries := make([]play.RoomEntry, len(log))
 	for i, e := range log {
 		entries[i] = play.RoomEntry{Seq: e.Seq, Cmd: e.Cmd}
 	}
-	c.Handle(play.RoomWelcome{Room: room, You: play.RoleStudent, Scenario: scenario, Log: entries})
+	c.Step(play.RoomWelcome{Room: room, You: play.RoleStudent, Scenario: scenario, Log: entries})
 	return &follower{t: t, c: c}
 }
 

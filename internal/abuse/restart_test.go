@@ -44,7 +44,7 @@ type pageState struct {
 }
 
 func openPage(t *testing.T, s *server, room createdRoom, role string) *page {
-	c, _ := play.New("speed=0")
+	c := play.New("speed=0")
 	p := &page{t: t, s: s, room: room, role: role, c: c, quit: make(chan struct{}), done: make(chan struct{}), dead: make(chan struct{}),
 		ask: make(chan chan pageState), send: make(chan string, 64), acked: make(chan uint64, 1024)}
 	go p.loop()
@@ -124,7 +124,7 @@ func (p *page) loop() {
 				p.log = append(p.log, e)
 			}
 		}
-		p.c.Handle(play.RoomWelcome{Room: p.room.Room, You: p.role, Scenario: json.RawMessage(`{"preset":"default"}`), Log: append([]play.RoomEntry(nil), p.log...)})
+		p.c.Step(play.RoomWelcome{Room: p.room.Room, You: p.role, Scenario: json.RawMessage(`{"preset":"default"}`), Log: append([]play.RoomEntry(nil), p.log...)})
 		p.conn = conn
 		go func() {
 			for {
@@ -166,7 +166,7 @@ func (p *page) loop() {
 			if m.Type == "command" {
 				if n := len(p.log); n == 0 || m.Seq > p.log[n-1].Seq {
 					p.log = append(p.log, play.RoomEntry{Seq: m.Seq, Cmd: m.Cmd})
-					p.c.Handle(play.RoomCommand{Seq: m.Seq, Cmd: m.Cmd})
+					p.c.Step(play.RoomCommand{Seq: m.Seq, Cmd: m.Cmd})
 				}
 				select {
 				case p.acked <- m.Seq:
@@ -182,7 +182,8 @@ func (p *page) loop() {
 				p.t.Errorf("%s: %v", cmd, err)
 				continue
 			}
-			for _, o := range p.c.Handle(in) {
+			p.c.Step(in)
+			for _, o := range p.c.Ready().Send {
 				r, ok := o.(play.RoomSendOut)
 				if !ok {
 					continue

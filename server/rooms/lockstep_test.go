@@ -23,11 +23,11 @@ type follower struct {
 }
 
 func newFollower(t *testing.T, preset string) *follower {
-	c, _ := play.New("preset=" + preset + "&speed=0")
+	c := play.New("preset=" + preset + "&speed=0")
 	r := &follower{t: t, c: c}
 	welcome, err := json.Marshal(map[string]string{"preset": preset})
 	require.NoError(t, err)
-	r.c.Handle(play.RoomWelcome{Room: "lockstep", You: play.RoleStudent, Scenario: welcome})
+	r.c.Step(play.RoomWelcome{Room: "lockstep", You: play.RoleStudent, Scenario: welcome})
 	r.settle()
 	return r
 }
@@ -51,7 +51,7 @@ func (r *follower) settle() {
 
 func (r *follower) apply(raw json.RawMessage) {
 	r.seq++
-	r.c.Handle(play.RoomCommand{Seq: r.seq, Cmd: raw})
+	r.c.Step(play.RoomCommand{Seq: r.seq, Cmd: raw})
 	r.settle()
 	require.NoError(r.t, r.c.Session().Stopped())
 }

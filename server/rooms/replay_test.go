@@ -240,3 +240,33 @@ func TestRefusalsAreLoggedThrottled(t *testing.T) {
 	assert.LessOrEqual(t, lines, refusalLogBurst)
 	assert.Positive(t, lines)
 }
+
+// TestRoomNeverBroadcastsWhatItsReplicaRefused guards the replica reading
+// only what its controller's Ready says: a command every page would refuse
+// once it applies it (an until of a function no event runs) is refused to
+// the instructor, takes no number and reaches no student.
+func TestRoomNeverBroadcastsWhatItsReplicaRefused(t *testing.T) {
+	f := newFixture(t, Options{})
+	cr := f.create(t, `{"scenario":{"preset":"default"}}`)
+	in := f.dial(t, cr.Room)
+	join(t, in, RoleInstructor, cr.InstructorToken)
+	student := f.dial(t, cr.Room)
+	join(t, student, RoleStudent, "")
+
+	send(t, in, commandJSON(`{"type":"until","func":"no_such_function"}`))
+	e := readReplayed(t, in, "error")
+	assert.Equal(t, wsmsg.CodeOutOfRange, e.Code, e.Message)
+	assert.Equal(t, "cmd", e.Field, e.Message)
+	assert.Contains(t, e.Message, "no_such_function")
+	assert.Empty(t, f.reg.lookup(cr.Room).Log(), "a refused command is not logged")
+
+	// The next command is the room's first, for the student as for the
+	// instructor: nothing was broadcast before it.
+	f.clock.Advance(time.Second)
+	send(t, in, commandJSON(`{"type":"until","func":"virtnet_poll"}`))
+	for _, c := range []*websocket.Conn{in, student} {
+		m := readReplayed(t, c, typeCommand)
+		assert.Equal(t, uint64(1), m.Seq)
+		assert.JSONEq(t, `{"type":"until","func":"virtnet_poll"}`, string(m.Cmd))
+	}
+}

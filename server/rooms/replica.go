@@ -104,10 +104,7 @@ func (p *replicaPool) build(rm *room, lim Limits) (*replica, error) {
 		entries[i] = play.RoomEntry{Seq: e.Seq, Cmd: e.Cmd}
 	}
 	c := play.NewFollower()
-	outs := c.Handle(play.RoomWelcome{Room: rm.id, You: play.RoleStudent, Scenario: rm.scenario, Log: entries})
-	if err := errorIn(outs); err != nil {
-		return nil, fmt.Errorf("%w: %v", errBuild, err)
-	}
+	c.Step(play.RoomWelcome{Room: rm.id, You: play.RoleStudent, Scenario: rm.scenario, Log: entries})
 	for more := true; more; {
 		c.Tick(0)
 		more = c.Work(workChunk)
@@ -123,6 +120,9 @@ func (p *replicaPool) build(rm *room, lim Limits) (*replica, error) {
 	return rep, nil
 }
 
+// errorIn returns the first error a replica's Ready sends: what its
+// inputs were refused for and what the commands it applied failed on
+// alike (Ready is the controller's only output).
 func errorIn(outs []play.Out) error {
 	for _, o := range outs {
 		if e, ok := o.(play.ErrorOut); ok {
@@ -177,7 +177,7 @@ func (p *replicaPool) apply(rm *room, e Entry, lim Limits) *wsmsg.Error {
 		}
 		return rep.segment + cost()
 	}
-	rep.c.Handle(play.RoomCommand{Seq: e.Seq, Cmd: e.Cmd})
+	rep.c.Step(play.RoomCommand{Seq: e.Seq, Cmd: e.Cmd})
 	for more := true; more; {
 		rep.c.Tick(0)
 		more = rep.c.Work(workChunk)
