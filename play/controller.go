@@ -63,8 +63,9 @@ type Controller struct {
 	described map[string]bool // rows whose Number the page has
 
 	tut      tutorialRun
-	room     room
-	live     liveView
+	mode     mode      // local, or a room's instructor, following or detached (mode.go)
+	room     room      // the room's log, in a room
+	live     *liveView // the live view while the canvas shows a server's source (live.go), nil while it shows the panes
 	watch    *watchRun // a tutorial run played at a speed to follow, nil none
 	headless bool      // a follower without a page (NewFollower)
 }
@@ -77,7 +78,7 @@ var benchModes = []string{"", "empty", "view", "engine"}
 // when the link does not describe one. The first Ready sends the page
 // ready, the error if any, and a state.
 func New(query string) *Controller {
-	c := &Controller{described: map[string]bool{}}
+	c := &Controller{described: map[string]bool{}, mode: local{}}
 	vals, _ := url.ParseQuery(strings.TrimPrefix(query, "?"))
 	c.bench = vals.Get("bench")
 	var problem string
@@ -169,9 +170,16 @@ func (c *Controller) StepJSON(raw []byte) error {
 	return c.Step(in)
 }
 
+// handle gives in to the live view's step while it is on, to the room
+// mode's (mode.go), then to the run.
 func (c *Controller) handle(in In, id int) ([]Out, error) {
-	if outs, taken := c.intercept(in, id); taken {
-		return outs, nil
+	if c.live != nil {
+		if outs, taken, err := c.live.step(c, in); taken {
+			return outs, err
+		}
+	}
+	if outs, taken, err := c.mode.step(c, in, id); taken {
+		return outs, err
 	}
 	return c.run(in, id)
 }
@@ -187,9 +195,6 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case Hello:
 		return []Out{c.ready()}, nil
 	case Click:
-		if c.live.on {
-			return nil, nil // the live views have nothing to inspect
-		}
 		if c.overviewClick(m.X, m.Y) {
 			return nil, nil
 		}
@@ -302,35 +307,32 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case Tutorials, Tutorial, TutorialGrade:
 		return c.tutorialInfo(in, id)
 	case TutorialStep:
-		if c.room.role == RoleStudent && c.room.attached {
-			// It would take this page's world off the room's.
-			return nil, errFollowing
-		}
 		out, err := c.tutorialStep(m.Tutorial, m.Step, id, false)
 		if err != nil {
 			return nil, err
 		}
-		outs := []Out{out}
-		if c.room.role == RoleInstructor && !c.room.replaying {
-			outs = append(outs, c.roomSend(m))
-		}
-		return outs, nil
+		return []Out{out}, nil
 	case TutorialReveal:
-		// The panel revealed it already; a room's instructor shares it.
-		if c.room.role == RoleInstructor && !c.room.replaying {
-			return []Out{c.roomSend(m)}, nil
-		}
-	case RoomWelcome, RoomCommand, RoomLeave, RoomDetach, RoomSnap, RoomBeacon:
-		return c.roomInput(in)
+		// The panel revealed it already.
+	case RoomWelcome:
+		return c.welcome(m)
+	case RoomLeave:
+		c.leave()
+	case RoomCommand:
+		return nil, errNotInRoom // a room's modes take it
+	case RoomBeacon:
+		// Only a following student checks one (student.go).
+	case RoomDetach:
+		return nil, errors.New("room_detach: only a student detaches")
+	case RoomSnap:
+		return nil, errors.New("room_snap: only a student snaps back")
 	case LiveHello:
-		c.live.start(m)
+		c.live = newLiveView(m)
 		return []Out{c.live.liveOut()}, nil
 	case LiveSnapshot:
-		return nil, c.live.snapshot(m)
-	case LiveStatus:
-		c.live.connected, c.live.statusText = m.Connected, m.Text
-	case LiveOff:
-		c.live = liveView{}
+		return nil, errors.New("live_snapshot before live_hello: the page passes the hello first")
+	case LiveStatus, LiveOff:
+		// The live view is off: it starts connected, with its hello.
 	default:
 		return nil, fmt.Errorf("unknown message %T", in)
 	}
@@ -432,8 +434,12 @@ func (c *Controller) Tick(elapsed int64) {
 	c.sinceState += c.gap
 	c.sinceRecord += c.gap
 	c.sinceSeek += c.gap
-	c.room.wall += c.gap
-	c.live.sinceSnap += c.gap
+	if f, ok := c.mode.(following); ok {
+		f.wall += c.gap
+	}
+	if c.live != nil {
+		c.live.sinceSnap += c.gap
+	}
 }
 
 // Work runs at most about budget events of what is due: the room's next
@@ -453,7 +459,7 @@ func (c *Controller) Work(budget int) bool {
 		c.send(c.drainRoom()...)
 		return c.busy()
 	}
-	if !c.playing || c.room.pending() {
+	if !c.playing || c.roomPending() {
 		return false
 	}
 	if !c.accrued {
@@ -468,15 +474,8 @@ func (c *Controller) Work(budget int) bool {
 			c.acc -= float64(c.owed)
 		}
 	}
-	if r := &c.room; r.role == RoleStudent && r.attached {
-		// A following student plays on its own between the room's seeks,
-		// up to where the next one is expected (room.go).
-		fired := s.Panes[0].World.Sim.Queue.Fired()
-		if fired >= r.cap {
-			c.owed = 0
-		} else {
-			c.owed = min(c.owed, r.cap-fired)
-		}
+	if f, ok := c.mode.(following); ok {
+		c.owed = f.owes(s.Panes[0].World.Sim.Queue.Fired(), c.owed)
 	}
 	if c.owed == 0 {
 		return false
@@ -503,7 +502,7 @@ func (c *Controller) Work(budget int) bool {
 func (c *Controller) Rewinding() bool { return c.sess.Rewinding() }
 
 // busy reports whether work is due that a Sync waits for.
-func (c *Controller) busy() bool { return c.sess.Busy() || c.room.pending() }
+func (c *Controller) busy() bool { return c.sess.Busy() || c.roomPending() }
 
 // Frame is the result of a tick: what to send the page and what to draw.
 type Frame struct {
@@ -556,9 +555,8 @@ func (c *Controller) Ready() Frame {
 	c.phase++
 	out := c.outbox
 	c.outbox = nil
-	if c.room.role == RoleInstructor && c.room.playing && c.playing && c.sinceSeek >= SeekPeriod && !s.Busy() {
-		out = append(out, c.sendSeek())
-		c.sinceSeek = 0
+	if m, ok := c.mode.(*instructor); ok {
+		out = append(out, m.ready(c)...)
 	}
 	idle := !c.busy()
 	if c.force || c.sinceState >= StatePeriod || (len(c.syncs) > 0 && idle) {
@@ -595,19 +593,19 @@ func (c *Controller) draw() Draw {
 	d.Header = fmt.Sprintf("ringlab  %s  %s mode   t = %s   %d events   %d packets   %s",
 		a.Name, a.Mode, view.FormatNs(a.Now), a.Events, a.Packets, st)
 	d.Stopped = a.Err
-	if c.live.on {
+	if c.live != nil {
 		d.Live = c.live.draw(c.w, c.h)
 		d.Header = d.Live.Header
 	}
 	for i, p := range s.Panes {
 		dp := DrawPane{Label: []string{"A: ", "B: "}[i] + describe(&p.Config),
 			Snap: &p.Snap, Rates: &p.Rates, XDP: p.Scenario.XDP != nil}
-		if !c.live.on {
+		if c.live == nil {
 			dp.Texts = d.Layout.Texts(i, dp.Snap, dp.Rates, dp.XDP)
 		}
 		d.Panes = append(d.Panes, dp)
 	}
-	if !c.live.on {
+	if c.live == nil {
 		d.Tip = c.tip(&d)
 	}
 	c.lastTip = d.Tip
@@ -671,14 +669,14 @@ func (c *Controller) state() StateOut {
 		}
 		out.Panes = append(out.Panes, ps)
 	}
-	if c.room.role != "" {
-		r := c.room.state()
+	if c.inRoom() {
+		r := c.roomState()
 		out.Room = &r
 	}
 	p, h := s.Position(), s.Horizon()
 	out.Position = PositionOut{Events: p.Events, Packets: p.Packets, AtNs: int64(p.At),
 		HorizonEvents: h.Events, HorizonNs: int64(h.At), Rewinding: s.Rewinding()}
-	if c.live.on {
+	if c.live != nil {
 		out.Live = c.live.state(c.live.draw(c.w, c.h))
 	}
 	out.View = c.viewOut()

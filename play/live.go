@@ -193,9 +193,9 @@ type livePoint struct {
 	queues [][]float64
 }
 
-// liveView is the controller's live state.
+// liveView is the controller's live state, while the canvas shows the
+// live source.
 type liveView struct {
-	on        bool
 	hello     LiveHello
 	have      map[string]bool // the source's counters
 	tracked   []string        // the names history keeps, in their index order
@@ -220,14 +220,48 @@ func (l *liveView) resetHistory() {
 	l.hist, l.recent, l.last, l.queues, l.snapshots = nil, nil, nil, 0, 0
 }
 
-// start takes a hello: a new source starts a new history; the same one
-// (a reconnect, a new rate) keeps it.
+// newLiveView starts the live view on a hello.
+func newLiveView(h LiveHello) *liveView {
+	l := &liveView{}
+	l.begin(h)
+	return l
+}
+
+// step takes the inputs the live view changes: while it is on, the
+// canvas has nothing to inspect and the page passes the source's
+// messages on.
+func (l *liveView) step(c *Controller, in In) ([]Out, bool, error) {
+	switch m := in.(type) {
+	case Click:
+		return nil, true, nil
+	case LiveHello:
+		l.start(m)
+		return []Out{l.liveOut()}, true, nil
+	case LiveSnapshot:
+		return nil, true, l.snapshot(m)
+	case LiveStatus:
+		l.connected, l.statusText = m.Connected, m.Text
+		return nil, true, nil
+	case LiveOff:
+		c.live = nil
+		return nil, true, nil
+	}
+	return nil, false, nil
+}
+
+// start takes another hello: a new source starts a new history; the
+// same one (a reconnect, a new rate) keeps it.
 func (l *liveView) start(h LiveHello) {
-	same := l.on && l.hello.Source == h.Source && slices.Equal(l.hello.Counters, h.Counters)
-	l.on, l.hello, l.connected, l.statusText = true, h, true, ""
-	if same {
+	if l.hello.Source == h.Source && slices.Equal(l.hello.Counters, h.Counters) {
+		l.hello, l.connected, l.statusText = h, true, ""
 		return
 	}
+	l.begin(h)
+}
+
+// begin starts the history of the source a hello describes.
+func (l *liveView) begin(h LiveHello) {
+	l.hello, l.connected, l.statusText = h, true, ""
 	l.resetHistory()
 	l.have = map[string]bool{}
 	for _, n := range h.Counters {
@@ -266,9 +300,6 @@ func (l *liveView) start(h LiveHello) {
 // snapshot takes one snapshot. A snapshot older than the newest is left
 // out (it would run the time axis backwards).
 func (l *liveView) snapshot(s LiveSnapshot) error {
-	if !l.on {
-		return fmt.Errorf("live_snapshot before live_hello: the page passes the hello first")
-	}
 	if l.last != nil && s.TMs <= l.last.t {
 		return nil
 	}

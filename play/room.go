@@ -18,15 +18,12 @@ import (
 // the socket and passes the server's messages on (RoomWelcome,
 // RoomCommand); the controller says what to send (RoomSendOut).
 //
-// The instructor's own preset, parameter (pane A), steps, play and pause
-// are not applied when given: they go to the room, and are applied when
-// the room's broadcast of them comes back, as every student applies
-// them. While the instructor plays, a seek to its simulated time goes
-// out every SeekPeriod; students run no clock of their own, they follow
-// the seeks. A tutorial step or reveal runs at once in the instructor's
-// page and goes to the room for the students. A student can detach (the
-// log keeps growing) and snap back (the room's scenario, then the whole
-// log).
+// What a page does in a room is its mode's (mode.go): an instructor's
+// preset, steps, play and pause go to the room and are applied when
+// their broadcast comes back, and while it plays its seeks pin the
+// room's time (instructor.go); a student follows the log and the seeks,
+// or detaches (the log keeps growing) and snaps back (the room's
+// scenario, then the whole log) (student.go).
 //
 // A late joiner, a student snapping back and a page that reconnects all
 // start from a welcome's log, which may be long. Two rules keep what
@@ -45,113 +42,44 @@ const (
 	RoleStudent    = "student"
 )
 
+// room is what every member of a room keeps, whatever its mode: the log
+// and where applying it stands.
 type room struct {
 	id        string
-	role      string // "" outside a room
 	scenario  json.RawMessage
 	log       []RoomEntry // every command received, gap-free
 	next      int         // index in log of the next command to apply
 	applied   uint64      // seq of the last command applied
-	attached  bool
-	playing   bool // the room's play or pause
+	playing   bool        // the room's play or pause
+	speed     float64     // the room's play command's speed
 	replaying bool
-
-	// Smooth following: a student plays on its own while the room plays,
-	// at the instructor's pace (speed, or rate once measured), up to cap
-	// events: a little short of where the next seek is expected, so it
-	// rarely has to go back. wall is wall ns since the last seek landed.
-	speed, rate float64
-	cap         uint64
-	markFired   uint64
-	paced       bool // markFired and wall count from a play or a landed seek
-	wall        int64
-	// No silent drift: a seek of the log (seq mark) is where a student's
-	// digest is taken once it lands; the instructor's beacon says what
-	// its own was there. sent are the instructor's digests of the seeks
-	// it sent, by time, until their echo numbers them.
-	mark      uint64
-	digests   []seqDigest
-	beacon    *RoomBeacon
-	sent      []timeDigest
-	resyncing bool
-	resyncs   int
-	checked   uint64
-	markSeek  bool  // the mark is a seek (or a play): the instructor's place
-	lastSeek  int64 // the instructor's last seek sent (seekSent)
-	seekSent  bool
-}
-
-type seqDigest struct {
-	seq    uint64
-	digest string
-}
-
-type timeDigest struct {
-	t      int64
-	digest string
+	// mark is the command whose work, once done, leaves the world where
+	// every page's is (landed); markSeek says it is a seek.
+	mark     uint64
+	markSeek bool
 }
 
 // keepDigests is how many commands' digests a page keeps for the
-// beacons.
+// beacons (an instructor's of the seeks it sent, a student's of the
+// commands it landed).
 const keepDigests = 32
 
-// maxTies bounds the events at one time an instructor runs before a seek
-// there.
-const maxTies = 1000
-
-// followShort is how far short of the next expected seek a following
-// student stops (a fraction of a seek period's events).
-const followShort = 0.9
-
-func (r *room) pending() bool {
-	return r.role != "" && r.attached && r.next < len(r.log) || r.replaying
+// roomPending reports whether the room's log has commands to apply.
+func (c *Controller) roomPending() bool {
+	r := &c.room
+	return c.mode.applies() && r.next < len(r.log) || r.replaying
 }
 
-func (r *room) state() RoomState {
+// roomState is the page's picture of the room.
+func (c *Controller) roomState() RoomState {
+	r := &c.room
 	var seq uint64
 	if n := len(r.log); n > 0 {
 		seq = r.log[n-1].Seq
 	}
-	st := RoomState{Room: r.id, Role: r.role, Attached: r.attached, Playing: r.playing,
-		Seq: seq, Applied: r.applied, Replaying: r.replaying, Resyncs: r.resyncs, Checked: r.checked}
-	if r.role == RoleStudent {
-		switch {
-		case !r.attached:
-			st.Status = "detached"
-		case r.replaying && r.resyncing:
-			st.Status = "resyncing"
-		case r.replaying:
-			st.Status = "replaying"
-		default:
-			st.Status = "following"
-		}
-	}
+	st := RoomState{Room: r.id, Role: c.mode.role(), Playing: r.playing, Seq: seq, Applied: r.applied, Replaying: r.replaying}
+	c.mode.describe(&st)
 	return st
-}
-
-// sendSeek is the instructor's seek to where it is, and the digest it
-// remembers for the beacon that follows the seek's echo.
-func (c *Controller) sendSeek() Out {
-	r := &c.room
-	w := c.sess.Panes[0].World
-	t := int64(w.Now())
-	// A seek to t runs every event due at t: so does the instructor, so
-	// that it is where the seek lands everyone else.
-	for i := 0; i < maxTies && !c.sess.Pending(); i++ {
-		if at, ok := w.Sim.Queue.Peek(); !ok || int64(at) > t || c.sess.Play(1, 1) == 0 {
-			break
-		}
-	}
-	d := ""
-	if at, ok := w.Sim.Queue.Peek(); !ok || int64(at) > t {
-		d = c.Digest() // a seek to t lands here: nothing else is due at t
-	}
-	r.lastSeek, r.seekSent = t, true
-	r.sent = append(r.sent, timeDigest{t, d})
-	if len(r.sent) > keepDigests {
-		r.sent = r.sent[1:]
-	}
-	return c.roomSend(Seek{t})
 }
 
 func (c *Controller) roomSend(cmd In) Out {
@@ -164,146 +92,51 @@ func (c *Controller) roomSend(cmd In) Out {
 
 func note(text string) []Out { return []Out{NoteOut{Source: "room", Text: text}} }
 
-// intercept takes over what the page does while in a room; taken is false
-// for what the page does to its own run as usual. Requests (with an id)
-// are the page's own: never taken.
-func (c *Controller) intercept(in In, id int) (outs []Out, taken bool) {
-	r := &c.room
-	if r.role == "" {
-		return nil, false
-	}
-	switch in.(type) {
-	case Preset, Set, Step, Seek, Back, GoTo, Until, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
-	case Speed:
-		if r.role != RoleStudent {
-			return nil, false
-		}
+// welcome joins the room a welcome names, in the role it gives: the log
+// replayed from the room's scenario, or caught up when it continues the
+// one this page follows (a reconnect).
+func (c *Controller) welcome(m RoomWelcome) ([]Out, error) {
+	var next mode
+	switch m.You {
+	case RoleInstructor:
+		next = &instructor{}
+	case RoleStudent:
+		next = following{&student{}}
 	default:
-		return nil, false
+		return nil, fmt.Errorf("room_welcome: role %q: want instructor or student", m.You)
 	}
-	if r.role == RoleStudent {
-		if !r.attached {
-			return nil, false
-		}
-		// Nothing takes a following student's world off the room's,
-		// a request (with an id) no more than a key.
-		if id != 0 {
-			return []Out{ErrorOut{Source: inType(in), ID: id, Message: errFollowing.Error()}}, true
-		}
-		return note("You are following the room: detach to explore on your own."), true
-	}
-	if id != 0 {
-		return nil, false
-	}
-	switch m := in.(type) {
-	case Preset:
-		if m.Pane == 0 {
-			return []Out{c.roomSend(m)}, true
-		}
-		return nil, true // a room shares pane A only
-	case Set:
-		if m.Pane == 0 {
-			return []Out{c.roomSend(m)}, true
-		}
-		return nil, true
-	case Step:
-		if m.Unit != UnitNs {
-			m.N = min(max(m.N, 1), MaxRoomStep)
-		}
-		return c.pinned(m), true
-	case Back, GoTo, Until, Reset:
-		return c.pinned(in), true
-	case Seek:
-		return nil, false
-	case Play, Pause, Toggle:
-		play := false
-		switch in.(type) {
-		case Play:
-			play = true
-		case Toggle:
-			play = !c.playing
-		}
-		if !play {
-			r.playing = false // no periodic seek between this pause and its echo
-			return []Out{c.roomSend(Pause{})}, true
-		}
-		cmd := Play{}
-		if s := c.sess.Speed; s > 0 && s <= MaxRoomSpeed {
-			cmd.Speed = s
-		}
-		return []Out{c.roomSend(cmd)}, true
-	}
-	// Compare, a scenario, an XDP object or a link would take the
-	// instructor off the room's log.
-	return note(fmt.Sprintf("%q is not shared with the room; leave the room to use it.", inType(in))), true
-}
-
-// pinned sends a command whose effect depends on where pane A stands.
-// While the room plays, the instructor first stops where it is and pins
-// that in the log (a seek, then a pause), so every page applies the
-// command from the same place.
-func (c *Controller) pinned(in In) []Out {
 	r := &c.room
-	if !r.playing || !c.playing {
-		return []Out{c.roomSend(in)}
+	if c.continues(m) {
+		r.log = append(r.log, m.Log[len(r.log):]...)
+		return c.drainRoom(), nil
 	}
-	c.playing, r.playing = false, false
-	return []Out{c.sendSeek(), c.roomSend(Pause{}), c.roomSend(in)}
+	c.room = room{id: m.Room, scenario: m.Scenario, log: append([]RoomEntry(nil), m.Log...)}
+	c.mode = next
+	return c.replay()
 }
 
-// roomInput handles what the page passes on from the room's socket, and
-// the student's detach and snap back.
-func (c *Controller) roomInput(in In) ([]Out, error) {
+// leave is the room left: the page's run is its own again.
+func (c *Controller) leave() {
+	c.room = room{}
+	c.mode = local{}
+}
+
+// logRoom takes a command the room numbered and broadcast, and applies
+// what is due.
+func (c *Controller) logRoom(m RoomCommand) []Out {
 	r := &c.room
-	switch m := in.(type) {
-	case RoomWelcome:
-		if m.You != RoleInstructor && m.You != RoleStudent {
-			return nil, fmt.Errorf("room_welcome: role %q: want instructor or student", m.You)
-		}
-		if r.continues(m) {
-			// A reconnect: the same room, a log that extends ours.
-			r.log = append(r.log, m.Log[len(r.log):]...)
-			return c.drainRoom(), nil
-		}
-		*r = room{id: m.Room, role: m.You, scenario: m.Scenario, log: append([]RoomEntry(nil), m.Log...), attached: true}
-		return c.replay()
-	case RoomCommand:
-		if r.role == "" {
-			return nil, errNotInRoom
-		}
-		if n := len(r.log); n > 0 && m.Seq <= r.log[n-1].Seq {
-			return nil, nil // already have it
-		}
-		r.log = append(r.log, RoomEntry(m))
-	case RoomBeacon:
-		if r.role != RoleStudent {
-			return nil, nil // an instructor's own, or outside a room
-		}
-		b := m
-		r.beacon = &b
-		outs := c.checkBeacon()
-		return append(outs, c.drainRoom()...), nil
-	case RoomLeave:
-		*r = room{}
-	case RoomDetach:
-		if r.role != RoleStudent {
-			return nil, fmt.Errorf("room_detach: only a student detaches")
-		}
-		r.attached, r.replaying = false, false
-	case RoomSnap:
-		if r.role != RoleStudent {
-			return nil, fmt.Errorf("room_snap: only a student snaps back")
-		}
-		r.attached, r.resyncing = true, false
-		return c.replay()
+	if n := len(r.log); n > 0 && m.Seq <= r.log[n-1].Seq {
+		return nil // already have it
 	}
-	return c.drainRoom(), nil
+	r.log = append(r.log, RoomEntry(m))
+	return c.drainRoom()
 }
 
-// continues reports whether a welcome is the room r already follows with a
-// log that begins with r's (what the page gets when it reconnects).
-func (r *room) continues(m RoomWelcome) bool {
-	if r.role == "" || r.id != m.Room || r.role != m.You || string(r.scenario) != string(m.Scenario) || len(m.Log) < len(r.log) {
+// continues reports whether a welcome is the room c already follows with
+// a log that begins with c's (what the page gets when it reconnects).
+func (c *Controller) continues(m RoomWelcome) bool {
+	r := &c.room
+	if !c.inRoom() || r.id != m.Room || c.mode.role() != m.You || string(r.scenario) != string(m.Scenario) || len(m.Log) < len(r.log) {
 		return false
 	}
 	for i, e := range r.log {
@@ -374,7 +207,7 @@ func NewFollower() *Controller {
 func (c *Controller) replay() ([]Out, error) {
 	r := &c.room
 	r.replaying, r.next, r.applied, r.playing = true, 0, 0, false
-	r.mark, r.digests, r.beacon, r.cap, r.rate, r.speed, r.paced = 0, nil, nil, 0, 0, 0, false
+	r.mark, r.speed = 0, 0
 	c.playing = false
 	if len(c.sess.Panes) > 1 {
 		if err := c.sess.SetCompare(false); err != nil {
@@ -437,13 +270,13 @@ func (c *Controller) checkpoint(base Config) (Config, int, []Out) {
 		}
 	}
 	// What the skipped commands leave besides the world.
-	instructor := r.role == RoleInstructor
+	leads := c.mode.role() == RoleInstructor
 	var outs []Out
 	lastStep := -1
 	for i := 0; i < from; i++ {
 		switch cmds[i].(type) {
 		case Play:
-			r.playing, c.playing = true, instructor
+			r.playing, c.playing = true, leads
 			r.speed = cmds[i].(Play).Speed
 		case Pause:
 			r.playing, c.playing = false, false
@@ -475,7 +308,7 @@ func (c *Controller) drainRoom() []Out {
 		if r.mark != 0 && !c.sess.Busy() {
 			outs = append(outs, c.landed()...)
 		}
-		if !(r.role != "" && r.attached && r.next < len(r.log) && !c.sess.Busy()) {
+		if !(c.mode.applies() && r.next < len(r.log) && !c.sess.Busy()) {
 			break
 		}
 		e := r.log[r.next]
@@ -484,17 +317,19 @@ func (c *Controller) drainRoom() []Out {
 		r.applied = e.Seq
 		c.force = true
 	}
-	if r.replaying && (r.next >= len(r.log) || !r.attached) && !c.sess.Busy() {
-		r.replaying, r.resyncing = false, false
+	if r.replaying && (r.next >= len(r.log) || !c.mode.applies()) && !c.sess.Busy() {
+		r.replaying = false
 		c.force = true
-		outs = append(outs, c.checkBeacon()...) // the one a late joiner's welcome came with
+		if f, ok := c.mode.(following); ok {
+			f.resyncing = false
+			outs = append(outs, f.checkBeacon(c)...) // the one a late joiner's welcome came with
+		}
 	}
 	return outs
 }
 
-// landed is a student's seek done: its digest is kept for the beacon,
-// the instructor's pace measured, and local play may go on to the next
-// expected seek.
+// landed is the work of the room's marked command done: the mode keeps
+// or sends its digest there.
 func (c *Controller) landed() []Out {
 	r := &c.room
 	seq, seek := r.mark, r.markSeek
@@ -502,81 +337,7 @@ func (c *Controller) landed() []Out {
 	if c.headless {
 		return nil
 	}
-	w := c.sess.Panes[0].World
-	if r.role == RoleInstructor {
-		if r.replaying {
-			return nil
-		}
-		// Every other page applies the same command from the same
-		// world: its digest after it is this one.
-		return []Out{RoomBeaconOut{Seq: seq, TNs: int64(w.Now()), Digest: c.Digest(), Playing: r.playing, Speed: r.speed}}
-	}
-	if seek {
-		fired := w.Sim.Queue.Fired()
-		if r.paced && r.playing && fired > r.markFired && r.wall > 0 && !r.replaying {
-			r.rate = float64(fired-r.markFired) / (float64(r.wall) / 1e9)
-		}
-		r.markFired, r.wall, r.paced = fired, 0, r.playing
-		r.follow(fired)
-		if r.playing {
-			c.playing = true
-		}
-	}
-	r.digests = append(r.digests, seqDigest{seq, c.Digest()})
-	if len(r.digests) > keepDigests {
-		r.digests = r.digests[1:]
-	}
-	return c.checkBeacon()
-}
-
-// follow sets how far a student may play on its own from fired events:
-// most of a seek period at the instructor's pace once measured, half of
-// one at the play command's speed before (the instructor's page may not
-// keep up with its speed).
-func (r *room) follow(fired uint64) {
-	pace, short := r.rate, followShort
-	if pace <= 0 {
-		pace, short = r.speed, 0.5
-	}
-	r.cap = fired + uint64(short*pace*float64(SeekPeriod)/1e9)
-}
-
-// checkBeacon compares the instructor's beacon with the student's digest
-// at the same command: a difference means this page's world drifted from
-// the room's (a bug, a tampered page), and it resyncs from the log.
-func (c *Controller) checkBeacon() []Out {
-	r := &c.room
-	b := r.beacon
-	if b == nil || r.role != RoleStudent || !r.attached || r.replaying {
-		return nil
-	}
-	if b.Digest == "" {
-		r.beacon = nil
-		return nil
-	}
-	for _, d := range r.digests {
-		if d.seq != b.Seq {
-			continue
-		}
-		r.beacon = nil
-		if d.digest == b.Digest {
-			r.checked = b.Seq
-			c.force = true
-			return nil
-		}
-		r.resyncs++
-		outs, err := c.replay()
-		if err != nil {
-			return []Out{ErrorOut{Source: "room", Message: "resyncing: " + err.Error()}}
-		}
-		r.resyncing = true
-		c.force = true
-		return append(note(fmt.Sprintf("Your world had drifted from the room's (at command %d): resyncing from the room's log.", b.Seq)), outs...)
-	}
-	if r.applied >= b.Seq && r.mark == 0 {
-		r.beacon = nil // a seek this page did not land on (a replay passed it)
-	}
-	return nil
+	return c.mode.landed(c, seq, seek)
 }
 
 // applyRoom applies one command of the room's log.
@@ -589,12 +350,11 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 	if err != nil {
 		return fail(err)
 	}
-	instructor := r.role == RoleInstructor
 	// Its digest is taken once its work is done (landed), where every
 	// page's world is the same: after a command that builds the world,
 	// or one applied while the room is paused (a step, a move); a
 	// following student's own play makes its place its own while the
-	// room plays (the seeks pin it, below).
+	// room plays (the seeks pin it).
 	switch in.(type) {
 	case Preset, Set, Reset, TutorialStep:
 		r.mark = e.Seq
@@ -612,72 +372,25 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 		}
 		return outs
 	case Play:
-		r.playing = true
-		r.speed = m.Speed
-		// The instructor's clock drives the room; a student plays on its
-		// own at its pace (its speed, once measured its rate) up to about
-		// where the next seek is expected.
-		if instructor {
-			c.playing = true
-			c.sinceSeek = 0 // the first seek a period from now, as the students expect
-		} else {
-			if m.Speed > 0 {
-				c.sess.Speed = m.Speed
-			}
-			r.markFired, r.wall, r.rate, r.paced = c.sess.Panes[0].World.Sim.Queue.Fired(), 0, 0, true
-			r.follow(r.markFired)
-			c.playing = !c.headless && !r.replaying
-		}
+		r.playing, r.speed = true, m.Speed
 	case Pause:
-		r.playing = false
-		c.playing = false
-		if instructor && !r.replaying {
-			if r.seekSent && r.lastSeek == int64(c.sess.Panes[0].World.Now()) {
-				return nil // pinned there already (pinned)
-			}
-			return []Out{c.sendSeek()}
-		}
-	case Seek:
-		if !instructor { // the instructor is there already: it is its own time
-			w := c.sess.Panes[0].World
-			if now := int64(w.Now()); m.TNs >= now {
-				if m.TNs > now {
-					c.sess.Do(Step{UnitNs, uint64(m.TNs - now)})
-				}
-			} else if err := c.sess.GoTo(UnitNs, uint64(m.TNs)); err != nil {
-				// Ahead of the room (it played on its own): back to it.
-				return fail(err)
-			}
-			c.playing = false // until it lands (landed)
-			r.mark, r.markSeek = e.Seq, true
-			break
-		}
-		for i, s := range r.sent {
-			if s.t == m.TNs {
-				r.sent = r.sent[i+1:]
-				if r.replaying {
-					break
-				}
-				return []Out{RoomBeaconOut{Seq: e.Seq, TNs: m.TNs, Digest: s.digest, Playing: r.playing, Speed: r.speed}}
-			}
-		}
-	case TutorialStep:
-		// The instructor ran the step before sending it; everyone else
-		// runs it now and the panel opens there, and so does the
-		// instructor's page when it replays the log (a reload).
-		if !instructor || r.replaying {
-			out, err := c.tutorialStep(m.Tutorial, m.Step, 0, true)
-			if err != nil {
-				return fail(err)
-			}
-			return []Out{out}
-		}
-	case TutorialReveal:
-		if !instructor || r.replaying {
-			return []Out{TutorialRevealOut(m)}
-		}
+		r.playing, c.playing = false, false
 	}
-	return nil
+	outs, err := c.mode.apply(c, e.Seq, in)
+	if err != nil {
+		return fail(err)
+	}
+	return outs
+}
+
+// roomTutorialStep runs a tutorial step of the room's log: the panel
+// opens there.
+func (c *Controller) roomTutorialStep(m TutorialStep) ([]Out, error) {
+	out, err := c.tutorialStep(m.Tutorial, m.Step, 0, true)
+	if err != nil {
+		return nil, err
+	}
+	return []Out{out}, nil
 }
 
 // RoomApplied returns the seq of the last room command the run applied

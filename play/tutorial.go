@@ -96,7 +96,7 @@ func (c *Controller) tutorialStep(name string, n, id int, fromRoom bool) (Tutori
 				}
 				// In a room every browser jumps: a run played at each one's
 				// own pace would let the room's next command land midway.
-				if d.Watch && i == n-1 && c.room.role == "" {
+				if d.Watch && i == n-1 && !c.inRoom() {
 					watch = d
 					continue
 				}
