@@ -806,3 +806,48 @@ func TestResizeIsBounded(t *testing.T) {
 	}
 	require.Equal(t, 800.0, c.w)
 }
+
+// TestReadyIsTheOnlyOutput: what an input answers, its refusal included,
+// comes with the next Ready, once, in order, whoever drives the
+// controller: a page's own until, the same until as a room's command
+// (refused only when the log applies it) and a message the codec cannot
+// read. Step returns the input's own refusal too, not the log's.
+func TestReadyIsTheOnlyOutput(t *testing.T) {
+	errorsIn := func(c *Controller) []ErrorOut {
+		var es []ErrorOut
+		for _, o := range c.Ready().Send {
+			if e, ok := o.(ErrorOut); ok {
+				es = append(es, e)
+			}
+		}
+		return es
+	}
+	c := New("preset=default&speed=0")
+	require.Empty(t, errorsIn(c))
+	err := c.Step(Request{ID: 7, In: Until{Func: "no_such_function"}})
+	require.Error(t, err)
+	es := errorsIn(c)
+	require.Len(t, es, 1)
+	require.Equal(t, ErrorOut{Source: "until", ID: 7, Message: err.Error()}, es[0])
+	require.Empty(t, errorsIn(c), "once")
+
+	require.Error(t, c.StepJSON([]byte(`{"type":"until","func":"BAD","id":8}`)))
+	es = errorsIn(c)
+	require.Len(t, es, 1)
+	require.Equal(t, "until", es[0].Source)
+	require.Equal(t, 8, es[0].ID)
+
+	f := NewFollower()
+	require.NoError(t, f.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: json.RawMessage(`{"preset":"default"}`)}))
+	for f.Work(1 << 16) {
+	}
+	require.Empty(t, errorsIn(f))
+	require.NoError(t, f.Step(RoomCommand{Seq: 1, Cmd: json.RawMessage(`{"type":"until","func":"no_such_function"}`)}), "the command is the room's")
+	for f.Work(1 << 16) {
+	}
+	es = errorsIn(f)
+	require.Len(t, es, 1)
+	require.Equal(t, "room", es[0].Source)
+	require.Contains(t, es[0].Message, "command 1: ")
+	require.Contains(t, es[0].Message, "no_such_function")
+}
