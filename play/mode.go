@@ -2,8 +2,8 @@ package play
 
 // A mode is the controller's place toward a workshop room, as a raft
 // node's role is toward its group: a value with a step function of its
-// own that sees the page's inputs before the run does, swapped when the
-// room says so (a welcome, a detach, a snap back, a leave):
+// own that sees the page's inputs before the run does, swapped by the
+// room's welcome, by leaving, and by a student's detach and snap back:
 //
 //	local       no room: every input is the page's own
 //	instructor  leads a room (instructor.go): the shared commands go to
