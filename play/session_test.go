@@ -356,7 +356,7 @@ func TestSessionWithObject(t *testing.T) {
 	_, err = DefaultConfig().WithObject("tc.o", bpfObject(t, "tc_prog.o"))
 	assert.ErrorContains(t, err, "not an XDP program", "the interpreter's error reaches the page")
 	_, err = DefaultConfig().WithObject("junk.o", []byte("not an ELF file"))
-	assert.ErrorContains(t, err, "invalid or unsupported ELF")
+	assert.ErrorContains(t, err, `XDP object "junk.o": not an ELF object: it is text`)
 
 	c2, err := c.With("xdp", "xdp_drop")
 	require.NoError(t, err)
