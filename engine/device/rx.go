@@ -137,9 +137,6 @@ func (r *RX) SetIOTLB(t IOTLB) {
 // are recorded; without, it only looks (the same answer until the frame
 // is taken).
 func (r *RX) translate(nbuf int, fill bool) sim.Duration {
-	if r.iotlb == nil {
-		return 0
-	}
 	var d sim.Duration
 	for k := 0; k < nbuf; k++ {
 		head, ok := r.q.DeviceAvailAt(uint16(k))
@@ -438,11 +435,17 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			return irq, irqAt
 		}
 		size = r.handledSize(size, fits)
-		end := start.Add(r.cost(size, nbuf, ndesc) + r.translate(nbuf, false))
+		d := r.cost(size, nbuf, ndesc)
+		if r.iotlb != nil {
+			d += r.translate(nbuf, false)
+		}
+		end := start.Add(d)
 		if end > t {
 			return irq, irqAt
 		}
-		r.translate(nbuf, true)
+		if r.iotlb != nil {
+			r.translate(nbuf, true)
+		}
 		r.cursor = end
 		r.c.Busy += end.Sub(start)
 		if r.vcpu != nil {
@@ -595,7 +598,11 @@ func (r *RX) NextLanding() (sim.Time, bool) {
 	if a > start {
 		start = a
 	}
-	end := start.Add(r.cost(size, nbuf, ndesc) + r.translate(nbuf, false))
+	d := r.cost(size, nbuf, ndesc)
+	if r.iotlb != nil {
+		d += r.translate(nbuf, false)
+	}
+	end := start.Add(d)
 	if r.batch {
 		end = r.nextPublish(end, nbuf, size)
 	}
