@@ -26,6 +26,7 @@ import (
 
 	"ringlab/internal/cli"
 	"ringlab/server/assets"
+	"ringlab/server/connlimit"
 	"ringlab/server/hostsrc"
 	"ringlab/server/httpsec"
 	"ringlab/server/hub"
@@ -44,15 +45,18 @@ const (
 	// serveDefaultAddr is loopback only: exposing the server to a LAN (for a
 	// workshop) is a deliberate --addr.
 	serveDefaultAddr = "127.0.0.1:8080"
-	// serveReadHeaderTimeout bounds a request's headers (slowloris).
-	serveReadHeaderTimeout = 10 * time.Second
+	// serveReadHeaderTimeout bounds a request's headers (slowloris): a
+	// LAN's browser sends them in milliseconds.
+	serveReadHeaderTimeout = 5 * time.Second
 	// serveReadTimeout bounds reading a whole request; bodies are small.
 	serveReadTimeout = 30 * time.Second
 	// serveWriteTimeout bounds writing a response: main.wasm.gz is about
 	// 3 MB, a minute is 400 kbit/s. WebSockets clear it when they upgrade.
 	serveWriteTimeout = time.Minute
-	// serveIdleTimeout closes idle keep-alive connections.
-	serveIdleTimeout = 2 * time.Minute
+	// serveIdleTimeout closes idle keep-alive connections (a browser
+	// opens a new one when it needs it); an idle connection is also the
+	// first closed to make room for a newcomer (package connlimit).
+	serveIdleTimeout = 30 * time.Second
 	// serveMaxHeaderBytes bounds request headers.
 	serveMaxHeaderBytes = 64 << 10
 	// serveShutdownTimeout bounds a clean shutdown: close frames, the
@@ -75,6 +79,7 @@ type serveConfig struct {
 	// addresses run side by side; "" keeps rooms in memory.
 	stateBase string
 	rooms     rooms.Limits
+	conns     connlimit.Limits // 0 fields: connlimit's defaults, within the file descriptor limit
 	logger    *slog.Logger
 }
 
@@ -136,6 +141,8 @@ until SIGINT or SIGTERM. docs/protocol.md describes the protocol.`,
 	fs.Var((*cli.RepeatFlag)(&cfg.publicHosts), "public-host", "a host `NAME` the server answers to besides localhost and IP addresses (the name a class opens; repeatable). Other names get 421: DNS rebinding protection")
 	fs.StringVar(&cfg.stateDir, "state-dir", "", "`DIR` where workshop rooms and their logs are kept ("+rooms.StoreFile+"), so a restart loses none; one server at a time; empty keeps them in memory only (default $XDG_STATE_HOME/ringlab/ADDR, else ~/.local/state/ringlab/ADDR: one per --addr, ':' written '_'; in memory on port 0)")
 	fs.StringVar(&webDir, "web", "", "serve the page from `DIR` instead of the files built into the binary (a web/ with main.wasm.gz)")
+	fs.IntVar(&cfg.conns.Total, "conns", 0, fmt.Sprintf("TCP connections at once, of every kind; the longest idle is closed to make room for a new one (default %d, or less as the file descriptor limit allows)", connlimit.DefaultTotal))
+	fs.IntVar(&cfg.conns.PerAddr, "conns-per-addr", connlimit.DefaultPerAddr, "TCP connections at once from one address (a class behind one NAT is one address)")
 	fs.IntVar(&cfg.rooms.MaxRooms, "max-rooms", rooms.MaxRooms, "workshop rooms at once")
 	fs.IntVar(&cfg.rooms.MaxRoomsPerAddr, "rooms-per-addr", rooms.MaxRoomsPerAddr, "rooms one address may have created")
 	fs.IntVar(&cfg.rooms.MaxStudents, "room-students", rooms.MaxStudentsPerRoom, "students per room")
@@ -336,15 +343,28 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 		MaxHeaderBytes:    serveMaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	lim := cfg.conns
+	if lim.Total <= 0 {
+		lim.Total = connlimit.DefaultTotal
+	}
+	lim.Total = min(lim.Total, connlimit.FDBudget(connlimit.FDLimit())) // a connection is a file descriptor
+	admitted, err := connlimit.Wrap(ln, lim, log)
+	if err != nil {
+		roomReg.Close(context.Background()) // no connection yet: returns at once
+		metricsHub.Close(context.Background())
+		return err
+	}
+	srv.ConnState = admitted.ConnState
 	if bases := listenURLs(ln.Addr(), net.InterfaceAddrs); isUnspecified(ln.Addr()) {
 		roomReg.SetJoinBases(bases) // students join at a LAN address
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "source", cfg.source, "wasm", static.WasmBuilt())
+	log.Info("serving", "addr", ln.Addr().String(), "source", cfg.source, "wasm", static.WasmBuilt(),
+		"conns", lim.Total, "conns_per_addr", admitted.Limits().PerAddr)
 	if ready != nil {
 		ready(ln.Addr())
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(admitted) }()
 
 	var serveErr error
 	select {

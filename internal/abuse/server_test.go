@@ -104,6 +104,7 @@ func binary(t testing.TB) (bin, webDir string) {
 // server is a `ringlab serve` child on a loopback port.
 type server struct {
 	t      *testing.T
+	wrap   []string // a command the server runs under (prlimit ...), or none
 	bin    string
 	args   []string
 	state  string // its --state-dir
@@ -121,6 +122,13 @@ var servingLine = regexp.MustCompile(`serving http://([^/\s]+)/`)
 // kills it.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
+	return startServerUnder(t, nil, args...)
+}
+
+// startServerUnder is startServer with the server run under wrap, a
+// command that execs the rest of its arguments (prlimit --nofile=N --).
+func startServerUnder(t *testing.T, wrap []string, args ...string) *server {
+	t.Helper()
 	bin, web := binary(t)
 	all := []string{"serve", "--source", "sim"}
 	state := ""
@@ -134,7 +142,7 @@ func startServer(t *testing.T, args ...string) *server {
 	if !hasFlag(args, "--addr") {
 		all = append(all, "--addr", "127.0.0.1:0")
 	}
-	s := &server{t: t, bin: bin, args: append(all, args...), state: state}
+	s := &server{t: t, wrap: wrap, bin: bin, args: append(all, args...), state: state}
 	s.start()
 	t.Cleanup(s.kill)
 	return s
@@ -153,6 +161,9 @@ func (s *server) start() {
 	t := s.t
 	t.Helper()
 	s.cmd = exec.Command(s.bin, s.args...)
+	if len(s.wrap) > 0 {
+		s.cmd = exec.Command(s.wrap[0], append(append(s.wrap[1:len(s.wrap):len(s.wrap)], s.bin), s.args...)...)
+	}
 	s.stderr = &testenv.Buffer{}
 	s.cmd.Stderr = s.stderr
 	out, err := s.cmd.StdoutPipe()
@@ -241,6 +252,14 @@ func (s *server) rss() int64 {
 		}
 	}
 	return 0
+}
+
+// fds returns how many file descriptors the server holds.
+func (s *server) fds() int {
+	s.t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.pid()))
+	require.NoError(s.t, err)
+	return len(ents)
 }
 
 func (s *server) port() int {

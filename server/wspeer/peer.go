@@ -130,7 +130,7 @@ func NewWithOptions(ws *websocket.Conn, opts Options) *Peer {
 	if opts.SendBuffer <= 0 {
 		opts.SendBuffer = SendBuffer
 	}
-	if tc, ok := ws.NetConn().(*net.TCPConn); ok {
+	if tc, ok := ws.NetConn().(interface{ SetWriteBuffer(int) error }); ok { // a TCP connection
 		tc.SetWriteBuffer(opts.SendBuffer) // best effort: a failure leaves the kernel's default
 	}
 	return &Peer{
@@ -208,7 +208,7 @@ func (p *Peer) handshakeDone(err error) bool {
 // the socket in FIN_WAIT1 behind that data (and keep trying) for minutes
 // after the close.
 func abort(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
+	if tc, ok := c.(interface{ SetLinger(int) error }); ok { // a TCP connection
 		tc.SetLinger(0) // best effort: a failure leaves the graceful close
 	}
 	c.Close()
