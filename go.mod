@@ -21,7 +21,6 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
-	go.etcd.io/bbolt v1.5.0
 	golang.org/x/image v0.20.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0

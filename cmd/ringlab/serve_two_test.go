@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/server/rooms"
 )
 
 // cliServe is one `ringlab serve` run through dispatch, as the binary
@@ -133,8 +135,8 @@ func TestTwoServersSideBySide(t *testing.T) {
 	require.True(t, serving, "second server, another --addr: exit %d:\n%s", code, b.stderr.String())
 
 	dirA := filepath.Join(state, "ringlab", stateDirName(addrA))
-	assert.FileExists(t, filepath.Join(dirA, "rooms.db"), "the first server's rooms")
-	assert.FileExists(t, filepath.Join(state, "ringlab", stateDirName(addrB), "rooms.db"), "the second server's rooms")
+	assert.DirExists(t, filepath.Join(dirA, rooms.StoreDir), "the first server's rooms")
+	assert.DirExists(t, filepath.Join(state, "ringlab", stateDirName(addrB), rooms.StoreDir), "the second server's rooms")
 
 	t.Run("address in use", func(t *testing.T) {
 		c := g.start("--addr", addrA, "--source", "demo")

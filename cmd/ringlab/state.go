@@ -45,7 +45,7 @@ func openState(cfg serveConfig, ln net.Addr, log *slog.Logger) (*rooms.Store, er
 	if dir == "" {
 		return nil, nil
 	}
-	store, err := rooms.OpenStore(filepath.Join(dir, rooms.StoreFile))
+	store, err := rooms.OpenStore(filepath.Join(dir, rooms.StoreDir))
 	if errors.Is(err, rooms.ErrStoreInUse) {
 		holder := "another ringlab serve"
 		if b, rerr := os.ReadFile(filepath.Join(dir, stateOwnerFile)); rerr == nil {
@@ -59,6 +59,9 @@ func openState(cfg serveConfig, ln net.Addr, log *slog.Logger) (*rooms.Store, er
 	owner := fmt.Sprintf("pid %d addr %s\n", os.Getpid(), ln)
 	if err := os.WriteFile(filepath.Join(dir, stateOwnerFile), []byte(owner), 0o600); err != nil {
 		log.Warn("writing the state directory's owner", "err", err)
+	}
+	if legacy := filepath.Join(dir, rooms.LegacyStoreFile); fileExists(legacy) {
+		log.Warn("the rooms of an older ringlab are not restored: its store is not read any more; delete it when it is no longer wanted", "file", legacy)
 	}
 	log.Info("workshop rooms are kept", "store", store.Path())
 	return store, nil

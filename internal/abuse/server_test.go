@@ -129,6 +129,15 @@ func startServer(t *testing.T, args ...string) *server {
 // command that execs the rest of its arguments (prlimit --nofile=N --).
 func startServerUnder(t *testing.T, wrap []string, args ...string) *server {
 	t.Helper()
+	s := newServer(t, wrap, args...)
+	s.start()
+	t.Cleanup(s.kill)
+	return s
+}
+
+// newServer is the server startServerUnder starts, not started yet.
+func newServer(t *testing.T, wrap []string, args ...string) *server {
+	t.Helper()
 	bin, web := binary(t)
 	all := []string{"serve", "--source", "sim"}
 	state := ""
@@ -142,10 +151,7 @@ func startServerUnder(t *testing.T, wrap []string, args ...string) *server {
 	if !hasFlag(args, "--addr") {
 		all = append(all, "--addr", "127.0.0.1:0")
 	}
-	s := &server{t: t, wrap: wrap, bin: bin, args: append(all, args...), state: state}
-	s.start()
-	t.Cleanup(s.kill)
-	return s
+	return &server{t: t, wrap: wrap, bin: bin, args: append(all, args...), state: state}
 }
 
 func hasFlag(args []string, name string) bool {
@@ -158,6 +164,15 @@ func hasFlag(args []string, name string) bool {
 }
 
 func (s *server) start() {
+	s.t.Helper()
+	if err := s.tryStart(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// tryStart starts the server and waits until it serves; the error says
+// why it did not (it exited, with its stderr).
+func (s *server) tryStart() error {
 	t := s.t
 	t.Helper()
 	s.cmd = exec.Command(s.bin, s.args...)
@@ -188,16 +203,17 @@ func (s *server) start() {
 			s.base = "http://" + s.addr
 		}
 		require.Equal(t, s.addr, m[1], "the restarted server's address")
+		return nil
 	case <-s.done:
-		t.Fatalf("ringlab serve exited: %s", s.stderr)
+		return fmt.Errorf("ringlab serve exited: %s", s.stderr)
 	case <-time.After(30 * time.Second):
-		t.Fatalf("ringlab serve did not start: %s", s.stderr)
+		return fmt.Errorf("ringlab serve did not start: %s", s.stderr)
 	}
 }
 
 // kill ends the server with SIGKILL and waits for it.
 func (s *server) kill() {
-	if s.cmd.Process == nil {
+	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
 	s.cmd.Process.Signal(syscall.SIGKILL)

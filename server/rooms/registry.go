@@ -278,23 +278,32 @@ func New(opts Options) (*Registry, error) {
 		refusals:    ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
 	}
 	if opts.Store != nil {
-		stored, logs, err := opts.Store.Load()
+		loaded, err := opts.Store.Load()
 		if err != nil {
 			return nil, err
 		}
+		for _, d := range loaded.SetAside {
+			if d.Restored {
+				r.log.Warn("room restored without the end of its file: a write a crash cut short (never acknowledged), or a truncated file",
+					"room", d.Room, "commands", d.Commands, "reason", d.Reason, "file", d.File, "kept", d.Kept)
+				continue
+			}
+			r.log.Error("room set aside: its file is damaged; the other rooms are restored",
+				"room", d.Room, "reason", d.Reason, "file", d.File, "kept", d.Kept)
+		}
 		now := opts.Now()
-		for i, s := range stored {
+		for i, s := range loaded.Rooms {
 			rm := newRoom(s, r.lim, now)
 			rm.clock = opts.Now
-			rm.log = logs[i]
+			rm.log = loaded.Logs[i]
 			for _, e := range rm.log {
 				rm.logBytes += len(e.Cmd)
 			}
 			r.rooms[s.ID] = rm
 			r.byAddr[s.Creator]++
 		}
-		if len(stored) > 0 {
-			r.log.Info("rooms restored", "count", len(stored), "store", opts.Store.Path())
+		if len(loaded.Rooms) > 0 || len(loaded.SetAside) > 0 {
+			r.log.Info("rooms restored", "count", len(loaded.Rooms), "set_aside", len(loaded.SetAside), "store", opts.Store.Path())
 		}
 	}
 	go r.janitor()

@@ -141,11 +141,15 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 	if log == nil {
 		log = []Entry{}
 	}
-	welcome := mustMarshal(welcomeMsg{Type: typeWelcome, Room: r.id, You: role, Scenario: r.scenario, Since: since, Log: log,
+	welcome, err := json.Marshal(welcomeMsg{Type: typeWelcome, Room: r.id, You: role, Scenario: r.scenario, Since: since, Log: log,
 		Students: r.students, Instructors: r.instructors, Limits: roomLimits{
 			MaxStudents: r.lim.MaxStudents, CommandsPerSecond: r.lim.CommandsPerSecond,
 			MaxLogEntries: r.lim.MaxLogEntries, MaxCommandBytes: r.lim.MaxCommandBytes,
 			MaxCommandWork: r.lim.MaxCommandWork, MaxReplayWork: r.lim.MaxReplayWork}})
+	if err != nil { // a log the store let through that is not JSON: not for a panic
+		r.removeLocked(m)
+		return wsmsg.Errorf(wsmsg.CodeInternal, "", "room %s: its log cannot be sent: %v", r.id, err)
+	}
 	if !m.peer.TrySend(welcome) {
 		r.dropLocked(m)
 		return nil

@@ -19,7 +19,7 @@ import (
 // same store has every room and every acknowledged command, the same token
 // still commands, and numbering goes on.
 func TestRoomsSurviveARestart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state", StoreFile)
+	path := filepath.Join(t.TempDir(), "state", StoreDir)
 	st, err := OpenStore(path)
 	require.NoError(t, err)
 	f := newFixture(t, Options{Store: st})
@@ -33,13 +33,13 @@ func TestRoomsSurviveARestart(t *testing.T) {
 	}
 	want := f.reg.lookup(cr.Room).Log()
 
-	// The file has them while the server still runs (another process
-	// could not open it: bbolt locks it).
+	// The files have them while the server still runs (another process
+	// could not open the directory: it is locked).
 	_, err = OpenStore(path)
-	require.Error(t, err, "the file is locked while the registry has it")
+	require.Error(t, err, "the directory is locked while the registry has it")
 
-	// Killed: the process ends, nothing is flushed (bbolt's commits are
-	// already on disk), the file is reopened.
+	// Killed: the process ends, nothing is flushed (every command was
+	// fsync'd before its broadcast), the directory is reopened.
 	require.NoError(t, st.Close())
 	st2, err := OpenStore(path)
 	require.NoError(t, err)
@@ -70,30 +70,30 @@ func TestRoomsSurviveARestart(t *testing.T) {
 	assert.Equal(t, uint64(3), w.Log[0].Seq)
 
 	// The token is not in the file, its hash is.
-	raw := readFile(t, path)
+	raw := readFile(t, filepath.Join(path, cr.Room+roomSuffix))
 	assert.False(t, bytes.Contains(raw, []byte(cr.InstructorToken)), "the token is never written down")
 }
 
 // TestStoreDeletesExpiredRooms: an expired room leaves the store too.
 func TestStoreDeletesExpiredRooms(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(t.TempDir(), StoreDir))
 	require.NoError(t, err)
 	defer st.Close()
 	f := newFixture(t, Options{Store: st})
 	f.create(t, "")
-	rooms, _, err := st.Load()
+	ents, err := os.ReadDir(st.Path())
 	require.NoError(t, err)
-	require.Len(t, rooms, 1)
+	require.Len(t, roomFiles(ents), 1)
 	f.clock.Advance(IdleExpiry)
 	require.Equal(t, 1, f.reg.Sweep())
-	rooms, _, err = st.Load()
+	ents, err = os.ReadDir(st.Path())
 	require.NoError(t, err)
-	assert.Empty(t, rooms)
+	assert.Empty(t, roomFiles(ents))
 }
 
 // TestStoreRefusesGaps: a log is appended in order only.
 func TestStoreRefusesGaps(t *testing.T) {
-	st, err := OpenStore(filepath.Join(t.TempDir(), StoreFile))
+	st, err := OpenStore(filepath.Join(t.TempDir(), StoreDir))
 	require.NoError(t, err)
 	defer st.Close()
 	require.NoError(t, st.Create(StoredRoom{ID: "r", Created: time.Now()}))
@@ -101,10 +101,23 @@ func TestStoreRefusesGaps(t *testing.T) {
 	assert.Error(t, st.Append("r", Entry{Seq: 3, Cmd: []byte(`{"type":"step"}`)}, time.Now()))
 	assert.Error(t, st.Append("nope", Entry{Seq: 1, Cmd: []byte(`{"type":"step"}`)}, time.Now()))
 	require.NoError(t, st.AppendLog("r", []byte(`{"type":"pause"}`)))
-	_, logs, err := st.Load()
+	require.NoError(t, st.Close())
+	st, err = OpenStore(st.Path())
 	require.NoError(t, err)
-	require.Len(t, logs[0], 2)
-	assert.Equal(t, uint64(2), logs[0][1].Seq)
+	l, err := st.Load()
+	require.NoError(t, err)
+	require.Len(t, l.Logs[0], 2)
+	assert.Equal(t, uint64(2), l.Logs[0][1].Seq)
+}
+
+func roomFiles(ents []os.DirEntry) []string {
+	var out []string
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == roomSuffix {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 func readFile(t *testing.T, path string) []byte {
