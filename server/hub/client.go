@@ -15,30 +15,24 @@ import (
 // client is one /ws/metrics connection.
 type client struct {
 	peer *wspeer.Peer
+	addr string // the remote address
 
 	// Owned by the reader goroutine.
 	bucket     *ratelimit.Bucket
 	violations int // consecutive messages over the rate limit
 
 	// Guarded by Hub.mu.
-	sampler *sampler
-	key     samplerKey
-	filter  *filter
+	reserved samplerKey // the pair at another rate than the default it counts against its address, if any
+	sampler  *sampler
+	key      samplerKey
+	filter   *filter
 }
 
 // handle processes one client message on the reader goroutine.
 func (h *Hub) handle(c *client, kind int, data []byte) {
-	if !c.bucket.Allow(h.now()) {
-		c.violations++
-		if c.violations == 1 {
-			c.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d): message dropped", msgRatePerSecond, msgBurst))
-		}
-		if c.violations >= maxViolations {
-			c.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
-		}
+	if !h.allow(c) {
 		return
 	}
-	c.violations = 0
 	if kind != websocket.TextMessage {
 		c.reply(wsmsg.Errorf(wsmsg.CodeBinaryFrame, "", "binary frames are not accepted; send JSON text messages"))
 		return
@@ -61,6 +55,24 @@ func (h *Hub) handle(c *client, kind int, data []byte) {
 	default:
 		c.reply(wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown message type %q; /ws/metrics takes subscribe and ping", typ))
 	}
+}
+
+// allow takes a token of c's message rate for a message or a ping frame
+// (on c's reader goroutine); over the limit it says so once a streak and
+// closes the connection after maxViolations in a row.
+func (h *Hub) allow(c *client) bool {
+	if !c.bucket.Allow(h.now()) {
+		c.violations++
+		if c.violations == 1 {
+			c.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
+		}
+		if c.violations >= maxViolations {
+			c.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
+		}
+		return false
+	}
+	c.violations = 0
+	return true
 }
 
 func (c *client) reply(e *wsmsg.Error) { c.peer.Send(e.Encode()) }
@@ -118,7 +130,17 @@ func (h *Hub) subscribe(c *client, data []byte) {
 		h.mu.Unlock()
 		return
 	}
+	if !h.reserve(c, key) {
+		h.release(ref)
+		c.reply(wsmsg.Errorf(wsmsg.CodeLimitExceeded, "rate_hz", "this address's clients are on %d sources at rates other than %d Hz, the most one address may be (each is sampled on its own); use rate_hz %d or one of their rates", MaxRatesPerAddr, DefaultRateHz, DefaultRateHz))
+		return
+	}
 	h.detach(c)
+	if key.rateHz != DefaultRateHz {
+		h.mu.Lock()
+		c.reserved = key
+		h.mu.Unlock()
+	}
 	c.peer.ClearMailbox() // a snapshot of the old subscription must not follow the new hello
 	c.peer.Send(hello)
 	h.attach(c, key, f, ref)

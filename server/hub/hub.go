@@ -68,6 +68,14 @@ const (
 	DefaultMaxClients        = 4096
 	DefaultMaxClientsPerAddr = 1024
 
+	// MaxRatesPerAddr bounds the (source, rate) pairs at a rate other
+	// than DefaultRateHz one address's clients may be on at once: each is
+	// a sampler of its own (a source read up to MaxRateHz times a
+	// second), so a host opening a connection per pair would otherwise
+	// start hundreds. At the default rate there is one sampler per source
+	// whoever asks; the page never asks for another rate.
+	MaxRatesPerAddr = 4
+
 	// closeGoingAway is the reason sent with 1001 at shutdown.
 	closeGoingAway = "server shutting down"
 
@@ -115,8 +123,9 @@ type Hub struct {
 	clients  map[*client]struct{}
 	samplers map[samplerKey]*sampler
 	sources  map[string]*sourceRef
-	served   int            // connections being served
-	perAddr  map[string]int // of which from each remote address
+	served   int                           // connections being served
+	perAddr  map[string]int                // of which from each remote address
+	rates    map[string]map[samplerKey]int // per address, its clients on each pair at another rate than the default
 
 	conns sync.WaitGroup // one per connection being served
 	loops sync.WaitGroup // one per sampler goroutine
@@ -149,6 +158,7 @@ func New(opts Options) (*Hub, error) {
 		clients:  map[*client]struct{}{},
 		samplers: map[samplerKey]*sampler{},
 		perAddr:  map[string]int{},
+		rates:    map[string]map[samplerKey]int{},
 		sources:  map[string]*sourceRef{info.Name: {spec: info.Name, src: def, info: info, pinned: true}},
 		refusals: ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
 	}
@@ -214,7 +224,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.logRefusal("metrics websocket refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
 		return
 	}
-	c := &client{peer: wspeer.NewWithMailbox(ws, replyQueueLen, snapshotMailbox), bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
+	c := &client{addr: addr, bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
+	c.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: replyQueueLen, MailboxLen: snapshotMailbox, Ping: func() bool { return h.allow(c) }})
 	if !h.register(c) {
 		c.peer.Abort(websocket.CloseGoingAway, closeGoingAway)
 	} else {
@@ -420,6 +431,7 @@ func (h *Hub) attach(c *client, key samplerKey, f *filter, ref *sourceRef) {
 func (h *Hub) detach(c *client) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.unreserveLocked(c)
 	s := c.sampler
 	if s == nil {
 		return
@@ -428,6 +440,46 @@ func (h *Hub) detach(c *client) {
 	if s.remove(c) == 0 {
 		s.stop()
 		delete(h.samplers, s.key)
+	}
+}
+
+// reserve counts c's address on key when key is at another rate than
+// the default, and reports false when the address is on MaxRatesPerAddr
+// such pairs already. What c held before is given back by detach.
+func (h *Hub) reserve(c *client, key samplerKey) bool {
+	if key.rateHz == DefaultRateHz {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.rates[c.addr]
+	if m == nil {
+		m = map[samplerKey]int{}
+		h.rates[c.addr] = m
+	}
+	if m[key] == 0 && len(m) >= MaxRatesPerAddr {
+		if len(m) == 0 {
+			delete(h.rates, c.addr)
+		}
+		return false
+	}
+	m[key]++
+	return true
+}
+
+// unreserveLocked gives back what reserve counted for c's key.
+func (h *Hub) unreserveLocked(c *client) {
+	key := c.reserved
+	c.reserved = samplerKey{}
+	if key.rateHz == 0 {
+		return
+	}
+	m := h.rates[c.addr]
+	if m[key]--; m[key] <= 0 {
+		delete(m, key)
+	}
+	if len(m) == 0 {
+		delete(h.rates, c.addr)
 	}
 }
 

@@ -766,3 +766,89 @@ func TestSubscriptionChurnLeavesNothingBehind(t *testing.T) {
 		assert.Eventually(t, src.Closed, readWait, 10*time.Millisecond, "fake:b instance %d", i)
 	}
 }
+
+// TestPingFramesCountAgainstTheRateLimit: WebSocket ping frames cost a
+// pong each; a flood of them closes the connection with 1008 like a
+// flood of messages.
+func TestPingFramesCountAgainstTheRateLimit(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	require.Equal(t, typeHello, read(t, c).Type)
+	pongs := 0
+	c.SetPongHandler(func(string) error { pongs++; return nil })
+	for range msgBurst + maxViolations + 5 {
+		if c.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second)) != nil {
+			break
+		}
+	}
+	var ce *websocket.CloseError
+	for {
+		c.SetReadDeadline(time.Now().Add(readWait))
+		_, _, err := c.ReadMessage()
+		if err != nil {
+			require.ErrorAs(t, err, &ce)
+			break
+		}
+	}
+	assert.Equal(t, websocket.ClosePolicyViolation, ce.Code)
+	assert.LessOrEqual(t, pongs, msgBurst+2, "pings past the burst are not answered")
+}
+
+// TestRatesPerAddress: one address's clients are on at most
+// MaxRatesPerAddr pairs at other rates than the default; leaving one
+// frees its place, and the default rate is never refused.
+func TestRatesPerAddress(t *testing.T) {
+	f := newFixture(t, nil)
+	var conns []*websocket.Conn
+	for i := range MaxRatesPerAddr + 1 {
+		c := f.dial(t)
+		require.Equal(t, typeHello, read(t, c).Type)
+		send(t, c, fmt.Sprintf(`{"type":"subscribe","rate_hz":%d}`, 20+i))
+		m := readUntil(t, c, map[bool]string{true: typeHello, false: "error"}[i < MaxRatesPerAddr])
+		if i == MaxRatesPerAddr {
+			assert.Equal(t, wsmsg.CodeLimitExceeded, m.Code)
+			// One of them already in use is not a new pair.
+			send(t, c, `{"type":"subscribe","rate_hz":20}`)
+			readUntil(t, c, typeHello)
+			send(t, c, fmt.Sprintf(`{"type":"subscribe","rate_hz":%d}`, DefaultRateHz))
+			readUntil(t, c, typeHello)
+		}
+		conns = append(conns, c)
+	}
+	conns[1].Close()
+	require.Eventually(t, func() bool {
+		f.hub.mu.Lock()
+		defer f.hub.mu.Unlock()
+		return len(f.hub.rates["127.0.0.1"]) == MaxRatesPerAddr-1
+	}, 5*time.Second, 10*time.Millisecond)
+	send(t, conns[MaxRatesPerAddr], `{"type":"subscribe","rate_hz":40}`)
+	readUntil(t, conns[MaxRatesPerAddr], typeHello)
+	for _, c := range conns {
+		c.Close()
+	}
+	require.Eventually(t, func() bool {
+		f.hub.mu.Lock()
+		defer f.hub.mu.Unlock()
+		return len(f.hub.rates) == 0
+	}, 5*time.Second, 10*time.Millisecond, "nothing left behind")
+}
+
+// TestInvalidUTF8ClosesWith1007: a text message that is not UTF-8 fails
+// the connection with 1007 (RFC 6455 8.1), and nothing of it is handled.
+func TestInvalidUTF8ClosesWith1007(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.dial(t)
+	require.Equal(t, typeHello, read(t, c).Type)
+	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte("{\"type\":\"ping\",\"x\":\"\xff\"}")))
+	var ce *websocket.CloseError
+	for {
+		c.SetReadDeadline(time.Now().Add(readWait))
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			require.ErrorAs(t, err, &ce)
+			break
+		}
+		assert.NotContains(t, string(data), `"pong"`, "the message was not handled")
+	}
+	assert.Equal(t, websocket.CloseInvalidFramePayloadData, ce.Code)
+}

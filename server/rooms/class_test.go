@@ -190,6 +190,42 @@ func TestJoinLinksAndQR(t *testing.T) {
 	}
 }
 
+// TestQRCodesAreKeptAndRateLimited: a join link's QR code is encoded
+// once; one address asking for new ones (other Hosts) gets qrBurst, then
+// 429.
+func TestQRCodesAreKeptAndRateLimited(t *testing.T) {
+	f := newFixture(t, Options{})
+	cr := f.create(t, "")
+	fetch := func(host string) (int, []byte) {
+		req, err := http.NewRequest("GET", f.srv.URL+"/api/rooms/"+cr.Room+"/qr.png", nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	code, first := fetch("192.0.2.1")
+	require.Equal(t, http.StatusOK, code)
+	for range 3 * qrBurst {
+		code, again := fetch("192.0.2.1")
+		require.Equal(t, http.StatusOK, code, "a kept code is not rate-limited")
+		require.Equal(t, first, again)
+	}
+	ok, limited := 1, 0
+	for i := range 3 * qrBurst {
+		switch code, _ := fetch(fmt.Sprintf("192.0.2.%d", i+2)); code {
+		case http.StatusOK:
+			ok++
+		case http.StatusTooManyRequests:
+			limited++
+		}
+	}
+	assert.LessOrEqual(t, ok, qrBurst+1, "the burst, and a token or so")
+	assert.GreaterOrEqual(t, limited, 2*qrBurst-1)
+}
+
 // TestTwoHundredStudents: 200 students join one room over WebSockets
 // and each receives every command, in order; the test logs how long a
 // join takes to its welcome and a command from the instructor's send to

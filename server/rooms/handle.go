@@ -16,17 +16,9 @@ import (
 // handle processes one message on m's reader goroutine and reports whether
 // m is joined afterwards.
 func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
-	if !m.bucket.Allow(r.opts.Now()) {
-		m.violations++
-		if m.violations == 1 {
-			m.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d): message dropped", msgRatePerSecond, msgBurst))
-		}
-		if m.violations >= maxViolations {
-			m.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
-		}
+	if !r.allow(m) {
 		return m.role != ""
 	}
-	m.violations = 0
 	if kind != websocket.TextMessage {
 		m.reply(wsmsg.Errorf(wsmsg.CodeBinaryFrame, "", "binary frames are not accepted; send JSON text messages"))
 		return m.role != ""
@@ -54,6 +46,24 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 		m.reply(wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown message type %q; /ws/room takes join, command, beacon, status, predict, share_predictions and ping", typ))
 	}
 	return m.role != ""
+}
+
+// allow takes a token of m's message rate for a message or a ping frame
+// (on m's reader goroutine); over the limit it says so once a streak and
+// closes the connection after maxViolations in a row.
+func (r *Registry) allow(m *member) bool {
+	if !m.bucket.Allow(r.opts.Now()) {
+		m.violations++
+		if m.violations == 1 {
+			m.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
+		}
+		if m.violations >= maxViolations {
+			m.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
+		}
+		return false
+	}
+	m.violations = 0
+	return true
 }
 
 func (m *member) reply(e *wsmsg.Error) { m.peer.Send(e.Encode()) }

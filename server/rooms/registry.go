@@ -240,6 +240,7 @@ type Registry struct {
 	quit        chan struct{}
 	janitorDone chan struct{}
 	refusals    *ratelimit.Throttle
+	qr          qrCache
 }
 
 // ErrLimit is returned by Create when a room limit is reached.
@@ -402,6 +403,66 @@ func (r *Registry) handleInfo(w http.ResponseWriter, req *http.Request) {
 // room on a projector.
 const qrSize = 512
 
+// A QR code costs 7 to 16 ms of CPU to encode: each join link's is kept
+// (the most recent qrCacheLen), and one address may have at most
+// qrPerSecond encoded a second (burst qrBurst); more get 429.
+const (
+	qrCacheLen     = 256
+	qrPerSecond    = 2
+	qrBurst        = 8
+	qrMaxAddrsKept = 4096 // the per-address buckets kept; past it they start again full
+)
+
+// qrCache holds the QR codes of join links and the encoding rate of
+// each address.
+type qrCache struct {
+	mu      sync.Mutex
+	png     map[string][]byte // by join link
+	order   []string          // oldest first
+	buckets map[string]*ratelimit.Bucket
+}
+
+// get returns the PNG of url, encoding it when it is not kept if addr may
+// have one encoded now; ok false means addr is over its rate.
+func (q *qrCache) get(url, addr string, now time.Time) (png []byte, ok bool, err error) {
+	q.mu.Lock()
+	if b, hit := q.png[url]; hit {
+		q.mu.Unlock()
+		return b, true, nil
+	}
+	if q.buckets == nil || len(q.buckets) > qrMaxAddrsKept {
+		q.buckets = map[string]*ratelimit.Bucket{}
+	}
+	bk := q.buckets[addr]
+	if bk == nil {
+		bk = ratelimit.New(qrPerSecond, qrBurst)
+		q.buckets[addr] = bk
+	}
+	allowed := bk.Allow(now)
+	q.mu.Unlock()
+	if !allowed {
+		return nil, false, nil
+	}
+	png, err = qrcode.Encode(url, qrcode.Medium, qrSize) // outside the lock: the costly part
+	if err != nil {
+		return nil, true, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.png == nil {
+		q.png = map[string][]byte{}
+	}
+	if _, dup := q.png[url]; !dup {
+		q.png[url] = png
+		q.order = append(q.order, url)
+		for len(q.order) > qrCacheLen {
+			delete(q.png, q.order[0])
+			q.order = q.order[1:]
+		}
+	}
+	return png, true, nil
+}
+
 // handleQR serves GET /api/rooms/{id}/qr.png[?i=N]: a QR code of the
 // room's join link (the N-th of join_urls, the first by default).
 func (r *Registry) handleQR(w http.ResponseWriter, req *http.Request) {
@@ -420,8 +481,13 @@ func (r *Registry) handleQR(w http.ResponseWriter, req *http.Request) {
 		}
 		i = n
 	}
-	png, err := qrcode.Encode(urls[i], qrcode.Medium, qrSize)
-	if err != nil {
+	png, ok, err := r.qr.get(urls[i], remoteHost(req), r.opts.Now())
+	switch {
+	case !ok:
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusTooManyRequests, wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d new QR codes a second from one address", qrPerSecond))
+		return
+	case err != nil:
 		httpError(w, http.StatusInternalServerError, wsmsg.Errorf(wsmsg.CodeInternal, "", "encoding the QR code: %v", err))
 		return
 	}
@@ -678,8 +744,9 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 		r.logRefusal("room websocket refused", "remote", req.RemoteAddr, "origin", req.Header.Get("Origin"), "err", err)
 		return
 	}
-	m := &member{peer: wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, MailboxLen: mailboxLen, WriteWait: r.lim.WriteWait}),
-		bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
+	m := &member{bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
+	m.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, MailboxLen: mailboxLen, WriteWait: r.lim.WriteWait,
+		Ping: func() bool { return r.allow(m) }})
 	r.mu.Lock()
 	if r.closed {
 		m.peer.Abort(websocket.CloseGoingAway, closeGoingAway)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 )
@@ -78,6 +79,7 @@ type Peer struct {
 	queue     chan outbound
 	writeWait time.Duration
 	pongWait  time.Duration
+	ping      func() bool
 	stuck     atomic.Bool // a write did not complete: reset, do not linger
 
 	mu      sync.Mutex
@@ -116,6 +118,12 @@ type Options struct {
 	WriteWait  time.Duration // WriteWait
 	PongWait   time.Duration // PongWait (the writer pings at 9/10 of it)
 	SendBuffer int           // SendBuffer
+	// Ping, when set, is called on the reader goroutine for every ping
+	// frame the peer sends, before it is answered: false leaves it
+	// unanswered. It is where the owner counts pings against the rate
+	// limit of the peer's messages (and may Abort a flood): a ping costs
+	// the server a pong, as a message costs it a reply.
+	Ping func() bool
 }
 
 // NewWithOptions returns a Peer for ws. It bounds the kernel's send buffer
@@ -137,6 +145,7 @@ func NewWithOptions(ws *websocket.Conn, opts Options) *Peer {
 		ws:         ws,
 		writeWait:  opts.WriteWait,
 		pongWait:   opts.PongWait,
+		ping:       opts.Ping,
 		queue:      make(chan outbound, max(opts.QueueLen, 1)),
 		mailbox:    make([][]byte, 0, max(opts.MailboxLen, 1)),
 		wake:       make(chan struct{}, 1),
@@ -220,12 +229,37 @@ func (p *Peer) readLoop(handle func(int, []byte)) error {
 	p.ws.SetPongHandler(func(string) error {
 		return p.ws.SetReadDeadline(time.Now().Add(p.pongWait))
 	})
+	if p.ping != nil {
+		p.ws.SetPingHandler(func(data string) error {
+			if !p.ping() {
+				return nil
+			}
+			// As gorilla's default handler: a pong that cannot be sent
+			// is the writer's to notice, not the reader's.
+			err := p.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(p.writeWait))
+			if _, ok := errors.AsType[net.Error](err); ok || errors.Is(err, websocket.ErrCloseSent) {
+				return nil
+			}
+			return err
+		})
+	}
+	closing := false
 	for {
 		kind, data, err := p.ws.ReadMessage()
 		if err != nil {
 			return err
 		}
 		p.ws.SetReadDeadline(time.Now().Add(p.pongWait))
+		if closing {
+			continue // the close frame is on its way: nothing more is handled
+		}
+		if kind == websocket.TextMessage && !utf8.Valid(data) {
+			// RFC 6455 8.1: a text message that is not UTF-8 fails the
+			// connection with 1007.
+			p.Abort(websocket.CloseInvalidFramePayloadData, "a text message that is not UTF-8")
+			closing = true
+			continue
+		}
 		handle(kind, data)
 	}
 }
