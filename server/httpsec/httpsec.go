@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -51,13 +52,20 @@ func NewHostPolicy(public []string) (HostPolicy, error) {
 	p := HostPolicy{names: map[string]bool{}}
 	for _, n := range public {
 		c := canonical(n)
-		if c == "" || strings.ContainsAny(c, ":/@ ") || net.ParseIP(c) != nil {
-			return HostPolicy{}, fmt.Errorf("public host %q: want a host name without a port (addresses are always allowed)", n)
+		switch {
+		case strings.Contains(c, "*"):
+			return HostPolicy{}, fmt.Errorf("public host %q: a name, not a pattern: give each name the class opens (--public-host is repeatable)", n)
+		case c == "" || net.ParseIP(c) != nil || !hostName.MatchString(c):
+			return HostPolicy{}, fmt.Errorf("public host %q: want a host name (letters, digits, - and _ between dots) without a port (addresses are always allowed)", n)
 		}
 		p.names[c] = true
 	}
 	return p, nil
 }
+
+// hostName is a DNS name as a browser sends it in Host: labels of
+// letters, digits, - and _ (which some LAN names have), separated by dots.
+var hostName = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$`)
 
 // Names returns the public names, sorted.
 func (p HostPolicy) Names() []string {

@@ -33,9 +33,15 @@ func TestHostPolicy(t *testing.T) {
 	} {
 		assert.Equal(t, want, p.Allow(host), host)
 	}
-	for _, bad := range []string{"host:80", "10.0.0.1", "", "a/b", "user@host"} {
+	for _, bad := range []string{"host:80", "10.0.0.1", "", "a/b", "user@host", "*.example", "a..b", "-a.example", "a b"} {
 		_, err := NewHostPolicy([]string{bad})
 		assert.Error(t, err, bad)
+	}
+	_, err = NewHostPolicy([]string{"*.example"})
+	assert.ErrorContains(t, err, "not a pattern")
+	for _, good := range []string{"ringlab", "lab_1.school.test", "x-1.example"} {
+		_, err := NewHostPolicy([]string{good})
+		assert.NoError(t, err, good)
 	}
 }
 

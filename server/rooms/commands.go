@@ -18,6 +18,11 @@ type Validator func(cmd json.RawMessage) (json.RawMessage, error)
 // ScenarioValidator checks a room's scenario and returns it in canonical form.
 type ScenarioValidator func(scenario json.RawMessage) (json.RawMessage, error)
 
+// MinRoomSpeed is the slowest a play command may run a room: the page's
+// slowest speed, an event a second. Slower (1e-300) stops the world in
+// every browser as surely as a pause, without saying so.
+const MinRoomSpeed = 1
+
 // DefaultValidator checks a command with the playground's one codec
 // (play.ParseCommand: preset, set, play, pause, step, seek, tutorial_step
 // and tutorial_reveal, their fields and a room's limits) and returns its
@@ -29,6 +34,9 @@ func DefaultValidator(raw json.RawMessage) (json.RawMessage, error) {
 			return nil, wsmsg.Errorf(e.Code, e.Field, "%s", e.Msg)
 		}
 		return nil, wsmsg.Errorf(wsmsg.CodeInternal, "", "%v", err)
+	}
+	if p, ok := in.(play.Play); ok && p.Speed != 0 && !(p.Speed >= MinRoomSpeed) {
+		return nil, wsmsg.Errorf(wsmsg.CodeOutOfRange, "speed", "speed is events per second of wall time, from %d to %d (or none: the speed the room has), got %g", MinRoomSpeed, play.MaxRoomSpeed, p.Speed)
 	}
 	b, err := play.EncodeCommand(in)
 	if err != nil {

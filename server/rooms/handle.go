@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"ringlab/play"
 	"ringlab/server/wsmsg"
 )
 
@@ -221,8 +222,11 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 		case !digestPattern.MatchString(b.Digest):
 			m.reply(wsmsg.Errorf(wsmsg.CodeBadField, "digest", "digest is up to 64 lower-case hex digits"))
 			return
-		case b.TNs < 0 || b.Speed < 0 || b.Speed > 1e9:
-			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "", "t_ns and speed are not negative"))
+		case b.TNs < 0:
+			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "t_ns", "t_ns is not negative"))
+			return
+		case b.Speed != 0 && !(b.Speed >= MinRoomSpeed && b.Speed <= play.MaxSpeed):
+			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "speed", "speed is 0 or from %d to %g events a second", MinRoomSpeed, float64(play.MaxSpeed)))
 			return
 		}
 		rm.relayBeacon(b)

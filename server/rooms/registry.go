@@ -240,6 +240,7 @@ type Registry struct {
 	quit        chan struct{}
 	janitorDone chan struct{}
 	refusals    *ratelimit.Throttle
+	storeErrors *ratelimit.Throttle // of their log lines
 	qr          qrCache
 }
 
@@ -277,6 +278,7 @@ func New(opts Options) (*Registry, error) {
 		quit:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
 		refusals:    ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
+		storeErrors: ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
 	}
 	if opts.Store != nil {
 		loaded, err := opts.Store.Load()
@@ -337,6 +339,27 @@ func (r *Registry) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/rooms/{id}", r.handleInfo)
 	mux.HandleFunc("GET /api/rooms/{id}/qr.png", r.handleQR)
 	mux.HandleFunc("GET /ws/room/{id}", r.handleWS)
+	// Other methods of the same paths: 405 (204 for OPTIONS) with the
+	// methods each takes, not the page's files' GET and HEAD.
+	for path, allow := range map[string]string{
+		"/api/rooms":             "OPTIONS, POST",
+		"/api/rooms/{id}":        "GET, HEAD, OPTIONS",
+		"/api/rooms/{id}/qr.png": "GET, HEAD, OPTIONS",
+		"/ws/room/{id}":          "GET",
+	} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, req *http.Request) { methods(w, req, allow) })
+	}
+}
+
+// methods answers a method a path does not take: OPTIONS with 204, any
+// other with 405, both with the methods it takes.
+func methods(w http.ResponseWriter, req *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	if req.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	httpError(w, http.StatusMethodNotAllowed, wsmsg.Errorf(wsmsg.CodeBadState, "", "%s takes %s, not %s", req.URL.Path, allow, req.Method))
 }
 
 // SetJoinBases tells the registry the base URLs students reach the server
@@ -671,18 +694,27 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	id, token, err := r.Create(remoteHost(req), scenario)
-	if err != nil {
-		status := http.StatusServiceUnavailable
-		if errors.Is(err, ErrLimit) {
-			status = http.StatusTooManyRequests
-			r.mu.Lock()
-			if len(r.rooms) >= r.lim.MaxRooms {
-				status = http.StatusServiceUnavailable
-			}
-			r.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrLimit):
+		status := http.StatusTooManyRequests
+		r.mu.Lock()
+		if len(r.rooms) >= r.lim.MaxRooms {
+			status = http.StatusServiceUnavailable
 		}
+		r.mu.Unlock()
 		r.logRefusal("room creation refused", "remote", req.RemoteAddr, "err", err)
 		httpError(w, status, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "%v; try again when a room has expired", err))
+		return
+	case errors.Is(err, ErrClosed):
+		httpError(w, http.StatusServiceUnavailable, wsmsg.Errorf(wsmsg.CodeUnavailable, "", "%v", err))
+		return
+	case err != nil:
+		// The store's: a full disk, a directory gone read-only. The
+		// server's operator has to act, not the instructor wait.
+		if ok, more := r.storeErrors.Allow(time.Now()); ok {
+			r.log.Error("room creation failed: the room could not be stored", "remote", req.RemoteAddr, "err", err, "failed_since_last_line", more)
+		}
+		httpError(w, http.StatusInsufficientStorage, wsmsg.Errorf(wsmsg.CodeInternal, "", "the server could not store the room (its log says why): tell whoever runs it; waiting will not help"))
 		return
 	}
 	urls := r.joinURLs(req, id)
