@@ -56,7 +56,7 @@
     retries: 0,        // reconnections tried since the last welcome
     reconnects: 0,     // welcomes after the first (for tests and the curious)
     gone: false,       // the room no longer exists: no more reconnecting
-    roster: [],        // the instructor's: [{name, state, applied, tutorial, step, revealed}]
+    roster: [],        // the instructor's: [{client, name, state, applied, tutorial, step, revealed}]
     predictions: [],   // [{tutorial, step, question, count, answers: [{answer, count}]}]
     shared: null,      // a student's: the distribution the instructor showed
     toasts: 0,         // toasts shown (for tests)
@@ -143,7 +143,7 @@
       </div>
       <div id="ws-roster-box" hidden>
         <h3>Roster: <span id="ws-roster-sum" class="note">no students yet</span></h3>
-        <table id="ws-roster" hidden><thead><tr><th>student</th><th>state</th><th>command</th><th>tutorial step</th><th>revealed</th></tr></thead><tbody></tbody></table>
+        <table id="ws-roster" hidden><thead><tr><th>student</th><th>state</th><th>command</th><th>tutorial step</th><th>revealed</th><th></th></tr></thead><tbody></tbody></table>
       </div>
       <div id="ws-predictions" hidden></div>
     </div>
@@ -370,8 +370,9 @@
       ws.closed = true;
       ws.conn = null;
       render();
-      // The room said it is over (expired, full): nothing to come back to.
-      if (/expired|full/.test(e.reason || "")) {
+      // The room said it is over (expired, full) or the instructor
+      // removed this student: nothing to come back to.
+      if (/expired|full|removed/.test(e.reason || "")) {
         ws.gone = true;
         status(`Disconnected from room ${room}: ${e.reason} (code ${e.code}).`, "error");
         return;
@@ -641,6 +642,19 @@
         if (i === 1) td.className = "st-" + s.state;
         tr.appendChild(td);
       });
+      // Remove: the student leaves the room and may not join again under
+      // this id (a page that put fake names on the roster, say).
+      const td = document.createElement("td");
+      if (s.client) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "ws-remove";
+        b.textContent = "remove";
+        b.title = `take ${s.name} out of the room`;
+        b.addEventListener("click", () => sendRoom({ type: "remove", client: s.client }));
+        td.appendChild(b);
+      }
+      tr.appendChild(td);
       tb.appendChild(tr);
     }
     $("ws-roster").hidden = ws.roster.length === 0;

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/internal/wstest"
+	"ringlab/server/wsmsg"
 )
 
 // classMsg is a roster, predictions or beacon message, decoded loosely.
@@ -312,4 +313,77 @@ func TestTwoHundredStudents(t *testing.T) {
 		return true
 	})
 	t.Logf("the roster of %d students in step %v after their statuses", students, time.Since(start).Round(time.Millisecond))
+}
+
+// TestInstructorRemovesAStudent: remove closes the student's connection,
+// drops its entry and answers, and keeps its id out of the room.
+func TestInstructorRemovesAStudent(t *testing.T) {
+	f := newFixture(t, Options{})
+	cr := f.create(t, "")
+	inst := f.dial(t, cr.Room)
+	join(t, inst, RoleInstructor, cr.InstructorToken)
+	stu := f.dial(t, cr.Room)
+	send(t, stu, `{"type":"join","role":"student","client":"abc","name":"fake"}`)
+	readUntil(t, stu, typeWelcome)
+	send(t, stu, `{"type":"predict","tutorial":"descriptor-journey","step":2,"question":0,"answer":"x"}`)
+	require.Eventually(t, func() bool {
+		rm := f.reg.lookup(cr.Room)
+		rm.mu.Lock()
+		defer rm.mu.Unlock()
+		return len(rm.predictions) == 1
+	}, 5*time.Second, 10*time.Millisecond)
+
+	send(t, stu, `{"type":"remove","client":"abc"}`)
+	assert.Equal(t, wsmsg.CodeForbidden, readUntil(t, stu, "error").Code, "a student removes nobody")
+	send(t, inst, `{"type":"remove","client":"abc"}`)
+	assert.Equal(t, websocket.ClosePolicyViolation, readClose(t, stu).Code)
+	rm := f.reg.lookup(cr.Room)
+	rm.mu.Lock()
+	for _, a := range rm.predictions {
+		assert.Empty(t, a, "its answers went")
+	}
+	assert.Empty(t, rm.gone, "and its roster entry")
+	rm.mu.Unlock()
+
+	again := f.dial(t, cr.Room)
+	send(t, again, `{"type":"join","role":"student","client":"abc"}`)
+	assert.Equal(t, wsmsg.CodeForbidden, readUntil(t, again, "error").Code, "its id may not join again")
+	send(t, inst, `{"type":"remove","client":"nobody"}`)
+	assert.Equal(t, wsmsg.CodeNotFound, readUntil(t, inst, "error").Code)
+}
+
+// TestRosterHoldsAnAddressToItsStudentsAtOnce: students of one address
+// that leave stay on the roster as gone up to the most it had at once; a
+// page joining again and again under new ids keeps one entry.
+func TestRosterHoldsAnAddressToItsStudentsAtOnce(t *testing.T) {
+	f := newFixture(t, Options{})
+	cr := f.create(t, "")
+	var class []*websocket.Conn
+	for i := range 3 {
+		c := f.dial(t, cr.Room)
+		send(t, c, fmt.Sprintf(`{"type":"join","role":"student","client":"s%d"}`, i))
+		readUntil(t, c, typeWelcome)
+		class = append(class, c)
+	}
+	rm := f.reg.lookup(cr.Room)
+	goneCount := func(n int) func() bool {
+		return func() bool { rm.mu.Lock(); defer rm.mu.Unlock(); return len(rm.gone) == n }
+	}
+	for _, c := range class[:2] {
+		c.Close()
+	}
+	require.Eventually(t, goneCount(2), 5*time.Second, 10*time.Millisecond, "two of three left: both stay as gone")
+	class[2].Close()
+	require.Eventually(t, goneCount(3), 5*time.Second, 10*time.Millisecond)
+	for i := range 20 {
+		c := f.dial(t, cr.Room)
+		send(t, c, fmt.Sprintf(`{"type":"join","role":"student","client":"new%d"}`, i))
+		readUntil(t, c, typeWelcome)
+		c.Close()
+		require.Eventually(t, func() bool { rm.mu.Lock(); defer rm.mu.Unlock(); return rm.students == 0 }, 5*time.Second, 10*time.Millisecond)
+	}
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	assert.Len(t, rm.gone, 3, "the address had three students at once: three entries, the newest")
+	assert.Contains(t, rm.gone, "new19")
 }

@@ -34,7 +34,7 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 		r.join(rm, m, data)
 	case typeCommand:
 		r.command(rm, m, data)
-	case typeBeacon, typeStatus, typePredict, typeShare:
+	case typeBeacon, typeStatus, typePredict, typeShare, typeRemove:
 		r.side(rm, m, typ, data)
 	case typePing:
 		var p pingMsg
@@ -44,7 +44,7 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 		}
 		m.peer.Send(mustMarshal(pongMsg{Type: typePong}))
 	default:
-		m.reply(wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown message type %q; /ws/room takes join, command, beacon, status, predict, share_predictions and ping", typ))
+		m.reply(wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown message type %q; /ws/room takes join, command, beacon, status, predict, share_predictions, remove and ping", typ))
 	}
 	return m.role != ""
 }
@@ -187,6 +187,7 @@ func (r *Registry) commit(rm *room, cmd json.RawMessage) *wsmsg.Error {
 // What join's client and name may be.
 var (
 	clientPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	rosterClient  = regexp.MustCompile(`^#?[A-Za-z0-9_-]{1,32}$`)  // a page's, or one the room gave (#N)
 	namePattern   = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`) // a tutorial's
 	digestPattern = regexp.MustCompile(`^[0-9a-f]{0,64}$`)
 )
@@ -204,7 +205,7 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 		return
 	}
 	want := RoleStudent
-	if typ == typeBeacon || typ == typeShare {
+	if typ == typeBeacon || typ == typeShare || typ == typeRemove {
 		want = RoleInstructor
 	}
 	if m.role != want {
@@ -212,6 +213,15 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 		return
 	}
 	switch typ {
+	case typeRemove:
+		var rmv removeMsg
+		if err := wsmsg.Strict(data, &rmv); err != nil {
+			m.reply(wsmsg.AsError(err))
+			return
+		}
+		if !rosterClient.MatchString(rmv.Client) || !rm.remove(rmv.Client) {
+			m.reply(wsmsg.Errorf(wsmsg.CodeNotFound, "client", "no student %q in this room (client is a roster entry's)", rmv.Client))
+		}
 	case typeBeacon:
 		var b beaconMsg
 		if err := wsmsg.Strict(data, &b); err != nil {

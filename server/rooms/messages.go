@@ -19,6 +19,8 @@ const (
 	typeShare       = "share_predictions"
 	typeRoster      = "roster"
 	typePredictions = "predictions"
+	// Since issue #27: the instructor removes a student.
+	typeRemove = "remove"
 )
 
 // Roles a client may join as.
@@ -40,6 +42,12 @@ type (
 		// Name is what the instructor's roster shows.
 		Client *string `json:"client"`
 		Name   *string `json:"name"`
+	}
+	// removeMsg is the instructor's: the student whose roster entry has
+	// this client leaves the room and may not join again.
+	removeMsg struct {
+		Type   string `json:"type"`
+		Client string `json:"client"`
 	}
 	// beaconMsg is the instructor's periodic word on where the room
 	// stands: after command Seq, pane A at TNs has digest Digest (empty
@@ -107,6 +115,18 @@ type (
 		Instructors int             `json:"instructors"`
 		Limits      roomLimits      `json:"limits"`
 	}
+	// welcomeHead is welcomeMsg without its log, which join writes
+	// after it (shared by every joiner): the same message on the wire.
+	welcomeHead struct {
+		Type        string          `json:"type"`
+		Room        string          `json:"room"`
+		You         string          `json:"you"`
+		Scenario    json.RawMessage `json:"scenario"`
+		Since       uint64          `json:"since"`
+		Students    int             `json:"students"`
+		Instructors int             `json:"instructors"`
+		Limits      roomLimits      `json:"limits"`
+	}
 	commandOut struct {
 		Type string          `json:"type"`
 		Seq  uint64          `json:"seq"`
@@ -167,6 +187,7 @@ func mustMarshal(v any) []byte {
 
 // RosterEntry is one student as the instructor's roster shows it.
 type RosterEntry struct {
+	Client   string `json:"client"` // the page's id: what remove names
 	Name     string `json:"name"`
 	State    string `json:"state"` // following, detached, resyncing, replaying, lagging, gone
 	Applied  uint64 `json:"applied"`

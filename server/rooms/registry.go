@@ -298,10 +298,7 @@ func New(opts Options) (*Registry, error) {
 		for i, s := range loaded.Rooms {
 			rm := newRoom(s, r.lim, now)
 			rm.clock = opts.Now
-			rm.log = loaded.Logs[i]
-			for _, e := range rm.log {
-				rm.logBytes += len(e.Cmd)
-			}
+			rm.setLog(loaded.Logs[i])
 			r.rooms[s.ID] = rm
 			r.byAddr[s.Creator]++
 		}
@@ -776,7 +773,7 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 		r.logRefusal("room websocket refused", "remote", req.RemoteAddr, "origin", req.Header.Get("Origin"), "err", err)
 		return
 	}
-	m := &member{bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
+	m := &member{addr: addr, bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
 	m.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, MailboxLen: mailboxLen, WriteWait: r.lim.WriteWait,
 		Ping: func() bool { return r.allow(m) }})
 	r.mu.Lock()

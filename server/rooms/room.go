@@ -21,6 +21,7 @@ import (
 // member is one connection to a room.
 type member struct {
 	peer *wspeer.Peer
+	addr string // the remote address
 
 	// Owned by the reader goroutine.
 	bucket     *ratelimit.Bucket
@@ -50,10 +51,17 @@ type room struct {
 	cmdMu sync.Mutex
 	work  workBucket // guarded by cmdMu
 
-	mu          sync.Mutex
-	closed      bool // expired or shut down: no more joins
-	log         []Entry
-	logBytes    int
+	mu       sync.Mutex
+	closed   bool // expired or shut down: no more joins
+	log      []Entry
+	logBytes int
+	// logJSON is the log's entries in JSON, comma-separated, entry i from
+	// logOffsets[i]: the welcome's log from any seq is a slice of it,
+	// shared by every joiner. Bytes once written never change (appends
+	// go past every slice handed out).
+	logJSON     []byte
+	logOffsets  []int
+	logErr      error // an entry that is not JSON: joins are refused
 	members     map[*member]struct{}
 	students    int
 	instructors int
@@ -65,6 +73,11 @@ type room struct {
 	joinedCount int                               // students who ever joined (their default names)
 	gone        map[string]RosterEntry            // students who left, by client, for the roster
 	goneOrder   []string                          // oldest first
+	goneFrom    map[string]string                 // the address each gone student was at
+	live        map[string]int                    // student connections now, by address
+	peak        map[string]int                    // the most there were at once, by address
+	removed     map[string]bool                   // clients the instructor removed: they may not join again
+	removedList []string                          // oldest first
 	predictions map[questionKey]map[string]string // answers by client
 	predOrder   []questionKey
 	rosterDue   *time.Timer // a roster is scheduled for the instructors
@@ -87,6 +100,10 @@ func newRoom(s StoredRoom, lim Limits, now time.Time) *room {
 		id: s.ID, tokenHash: s.TokenHash, scenario: s.Scenario, creator: s.Creator, lim: lim,
 		members:     map[*member]struct{}{},
 		gone:        map[string]RosterEntry{},
+		goneFrom:    map[string]string{},
+		live:        map[string]int{},
+		peak:        map[string]int{},
+		removed:     map[string]bool{},
 		predictions: map[questionKey]map[string]string{},
 		clock:       time.Now,
 		lastCommand: active, lastLeft: active,
@@ -115,6 +132,9 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 		if r.students >= r.lim.MaxStudents {
 			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "room %s is full: %d students is the limit", r.id, r.lim.MaxStudents)
 		}
+		if client != "" && r.removed[client] {
+			return wsmsg.Errorf(wsmsg.CodeForbidden, "", "the instructor removed this student from room %s", r.id)
+		}
 		r.students++
 		r.joinedCount++
 		if client == "" {
@@ -126,6 +146,9 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 		m.client, m.name = client, name
 		m.status = statusMsg{State: "replaying"}
 		r.forgetGoneLocked(client)
+		r.live[m.addr]++
+		r.peak[m.addr] = max(r.peak[m.addr], r.live[m.addr])
+		r.trimGoneLocked(m.addr)
 	case RoleInstructor:
 		if r.instructors >= r.lim.MaxInstructors {
 			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "room %s has %d instructor connections already, the limit", r.id, r.lim.MaxInstructors)
@@ -137,20 +160,24 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 	if since > uint64(len(r.log)) {
 		since = 0 // a log this room does not have: the whole of it
 	}
-	log := r.log[since:]
-	if log == nil {
-		log = []Entry{}
+	if r.logErr != nil { // a log the store let through that is not JSON: not for a panic
+		r.removeLocked(m)
+		return wsmsg.Errorf(wsmsg.CodeInternal, "", "room %s: its log cannot be sent: %v", r.id, r.logErr)
 	}
-	welcome, err := json.Marshal(welcomeMsg{Type: typeWelcome, Room: r.id, You: role, Scenario: r.scenario, Since: since, Log: log,
+	// The welcome is its own head, then the log's JSON from since, which
+	// every joiner shares (a late joiner's welcome costs the server its
+	// head, not a copy of the log), then the end.
+	head := mustMarshal(welcomeHead{Type: typeWelcome, Room: r.id, You: role, Scenario: r.scenario, Since: since,
 		Students: r.students, Instructors: r.instructors, Limits: roomLimits{
 			MaxStudents: r.lim.MaxStudents, CommandsPerSecond: r.lim.CommandsPerSecond,
 			MaxLogEntries: r.lim.MaxLogEntries, MaxCommandBytes: r.lim.MaxCommandBytes,
 			MaxCommandWork: r.lim.MaxCommandWork, MaxReplayWork: r.lim.MaxReplayWork}})
-	if err != nil { // a log the store let through that is not JSON: not for a panic
-		r.removeLocked(m)
-		return wsmsg.Errorf(wsmsg.CodeInternal, "", "room %s: its log cannot be sent: %v", r.id, err)
+	head = append(head[:len(head)-1], `,"log":[`...)
+	var log []byte
+	if since < uint64(len(r.log)) {
+		log = r.logJSON[r.logOffsets[since]:len(r.logJSON):len(r.logJSON)]
 	}
-	if !m.peer.TrySend(welcome) {
+	if !m.peer.TrySendParts(head, log, []byte("]}")) {
 		r.dropLocked(m)
 		return nil
 	}
@@ -184,19 +211,34 @@ func (r *room) removeLocked(m *member) {
 	switch m.role {
 	case RoleStudent:
 		r.students--
+		if r.live[m.addr]--; r.live[m.addr] <= 0 {
+			delete(r.live, m.addr)
+		}
 		for o := range r.members {
 			if o.client == m.client {
 				return // the same page joined again already
 			}
 		}
+		if r.removed[m.client] {
+			r.dropAnswersLocked(m.client)
+			return
+		}
 		e := r.entryLocked(m, time.Time{})
 		e.State = "gone"
 		r.forgetGoneLocked(m.client)
 		r.gone[m.client] = e
+		r.goneFrom[m.client] = m.addr
 		r.goneOrder = append(r.goneOrder, m.client)
+		r.trimGoneLocked(m.addr)
 		for len(r.goneOrder) > r.lim.MaxStudents {
-			delete(r.gone, r.goneOrder[0])
-			r.goneOrder = r.goneOrder[1:]
+			r.dropGoneLocked(r.goneOrder[0])
+		}
+		if len(r.peak) > 4*r.lim.MaxStudents { // addresses long gone
+			for a := range r.peak {
+				if r.live[a] == 0 {
+					delete(r.peak, a)
+				}
+			}
 		}
 	case RoleInstructor:
 		r.instructors--
@@ -238,8 +280,7 @@ func (r *room) nextSeq() uint64 {
 func (r *room) append(e Entry, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.log = append(r.log, e)
-	r.logBytes += len(e.Cmd)
+	r.appendLogLocked(e)
 	r.lastCommand = now
 	r.broadcastLocked(mustMarshal(commandOut{Type: typeCommand, Seq: e.Seq, Cmd: e.Cmd}))
 	for m := range r.members {
@@ -248,6 +289,35 @@ func (r *room) append(e Entry, now time.Time) {
 		}
 	}
 	r.rosterLocked()
+}
+
+// appendLogLocked adds e to the log and its JSON to the welcome's.
+func (r *room) appendLogLocked(e Entry) {
+	r.log = append(r.log, e)
+	r.logBytes += len(e.Cmd)
+	if r.logErr != nil {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		r.logErr = fmt.Errorf("command %d: %w", e.Seq, err)
+		return
+	}
+	if len(r.logJSON) > 0 {
+		r.logJSON = append(r.logJSON, ',')
+	}
+	r.logOffsets = append(r.logOffsets, len(r.logJSON))
+	r.logJSON = append(r.logJSON, b...)
+}
+
+// setLog replaces the log (a restored room's).
+func (r *room) setLog(log []Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log, r.logBytes, r.logJSON, r.logOffsets, r.logErr = nil, 0, nil, nil, nil
+	for _, e := range log {
+		r.appendLogLocked(e)
+	}
 }
 
 // broadcastLocked queues msg for every member; a member whose queue is full
@@ -384,18 +454,98 @@ func (r *room) questionLocked(k questionKey) QuestionPredicted {
 	return q
 }
 
+// forgetGoneLocked takes client off the gone students (it is back); its
+// answers stay.
 func (r *room) forgetGoneLocked(client string) {
 	if _, ok := r.gone[client]; !ok {
 		return
 	}
 	delete(r.gone, client)
+	delete(r.goneFrom, client)
 	r.goneOrder = slices.DeleteFunc(r.goneOrder, func(c string) bool { return c == client })
+}
+
+// dropGoneLocked forgets a gone student, its answers too.
+func (r *room) dropGoneLocked(client string) {
+	r.forgetGoneLocked(client)
+	r.dropAnswersLocked(client)
+}
+
+func (r *room) dropAnswersLocked(client string) {
+	for _, answers := range r.predictions {
+		delete(answers, client)
+	}
+}
+
+// trimGoneLocked holds what an address has on the roster and in the
+// predictions to one entry per student it had in the room at once: its
+// gone students are at most its peak less those in the room now (the
+// longest gone dropped first). A class behind one address that lost a
+// few keeps them; a page joining again and again under new ids keeps
+// one (issue 27: one address put 400 names on the roster that way, and
+// 799 of a question's 800 answers).
+func (r *room) trimGoneLocked(addr string) {
+	allowed := r.peak[addr] - r.live[addr]
+	n := 0
+	for _, c := range r.goneOrder {
+		if r.goneFrom[c] == addr {
+			n++
+		}
+	}
+	for i := 0; n > allowed && i < len(r.goneOrder); {
+		if c := r.goneOrder[i]; r.goneFrom[c] == addr {
+			r.dropGoneLocked(c)
+			n--
+			continue
+		}
+		i++
+	}
+}
+
+// remove takes a student off the room at the instructor's word: its
+// connections are closed, its roster entry and answers dropped, and its
+// client id may not join again. It reports false when the room has no
+// such student.
+func (r *room) remove(client string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	found := false
+	if _, ok := r.gone[client]; ok {
+		r.dropGoneLocked(client)
+		found = true
+	}
+	for m := range r.members {
+		if m.role == RoleStudent && m.client == client {
+			found = true
+		}
+	}
+	if !found {
+		return false
+	}
+	if !r.removed[client] {
+		r.removed[client] = true
+		r.removedList = append(r.removedList, client)
+		for len(r.removedList) > r.lim.MaxStudents {
+			delete(r.removed, r.removedList[0])
+			r.removedList = r.removedList[1:]
+		}
+	}
+	for m := range r.members {
+		if m.role == RoleStudent && m.client == client {
+			r.removeLocked(m)
+			m.peer.Abort(websocket.ClosePolicyViolation, "the instructor removed you from the room")
+		}
+	}
+	r.dropAnswersLocked(client)
+	r.presenceLocked()
+	r.rosterLocked()
+	return true
 }
 
 // entryLocked is m's roster entry at now (zero now: no lagging).
 func (r *room) entryLocked(m *member, now time.Time) RosterEntry {
 	st := m.status
-	e := RosterEntry{Name: m.name, State: st.State, Applied: st.Applied, Tutorial: st.Tutorial, Step: st.Step, Revealed: st.Revealed}
+	e := RosterEntry{Client: m.client, Name: m.name, State: st.State, Applied: st.Applied, Tutorial: st.Tutorial, Step: st.Step, Revealed: st.Revealed}
 	if !now.IsZero() && !m.behindSince.IsZero() && now.Sub(m.behindSince) >= LagAfter && st.State != "detached" {
 		e.State = "lagging"
 	}

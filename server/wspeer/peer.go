@@ -65,6 +65,7 @@ const (
 // closeCode is not zero, a close frame after which the writer stops.
 type outbound struct {
 	data      []byte
+	parts     [][]byte // or a text message of these, written one after the other
 	closeCode int
 	closeText string
 }
@@ -323,7 +324,37 @@ func (p *Peer) writeOutbound(m outbound, readerDone <-chan struct{}) bool {
 		p.writeClose(m.closeCode, m.closeText, readerDone)
 		return false
 	}
+	if m.parts != nil {
+		return p.writeParts(m.parts) == nil
+	}
 	return p.write(m.data) == nil
+}
+
+// writeParts writes one text message of parts, which are shared (with
+// other peers' queues): they are read, never kept nor changed.
+func (p *Peer) writeParts(parts [][]byte) error {
+	n := 0
+	for _, b := range parts {
+		n += len(b)
+	}
+	p.ws.SetWriteDeadline(time.Now().Add(p.deadline(n)))
+	w, err := p.ws.NextWriter(websocket.TextMessage)
+	if err == nil {
+		for _, b := range parts {
+			if _, err = w.Write(b); err != nil {
+				break
+			}
+		}
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		p.failed(err)
+		return err
+	}
+	p.sent.Add(1)
+	return nil
 }
 
 func (p *Peer) write(data []byte) error {
@@ -424,6 +455,24 @@ func (p *Peer) TrySend(data []byte) bool {
 	}
 	select {
 	case p.queue <- outbound{data: data}:
+		return true
+	default:
+		return false
+	}
+}
+
+// TrySendParts is TrySend of one text message made of parts, written one
+// after the other: a large part (a room's log) may be shared by many
+// peers' queues rather than copied into each message. The parts must not
+// change once queued.
+func (p *Peer) TrySendParts(parts ...[]byte) bool {
+	select {
+	case <-p.writerDone:
+		return false
+	default:
+	}
+	select {
+	case p.queue <- outbound{parts: parts}:
 		return true
 	default:
 		return false

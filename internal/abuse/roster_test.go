@@ -1,0 +1,155 @@
+package abuse
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// dialRoomFrom opens /ws/room/id from the local address local.
+func dialRoomFrom(s *server, id string, local *net.TCPAddr) (*websocket.Conn, error) {
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nd := net.Dialer{LocalAddr: local}
+		return nd.DialContext(ctx, network, addr)
+	}}
+	c, _, err := d.Dial(wsURL(s, "/ws/room/"+id), nil)
+	return c, err
+}
+
+// readUntilType reads c until a message of type typ, within d.
+func readUntilType(c *websocket.Conn, typ string, d time.Duration) (msg, error) {
+	c.SetReadDeadline(time.Now().Add(d))
+	defer c.SetReadDeadline(time.Time{})
+	for {
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			return msg{}, err
+		}
+		var head struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(data, &head)
+		if head.Type == typ || head.Type == "error" {
+			return msg{head.Type, data}, nil
+		}
+	}
+}
+
+type rosterEntry struct {
+	Client string `json:"client"`
+	Name   string `json:"name"`
+	State  string `json:"state"`
+}
+
+type question struct {
+	Count   int `json:"count"`
+	Answers []struct {
+		Answer string `json:"answer"`
+		Count  int    `json:"count"`
+	} `json:"answers"`
+}
+
+// settle reads the instructor's messages until quiet for a second and
+// returns the last roster and the last predictions' first question.
+func settle(t *testing.T, inst *member) ([]rosterEntry, question) {
+	var ro []rosterEntry
+	var q question
+	for {
+		select {
+		case x := <-inst.msgs:
+			switch x.Type {
+			case "roster":
+				ro = nil
+				require.NoError(t, json.Unmarshal(x.field("roster"), &ro))
+			case "predictions":
+				var qs []question
+				require.NoError(t, json.Unmarshal(x.field("questions"), &qs))
+				if len(qs) > 0 {
+					q = qs[0]
+				}
+			}
+		case <-time.After(1500 * time.Millisecond):
+			return ro, q
+		}
+	}
+}
+
+// TestRejoinFlood: one host joining a room again and again under new
+// client ids, naming itself and answering a question each time, while
+// three students of the class sit in the room and answer. The host keeps
+// a roster entry and an answer per connection it had at once however
+// often it comes back, and the instructor can remove it for good.
+func TestRejoinFlood(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	room, code := s.createRoom(`{"preset":"default"}`)
+	require.Equal(t, http.StatusCreated, code)
+	inst, _ := join(t, s, room, "instructor")
+	predict := `{"type":"predict","tutorial":"descriptor-journey","step":2,"question":0,"answer":"%s"}`
+	for i := 0; i < 3; i++ {
+		stu, _ := join(t, s, room, "student")
+		stu.send(json.RawMessage(fmt.Sprintf(predict, "a real answer")))
+	}
+	n := scale(60, 800)
+	start := time.Now()
+	refused := 0
+	var lastClient string
+	for i := 0; i < n; i++ {
+		c, err := dialRoomFrom(s, room.Room, attacker(0))
+		require.NoError(t, err)
+		lastClient = fmt.Sprintf("fake%d", i)
+		require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"type":"join","role":"student","client":%q,"name":"fake %d"}`, lastClient, i))))
+		if w, err := readUntilType(c, "welcome", 10*time.Second); err != nil || w.Type != "welcome" {
+			refused++
+			c.Close()
+			continue
+		}
+		require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(predict, "the attacker's"))))
+		c.WriteMessage(websocket.TextMessage, []byte(`{"type":"ping"}`))
+		readUntilType(c, "pong", 10*time.Second) // the prediction is in
+		c.Close()
+	}
+	took := time.Since(start)
+	ro, q := settle(t, inst)
+	fakes, theirs := 0, 0
+	for _, e := range ro {
+		if strings.HasPrefix(e.Name, "fake") {
+			fakes++
+		}
+	}
+	for _, a := range q.Answers {
+		if a.Answer == "the attacker's" {
+			theirs = a.Count
+		}
+	}
+	figure(t, "roster entries of one host rejoining", float64(fakes), fmt.Sprintf("after %d joins in %v", n, took.Round(time.Millisecond)), fmt.Sprintf("%d refused; %d entries in all", refused, len(ro)))
+	figure(t, "answers of one host rejoining", float64(theirs), fmt.Sprintf("of %d answers", q.Count), "three students of the class answered too")
+	// One entry per connection it had at once: two, as each new one
+	// joins before the server has seen the last one go.
+	assert.LessOrEqual(t, fakes, 2, "one roster entry per connection the host had at once")
+	assert.LessOrEqual(t, theirs, 2, "one answer per connection the host had at once")
+	assert.GreaterOrEqual(t, q.Count-theirs, 3, "the class's answers are all there")
+
+	// The instructor removes it; it does not come back under that id.
+	inst.send(json.RawMessage(fmt.Sprintf(`{"type":"remove","client":%q}`, lastClient)))
+	ro, _ = settle(t, inst)
+	for _, e := range ro {
+		assert.NotEqual(t, lastClient, e.Client, "removed from the roster")
+	}
+	c, err := dialRoomFrom(s, room.Room, attacker(0))
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"type":"join","role":"student","client":%q}`, lastClient))))
+	r, err := readUntilType(c, "welcome", 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "error", r.Type, "a removed student may not join again: %s", r.Raw)
+}
