@@ -458,9 +458,6 @@ func (h *Hub) reserve(c *client, key samplerKey) bool {
 		h.rates[c.addr] = m
 	}
 	if m[key] == 0 && len(m) >= MaxRatesPerAddr {
-		if len(m) == 0 {
-			delete(h.rates, c.addr)
-		}
 		return false
 	}
 	m[key]++

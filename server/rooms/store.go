@@ -71,6 +71,23 @@ type roomFile struct {
 	mu   sync.Mutex
 	f    *os.File
 	last uint64 // the seq of its last command
+	size int64  // the bytes of its whole records
+}
+
+// write appends b and fsyncs it; on failure (a full disk) the file is
+// cut back to its whole records, so that a record written in part, or
+// written and not known to be on disk, is not followed by the next one.
+func (rf *roomFile) write(b []byte) error {
+	_, err := rf.f.Write(b)
+	if err == nil {
+		err = rf.f.Sync()
+	}
+	if err != nil {
+		rf.f.Truncate(rf.size) // best effort: Load cuts a torn end too
+		return err
+	}
+	rf.size += int64(len(b))
+	return nil
 }
 
 // Damage is a room file Load set aside or repaired.
@@ -136,6 +153,9 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	var errs []error
 	for id, rf := range s.rooms {
+		if rf == nil {
+			continue // a Create under way
+		}
 		rf.mu.Lock()
 		errs = append(errs, rf.f.Close())
 		rf.mu.Unlock()
@@ -179,19 +199,27 @@ func (s *Store) Create(r StoredRoom) error {
 	}
 	data := frame(nil, append([]byte{kindRoom}, b...))
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.rooms[r.ID] != nil {
+	_, exists := s.rooms[r.ID]
+	if !exists {
+		s.rooms[r.ID] = nil // taken: written below, outside the lock
+	}
+	s.mu.Unlock()
+	if exists {
 		return fmt.Errorf("rooms store: room %s exists", r.ID)
 	}
 	path := s.file(r.ID)
-	if err := writeFileSync(path, data); err != nil {
-		return fmt.Errorf("rooms store: %w", err)
+	var f *os.File
+	err = writeFileSync(path, data)
+	if err == nil {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err != nil {
+		delete(s.rooms, r.ID)
 		return fmt.Errorf("rooms store: %w", err)
 	}
-	s.rooms[r.ID] = &roomFile{f: f}
+	s.rooms[r.ID] = &roomFile{f: f, size: int64(len(data))}
 	return nil
 }
 
@@ -243,10 +271,7 @@ func (s *Store) Append(id string, e Entry, at time.Time) error {
 	if e.Seq != rf.last+1 {
 		return fmt.Errorf("rooms store: room %s: command %d after %d", id, e.Seq, rf.last)
 	}
-	if _, err := rf.f.Write(commandRecord(e, at)); err != nil {
-		return fmt.Errorf("rooms store: room %s: %w", id, err)
-	}
-	if err := rf.f.Sync(); err != nil {
+	if err := rf.write(commandRecord(e, at)); err != nil {
 		return fmt.Errorf("rooms store: room %s: %w", id, err)
 	}
 	rf.last = e.Seq
@@ -271,10 +296,7 @@ func (s *Store) AppendLog(id string, cmds ...json.RawMessage) error {
 		seq++
 		b = append(b, commandRecord(Entry{Seq: seq, Cmd: c}, time.Now())...)
 	}
-	if _, err := rf.f.Write(b); err != nil {
-		return err
-	}
-	if err := rf.f.Sync(); err != nil {
+	if err := rf.write(b); err != nil {
 		return err
 	}
 	rf.last = seq
@@ -374,7 +396,7 @@ func (s *Store) loadOne(id string) (*StoredRoom, []Entry, *Damage) {
 		last = log[n-1].Seq
 	}
 	s.mu.Lock()
-	s.rooms[id] = &roomFile{f: f, last: last}
+	s.rooms[id] = &roomFile{f: f, last: last, size: int64(good)}
 	s.mu.Unlock()
 	return &room, log, dmg
 }
