@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// seedEnv sets the seed of the random damage.
+const seedEnv = "RINGLAB_ABUSE_SEED"
 
 // storeFiles lists the files of the rooms' store in a state directory,
 // whatever the build keeps them in (one database, or a file per room), in
@@ -103,12 +107,18 @@ func TestDamagedStore(t *testing.T) {
 	s.kill()
 	pristine := s.state
 	seed := time.Now().UnixNano()
-	t.Logf("seed %d", seed)
+	if v := os.Getenv(seedEnv); v != "" {
+		var err error
+		seed, err = strconv.ParseInt(v, 10, 64)
+		require.NoError(t, err, seedEnv)
+	}
+	t.Logf("seed %d (%s=%d repeats this run)", seed, seedEnv, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 27))
 
 	type outcome struct {
 		started, panicked, said bool
 		restored                int
+		log                     string
 	}
 	run := func(damage func(span storeSpan)) outcome {
 		dir := t.TempDir()
@@ -118,17 +128,18 @@ func TestDamagedStore(t *testing.T) {
 		err := srv.tryStart()
 		var o outcome
 		o.started = err == nil
-		log := srv.stderr.String()
-		o.panicked = strings.Contains(log, "panic:")
-		o.said = strings.Contains(log, "kept=")
 		if o.started {
 			for _, id := range ids {
 				if resp := get(t, srv, "/api/rooms/"+id, nil); resp.StatusCode == http.StatusOK {
 					o.restored++
 				}
 			}
-			srv.kill()
 		}
+		srv.kill() // and wait: its stderr is all read (it may lag the stdout that said it serves)
+		log := srv.stderr.String()
+		o.panicked = strings.Contains(log, "panic:")
+		o.said = strings.Contains(log, "kept=")
+		o.log = log
 		return o
 	}
 
@@ -150,7 +161,7 @@ func TestDamagedStore(t *testing.T) {
 		assert.False(t, o.panicked, "trial %d: no panic", i)
 		assert.GreaterOrEqual(t, o.restored, nRooms-flips, "trial %d: a flipped byte takes one room at most", i)
 		if o.restored < nRooms {
-			assert.True(t, o.said, "trial %d: what was set aside is said, and where it is kept", i)
+			assert.True(t, o.said, "trial %d: what was set aside is said, and where it is kept: %s", i, o.log)
 		}
 	}
 	figure(t, "stores with flipped bytes the server started on", float64(started), fmt.Sprintf("of %d", trials),
