@@ -5,8 +5,13 @@
 // tab holds, loose JSON, captured commands, DNS rebinding, clients that
 // refuse gzip, refusal log floods, labs built by subscribers, the CLI's
 // inputs (a large file, a FIFO, a looping XDP object, the largest trace)
-// and a SIGKILL mid-tutorial. Each test logs FIGURE lines (the figures
-// the note quotes) and holds the bound the fix sets.
+// and a SIGKILL mid-tutorial; and those of issue 27: idle keep-alive
+// connections past the file descriptors, a damaged store, ping floods,
+// a sampler per (source, rate) pair, QR codes by the thousand, silent
+// joiners of a long log, a page rejoining under new ids, the small
+// protocol slips, and SIGKILLs while commands flow. Each test logs
+// FIGURE lines (the figures the note quotes) and holds the bound the fix
+// sets.
 //
 // Every loop is bounded in count and time. `make test` runs the short
 // form (tens of connections, seconds); `make abuse` (RINGLAB_ABUSE=full)
