@@ -268,3 +268,22 @@ func TestVhostDropsAFrameTooBigForItsBuffer(t *testing.T) {
 		})
 	}
 }
+
+// XDP in big mode: virtnet_xdp_set attaches the program (CTRL_GUEST_OFFLOADS
+// turns the guest offloads off), and receive_big never runs it, on every
+// kernel: an xdp_drop program drops nothing and sees nothing, and every
+// packet goes up the stack.
+func TestXDPInBigModeNeverRuns(t *testing.T) {
+	w := preset(t, "default", func(s *scenario.Scenario) {
+		s.Features.MrgRxbuf, s.Features.GuestGSO = false, true
+		s.Driver.BufferSource, s.Driver.DMA = scenario.SourcePage, scenario.DMARing
+		s.RingSize = 256
+		s.XDP = &scenario.XDP{Program: "xdp_drop"}
+	})
+	require.Equal(t, scenario.ModeBig, w.Scenario.Mode())
+	require.NoError(t, w.RunPackets(2000))
+	assert.GreaterOrEqual(t, counter(t, w, "rx_packets"), uint64(2000))
+	assert.Zero(t, counter(t, w, "rx_xdp_packets"), "receive_big runs no program")
+	assert.Zero(t, counter(t, w, "rx_xdp_drops"))
+	assert.Equal(t, counter(t, w, "rx_packets"), counter(t, w, "stack_delivered"), "everything passes up")
+}

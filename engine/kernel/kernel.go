@@ -110,6 +110,12 @@ func (v Version) AtLeast(o Version) bool { return !v.Less(o) }
 // Behaviours are the dated behaviours of one version, each true when the
 // version has it.
 type Behaviours struct {
+	// XDPClearsGuestGSO: attaching XDP with guest GSO negotiated (TSO4,
+	// TSO6, ECN, UFO) turns the guest's offloads off when
+	// CTRL_GUEST_OFFLOADS is negotiated; before, it is refused ("can't
+	// set XDP while host is implementing LRO"; 3f93522ffab2, read absent
+	// at 4.10 and present at 4.15).
+	XDPClearsGuestGSO bool
 	// IOMMUCachingModeStrict: an emulated intel-iommu in caching mode
 	// makes the guest's DMA domains strict, no flush queue
 	// (29b32839725f "iommu/vt-d: Do not use flush-queue when
@@ -292,6 +298,7 @@ type Change struct {
 // Changes is the table, oldest first.
 func Changes() []Change {
 	return []Change{
+		{Name: "XDPClearsGuestGSO", From: Version{Major: 4, Minor: 15}, What: "attaching XDP with guest GSO negotiated turns the guest's offloads off through CTRL_GUEST_OFFLOADS instead of refusing", Function: "virtnet_xdp_set (drivers/net/virtio_net.c)"},
 		{Name: "CpumapLocklessConsume", From: Version{Major: 4, Minor: 15}, Off: Version{Major: 5, Minor: 2}, On: Version{Major: 5, Minor: 9}, What: "the cpumap kthread consumes its ptr_ring without the consumer lock", Function: "cpu_map_kthread_run (kernel/bpf/cpumap.c)"},
 		{Name: "XDPClearsGuestCsum", From: Version{Major: 5, Minor: 0}, What: "attaching XDP needs CTRL_GUEST_OFFLOADS when GUEST_CSUM is negotiated, and turns GUEST_CSUM off: passed packets are checksummed in software", Function: "virtnet_xdp_set (drivers/net/virtio_net.c)"},
 		{Name: "IOMMUCachingModeStrict", From: Version{Major: 5, Minor: 11}, What: "an emulated intel-iommu in caching mode makes the guest's DMA unmaps strict: no flush queue", Function: "intel_iommu_init (drivers/iommu/intel/iommu.c)"},
@@ -346,6 +353,8 @@ func (v Version) Behaviours() Behaviours {
 			continue
 		}
 		switch c.Name {
+		case "XDPClearsGuestGSO":
+			b.XDPClearsGuestGSO = true
 		case "IOMMUCachingModeStrict":
 			b.IOMMUCachingModeStrict = true
 		case "PageToSKBBuild":

@@ -64,7 +64,8 @@ func TestBehavioursByVersion(t *testing.T) {
 		require.NoError(t, err)
 		return k.Behaviours()
 	}
-	assert.Equal(t, Behaviours{CpumapLocklessConsume: true}, on("4.17"), "4.17 has only cpumap's lockless consumer (4.15)")
+	assert.Equal(t, Behaviours{CpumapLocklessConsume: true, XDPClearsGuestGSO: true}, on("4.17"), "4.17 has only cpumap's lockless consumer and XDP's clearing of guest GSO (4.15)")
+	assert.False(t, on("4.14").XDPClearsGuestGSO, "4.14 refuses XDP with guest GSO")
 	assert.False(t, on("4.14").CpumapLocklessConsume, "no cpumap before 4.15")
 	assert.True(t, on("4.15").CpumapLocklessConsume)
 	assert.True(t, on("5.1").CpumapLocklessConsume)

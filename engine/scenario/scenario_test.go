@@ -32,7 +32,9 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		{"frame too small", `{"traffic": {"size": 20}}`, "traffic.size"},
 		{"one bad size in a list", `{"traffic": {"sizes": [64, 128, 99999]}}`, "traffic.sizes[2]"},
 		{"consumer cpu out of range", `{"consumer": {"cpu": 3}}`, "consumer.cpu"},
-		{"xdp in big mode", `{"features": {"mrg_rxbuf": false}, "mtu": 9000, "driver": {"buffer_source": "page", "dma": "ring"}, "xdp": {"program": "xdp_drop"}}`, "xdp"},
+		{"xdp with an MTU past a page", `{"features": {"mrg_rxbuf": false}, "mtu": 9000, "driver": {"buffer_source": "page", "dma": "ring"}, "xdp": {"program": "xdp_drop"}}`, "mtu: 9000: virtnet_xdp_set"},
+		{"xdp with guest gso and no ctrl_guest_offloads", `{"features": {"mrg_rxbuf": false, "guest_gso": true, "ctrl_guest_offloads": false, "guest_csum": false}, "driver": {"buffer_source": "page", "dma": "ring"}, "xdp": {"program": "xdp_drop"}}`, "features.guest_gso"},
+		{"xdp with guest gso before 4.15", `{"kernel": "4.14", "features": {"mrg_rxbuf": false, "guest_gso": true, "guest_csum": false}, "driver": {"buffer_source": "page", "dma": "ring"}, "xdp": {"program": "xdp_drop"}}`, "features.guest_gso"},
 		{"page_pool in big mode", `{"features": {"mrg_rxbuf": false, "guest_gso": true}}`, "driver.buffer_source"},
 		{"cpumap cpu out of range", `{"xdp": {"program": "xdp_redirect_cpu", "cpumap_cpus": [4]}}`, "xdp.cpumap_cpus[0]"},
 		{"gso without guest gso", `{"traffic": {"gso_size": 65000}}`, "traffic.gso_size"},
@@ -328,4 +330,13 @@ func TestEmulatedIOMMUFieldsNeedTheirBase(t *testing.T) {
 	s.Features.AccessPlatform = true
 	s.Driver.IOMMU, s.Driver.VIOMMU, s.Driver.IOMMUCachingMode, s.Driver.IOMMUStrict = true, true, true, true
 	assert.NoError(t, s.Validate())
+}
+
+// virtnet_xdp_set refuses no receive mode (read at 4.10, 4.15, 5.9, 6.6
+// and 7.0): in big mode, here from guest GSO at MTU 1500, the program
+// attaches once CTRL_GUEST_OFFLOADS can turn the offloads off.
+func TestXDPAttachesInBigMode(t *testing.T) {
+	s, err := DecodeBytes([]byte(`{"features": {"mrg_rxbuf": false, "guest_gso": true}, "driver": {"buffer_source": "page", "dma": "ring"}, "xdp": {"program": "xdp_drop"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, ModeBig, s.Mode())
 }

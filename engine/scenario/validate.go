@@ -483,11 +483,21 @@ func (s *Scenario) validateXDP() error {
 			return bad(fmt.Sprintf("xdp.cpumap_cpus[%d]", i), "CPU %d: want 0..%d", c, s.CPUs-1)
 		}
 	}
-	if s.Mode() == ModeBig {
-		return bad("xdp", "virtio_net refuses XDP in big mode without mergeable buffers (features give big mode)")
-	}
-	if v := s.KernelVersion(); x.Frags && v.Less(xdpFragsOldest) {
+	v := s.KernelVersion()
+	if x.Frags && v.Less(xdpFragsOldest) {
 		return bad("xdp.frags", "virtio_net builds multi-buffer xdp_buffs from %s (fab89bafa95b); the scenario runs %s", xdpFragsOldest, v)
+	}
+	// virtnet_xdp_set refuses no receive mode: in big mode the program
+	// is attached and never runs (receive_big builds its skbs from the
+	// page chain without it). What it refuses is the host's offloads
+	// and an MTU a page cannot hold.
+	if s.Device.Kind != DeviceNIC {
+		if s.Features.GuestGSO && !(s.Behaviours().XDPClearsGuestGSO && s.Features.CtrlGuestOffloads) {
+			return bad("features.guest_gso", "virtnet_xdp_set refuses XDP on %s while the host may send GSO packets (guest TSO/UFO negotiated): \"can't set XDP while host is implementing LRO\"; from 4.15 it turns them off when CTRL_GUEST_OFFLOADS is negotiated (features.ctrl_guest_offloads)", v)
+		}
+		if max, frags := xdpMaxMTU(v); s.MTU > max && !(frags && x.Frags) {
+			return bad("mtu", "%d: virtnet_xdp_set on %s takes XDP only up to an MTU of %d (\"MTU too large to enable XDP without frags\"), a page less the XDP headroom and skb_shared_info; from %s a program with frags support (xdp.frags) may have more", s.MTU, v, max, xdpFragsOldest)
+		}
 	}
 	if b := s.Behaviours(); b.XDPClearsGuestCsum && s.Device.Kind != DeviceNIC && s.Features.GuestCsum && !s.Features.CtrlGuestOffloads {
 		return bad("features.ctrl_guest_offloads", "virtnet_xdp_set refuses XDP on %s (EOPNOTSUPP, \"Can't set XDP while host is implementing GRO_HW/CSUM, disable GRO_HW/CSUM first\"): GUEST_CSUM is negotiated without CTRL_GUEST_OFFLOADS to turn it off; negotiate ctrl_guest_offloads (QEMU's default) or leave out guest_csum", s.KernelVersion())
@@ -499,6 +509,18 @@ func (s *Scenario) validateXDP() error {
 		return bad("xdp", "no GSO packet reaches a guest with XDP: virtnet_xdp_set refuses XDP while guest offloads are on, or turns them off (traffic.gso_size)")
 	}
 	return nil
+}
+
+// xdpMaxMTU is virtnet_xdp_set's max_sz on kernel v, and whether a
+// program with frags support may pass it: PAGE_SIZE - sizeof(struct
+// padded_vnet_hdr) (4080) until 6.2, PAGE_SIZE - SKB_DATA_ALIGN(
+// VIRTIO_XDP_HEADROOM + sizeof(struct skb_shared_info)) - ETH_HLEN
+// (4096 - 576 - 14 = 3506) from 6.3, where frags lift it.
+func xdpMaxMTU(v kernel.Version) (max int, frags bool) {
+	if v.Less(xdpFragsOldest) {
+		return 4080, false
+	}
+	return 3506, true
 }
 
 // xdpFragsOldest is the first release whose virtio_net takes XDP programs
