@@ -7,6 +7,8 @@ package browsertest
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -158,6 +160,13 @@ func browser(t testing.TB) context.Context {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// go test -short is the quick pass (ARCHITECTURE.md, Testing):
+		// minutes of Chromium are make test's.
+		fmt.Println("browser_test: skipped under -short (make test runs it)")
+		os.Exit(0)
+	}
 	code := m.Run()
 	if shared.cancel != nil {
 		shared.cancel()
