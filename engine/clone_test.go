@@ -24,9 +24,16 @@ type cloneCase struct {
 func cloneCases(t *testing.T) []cloneCase {
 	var out []cloneCase
 	for _, p := range scenario.Presets() {
+		if testing.Short() && !shortPresets[p.Name] {
+			continue
+		}
 		s, err := scenario.LookupPreset(p.Name)
 		require.NoError(t, err)
 		out = append(out, cloneCase{p.Name, s})
+	}
+	if testing.Short() {
+		require.Len(t, out, len(shortPresets), "every preset of shortPresets exists")
+		return out
 	}
 	variant := func(name, preset string, f func(*scenario.Scenario)) {
 		s, err := scenario.LookupPreset(preset)
@@ -42,6 +49,12 @@ func cloneCases(t *testing.T) []cloneCase {
 	variant("r1-upstream-6.8", "r1-upstream", func(s *scenario.Scenario) { s.Kernel = "6.8" })
 	return out
 }
+
+// shortPresets are the presets the sweeps cover under go test -short,
+// one of each kind of run: UDP into mergeable page_pool buffers, a TCP
+// stream through XDP and a cpumap, and a big-mode stream on vDPA
+// hardware. make test sweeps every preset.
+var shortPresets = map[string]bool{"default": true, "r1-page-pool": true, "r2-mtu9000-before": true}
 
 // runTraced runs n events of w and returns what each did.
 func runTraced(t *testing.T, w *World, n int) []TraceEvent {
