@@ -103,6 +103,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of the message rate limit; nil means time.Now.
 	Now func() time.Time
+	// Ticker starts the ticks of a sampler at period and returns them with
+	// the function that stops them; nil means a time.Ticker. Tests drive
+	// samplers with it instead of the wall clock.
+	Ticker func(period time.Duration) (ticks <-chan time.Time, stop func())
 	// MaxClients and MaxClientsPerAddr bound the connections served at
 	// once (0: DefaultMaxClients, DefaultMaxClientsPerAddr). A connection
 	// over either is refused before the upgrade: 503 over the total, 429
@@ -414,6 +418,9 @@ func (h *Hub) attach(c *client, key samplerKey, f *filter, ref *sourceRef) {
 		h.releaseLocked(ref) // not the last: s holds one
 	} else {
 		s = newSampler(key, ref, h.log)
+		if h.opts.Ticker != nil {
+			s.ticker = h.opts.Ticker
+		}
 		h.samplers[key] = s
 		h.loops.Add(1)
 		go func() {

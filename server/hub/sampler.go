@@ -26,6 +26,8 @@ type sampler struct {
 	log  *slog.Logger
 	quit chan struct{}
 	once sync.Once
+	// ticker starts the ticks run samples on (Options.Ticker).
+	ticker func(period time.Duration) (<-chan time.Time, func())
 
 	mu      sync.Mutex
 	clients map[*client]*filter
@@ -44,17 +46,23 @@ type sampler struct {
 const MaxRetryInterval = 5 * time.Second
 
 func newSampler(key samplerKey, ref *sourceRef, log *slog.Logger) *sampler {
-	return &sampler{key: key, ref: ref, log: log, quit: make(chan struct{}), clients: map[*client]*filter{}}
+	return &sampler{key: key, ref: ref, log: log, quit: make(chan struct{}), clients: map[*client]*filter{}, ticker: wallTicker}
+}
+
+// wallTicker ticks every period of the wall clock.
+func wallTicker(period time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(period)
+	return t.C, t.Stop
 }
 
 func (s *sampler) run() {
-	t := time.NewTicker(time.Second / time.Duration(s.key.rateHz))
-	defer t.Stop()
+	ticks, stop := s.ticker(time.Second / time.Duration(s.key.rateHz))
+	defer stop()
 	for {
 		select {
 		case <-s.quit:
 			return
-		case <-t.C:
+		case <-ticks:
 			s.tick()
 		}
 	}
