@@ -67,7 +67,8 @@ type Source struct {
 	last     time.Time // wall time of the last advance
 	lastRead time.Time // wall time of the last Sample
 	lagged   bool
-	clock    bool // StartClock was called
+	skipped  time.Duration // wall time the origin moved forward by
+	clock    bool          // StartClock was called
 	closed   bool
 	budget   workBudget
 	stats    engine.Stats     // the last reading, reused
@@ -207,6 +208,7 @@ func (s *Source) Info() metrics.SourceInfo {
 func (s *Source) advance(wall time.Time, limit time.Duration) error {
 	if gap := wall.Sub(s.last); s.clock && gap > MaxLag {
 		s.origin = s.origin.Add(gap)
+		s.skipped += gap
 	}
 	s.last = wall
 	target := sim.Time(wall.Sub(s.origin).Nanoseconds())
@@ -221,6 +223,7 @@ func (s *Source) advance(wall time.Time, limit time.Duration) error {
 	}
 	if lag := time.Duration(target - s.w.Now()); lag > MaxLag {
 		s.origin = s.origin.Add(lag - MaxLag)
+		s.skipped += lag - MaxLag
 		s.lagged = true
 	}
 	return nil
@@ -281,6 +284,16 @@ func (s *Source) Close() error {
 		<-s.done
 	}
 	return nil
+}
+
+// Skipped is how much wall time the source has skipped rather than
+// simulated, in all: rests, stops and backlogs beyond MaxLag. Between two
+// samples, their Time advanced by the simulated time plus what was
+// skipped meanwhile.
+func (s *Source) Skipped() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.skipped
 }
 
 // World returns the world (for tests; not while the clock runs).

@@ -123,6 +123,7 @@ func TestSimSourceClockAndIdle(t *testing.T) {
 	b, err := src.Sample()
 	require.NoError(t, err)
 	assert.InEpsilon(t, 50_000, rateBetween(a, b), 0.01)
+	assert.Zero(t, src.Skipped(), "a clock that keeps up skips nothing")
 
 	// Nobody reads for longer than IdleAfter: the clock rests.
 	rest := src.World().Now()
@@ -134,6 +135,7 @@ func TestSimSourceClockAndIdle(t *testing.T) {
 	c, err := src.Sample()
 	require.NoError(t, err)
 	assert.Equal(t, now, c.Time, "the next sample is at the wall time: the idle time was skipped")
+	assert.Equal(t, c.Time.Sub(b.Time), time.Duration(src.World().Now()-rest)+src.Skipped(), "between two samples, Time moved by the simulated time and the skipped")
 	assert.Len(t, src.Info().Notes, 1, "skipping idle time is no lag")
 	for range 20 {
 		now = now.Add(ClockPeriod)
