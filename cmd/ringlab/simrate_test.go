@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/engine/scenario"
+	"ringlab/engine/softnet"
 	"ringlab/server/metrics"
 	"ringlab/server/simsrc"
 )
@@ -68,9 +69,18 @@ type snapshotAt struct {
 // whatever reads it. After the server sat idle, two clients at each of
 // 1, 10 and 50 Hz read it at once while /metrics is scraped every 50 ms;
 // every client measures the preset's packet rate within 5 %, over its
-// whole window and in every snapshot's own rate (before the source kept
-// time, the backlog of the idle time was simulated at a pace set by the
-// sampling: 63 kpps over 5 s at 50 Hz, a snapshot at 1.1 Mpps).
+// whole window, in the median snapshot's own rate and between every two
+// snapshots (before the source kept time, the backlog of the idle time
+// was simulated at a pace set by the sampling: 63 kpps over 5 s at
+// 50 Hz, a snapshot at 1.1 Mpps).
+//
+// On a loaded machine the engine may not keep up: the source then skips
+// wall time instead of simulating it (simsrc.Source.Skipped), and a
+// snapshot across a skip reads low, by design. The test asks the source
+// what it skipped: with nothing skipped every bound holds as above; with
+// some, no rate may still exceed the preset's (the backlog bug), and the
+// packets over each window are the preset's rate over the window's
+// simulated time (its span less what was skipped).
 func TestSimSourceKeepsTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short: reads the live sim source for about 7 s")
@@ -81,9 +91,12 @@ func TestSimSourceKeepsTime(t *testing.T) {
 	want := preset.Traffic.PPS()
 	require.Positive(t, want)
 
-	base := startServeConfig(t, serveConfig{source: "sim", registry: metrics.Registry{"sim": simsrc.Open}})
+	reg, opened := watchedSim(t)
+	base := startServeConfig(t, serveConfig{source: "sim", registry: reg})
 	// Idle first: nothing reads the source for a while.
 	time.Sleep(1500 * time.Millisecond)
+	src := opened()
+	skippedBefore := src.Skipped()
 
 	const window = 5 * time.Second
 	stop := make(chan struct{})
@@ -126,7 +139,8 @@ func TestSimSourceKeepsTime(t *testing.T) {
 	close(stop)
 	scrapes.Wait()
 	close(results)
-	t.Logf("preset %s offers %.0f packets/s; /metrics scraped %d times meanwhile", simsrc.DefaultPreset, want, scraped)
+	skipped := src.Skipped() - skippedBefore
+	t.Logf("preset %s offers %.0f packets/s; /metrics scraped %d times meanwhile; the source skipped %v of wall time", simsrc.DefaultPreset, want, scraped, skipped)
 	assert.Greater(t, scraped, 20, "scrapes ran concurrently")
 
 	n := 0
@@ -148,12 +162,56 @@ func TestSimSourceKeepsTime(t *testing.T) {
 		median := own[len(own)/2]
 		t.Logf("%2d Hz client: %d snapshots over %.2f s: %.0f packets/s overall (%.2f%% off), median snapshot rate %.0f (%.2f%% off), min %.0f, max %.0f",
 			r.rateHz, len(s), last.t.Sub(first.t).Seconds(), overall, 100*(overall-want)/want, median, 100*(median-want)/want, own[0], own[len(own)-1])
-		assert.InEpsilon(t, want, overall, 0.05, "%d Hz: rx_packets over the window", r.rateHz)
-		assert.InEpsilon(t, want, median, 0.05, "%d Hz: the median of the snapshots' rates", r.rateHz)
-		assert.InEpsilon(t, want, own[0], 0.05, "%d Hz: the lowest snapshot rate", r.rateHz)
-		assert.InEpsilon(t, want, own[len(own)-1], 0.05, "%d Hz: the highest snapshot rate", r.rateHz)
+		span := last.t.Sub(first.t)
+		if skipped == 0 {
+			assert.InEpsilon(t, want, overall, 0.05, "%d Hz: rx_packets over the window", r.rateHz)
+			assert.InEpsilon(t, want, median, 0.05, "%d Hz: the median of the snapshots' rates", r.rateHz)
+		} else {
+			// The window's span holds at most skipped of wall time that
+			// was not simulated.
+			require.Less(t, skipped, span/2, "%d Hz: the source skipped most of the window; its rate cannot be told", r.rateHz)
+			simulated := float64(last.packets-first.packets) / (span - skipped).Seconds()
+			assert.LessOrEqual(t, overall, want*1.05, "%d Hz: rx_packets over the window", r.rateHz)
+			assert.GreaterOrEqual(t, simulated, want*0.95, "%d Hz: rx_packets over the window's simulated time", r.rateHz)
+		}
+		// Between every two snapshots, the packets are the preset's rate
+		// over the time between them, within 5 % and one NAPI poll's
+		// batch (a sample falls on either side of one). On a busy machine
+		// samples come at uneven intervals, some a few milliseconds
+		// apart, where that batch weighs more than 5 % of the rate.
+		for i := 1; i < len(s); i++ {
+			dt := s[i].t.Sub(s[i-1].t).Seconds()
+			got, due := float64(s[i].packets-s[i-1].packets), want*dt
+			assert.LessOrEqual(t, got, due*1.05+softnet.NAPIWeight, "%d Hz: packets between snapshots %d and %d, %.1f ms apart", r.rateHz, i-1, i, 1000*dt)
+			if skipped == 0 {
+				assert.GreaterOrEqual(t, got, due*0.95-softnet.NAPIWeight, "%d Hz: packets between snapshots %d and %d, %.1f ms apart", r.rateHz, i-1, i, 1000*dt)
+			}
+		}
 	}
 	assert.Equal(t, 2*len(rates), n)
+}
+
+// watchedSim is a registry opening the sim source, and a function that
+// returns the source serve opened.
+func watchedSim(t *testing.T) (metrics.Registry, func() *simsrc.Source) {
+	var mu sync.Mutex
+	var opened *simsrc.Source
+	reg := metrics.Registry{"sim": func(arg string) (metrics.Source, error) {
+		src, err := simsrc.Open(arg)
+		if err == nil {
+			mu.Lock()
+			opened = src.(*simsrc.Source)
+			mu.Unlock()
+		}
+		return src, err
+	}}
+	return reg, func() *simsrc.Source {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		require.NotNil(t, opened, "serve opened no sim source")
+		return opened
+	}
 }
 
 // skipUnderRace skips a test that needs the engine to keep up with the
