@@ -70,6 +70,17 @@ const (
 	// no command: students alone do not hold a room (one idle member
 	// would hold it for ever).
 	IdleExpiry = 30 * time.Minute
+	// ClaimExpiry is how long a room nobody has commanded lives without an
+	// instructor connected, counted from its creation: a room is made to
+	// be used, and one made and left (sixteen addresses can make every
+	// room the server allows in a fraction of a second) gives its place
+	// back within minutes. After a restart such a room keeps its age; it
+	// gets at most RestartGrace more for its instructor to reconnect.
+	ClaimExpiry = 5 * time.Minute
+	// RestartGrace is what a restored room nobody has commanded may live
+	// past its ClaimExpiry: the time an instructor's page takes to come
+	// back after a restart.
+	RestartGrace = time.Minute
 	// QuietExpiry is how long a room lives without a command even with an
 	// instructor connected: an idle instructor connection does not hold
 	// it for ever either.
@@ -147,6 +158,7 @@ type Limits struct {
 	MaxLogBytes       int
 	MaxCommandBytes   int
 	IdleExpiry        time.Duration
+	ClaimExpiry       time.Duration
 	QuietExpiry       time.Duration
 	QueueLen          int
 	JoinWait          time.Duration
@@ -187,6 +199,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxCommandBytes, MaxCommandBytes)
 	def(&l.QueueLen, QueueLen)
 	defD(&l.IdleExpiry, IdleExpiry)
+	defD(&l.ClaimExpiry, ClaimExpiry)
 	defD(&l.QuietExpiry, QuietExpiry)
 	defD(&l.JoinWait, JoinWait)
 	defD(&l.WriteWait, wspeer.WriteWait)
@@ -299,6 +312,7 @@ func New(opts Options) (*Registry, error) {
 			rm := newRoom(s, r.lim, now)
 			rm.clock = opts.Now
 			rm.setLog(loaded.Logs[i])
+			rm.restored(now)
 			r.rooms[s.ID] = rm
 			r.byAddr[s.Creator]++
 		}
@@ -311,7 +325,7 @@ func New(opts Options) (*Registry, error) {
 }
 
 func (r *Registry) sweepPeriod() time.Duration {
-	return min(sweepPeriodMax, max(r.lim.IdleExpiry/4, 10*time.Millisecond))
+	return min(sweepPeriodMax, max(min(r.lim.IdleExpiry, r.lim.ClaimExpiry)/4, 10*time.Millisecond))
 }
 
 func (r *Registry) janitor() {
@@ -561,8 +575,10 @@ func newID() string {
 }
 
 // Sweep removes the rooms that are idle (no instructor and no command for
-// IdleExpiry) or quiet (no command for QuietExpiry), disconnecting whoever
-// is still in them, and returns how many it removed.
+// IdleExpiry), unclaimed (never commanded and no instructor, ClaimExpiry
+// after they were made) or quiet (no command for QuietExpiry),
+// disconnecting whoever is still in them, and returns how many it
+// removed.
 func (r *Registry) Sweep() int {
 	now := r.opts.Now()
 	r.mu.Lock()

@@ -67,7 +67,12 @@ type room struct {
 	instructors int
 	lastCommand time.Time // or creation, or the server's start
 	lastLeft    time.Time // when the last instructor left (or lastCommand)
-	commands    *ratelimit.Bucket
+	// claimBy is when a room nobody has commanded expires while no
+	// instructor is connected (Limits.ClaimExpiry); commanded: a command
+	// was ever logged.
+	claimBy   time.Time
+	commanded bool
+	commands  *ratelimit.Bucket
 
 	clock       func() time.Time
 	joinedCount int                               // students who ever joined (their default names)
@@ -107,6 +112,7 @@ func newRoom(s StoredRoom, lim Limits, now time.Time) *room {
 		predictions: map[questionKey]map[string]string{},
 		clock:       time.Now,
 		lastCommand: active, lastLeft: active,
+		claimBy:  s.Created.Add(lim.ClaimExpiry),
 		commands: ratelimit.New(float64(lim.CommandsPerSecond), lim.CommandsPerSecond),
 		work:     workBucket{rate: float64(lim.WorkPerSecond), burst: float64(lim.MaxCommandWork), tokens: float64(lim.MaxCommandWork)},
 	}
@@ -282,6 +288,7 @@ func (r *room) append(e Entry, now time.Time) {
 	defer r.mu.Unlock()
 	r.appendLogLocked(e)
 	r.lastCommand = now
+	r.commanded = true
 	r.broadcastLocked(mustMarshal(commandOut{Type: typeCommand, Seq: e.Seq, Cmd: e.Cmd}))
 	for m := range r.members {
 		if m.role == RoleStudent && m.behindSince.IsZero() && m.status.Applied < e.Seq {
@@ -317,6 +324,26 @@ func (r *room) setLog(log []Entry) {
 	r.log, r.logBytes, r.logJSON, r.logOffsets, r.logErr = nil, 0, nil, nil, nil
 	for _, e := range log {
 		r.appendLogLocked(e)
+	}
+	r.commanded = len(log) > 0
+}
+
+// restored says the room was loaded from the store at now: one nobody
+// has commanded keeps the age it had, its claim running from its
+// creation, with at most RestartGrace more for its instructor's page to
+// come back (the idle and quiet clocks start again, as newRoom has them).
+func (r *room) restored(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.commanded {
+		return
+	}
+	grace := r.claimBy.Add(RestartGrace)
+	if soon := now.Add(RestartGrace); soon.Before(grace) {
+		grace = soon
+	}
+	if grace.After(r.claimBy) {
+		r.claimBy = grace
 	}
 }
 
@@ -607,8 +634,9 @@ func (r *room) expire(now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	idle := r.instructors == 0 && now.Sub(r.lastLeft) >= r.lim.IdleExpiry && now.Sub(r.lastCommand) >= r.lim.IdleExpiry
+	unclaimed := r.instructors == 0 && !r.commanded && !now.Before(r.claimBy)
 	quiet := now.Sub(r.lastCommand) >= r.lim.QuietExpiry
-	if !idle && !quiet {
+	if !idle && !unclaimed && !quiet {
 		return false
 	}
 	r.closed = true

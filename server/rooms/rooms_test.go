@@ -537,10 +537,10 @@ func TestIdleRoomsExpire(t *testing.T) {
 	in := f.dial(t, taught.Room)
 	join(t, in, RoleInstructor, taught.InstructorToken)
 
-	f.clock.Advance(IdleExpiry - time.Second)
-	assert.Equal(t, 0, f.reg.Sweep(), "nothing is idle for IdleExpiry yet")
+	f.clock.Advance(ClaimExpiry - time.Second)
+	assert.Equal(t, 0, f.reg.Sweep(), "nothing is unclaimed for ClaimExpiry yet")
 	f.clock.Advance(time.Second)
-	assert.Equal(t, 2, f.reg.Sweep(), "the room nobody entered and the room with only a student expire")
+	assert.Equal(t, 2, f.reg.Sweep(), "the room nobody entered and the room with only a student expire, never commanded")
 	assert.Nil(t, f.reg.lookup(idle.Room))
 	assert.Nil(t, f.reg.lookup(held.Room))
 	ce := readClose(t, s)

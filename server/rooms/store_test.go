@@ -126,3 +126,67 @@ func readFile(t *testing.T, path string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// TestUnclaimedRoomsExpireAndStayOld is issue 27's room squatting: a room
+// nobody commands gives its place back ClaimExpiry after it was made when
+// no instructor holds it, and a restart does not make it younger: it
+// keeps its age, with at most RestartGrace for an instructor's page to
+// come back. A room that was commanded keeps IdleExpiry and QuietExpiry.
+func TestUnclaimedRoomsExpireAndStayOld(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", StoreDir)
+	st, err := OpenStore(path)
+	require.NoError(t, err)
+	f := newFixture(t, Options{Store: st})
+	old := f.create(t, "")   // squatted: never entered
+	young := f.create(t, "") // made later, before the restart
+	used := f.create(t, "")
+	in := f.dial(t, used.Room)
+	join(t, in, RoleInstructor, used.InstructorToken)
+	send(t, in, commandJSON(`{"type":"pause"}`))
+	readUntil(t, in, typeCommand)
+	in.Close()
+
+	f.clock.Advance(ClaimExpiry + 10*time.Minute) // the server was down meanwhile: no sweep ran
+	require.NoError(t, st.Close())
+
+	restart := func(at *fakeClock) *Registry {
+		st2, err := OpenStore(path)
+		require.NoError(t, err)
+		t.Cleanup(func() { st2.Close() })
+		reg, err := New(Options{Store: st2, Now: at.Now})
+		require.NoError(t, err)
+		t.Cleanup(func() { reg.Close(context.Background()) })
+		return reg
+	}
+	reg := restart(f.clock)
+	require.Equal(t, 3, reg.Len(), "every room is restored")
+	assert.Equal(t, 2, reg.Sweep(), "the two never commanded are older than ClaimExpiry: gone at once, not younger")
+	assert.Nil(t, reg.lookup(old.Room))
+	assert.Nil(t, reg.lookup(young.Room))
+	assert.NotNil(t, reg.lookup(used.Room), "the commanded room has IdleExpiry again")
+	f.clock.Advance(IdleExpiry)
+	assert.Equal(t, 1, reg.Sweep())
+}
+
+// A room made just before a restart keeps what is left of its claim, or
+// RestartGrace if that is less.
+func TestUnclaimedRoomGraceAfterARestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", StoreDir)
+	st, err := OpenStore(path)
+	require.NoError(t, err)
+	f := newFixture(t, Options{Store: st})
+	cr := f.create(t, "")
+	f.clock.Advance(ClaimExpiry - 10*time.Second)
+	require.NoError(t, st.Close())
+	st2, err := OpenStore(path)
+	require.NoError(t, err)
+	defer st2.Close()
+	reg, err := New(Options{Store: st2, Now: f.clock.Now})
+	require.NoError(t, err)
+	defer reg.Close(context.Background())
+	f.clock.Advance(RestartGrace - time.Second)
+	assert.Equal(t, 0, reg.Sweep(), "RestartGrace for the instructor to come back")
+	f.clock.Advance(time.Second)
+	assert.Equal(t, 1, reg.Sweep(), "and no more")
+	assert.Nil(t, reg.lookup(cr.Room))
+}
