@@ -94,24 +94,31 @@ func TestLabCountsExactlyItsOwnFlow(t *testing.T) {
 	// Every counter that must reach n is waited for: one sample reads them
 	// one after another (the UDP MIB before the receiver's count), so the
 	// receiver can finish between two reads of the same sample.
-	s := waitCounts(t, l, map[string]uint64{
-		"lab_a_tx_packets": n, "xdp_packets_counted": n, "xdp_pass": n, "xdp_bytes_counted": n * 64,
-		"proto_count_udp": n, "rx_xdp_packets": n, "UdpInDatagrams": n, "lab_received_packets": n,
+	//
+	// veth drops a frame when the peer's XDP ring is full (veth_xmit:
+	// tx_dropped), which a loaded machine can make happen to one of
+	// 5000: the counts are held to what crossed, exactly.
+	s := waitCounts(t, l, map[string]uint64{"lab_sent_packets": n})
+	crossed := s.Totals["lab_a_tx_packets"]
+	s = waitCounts(t, l, map[string]uint64{
+		"lab_a_tx_packets": crossed, "xdp_packets_counted": crossed, "xdp_pass": crossed, "xdp_bytes_counted": crossed * 64,
+		"proto_count_udp": crossed, "rx_xdp_packets": crossed, "UdpInDatagrams": crossed, "lab_received_packets": crossed,
 	})
-	t.Logf("sent %d packets at %.0f pps; counted %d, received %d, other frames %d",
-		s.Totals["lab_sent_packets"], l.SenderRate(), s.Totals["xdp_packets_counted"], s.Totals["lab_received_packets"], s.Totals["xdp_other_packets"])
+	t.Logf("sent %d packets at %.0f pps; %d crossed (veth dropped %d); counted %d, received %d, other frames %d",
+		s.Totals["lab_sent_packets"], l.SenderRate(), crossed, s.Totals["lab_a_tx_dropped"],
+		s.Totals["xdp_packets_counted"], s.Totals["lab_received_packets"], s.Totals["xdp_other_packets"])
 	assert.Equal(t, uint64(n), s.Totals["lab_sent_packets"])
 	assert.Equal(t, uint64(0), s.Totals["lab_send_errors"])
-	assert.Equal(t, uint64(n), s.Totals["lab_a_tx_packets"], "lab-a sent them all")
-	assert.Equal(t, uint64(0), s.Totals["lab_a_tx_dropped"])
-	assert.Equal(t, uint64(n), s.Totals["xdp_packets_counted"], "the program counted exactly the packets sent")
-	assert.Equal(t, uint64(n), s.Totals["xdp_pass"])
-	assert.Equal(t, uint64(n*64), s.Totals["xdp_bytes_counted"])
-	assert.Equal(t, uint64(n), s.Totals["proto_count_udp"], "the library program's own map agrees")
+	assert.Equal(t, uint64(n), s.Totals["lab_a_tx_packets"]+s.Totals["lab_a_tx_dropped"], "lab-a sent every packet or dropped it")
+	assert.Positive(t, crossed)
+	assert.Equal(t, crossed, s.Totals["xdp_packets_counted"], "the program counted exactly the packets that crossed")
+	assert.Equal(t, crossed, s.Totals["xdp_pass"])
+	assert.Equal(t, crossed*64, s.Totals["xdp_bytes_counted"])
+	assert.Equal(t, crossed, s.Totals["proto_count_udp"], "the library program's own map agrees")
 	assert.Equal(t, uint64(0), s.Totals["xdp_other_packets"], "IPv6 off and static neighbours: nothing else crossed the link")
-	assert.Equal(t, uint64(n), s.Totals["lab_received_packets"])
-	assert.Equal(t, uint64(n), s.Totals["rx_xdp_packets"], "veth's own XDP counter")
-	assert.Equal(t, uint64(n), s.Totals["UdpInDatagrams"], "side b's UDP stack")
+	assert.Equal(t, crossed, s.Totals["lab_received_packets"])
+	assert.Equal(t, crossed, s.Totals["rx_xdp_packets"], "veth's own XDP counter")
+	assert.Equal(t, crossed, s.Totals["UdpInDatagrams"], "side b's UDP stack")
 	assert.Equal(t, uint64(0), s.Totals["UdpRcvbufErrors"])
 	assert.Equal(t, uint64(0), s.Totals["UdpInCsumErrors"])
 }
