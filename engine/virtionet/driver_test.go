@@ -240,21 +240,7 @@ func TestReceiveBufLengthChecks(t *testing.T) {
 			r.run(0)
 			rq := r.rq()
 			chainBefore := r.mem.Count(mem.BigChain)
-			head, ok := rq.VQ.DevicePop()
-			require.True(t, ok)
-			var b rxBuf
-			for _, p := range r.posted() {
-				if p.head == head {
-					b = p
-				}
-			}
-			if tc.numBufs > 0 {
-				h := device.VirtioNetHdr{NumBuffers: tc.numBufs}
-				h.Put(rq.Dev.Window(head))
-			}
-			rq.VQ.DevicePushUsed(uint32(head), tc.length(b))
-			r.irq()
-			r.run(sim.Time(sim.Millisecond))
+			r.useOne(t, tc.numBufs, tc.length)
 			assert.Equal(t, uint64(1), rq.Stats.Packets)
 			assert.Equal(t, tc.lenErrs, rq.Stats.LengthErrors, "rx_length_errors")
 			assert.Equal(t, tc.drops, rq.Stats.Drops, "rx_drops")
@@ -264,6 +250,29 @@ func TestReceiveBufLengthChecks(t *testing.T) {
 			assert.Zero(t, r.skbs.Live())
 		})
 	}
+}
+
+// useOne has the device use the next posted buffer: num_buffers numBufs
+// in its header when not 0, the used length length(the buffer); then the
+// interrupt, and a millisecond for the driver to take it.
+func (r *rig) useOne(t *testing.T, numBufs uint16, length func(rxBuf) uint32) {
+	t.Helper()
+	rq := r.rq()
+	head, ok := rq.VQ.DevicePop()
+	require.True(t, ok)
+	var b rxBuf
+	for _, p := range r.posted() {
+		if p.head == head {
+			b = p
+		}
+	}
+	if numBufs > 0 {
+		h := device.VirtioNetHdr{NumBuffers: numBufs}
+		h.Put(rq.Dev.Window(head))
+	}
+	rq.VQ.DevicePushUsed(uint32(head), length(b))
+	r.irq()
+	r.run(sim.Time(sim.Millisecond))
 }
 
 // TestDriverPutsAreDirect is FIDELITY row P1: the page_pool series for
@@ -293,21 +302,7 @@ func TestDriverPutsAreDirect(t *testing.T) {
 			r := newRig(t, cfg, rigOpts{})
 			r.run(0)
 			rq := r.rq()
-			head, ok := rq.VQ.DevicePop()
-			require.True(t, ok)
-			var b rxBuf
-			for _, p := range r.posted() {
-				if p.head == head {
-					b = p
-				}
-			}
-			if tc.numBufs > 0 {
-				h := device.VirtioNetHdr{NumBuffers: tc.numBufs}
-				h.Put(rq.Dev.Window(head))
-			}
-			rq.VQ.DevicePushUsed(uint32(head), tc.length(b))
-			r.irq()
-			r.run(sim.Time(sim.Millisecond))
+			r.useOne(t, tc.numBufs, tc.length)
 			require.Equal(t, uint64(1), rq.Stats.Packets)
 			assert.Equal(t, tc.delivered, r.stack.Counters().Delivered)
 			require.Equal(t, 1, r.rel.poolPuts, "the buffer's page went back to its pool once")
