@@ -836,8 +836,7 @@ func (t *TCP) Delivered(at sim.Time, seq uint64, wnd int) {
 		// sooner, never later (the timer already armed fires).
 		t.rackSacked += int(t.sent[seq%MaxInFlight])
 		wait := t.reoWnd() - t.sentAt[seq%MaxInFlight].Sub(t.rackSent)
-		t.rackAt = min(t.rackAt, ackAt.Add(max(0, wait)))
-		t.haveNext, t.nextRTO, t.nextProbe = false, false, false // the plan may change
+		t.rackAt = min(t.rackAt, ackAt.Add(max(0, wait))) // the push below plans again
 	}
 	t.push(event{at: ackAt, seq: seq, kind: evAck, segs: t.sent[seq%MaxInFlight], wnd: int32(wnd)})
 	t.expected = seq + 1
