@@ -18,8 +18,7 @@ type client struct {
 	addr string // the remote address
 
 	// Owned by the reader goroutine.
-	bucket     *ratelimit.Bucket
-	violations int // consecutive messages over the rate limit
+	guard *ratelimit.Guard // messages and ping frames, and the run over the limit
 
 	// Guarded by Hub.mu.
 	reserved samplerKey // the pair at another rate than the default it counts against its address, if any
@@ -61,18 +60,14 @@ func (h *Hub) handle(c *client, kind int, data []byte) {
 // (on c's reader goroutine); over the limit it says so once a streak and
 // closes the connection after maxViolations in a row.
 func (h *Hub) allow(c *client) bool {
-	if !c.bucket.Allow(h.now()) {
-		c.violations++
-		if c.violations == 1 {
-			c.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
-		}
-		if c.violations >= maxViolations {
-			c.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
-		}
-		return false
+	ok, first, closeNow := c.guard.Take(h.now(), maxViolations)
+	if first {
+		c.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
 	}
-	c.violations = 0
-	return true
+	if closeNow {
+		c.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
+	}
+	return ok
 }
 
 func (c *client) reply(e *wsmsg.Error) { c.peer.Send(e.Encode()) }

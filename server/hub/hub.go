@@ -228,7 +228,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.logRefusal("metrics websocket refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
 		return
 	}
-	c := &client{addr: addr, bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
+	c := &client{addr: addr, guard: ratelimit.NewGuard(msgRatePerSecond, msgBurst)}
 	c.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: replyQueueLen, MailboxLen: snapshotMailbox, Ping: func() bool { return h.allow(c) }})
 	if !h.register(c) {
 		c.peer.Abort(websocket.CloseGoingAway, closeGoingAway)

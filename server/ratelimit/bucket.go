@@ -37,3 +37,28 @@ func (b *Bucket) Allow(now time.Time) bool {
 	b.tokens--
 	return true
 }
+
+// Guard is one client's message rate and the run of messages it refused
+// in a row: both servers' WebSocket readers (server/hub, server/rooms)
+// tell a client once per run and close it after a long run.
+type Guard struct {
+	bucket *Bucket
+	run    int // consecutive refusals
+}
+
+// NewGuard returns a guard with a full bucket.
+func NewGuard(ratePerSecond float64, burst int) *Guard {
+	return &Guard{bucket: New(ratePerSecond, burst)}
+}
+
+// Take is Bucket.Allow for a message at now; a refused one reports
+// whether it starts a run (first: tell the client) and whether the run
+// has reached maxRun (close the connection). An allowed one ends the run.
+func (g *Guard) Take(now time.Time, maxRun int) (ok, first, closeNow bool) {
+	if g.bucket.Allow(now) {
+		g.run = 0
+		return true, false, false
+	}
+	g.run++
+	return false, g.run == 1, g.run >= maxRun
+}

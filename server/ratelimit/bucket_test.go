@@ -52,3 +52,22 @@ func TestThrottle(t *testing.T) {
 	assert.True(t, ok)
 	assert.Zero(t, n, "counted once")
 }
+
+// A guard tells of the first refusal of a run, closes at maxRun in a
+// row, and an allowed message ends the run.
+func TestGuardRuns(t *testing.T) {
+	g := NewGuard(1, 1)
+	t0 := time.Unix(100, 0)
+	ok, first, closeNow := g.Take(t0, 3)
+	assert.Equal(t, [3]bool{true, false, false}, [3]bool{ok, first, closeNow})
+	ok, first, closeNow = g.Take(t0, 3)
+	assert.Equal(t, [3]bool{false, true, false}, [3]bool{ok, first, closeNow}, "the run starts: tell")
+	ok, first, closeNow = g.Take(t0, 3)
+	assert.Equal(t, [3]bool{false, false, false}, [3]bool{ok, first, closeNow})
+	ok, first, closeNow = g.Take(t0, 3)
+	assert.Equal(t, [3]bool{false, false, true}, [3]bool{ok, first, closeNow}, "three in a row: close")
+	ok, _, _ = g.Take(t0.Add(time.Second), 3)
+	assert.True(t, ok)
+	_, first, _ = g.Take(t0.Add(time.Second), 3)
+	assert.True(t, first, "an allowed message ended the run")
+}

@@ -53,18 +53,14 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 // (on m's reader goroutine); over the limit it says so once a streak and
 // closes the connection after maxViolations in a row.
 func (r *Registry) allow(m *member) bool {
-	if !m.bucket.Allow(r.opts.Now()) {
-		m.violations++
-		if m.violations == 1 {
-			m.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
-		}
-		if m.violations >= maxViolations {
-			m.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
-		}
-		return false
+	ok, first, closeNow := m.guard.Take(r.opts.Now(), maxViolations)
+	if first {
+		m.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
 	}
-	m.violations = 0
-	return true
+	if closeNow {
+		m.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
+	}
+	return ok
 }
 
 func (m *member) reply(e *wsmsg.Error) { m.peer.Send(e.Encode()) }

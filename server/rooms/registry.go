@@ -789,7 +789,7 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 		r.logRefusal("room websocket refused", "remote", req.RemoteAddr, "origin", req.Header.Get("Origin"), "err", err)
 		return
 	}
-	m := &member{addr: addr, bucket: ratelimit.New(msgRatePerSecond, msgBurst)}
+	m := &member{addr: addr, guard: ratelimit.NewGuard(msgRatePerSecond, msgBurst)}
 	m.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, MailboxLen: mailboxLen, WriteWait: r.lim.WriteWait,
 		Ping: func() bool { return r.allow(m) }})
 	r.mu.Lock()

@@ -24,9 +24,8 @@ type member struct {
 	addr string // the remote address
 
 	// Owned by the reader goroutine.
-	bucket     *ratelimit.Bucket
-	violations int
-	role       string // "" until joined; the role is the connection's authority
+	guard *ratelimit.Guard // messages and ping frames, and the run over the limit
+	role  string           // "" until joined; the role is the connection's authority
 
 	joined atomic.Bool // role is set (read by the join timer)
 
