@@ -164,6 +164,9 @@ func (w *World) ReadStats(s *Stats) {
 				ts.RcvWndLimit += c.RcvWndLimit
 				ts.HyStartTrain += c.HyStartTrain
 				ts.HyStartDelay += c.HyStartDelay
+				ts.Autocorked += c.Autocorked
+				ts.NagleHeld += c.NagleHeld
+				ts.Short += c.Short
 				ts.Cwnd += uint64(t.Cwnd())
 			}
 		}
@@ -324,7 +327,9 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 			Counter{"tcp_retransmits", c.Retransmits}, Counter{"tcp_fast_recovery", c.FastRecovery},
 			Counter{"tcp_probes", c.Probes}, Counter{"tcp_timeouts", c.Timeouts},
 			Counter{"tcp_rcvwnd_limited", c.RcvWndLimit}, Counter{"tcp_cwnd", c.Cwnd},
-			Counter{"tcp_hystart_train", c.HyStartTrain}, Counter{"tcp_hystart_delay", c.HyStartDelay})
+			Counter{"tcp_hystart_train", c.HyStartTrain}, Counter{"tcp_hystart_delay", c.HyStartDelay},
+			Counter{"tcp_autocorked", c.Autocorked},
+			Counter{"tcp_nagle_held", c.NagleHeld}, Counter{"tcp_short_segments", c.Short})
 	}
 	out = append(out, Counter{"page_allocs", s.Mem.Allocs}, Counter{"page_frees", s.Mem.Frees},
 		Counter{"page_remote_frees", s.Mem.RemoteFrees}, Counter{"page_ref_transfers", s.Mem.RefTransfers},

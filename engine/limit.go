@@ -32,7 +32,10 @@ func (l Limit) String() string { return l.Why }
 //
 //  1. the wire: the traffic asked for a rate and at least WireBound of
 //     it was delivered; nothing in the machine held it back.
-//  2. the most loaded resource at or above Saturated: the next device, the
+//  2. the sending application: a tcp_stream's receivers read at least
+//     WireBound of what its senders' writes offer (write_bytes a
+//     write, tcp_sendmsg each): small writes hold the stream.
+//  3. the most loaded resource at or above Saturated: the next device, the
 //     host of a queue by its busy share, a CPU by its busy share plus the
 //     share stolen from it by the host (Resource.Steal), or a lock by its load,
 //     the share of the window it was held plus the time its users spent
@@ -40,22 +43,26 @@ func (l Limit) String() string { return l.Why }
 //     capacity and beyond: the CPUs it serialises are busy, partly
 //     spinning, because of it). Ties go to the first listed: the next
 //     device, hosts, CPUs, locks.
-//  3. the ring: nothing is saturated but a host waited at least RingBound
+//  4. the ring: nothing is saturated but a host waited at least RingBound
 //     of the window for buffers: the ring's capacity (the buffers in
 //     flight) holds the run.
-//  4. the ring again: a TCP stream whose frames were lost mostly for want
+//  5. the ring again: a TCP stream whose frames were lost mostly for want
 //     of a posted buffer (a vDPA device drops what finds none), nothing
 //     saturated: the ring ran dry, and the sender's window halving on
 //     each loss is its answer to the ring.
-//  5. the window: a TCP stream whose sender lost frames over the window
+//  6. the window: a TCP stream whose sender lost frames over the window
 //     (its congestion window halves on each) or whose receiver's window
 //     held it back, with nothing saturated.
-//  6. none: nothing is saturated and the ring rarely ran dry; the run
+//  7. none: nothing is saturated and the ring rarely ran dry; the run
 //     waits on latencies (interrupts, wake-ups).
 func LimitOf(u Usage) Limit {
 	if u.OfferedPPS > 0 && u.DeliveredPPS >= WireBound*u.OfferedPPS {
 		return Limit{Kind: ResWire, Name: "the wire", Busy: u.DeliveredPPS / u.OfferedPPS,
 			Why: fmt.Sprintf("the wire: %.0f%% of the offered %.3g Mpps delivered", 100*u.DeliveredPPS/u.OfferedPPS, u.OfferedPPS/1e6)}
+	}
+	if u.AppOfferedBps > 0 && u.AppDeliveredBps >= WireBound*u.AppOfferedBps {
+		return Limit{Kind: ResApp, Name: "the sending application", Busy: u.AppDeliveredBps / u.AppOfferedBps,
+			Why: fmt.Sprintf("the sending application: its %d-byte writes offer %.3g Gbit/s (tcp_sendmsg each), %.0f%% of it read", u.WriteBytes, u.AppOfferedBps/1e9, 100*u.AppDeliveredBps/u.AppOfferedBps)}
 	}
 	var cands []Resource
 	if u.Next != nil {

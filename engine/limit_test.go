@@ -48,6 +48,8 @@ func TestLimitOf(t *testing.T) {
 		{"a stream held by the socket, nothing saturated: the receiver's window", Usage{CPUs: []Resource{cpu("cpu1", 0.8, 0)}, TCPRcvWnd: 100}, ResWindow, "the receiver's window"},
 		{"a stream whose reader is saturated: the CPU, not the window", Usage{CPUs: []Resource{cpu("cpu1", 1, 0)}, TCPRcvWnd: 100}, ResCPU, "cpu1"},
 		{"a stream at its sender's line: the wire", Usage{OfferedPPS: 2e6, DeliveredPPS: 1.98e6, TCPLost: 3}, ResWire, "the wire"},
+		{"a stream read as fast as its small writes come: the application, before a busy CPU", Usage{CPUs: []Resource{cpu("cpu0", 0.97, 0)}, AppOfferedBps: 5.5e9, AppDeliveredBps: 5.4e9, WriteBytes: 256}, ResApp, "the sending application"},
+		{"a stream reading less than its writes offer: not the application", Usage{CPUs: []Resource{cpu("cpu0", 0.97, 0)}, AppOfferedBps: 5.5e9, AppDeliveredBps: 4e9, WriteBytes: 256}, ResCPU, "cpu0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -210,8 +210,12 @@ func (st *streams) Queued(c *sim.CPU, cpu, queue int, seq uint64, segs int, n, t
 	hdr := uint32(segs) * st.hdr
 	if n > hdr {
 		// tcp_measure_rcv_mss: skb->len << TCP_RMEM_TO_WIN_SCALE /
-		// skb->truesize, whose truesize counts the struct sk_buff.
-		sq.ratio = transport.ScalingRatio(int(n-hdr), int(truesize)+skb.StructTruesize)
+		// skb->truesize, whose truesize counts the struct sk_buff, from
+		// a full-sized segment only (gso_size, or the one segment's
+		// length, at least rcv_mss): a short segment leaves it.
+		if segs > 1 || int(n-hdr) >= st.advmss {
+			sq.ratio = transport.ScalingRatio(int(n-hdr), int(truesize)+skb.StructTruesize)
+		}
 		sq.unacked += int(n - hdr)
 	}
 	st.eventDataRecv(sq, c.Now()) // tcp_data_queue -> tcp_event_data_recv

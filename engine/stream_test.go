@@ -292,3 +292,44 @@ func TestReceiveBufferAutotunes(t *testing.T) {
 	require.NoError(t, locked.RunUntil(sim.Time(20*sim.Millisecond)))
 	assert.Equal(t, 1<<20, locked.Stack.Rcvbuf(locked.streams.q[0].sockCPU), "SO_RCVBUF: SOCK_RCVBUF_LOCK, no autotuning")
 }
+
+// TestSmallWritesHoldTheStream is FIDELITY row T1 in a world: a stream
+// into a vhost device with guest GSO, whose host hands the guest the
+// sender's TSO packets whole. Written 128 KiB at a time (iperf3's
+// default) it arrives in 64 KiB packets and the receiver holds it;
+// written 256 bytes at a time (iperf3 -l 256) the writes hold it
+// (tcp_sendmsg each; LimitOf says so) and it arrives as the sender's
+// Nagle and autocorking cut it: from a sender on the host writing into
+// the tap (skbs orphaned as they leave), one segment a frame; from one
+// across a 100 Gbit/s wire (skbs freed at TX completion), a
+// completion's worth of writes a frame; with TCP_NODELAY, the short
+// rests too.
+func TestSmallWritesHoldTheStream(t *testing.T) {
+	run := func(write int, line float64, nodelay bool) (Limit, float64, *World) {
+		w := preset(t, "default", tcpStream(func(s *scenario.Scenario) {
+			s.Device.Kind, s.Features.GuestGSO = scenario.DeviceVhost, true
+			s.Traffic.WriteBytes, s.Traffic.LineGbps, s.Traffic.NoDelay = write, line, nodelay
+		}))
+		require.NoError(t, w.RunUntil(sim.Time(5*sim.Millisecond)))
+		a := w.MarkUsage()
+		require.NoError(t, w.RunUntil(sim.Time(25*sim.Millisecond)))
+		require.NoError(t, w.Check())
+		u := w.UsageBetween(a, w.MarkUsage())
+		return LimitOf(u), u.FrameBytes, w
+	}
+	big, bigFrame, _ := run(128<<10, 0, false)
+	tap, tapFrame, wt := run(256, 0, false)
+	wire, wireFrame, ww := run(256, 100, false)
+	_, nodelayFrame, wn := run(256, 0, true)
+
+	assert.NotEqual(t, ResApp, big.Kind, "128 KiB writes outrun the receiver: %s", big)
+	assert.Greater(t, bigFrame, 4*1514.0, "TSO packets, as the windows let them go")
+	assert.Equal(t, ResApp, tap.Kind, "256-byte writes hold the stream: %s", tap)
+	assert.Equal(t, ResApp, wire.Kind, "256-byte writes hold the stream: %s", wire)
+	assert.InDelta(t, 1514, tapFrame, 100, "into the tap: a segment a frame, a short rest now and then")
+	assert.Zero(t, counter(t, wt, "tcp_autocorked"))
+	assert.Greater(t, wireFrame, 3*1514.0, "across a wire: autocorking gathers a TX completion's worth")
+	assert.Positive(t, counter(t, ww, "tcp_autocorked"))
+	assert.Less(t, nodelayFrame, 0.5*tapFrame, "TCP_NODELAY sends every write")
+	assert.Positive(t, counter(t, wn, "tcp_short_segments"))
+}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -16,6 +17,9 @@ const (
 	ResNext = "next" // the device a devmap transmits through, at its rate
 	ResRing = "ring" // the ring's capacity: the host waited for buffers while no CPU was busy
 	ResWire = "wire" // the offered rate: the traffic generator, the wire, delivered in full
+	// ResApp is a tcp_stream's sending application: its writes, each
+	// costing tcp_sendmsg, offer less than the rest could carry.
+	ResApp = "app"
 	// ResWindow is a TCP sender's window: it waits for ACKs because its
 	// congestion window, halved on losses, or the receiver's advertised
 	// window holds it, while nothing in the machine is saturated.
@@ -94,6 +98,13 @@ type Usage struct {
 	// them back.
 	TCPLost   uint64 `json:"tcp_lost,omitempty"`
 	TCPRcvWnd uint64 `json:"tcp_rcvwnd_limited,omitempty"`
+	// AppOfferedBps is what a tcp_stream's sending applications write,
+	// in payload bits a second (write_bytes per tcp_sendmsg each), and
+	// AppDeliveredBps what the receiving applications read over the
+	// window; WriteBytes the write size.
+	AppOfferedBps   float64 `json:"app_offered_bps,omitempty"`
+	AppDeliveredBps float64 `json:"app_delivered_bps,omitempty"`
+	WriteBytes      int     `json:"write_bytes,omitempty"`
 	// Drops counts, by reason, what was lost in the window.
 	Drops []Counter `json:"drops,omitempty"`
 }
@@ -244,6 +255,17 @@ func (w *World) usage(a, b usageSnap) Usage {
 	}
 	share := func(d sim.Duration) float64 { return float64(d) / float64(win) }
 	u.DeliveredPPS = float64(b.written-a.written) / win.Seconds()
+	if tr := &w.Scenario.Traffic; tr.Kind == scenario.TrafficTCPStream && w.Sim.Costs.TCPSendmsg > 0 {
+		u.WriteBytes = cmp.Or(tr.WriteBytes, scenario.DefaultWriteBytes)
+		streams := 0
+		for _, rq := range w.Driver.RQ {
+			if rq.Dev.Traffic().TCP() != nil {
+				streams++
+			}
+		}
+		u.AppOfferedBps = float64(streams) * float64(u.WriteBytes) * 8 / w.Sim.Costs.TCPSendmsg.Seconds()
+		u.AppDeliveredBps = float64(b.totals["app_bytes"]-a.totals["app_bytes"]) * 8 / win.Seconds()
+	}
 	if len(w.Driver.RQ) > 0 {
 		u.RingBuffers = w.Scenario.RingSize / w.Driver.RQ[0].DescPerBuf()
 	}

@@ -105,7 +105,7 @@ func TestFittedOn(t *testing.T) {
 // TestEveryMechanismIsAResource: each row declares its mechanism as a
 // resource LimitOf can name, or counters, or unknown.
 func TestEveryMechanismIsAResource(t *testing.T) {
-	kinds := map[string]bool{ResCPU: true, ResLock: true, ResHost: true, ResNext: true, ResRing: true, ResWire: true, ResWindow: true}
+	kinds := map[string]bool{ResCPU: true, ResLock: true, ResHost: true, ResNext: true, ResRing: true, ResWire: true, ResWindow: true, ResApp: true}
 	for _, r := range scenario.Reproductions() {
 		assert.NotEmpty(t, r.MechanismNote, r.Config)
 		if r.Mechanism == scenario.MechanismCounters || r.Mechanism == scenario.MechanismUnknown {

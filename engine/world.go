@@ -149,7 +149,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		Sim: w.Sim, Mem: w.Mem, DMA: w.DMA, Pools: w.Pools, SKBs: w.SKBs, Frames: w.Frames,
 		Stack: w.Stack, Softnet: w.Net, Releaser: w, Cpumap: w.Cpumap, Devmap: w.Devmap, Prog: w.Prog,
 		Clock:   bpf.ClockFunc(func() uint64 { return uint64(w.Sim.Now()) }),
-		Traffic: func(q int) (*device.Traffic, error) { return device.NewStreamTraffic(&w.Scenario, q) },
+		Traffic: func(q int) (*device.Traffic, error) { return device.NewStreamTraffic(&w.Scenario, q, &w.Sim.Costs) },
 	}
 	if w.Driver, err = virtionet.New(env, virtionet.ConfigOf(&w.Scenario)); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

@@ -25,7 +25,7 @@ func TestWindowHoldsTheFrameBuiltWhenRead(t *testing.T) {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	tr, err := NewStreamTraffic(&s, 0)
+	tr, err := NewStreamTraffic(&s, 0, &costs)
 	require.NoError(t, err)
 	r := NewRX(q, ConfigOf(&s), tr, &costs)
 	ref := NewTraffic(s.Traffic, 0, 1, s.Seed) // the same packets, built eagerly
@@ -83,7 +83,7 @@ func TestHostBusyAndStarvedTime(t *testing.T) {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	tr, err := NewStreamTraffic(&s, 0)
+	tr, err := NewStreamTraffic(&s, 0, &costs)
 	require.NoError(t, err)
 	r := NewRX(q, ConfigOf(&s), tr, &costs)
 	per := r.cost(64, 1, 1)
@@ -126,7 +126,7 @@ func newRig(t *testing.T, s scenario.Scenario, ring int) *rig {
 	q, err := virtq.New(ring, virtq.Config{Name: "rx", EventIdx: s.Features.EventIdx, Ctx: true})
 	require.NoError(t, err)
 	costs := sim.DefaultCosts()
-	tr, err := NewStreamTraffic(&s, 0)
+	tr, err := NewStreamTraffic(&s, 0, &costs)
 	require.NoError(t, err)
 	r := NewRX(q, ConfigOf(&s), tr, &costs)
 	return &rig{q: q, r: r}

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 
@@ -39,7 +40,14 @@ type Traffic struct {
 // generator as given, a udp_stream as an open generator of its
 // datagrams' frames, a tcp_stream with a transport.TCP sender for the
 // queue's stream. A queue without a stream has no flows.
-func NewStreamTraffic(s *scenario.Scenario, q int) (*Traffic, error) {
+//
+// A tcp_stream's application writes write_bytes at a time, each costing
+// the sender costs.TCPSendmsg; the sender's skbs are freed on TX
+// completion, costs.NICTxCompletion after they leave, when it sends
+// through a NIC (a nic or vdpa device, or a line rate: the sender is
+// across a wire), and as they leave when it writes into vhost's tap on
+// the host (tun_net_xmit orphans them).
+func NewStreamTraffic(s *scenario.Scenario, q int, costs *sim.Costs) (*Traffic, error) {
 	spec := s.Traffic
 	switch spec.Kind {
 	case scenario.TrafficUDPStream:
@@ -58,13 +66,23 @@ func NewStreamTraffic(s *scenario.Scenario, q int) (*Traffic, error) {
 			rtt = scenario.DefaultRTTUs
 		}
 		var err error
-		t.tcp, err = transport.NewTCP(transport.TCPConfig{
+		cfg := transport.TCPConfig{
 			MSS: mss, HdrBytes: hdr, MaxSegs: segs,
 			RTT:     sim.Duration(rtt * 1000),
 			LineBps: spec.LineGbps * 1e9, WireOverhead: scenario.WireOverhead,
-			RcvWnd: tcpSynAckWindow(s, mss),
-			Jiffy:  sim.Second / sim.Duration(max(s.Sched.HZ, 1)),
-		})
+			RcvWnd:     tcpSynAckWindow(s, mss),
+			Jiffy:      sim.Second / sim.Duration(max(s.Sched.HZ, 1)),
+			WriteBytes: cmp.Or(spec.WriteBytes, scenario.DefaultWriteBytes),
+			WriteCost:  costs.TCPSendmsg,
+			NoDelay:    spec.NoDelay,
+		}
+		if s.Device.Kind != scenario.DeviceVhost || spec.LineGbps > 0 {
+			cfg.TxFree = costs.NICTxCompletion
+		}
+		if cfg.WriteCost <= 0 {
+			cfg.WriteBytes = 0 // the cost table's tcp_sendmsg set to 0: an application that never waits
+		}
+		t.tcp, err = transport.NewTCP(cfg)
 		return t, err
 	}
 	return NewTraffic(spec, q, s.Queues, s.Seed), nil
@@ -149,8 +167,7 @@ func (t *Traffic) tcpArrival() sim.Time {
 //
 //go:noinline
 func (t *Traffic) tcpSize() int {
-	_, segs, _ := t.tcp.Next()
-	return t.tcp.FrameBytes(max(segs, 1))
+	return t.tcp.NextLen()
 }
 
 // Seq is the number of packets generated so far.

@@ -353,10 +353,15 @@ type Traffic struct {
 	// wire both ways and the sender (default 50).
 	RTTUs float64 `json:"rtt_us,omitempty"`
 	// WriteBytes is tcp_stream's write size (iperf3 -l; default 128 KiB).
-	// The sender keeps its socket full, and Nagle and autocorking merge
-	// small writes into full segments, so it changes nothing the receiver
-	// sees; it is there to say so.
+	// Each write costs the sender tcp_sendmsg (cost tcp_sendmsg): large
+	// writes outrun any window, small ones can be what limits the
+	// stream, and then what the receiver gets is what Nagle and
+	// autocorking make of them (engine/transport's fill): single
+	// segments, or a TX completion's worth.
 	WriteBytes int `json:"write_bytes,omitempty"`
+	// NoDelay is tcp_stream's TCP_NODELAY on the sender (iperf3 -N): no
+	// Nagle, so a short segment goes as soon as a write is pushed.
+	NoDelay bool `json:"nodelay,omitempty"`
 	// MessageBytes is udp_stream's datagram payload (netperf -m; default
 	// the MTU less the IP and UDP headers).
 	MessageBytes int `json:"message_bytes,omitempty"`

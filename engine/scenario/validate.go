@@ -204,8 +204,8 @@ func (s *Scenario) validateStream() error {
 	switch {
 	case t.Proto != "udp":
 		return bad("traffic.proto", "%q: a udp_stream sends udp", t.Proto)
-	case t.RTTUs != 0 || t.WriteBytes != 0:
-		return bad("traffic", "rtt_us and write_bytes are tcp_stream's")
+	case t.RTTUs != 0 || t.WriteBytes != 0 || t.NoDelay:
+		return bad("traffic", "rtt_us, write_bytes and nodelay are tcp_stream's")
 	}
 	ip := 20
 	if t.IPv6 {
@@ -536,8 +536,8 @@ func (s *Scenario) validateTraffic() error {
 	default:
 		return bad("traffic.kind", "%q: want %q, %q or %q", t.Kind, TrafficOpen, TrafficTCPStream, TrafficUDPStream)
 	}
-	if t.RTTUs != 0 || t.WriteBytes != 0 || t.MessageBytes != 0 {
-		return bad("traffic", "rtt_us, write_bytes and message_bytes belong to the stream kinds (traffic.kind tcp_stream or udp_stream)")
+	if t.RTTUs != 0 || t.WriteBytes != 0 || t.MessageBytes != 0 || t.NoDelay {
+		return bad("traffic", "rtt_us, write_bytes, nodelay and message_bytes belong to the stream kinds (traffic.kind tcp_stream or udp_stream)")
 	}
 	if t.RatePPS < 0 || t.RatePPS > 1e9 {
 		return bad("traffic.rate_pps", "%g: want 0 (device speed) .. 1e9", t.RatePPS)

@@ -68,6 +68,10 @@ type Costs struct {
 	TCPRcv     Duration // the protocol's receive of one skb (GRO skb or frame): ip_rcv .. tcp_v4_rcv .. tcp_data_queue
 	TCPSendAck Duration // a pure ACK built and sent down to the driver: tcp_send_ack .. dev_queue_xmit .. start_xmit, the ring's descriptor and kick excluded
 
+	// the sender of a tcp_stream (net/ipv4/tcp.c), on its own machine
+	TCPSendmsg      Duration // one write(2) of a sending application: the syscall, tcp_sendmsg_locked, tcp_push and the transmit it leads to, per call
+	NICTxCompletion Duration // a sending NIC's TX completion delay: from a frame on the wire to its skb freed (interrupt moderation)
+
 	// sockets (net/ipv4/tcp_input.c, net/packet/af_packet.c)
 	SKBCoalesce Duration // tcp_try_coalesce moving an skb's frags into the socket's tail skb (a copy adds Memcpy64 per 64 bytes)
 	SKBClone    Duration // skb_clone of an skb for a listening packet socket (packet_rcv)
@@ -209,6 +213,10 @@ var costEntries = []costEntry{
 		func(c *Costs) *Duration { return &c.GROReceive }},
 	{"tcp_rcv", 1050, Estimate, "", "estimate: from Cai et al., \"Understanding Host Network Stack Overheads\" (SIGCOMM 2021), the receiver breakdowns in the authors' artifact (Terabit-Ethernet/Understanding-network-stack-overheads-SIGCOMM-2021, README's sample output; Xeon Gold 6128 @ 3.4 GHz, Linux 5.4, ConnectX-5): without TSO/GRO (9.0 Gbit/s, 1.86 cores) the tcp/ip category (ip_rcv, tcp_v4_rcv, tcp_rcv_established, tcp_data_queue, the ACKs' __tcp_send_ack and __ip_queue_xmit, tcp_recvmsg, nf_conntrack_in) is 54.8%: 1309 ns a 1448-byte skb; less half an ACK's TCP/IP share (one ACK per two segments, about 510 ns: tcp_send_ack's 800 less the device layer's 300) leaves about 1050 ns an skb. With GRO (26.6 Gbit/s) the same category is 36 ns a frame, which fits about 1.05 us an skb at some 30 frames a GRO skb; the paper's figures themselves were not read",
 		func(c *Costs) *Duration { return &c.TCPRcv }},
+	{"tcp_sendmsg", 371, Sourced, "", "derived from Eric Dumazet's f54b311142a9 (\"tcp: auto corking\", 3.14): super_netperf 4 -t TCP_STREAM -- -m 128 with tcp_autocorking=1 reached 9410.39 Mbit/s on 35,209 ms of task-clock; taking netperf's default 10 s run, that is 9.19e7 writes of 128 bytes, 383 ns of the senders' CPU a write (the syscall, tcp_sendmsg_locked, the pushes and transmits autocorking left, the ACKs handled in the task's context), less 128 bytes of copy at copy_user_64b's rate (12 ns). Charged once per write, whatever its size: the sender's copy per byte is not charged (the sender's machine is outside the model; only what the write size changes is)",
+		func(c *Costs) *Duration { return &c.TCPSendmsg }},
+	{"nic_tx_completion", 16000, Sourced, "", "mlx5's default TX completion moderation (drivers/net/ethernet/mellanox/mlx5/core/en.h: MLX5E_PARAMS_DEFAULT_TX_CQ_MODERATION_USEC 0x10, with MLX5E_PARAMS_DEFAULT_TX_CQ_MODERATION_PKTS 0x20): a completion event at most 16 us after a frame leaves, sooner after 32 frames; the model takes the time bound (a sender writing small pieces completes fewer than 32 frames in 16 us). A sender on the host writing into a tap device has none: tun_net_xmit orphans the skb (skb_orphan) as it queues it",
+		func(c *Costs) *Duration { return &c.NICTxCompletion }},
 	{"tcp_send_ack", 800, Estimate, "", "estimate: Eric Dumazet's 133c4c0d3717 (\"tcp: defer regular ACK while processing socket backlog\", netdev 6 September 2023; Xeon Platinum 8481C, one flow, the receiving application's CPU saturated): 100 -> 120 Gbit/s as ACKs fell from 240,000 to 40,000 a second, which puts an ACK at about 0.81 us of that CPU if the whole gain is the ACKs' (it includes the driver and its doorbell: an upper bound); Paolo Abeni's pktgen through dev_queue_xmit and pfifo_fast (netdev 19 June 2020: 3.3 Mpps, 303 ns a packet) times the device layer alone. The virtqueue descriptor and a kick are charged apart (virtqueue_add, kick_vmexit)",
 		func(c *Costs) *Duration { return &c.TCPSendAck }},
 	{"skb_coalesce", 30, Estimate, "", "estimate: tcp_try_coalesce and skb_try_coalesce moving the frag descriptors (16 bytes each) into the tail skb, the truesize and rmem updates, and kfree_skb_partial of the emptied sk_buff (~100 cycles)",

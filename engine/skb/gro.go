@@ -16,13 +16,15 @@ const GROMaxSize = 65536
 // passes it up (napi_gro_complete into the stack, Stack.Deliver).
 //
 // What the engine merges: the frames of a tcp_stream, one flow per
-// receive queue, each a full segment, in order (a frame's number follows
+// receive queue, in order (a frame's number follows
 // the held skb's last), up to GROMaxSize of IP packet, into the held
 // skb's frags (its head page, when the head is a page fragment, becomes
 // one more frag) until MAX_SKB_FRAGS, then onto its frag_list; skbs whose
 // pages recycle differently do not merge (pp_recycle). Anything else
 // passes through (GRO looks each packet up and holds nothing: no UDP GRO
-// without a socket asking for it). The held skb goes up when the next
+// without a socket asking for it). A frame longer than the held skb's
+// first does not merge; a shorter one (a segment short of an MSS) merges
+// and ends it. The held skb goes up when the next
 // frame does not merge, when it is full, at napi_complete_done
 // (FlushAll), and after a poll that used its whole budget when it was
 // held since an earlier jiffy (napi_gro_flush(napi, HZ >= 1000): Flush
@@ -43,6 +45,9 @@ type GRO struct {
 	held   ID // the held skb, NoSKB when none
 	last   ID // the last skb on held's frag_list, held itself when none
 	age    int64
+	// segLen is the held skb's first frame's length: its gso_size, with
+	// the headers every frame of the flow has.
+	segLen uint32
 	// Merged counts frames merged into a held skb; Flushed the skbs GRO
 	// passed up that it had held.
 	Merged, Flushed uint64
@@ -77,13 +82,18 @@ func (g *GRO) Receive(c *sim.CPU, id ID, stream bool, jiffy int64) error {
 	if g.held != NoSKB {
 		if g.merge(c, id) {
 			g.Merged++
+			if s.Len < g.segLen {
+				// tcp_gro_receive: a segment shorter than the held
+				// skb's (flush = len < mss) ends it.
+				return g.flushHeld(c)
+			}
 			return nil
 		}
 		if err := g.flushHeld(c); err != nil {
 			return err
 		}
 	}
-	g.held, g.last, g.age = id, id, jiffy
+	g.held, g.last, g.age, g.segLen = id, id, jiffy, s.Len
 	return nil
 }
 
@@ -94,7 +104,9 @@ func (g *GRO) merge(c *sim.CPU, from ID) bool {
 	if s.Seq != p.Seq+uint64(p.Segs) || s.Queue != p.Queue || s.PPRecycle != p.PPRecycle {
 		return false
 	}
-	if p.Len+s.Len >= GROMaxSize {
+	if p.Len+s.Len >= GROMaxSize || s.Len > g.segLen {
+		// Full, or a segment longer than the held skb's (tcp_gro_receive:
+		// flush |= (len - 1) >= mss).
 		return false
 	}
 	if p.FragList == NoSKB && s.FragList == NoSKB && s.Head != mem.NoPage &&

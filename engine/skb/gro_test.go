@@ -119,3 +119,23 @@ func TestGROFlushOldByJiffy(t *testing.T) {
 	require.NoError(t, r.gro.FlushOld(r.c, 8))
 	assert.Len(t, r.up, 1, "held since an earlier one")
 }
+
+// tcp_gro_receive with segments of different sizes (a sender's small
+// writes, FIDELITY T1): a segment shorter than the held skb's gso_size
+// merges and ends it (flush = len < mss); a longer one does not merge
+// (flush |= (len - 1) >= mss) and is held in its place.
+func TestGROShortSegmentEndsTheSkb(t *testing.T) {
+	r := newGRO(t, true)
+	require.NoError(t, r.gro.Receive(r.c, r.frame(t, 0, 1514), true, 0))
+	require.NoError(t, r.gro.Receive(r.c, r.frame(t, 1, 1514), true, 0))
+	require.NoError(t, r.gro.Receive(r.c, r.frame(t, 2, 322), true, 0))
+	require.Len(t, r.up, 1, "the short segment merged and the skb went up")
+	assert.Equal(t, uint16(3), r.pool.Get(r.up[0]).Segs)
+	assert.Equal(t, NoSKB, r.gro.Held())
+
+	require.NoError(t, r.gro.Receive(r.c, r.frame(t, 3, 322), true, 0))
+	require.NoError(t, r.gro.Receive(r.c, r.frame(t, 4, 1514), true, 0))
+	require.Len(t, r.up, 2, "a longer segment does not merge into a short one's skb")
+	assert.Equal(t, uint16(1), r.pool.Get(r.up[1]).Segs)
+	assert.Equal(t, uint64(2), r.gro.Merged)
+}

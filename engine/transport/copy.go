@@ -7,5 +7,6 @@ func (t *TCP) CopyFrom(src *TCP) {
 	*t = *src
 	t.sent = append(own.sent[:0], src.sent...)
 	t.sentAt = append(own.sentAt[:0], src.sentAt...)
+	t.endOff = append(own.endOff[:0], src.endOff...)
 	t.ev = append(own.ev[:0], src.ev...)
 }

@@ -69,6 +69,21 @@ type TCPConfig struct {
 	// Jiffy is 1/HZ of the sender's kernel (0: HZ=1000): TCP's timers
 	// count in whole jiffies, TCP_TIMEOUT_MIN is two.
 	Jiffy sim.Duration
+
+	// The sending application, iperf3's loop of write calls: WriteBytes
+	// a write (iperf3 -l), WriteCost the sender's CPU time a write takes
+	// (0: the sender always has data). Each write's tcp_push sends what
+	// Nagle and autocorking let go (App.fill).
+	WriteBytes int
+	WriteCost  sim.Duration
+	// TxFree is how long a frame the sender sent keeps its skb in the
+	// sender's qdisc and device after it left (TX completion): while one
+	// does, a write's push of less than a full TSO packet waits for it
+	// (tcp_should_autocork). 0: freed as it leaves (a tap device orphans
+	// it).
+	TxFree sim.Duration
+	// NoDelay is TCP_NODELAY (iperf3 -N): no Nagle.
+	NoDelay bool
 }
 
 // ErrConfig is wrapped by NewTCP's errors.
@@ -143,6 +158,8 @@ type TCP struct {
 	// nextProbe: it is a tail loss probe.
 	next      sim.Time // when it reaches the receiver
 	nextSegs  int
+	nextBytes int // its payload
+	nextRetx  int // of its segments, those sent again after a loss (owed)
 	haveNext  bool
 	nextRTO   bool
 	nextProbe bool
@@ -194,6 +211,24 @@ type TCP struct {
 
 	ev         []event // ring of events, ordered by time
 	head, size int
+	// lastEvent is when the last event applied took effect: a plan at
+	// that time is the ACK's push (tcp_data_snd_check), not a write's.
+	lastEvent sim.Time
+
+	// What the application wrote and what of it went (bytes of the
+	// stream, retransmissions aside): newOff is snd_nxt, unaOff snd_una,
+	// smlOff snd_sml (the end of the last segment sent short of an MSS,
+	// tcp_minshall_update), endOff[seq % len] newOff after frame seq.
+	// owed is the segments lost and not yet sent again; freeAt when the
+	// last frame sent frees its skb (TX completion).
+	app                    app
+	newOff, unaOff, smlOff int64
+	endOff                 []int64
+	owed                   int
+	freeAt                 sim.Time
+	// corked and held: autocorking, or Nagle, holds what the application
+	// wrote since the last frame went (counted once).
+	corked, held bool
 
 	c TCPCounters
 }
@@ -209,6 +244,11 @@ type TCPCounters struct {
 	Timeouts     uint64 // retransmission timeouts
 	Probes       uint64 // tail loss probes sent
 	RcvWndLimit  uint64 // times the receiver's window, not cwnd, held a frame back
+	// Autocorked counts the pushes autocorking deferred
+	// (TcpExtTCPAutoCorking); NagleHeld the times Nagle held a short
+	// segment back with the windows open; Short the frames sent with a
+	// segment short of an MSS.
+	Autocorked, NagleHeld, Short uint64
 	// HyStartTrain and HyStartDelay count HyStart's exits from slow start
 	// (TcpExtTCPHystartTrainDetect, TcpExtTCPHystartDelayDetect).
 	HyStartTrain, HyStartDelay uint64
@@ -230,8 +270,11 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 		return nil, fmt.Errorf("%w: mss %d", ErrConfig, cfg.MSS)
 	case cfg.MaxSegs < 1 || cfg.MaxSegs*cfg.MSS > GSOMaxSize:
 		return nil, fmt.Errorf("%w: %d segments of %d bytes exceed %d", ErrConfig, cfg.MaxSegs, cfg.MSS, GSOMaxSize)
-	case cfg.RTT < 0 || cfg.HdrBytes < 0 || cfg.WireOverhead < 0 || cfg.LineBps < 0 || cfg.RcvWnd < 0 || cfg.Jiffy < 0:
+	case cfg.RTT < 0 || cfg.HdrBytes < 0 || cfg.WireOverhead < 0 || cfg.LineBps < 0 || cfg.RcvWnd < 0 || cfg.Jiffy < 0 ||
+		cfg.WriteBytes < 0 || cfg.WriteCost < 0 || cfg.TxFree < 0:
 		return nil, fmt.Errorf("%w: negative value", ErrConfig)
+	case (cfg.WriteBytes == 0) != (cfg.WriteCost == 0):
+		return nil, fmt.Errorf("%w: write_bytes %d with a write cost of %v: want both or neither", ErrConfig, cfg.WriteBytes, cfg.WriteCost)
 	}
 	if cfg.Jiffy == 0 {
 		cfg.Jiffy = Jiffy
@@ -244,7 +287,11 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 		ev:       make([]event, maxEvents),
 		sent:     make([]int32, MaxInFlight),
 		sentAt:   make([]sim.Time, MaxInFlight),
+		endOff:   make([]int64, MaxInFlight),
 	}
+	// The first write is done when the connection starts sending.
+	t.app.written = int64(cfg.WriteBytes)
+	t.app.at = sim.Time(0).Add(cfg.WriteCost)
 	// The handshake measured the path: the SYN-ACK's RTT sample
 	// (tcp_synack_rtt_meas) seeds srtt and the RTO; cubictcp_init starts
 	// HyStart's first round.
@@ -298,6 +345,18 @@ func (t *TCP) Next() (at sim.Time, segs int, ok bool) {
 	return t.next, t.nextSegs, t.haveNext
 }
 
+// NextLen is the length of the frame Next returns, as the receiver gets
+// it (headers and payload, no FCS); a full segment's when there is none.
+func (t *TCP) NextLen() int {
+	if !t.haveNext {
+		t.plan()
+	}
+	if !t.haveNext || t.nextBytes == 0 {
+		return t.cfg.MSS + t.cfg.HdrBytes
+	}
+	return t.nextBytes + t.cfg.HdrBytes
+}
+
 // Take consumes the frame Next returned: it is on its way. It returns the
 // frame's sequence number (0, 1, 2 ...: the order frames were sent in),
 // by which Delivered and Lost name it.
@@ -311,6 +370,7 @@ func (t *TCP) Take() uint64 {
 	send := t.next.Add(-t.cfg.RTT / 2)
 	if t.nextRTO {
 		t.timeout(send)
+		t.nextRetx = min(t.nextSegs, t.owed) // the first lost segment, again
 	}
 	if t.nextProbe {
 		t.c.Probes++
@@ -318,6 +378,16 @@ func (t *TCP) Take() uint64 {
 	}
 	seq := t.c.Frames
 	segs := t.nextSegs
+	t.owed -= t.nextRetx
+	if newBytes := t.nextBytes - t.nextRetx*t.cfg.MSS; newBytes > 0 {
+		t.newOff += int64(newBytes)
+		if newBytes%t.cfg.MSS != 0 {
+			t.smlOff = t.newOff // tcp_minshall_update
+			t.c.Short++
+		}
+	}
+	t.endOff[seq%MaxInFlight] = t.newOff
+	t.corked, t.held = false, false
 	if t.inflight == 0 {
 		t.progress = send // the retransmission timer starts with the first segment out
 	}
@@ -330,6 +400,7 @@ func (t *TCP) Take() uint64 {
 	t.c.Frames++
 	t.c.Segments += uint64(segs)
 	t.linkFree = send.Add(t.wireTime(segs))
+	t.freeAt = max(t.freeAt, t.linkFree.Add(t.cfg.TxFree))
 	t.haveNext = false
 	t.validate(t.inflight >= t.cwnd)
 	return seq
@@ -596,17 +667,25 @@ func (t *TCP) plan() {
 	for {
 		t.apply(s)
 		w, byRcv := t.window()
+		wait := never
 		if room := w - t.inflight; room >= 1 && t.frames() < MaxInFlight {
 			segs := min(room, t.tsoSegs())
-			t.next, t.nextSegs, t.haveNext = s.Add(t.cfg.RTT/2), segs, true
-			return
-		}
-		if byRcv {
+			var retx, bytes int
+			retx, bytes, wait = t.fill(s, segs)
+			if bytes > 0 {
+				t.next, t.nextSegs, t.haveNext = s.Add(t.cfg.RTT/2), retx+(bytes-retx*t.cfg.MSS+t.cfg.MSS-1)/t.cfg.MSS, true
+				t.nextBytes, t.nextRetx = bytes, retx
+				return
+			}
+		} else if byRcv {
 			t.c.RcvWndLimit++
 		} else {
 			t.validate(true)
 		}
 		next, pending := t.nextEvent()
+		if wait < never && (!pending || wait < next) {
+			next, pending = wait, true // the application's write, or a TX completion
+		}
 		if !pending {
 			if t.inflight > 0 {
 				// Nothing will come back unless the receiver reports
@@ -618,12 +697,16 @@ func (t *TCP) plan() {
 				// scheduled only in TCP_CA_Open or TCP_CA_CWR), the
 				// retransmission timer.
 				if !t.probed && t.ca == caOpen {
+					// A probe sends the last segment again (no new data
+					// when the application has none: the stream's
+					// bytes do not matter to the model).
 					at := max(s, t.progress.Add(t.probeTimeout()))
 					t.next, t.nextSegs, t.haveNext, t.nextProbe = at.Add(t.cfg.RTT/2), 1, true, true
 				} else {
 					at := max(s, t.progress.Add(t.rto()))
 					t.next, t.nextSegs, t.haveNext, t.nextRTO = at.Add(t.cfg.RTT/2), 1, true, true
 				}
+				t.nextBytes, t.nextRetx = t.cfg.MSS, 0
 			}
 			return
 		}
@@ -713,7 +796,8 @@ func (t *TCP) apply(s sim.Time) {
 			break
 		}
 		e := t.ev[t.head]
-		t.progress = e.at
+		t.advanceApp(e.at) // the writes before the ACK
+		t.progress, t.lastEvent = e.at, e.at
 		t.head = (t.head + 1) % len(t.ev)
 		t.size--
 		switch e.kind {
@@ -728,6 +812,7 @@ func (t *TCP) apply(s sim.Time) {
 			rtt := int64(e.at.Sub(t.sentAt[e.seq%MaxInFlight]) / sim.Microsecond)
 			t.minRTT = min(t.minRTT, max(1, rtt))
 			t.una = max(t.una, e.seq+1)
+			t.unaOff = max(t.unaOff, t.endOff[e.seq%MaxInFlight])
 			t.rttEstimator(max(1, rtt))
 			t.backoff = 0 // an RTT measured: tcp_ack_update_rtt resets icsk_backoff
 			t.acked(rtt, e.at, e.seq)
@@ -768,10 +853,9 @@ func (t *TCP) markLost(segs int32) {
 // drop takes segs lost segments out of flight: they are sent again as
 // the window allows (bulk data: which bytes does not matter).
 func (t *TCP) drop(segs int) {
-	t.inflight -= segs
-	if t.inflight < 0 {
-		t.inflight = 0
-	}
+	lost := min(segs, t.inflight)
+	t.inflight -= lost
+	t.owed += lost
 	t.c.Retransmits += uint64(segs)
 }
 
