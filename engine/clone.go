@@ -22,7 +22,7 @@ import (
 // It costs about what building the world costs, plus a copy of its struct
 // pages.
 func (w *World) Clone() (*World, error) {
-	c, err := NewWithXDP(w.origin.s, w.origin.spec)
+	c, err := build(w.origin.s, w.origin.spec, w.origin.rep)
 	if err != nil {
 		return nil, fmt.Errorf("engine: clone: %w", err)
 	}
@@ -79,6 +79,14 @@ func (w *World) copyFrom(src *World) error {
 	if w.streams != nil {
 		w.streams.copyFrom(src.streams)
 	}
+	if (w.replay == nil) != (src.replay == nil) {
+		return fmt.Errorf("the twin's replay differs from the world's")
+	}
+	if w.replay != nil {
+		if err := w.replay.CopyFrom(src.replay); err != nil {
+			return err
+		}
+	}
 	w.napiLocal, w.err = src.napiLocal, src.err
 	if src.live != nil {
 		w.live = &liveness{window: src.live.window, q: append([]queueProgress(nil), src.live.q...)}
@@ -122,7 +130,7 @@ func (w *World) CopyFrom(src *World) error {
 // sameOrigin reports whether a and b were built from the same scenario and
 // XDP object.
 func sameOrigin(a, b *World) bool {
-	return a.origin.spec == b.origin.spec && reflect.DeepEqual(a.origin.s, b.origin.s)
+	return a.origin.spec == b.origin.spec && a.origin.rep == b.origin.rep && reflect.DeepEqual(a.origin.s, b.origin.s)
 }
 
 // Footprint estimates the bytes w holds: its struct pages, frames, skbs

@@ -47,10 +47,15 @@ type World struct {
 	checker   *eventChecker // CheckEveryEvent, nil when off
 	live      *liveness     // CheckLiveness, nil when off
 
+	// replay is the record of a replayed capture's frames, nil when the
+	// scenario's generator feeds the device.
+	replay *device.ReplayLog
+
 	// origin is what the world was built from, for Clone's twin.
 	origin struct {
 		s    scenario.Scenario
 		spec *bpf.CollectionSpec
+		rep  *device.Replay
 	}
 }
 
@@ -68,6 +73,34 @@ func New(s scenario.Scenario) (*World, error) {
 // ELF object read with bpf.LoadELF) instead of the library; s.XDP must be
 // set and its program name selects the program in spec ("" for the first).
 func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
+	return build(s, spec, nil)
+}
+
+// NewReplay is NewWithXDP with a capture's frames feeding the device in
+// place of the scenario's generator (device.Replay): they enter the host
+// backend as generated frames do, each queue taking the frames its flow
+// hashes to, and the world records what became of each (Replay). The
+// scenario's traffic must be the open generator (a stream's sender
+// decides its own frames); its rate, sizes and flows are the capture's.
+// spec may be nil.
+func NewReplay(s scenario.Scenario, spec *bpf.CollectionSpec, rep *device.Replay) (*World, error) {
+	if rep == nil {
+		return nil, fmt.Errorf("engine: replay: no capture")
+	}
+	if err := rep.Validate(); err != nil {
+		return nil, err
+	}
+	if k := s.Traffic.Stream(); k != "" {
+		return nil, &scenario.FieldError{Field: "traffic.kind", Reason: fmt.Sprintf("%s decides its own frames: a capture replaces the open generator only", k)}
+	}
+	return build(s, spec, rep)
+}
+
+// Replay is the record of every replayed frame (NewReplay), in capture
+// order, nil for a world fed by its generator.
+func (w *World) Replay() *device.ReplayLog { return w.replay }
+
+func build(s scenario.Scenario, spec *bpf.CollectionSpec, rep *device.Replay) (*World, error) {
 	origin := s
 	progName := ""
 	if spec != nil {
@@ -92,7 +125,7 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		}
 	}
 	w := &World{Scenario: s, napiLocal: napiLocalOf(s.Behaviours())}
-	w.origin.s, w.origin.spec = origin, spec
+	w.origin.s, w.origin.spec, w.origin.rep = origin, spec, rep
 	var err error
 	if w.Sim, err = sim.New(s.CPUs, costs); err != nil {
 		return nil, err
@@ -150,6 +183,16 @@ func NewWithXDP(s scenario.Scenario, spec *bpf.CollectionSpec) (*World, error) {
 		Stack: w.Stack, Softnet: w.Net, Releaser: w, Cpumap: w.Cpumap, Devmap: w.Devmap, Prog: w.Prog,
 		Clock:   bpf.ClockFunc(func() uint64 { return uint64(w.Sim.Now()) }),
 		Traffic: func(q int) (*device.Traffic, error) { return device.NewStreamTraffic(&w.Scenario, q, &w.Sim.Costs) },
+	}
+	if rep != nil {
+		w.replay = device.NewReplayLog(len(rep.Frames))
+		env.Replay = true
+		env.Traffic = func(q int) (*device.Traffic, error) {
+			return device.NewReplayTraffic(rep, w.replay, q, w.Scenario.Queues), nil
+		}
+		if w.Prog != nil {
+			w.Prog.TracePacketAccess(true) // each frame's record says what the program read and wrote
+		}
 	}
 	if w.Driver, err = virtionet.New(env, virtionet.ConfigOf(&w.Scenario)); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -569,6 +612,26 @@ func (w *World) RunUntil(t sim.Time) error {
 	if w.live != nil {
 		_, more := w.Sim.Queue.Peek()
 		w.live.after(w, !more)
+	}
+	return w.Err()
+}
+
+// RunReplay runs a replay (NewReplay) until every frame's outcome is
+// known, the world has nothing left to do, or its next event is past
+// until.
+func (w *World) RunReplay(until sim.Time) error {
+	if w.replay == nil {
+		return fmt.Errorf("engine: the world replays no capture")
+	}
+	for !w.replay.Done() {
+		if err := w.Err(); err != nil {
+			return err
+		}
+		at, ok := w.Sim.Queue.Peek()
+		if !ok || at > until {
+			break
+		}
+		w.Step()
 	}
 	return w.Err()
 }

@@ -240,5 +240,8 @@ func (m *machine) adjustTail(off int64) uint64 {
 		clear(m.in.Buf[m.end:end])
 	}
 	m.end = uint64(end)
+	if !m.trace {
+		m.fastEnd = m.end
+	}
 	return 0
 }

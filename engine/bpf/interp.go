@@ -52,6 +52,13 @@ type machine struct {
 
 	redirect Redirect
 	fault    Fault
+
+	// fastEnd bounds the packet accesses the run loop makes inline: end,
+	// or 0 while accesses are traced, which sends every packet access
+	// through access, where it is recorded (TracePacketAccess).
+	fastEnd uint64
+	trace   bool
+	acc     PacketAccess
 }
 
 // frame is a bpf-to-bpf caller's saved state: return pc and the
@@ -113,6 +120,7 @@ func (p *Program) Run(in *Input, res *Result) {
 		// instructions, the input's offsets, no redirect, no fault.
 		m.in = in
 		m.data, m.end, m.meta = uint64(in.Data), uint64(in.DataEnd), uint64(in.DataMeta)
+		m.startRun()
 		m.redirect = Redirect{}
 		res.Action = Action(uint32(p.constR0))
 		res.Data, res.DataEnd, res.DataMeta = in.Data, in.DataEnd, in.DataMeta
@@ -126,6 +134,7 @@ func (p *Program) Run(in *Input, res *Result) {
 		// helper's result and redirect, every instruction counted.
 		m.in = in
 		m.data, m.end, m.meta = uint64(in.Data), uint64(in.DataEnd), uint64(in.DataMeta)
+		m.startRun()
 		m.redirect = Redirect{}
 		// call leaves the registers as they were: it may read the
 		// program's own, with no copy.
@@ -146,6 +155,7 @@ func (p *Program) Run(in *Input, res *Result) {
 	// stackLo at the main frame, no fault recorded.
 	m.in = in
 	m.data, m.end, m.meta = uint64(in.Data), uint64(in.DataEnd), uint64(in.DataMeta)
+	m.startRun()
 	m.redirect = Redirect{}
 	buf := in.Buf
 
@@ -543,7 +553,7 @@ func (p *Program) Run(in *Input, res *Result) {
 
 		case opLdxB:
 			a := r[s] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+1 <= m.end {
+			if o := a - pktTag; o >= m.meta && o+1 <= m.fastEnd {
 				r[d] = uint64(buf[o])
 				break
 			}
@@ -554,7 +564,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			r[d] = v
 		case opLdxH:
 			a := r[s] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+2 <= m.end {
+			if o := a - pktTag; o >= m.meta && o+2 <= m.fastEnd {
 				r[d] = uint64(binary.LittleEndian.Uint16(buf[o:]))
 				break
 			}
@@ -565,7 +575,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			r[d] = v
 		case opLdxW:
 			a := r[s] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+4 <= m.end {
+			if o := a - pktTag; o >= m.meta && o+4 <= m.fastEnd {
 				r[d] = uint64(binary.LittleEndian.Uint32(buf[o:]))
 				break
 			}
@@ -576,7 +586,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			r[d] = v
 		case opLdxDW:
 			a := r[s] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+8 <= m.end {
+			if o := a - pktTag; o >= m.meta && o+8 <= m.fastEnd {
 				r[d] = binary.LittleEndian.Uint64(buf[o:])
 				break
 			}
@@ -621,7 +631,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			}
 		case opStxB:
 			a := r[d] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+1 <= m.end {
+			if o := a - pktTag; o >= m.meta && o+1 <= m.fastEnd {
 				buf[o] = byte(r[s])
 				break
 			}
@@ -630,7 +640,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			}
 		case opStxH:
 			a := r[d] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+2 <= m.end {
+			if o := a - pktTag; o >= m.meta && o+2 <= m.fastEnd {
 				binary.LittleEndian.PutUint16(buf[o:], uint16(r[s]))
 				break
 			}
@@ -639,7 +649,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			}
 		case opStxW:
 			a := r[d] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+4 <= m.end {
+			if o := a - pktTag; o >= m.meta && o+4 <= m.fastEnd {
 				binary.LittleEndian.PutUint32(buf[o:], uint32(r[s]))
 				break
 			}
@@ -648,7 +658,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			}
 		case opStxDW:
 			a := r[d] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+8 <= m.end {
+			if o := a - pktTag; o >= m.meta && o+8 <= m.fastEnd {
 				binary.LittleEndian.PutUint64(buf[o:], r[s])
 				break
 			}

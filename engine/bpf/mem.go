@@ -65,6 +65,9 @@ func (m *machine) access(a uint64, n uint32, write bool) []byte {
 		// Packet accesses lie in [data_meta, data_end) (the verifier's
 		// find_good_pkt_pointers ranges, checked here per access).
 		if off >= m.meta && end <= m.end {
+			if m.trace {
+				m.acc.add(int(off), int(end), write)
+			}
 			return m.in.Buf[off:end:end]
 		}
 	case region == regStack:

@@ -23,14 +23,15 @@ func (r *RX) CopyFrom(src *RX) error {
 }
 
 // CopyFrom makes t's state src's: the next arrival, the flow and size
-// drawn next, the random generator's position and the TCP sender.
+// drawn next, the random generator's position and the TCP sender. A
+// replay's frames and log stay t's (the world copies its log).
 func (t *Traffic) CopyFrom(src *Traffic) error {
-	if len(t.flows) != len(src.flows) || (t.tcp == nil) != (src.tcp == nil) || (t.pcg == nil) != (src.pcg == nil) {
+	if len(t.flows) != len(src.flows) || (t.tcp == nil) != (src.tcp == nil) || (t.pcg == nil) != (src.pcg == nil) || (t.rep == nil) != (src.rep == nil) {
 		return fmt.Errorf("device: copy: traffic of %d flows into %d", len(src.flows), len(t.flows))
 	}
 	own := *t
 	*t = *src
-	t.flows, t.tmpls, t.spec, t.rng, t.pcg, t.tcp = own.flows, own.tmpls, own.spec, own.rng, own.pcg, own.tcp
+	t.flows, t.tmpls, t.spec, t.rng, t.pcg, t.tcp, t.rep = own.flows, own.tmpls, own.spec, own.rng, own.pcg, own.tcp, own.rep
 	if t.pcg != nil {
 		*t.pcg = *src.pcg
 	}

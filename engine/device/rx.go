@@ -396,6 +396,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			// It came off the wire while the device, out of buffers,
 			// waited for the doorbell: nowhere to put it.
 			r.c.NoBufferDrops++
+			r.traffic.Record(OutcomeNoBuffer)
 			r.traffic.Advance()
 			continue
 		}
@@ -430,6 +431,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.starve(start)
 			if r.vdpa {
 				r.c.NoBufferDrops++
+				r.traffic.Record(OutcomeNoBuffer)
 				r.traffic.Advance()
 			}
 			return irq, irqAt
@@ -454,6 +456,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 		switch {
 		case !fits:
 			r.c.TooBig++
+			r.traffic.Record(OutcomeTooBig)
 			if r.batch {
 				irq, irqAt = r.dropTooBig(end, irq, irqAt)
 				continue

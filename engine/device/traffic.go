@@ -34,6 +34,9 @@ type Traffic struct {
 	// it decides when each frame arrives and how many segments it
 	// carries; seq numbers its frames as it does.
 	tcp *transport.TCP
+	// rep is the queue's share of a replayed capture (NewReplayTraffic),
+	// nil for generated traffic: seq numbers its frames.
+	rep *replayQueue
 }
 
 // NewStreamTraffic is NewTraffic for the scenario's workload: the open
@@ -140,7 +143,7 @@ func NewTraffic(spec scenario.Traffic, q, nq int, seed uint64) *Traffic {
 func (t *Traffic) Active() bool { return len(t.flows) > 0 }
 
 // Saturating reports whether packets are always waiting.
-func (t *Traffic) Saturating() bool { return t.interval == 0 && t.tcp == nil }
+func (t *Traffic) Saturating() bool { return t.interval == 0 && t.tcp == nil && t.rep == nil }
 
 // NextArrival is the arrival time of the next packet: Never when a TCP
 // sender waits for the receiver.
@@ -184,6 +187,9 @@ func (t *Traffic) Peek() (*Flow, int) {
 // build writes packet seq of flow f, frameLen bytes long, into b as
 // Flow.Build would (cut at len(b)) and returns the bytes written.
 func (t *Traffic) build(f int, b []byte, seq uint64, frameLen int) int {
+	if t.rep != nil {
+		return t.replayBuild(b, seq, frameLen)
+	}
 	return t.tmpls[f].build(b, seq, frameLen)
 }
 
@@ -193,6 +199,10 @@ func (t *Traffic) build(f int, b []byte, seq uint64, frameLen int) int {
 func (t *Traffic) Advance() {
 	if t.tcp != nil {
 		t.tcpTake()
+		return
+	}
+	if t.rep != nil {
+		t.replayAdvance()
 		return
 	}
 	t.seq++
@@ -232,6 +242,9 @@ func (t *Traffic) nextSize() {
 // DropUntil discards the packets that arrived at or before t beyond the
 // newest keep, as a full host queue does; it returns how many it dropped.
 func (t *Traffic) DropUntil(at sim.Time, keep int) uint64 {
+	if t.rep != nil {
+		return t.replayDropUntil(at, keep)
+	}
 	if t.interval == 0 || t.next > at {
 		return 0
 	}

@@ -139,6 +139,9 @@ func (rq *RQ) receive(budget int) int {
 		if !ok {
 			break
 		}
+		if rq.d.replay && length >= HdrLen+EthHlen {
+			rq.replayTaken(&b)
+		}
 		if rq.d.mergeable && length >= HdrLen+EthHlen {
 			// receiveBuf's mergeable case, without the call.
 			c.Charge(sim.SymReceiveBuf, c.Costs().RxPacket)

@@ -58,6 +58,7 @@ func New(env *Env, cfg Config) (*Driver, error) {
 	d.poolFrags = d.source == srcPagePoolFrag || (d.source == srcPagePool && s.VirtioNetPagePool)
 	d.refillInNAPI = s.RefillRetryInNAPI
 	d.stream = s.Stream
+	d.replay = env.Replay
 	d.tcpStream = s.TCPStream
 	d.premapped = s.Premapped
 	// virtnet_rq_set_premapped (6.6 to 6.10) and its successor in 6.13

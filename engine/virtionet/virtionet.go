@@ -64,6 +64,9 @@ type Env struct {
 	// Traffic is the generator feeding receive queue q's host (for a
 	// scenario, device.NewStreamTraffic), called once per queue by New.
 	Traffic func(q int) (*device.Traffic, error)
+	// Replay says the traffic replays a capture: the driver records what
+	// became of each frame it takes (device.Traffic.Fate).
+	Replay bool
 }
 
 // Driver is struct virtnet_info.
@@ -91,6 +94,7 @@ type Driver struct {
 	xdpFrags    bool // the program supports multi-buffer packets (Config.XDPFrags)
 	stream      bool // a stream workload: buffers carry their frame's number to the socket
 	tcpStream   bool // a tcp_stream, whose frames GRO merges
+	replay      bool // Env.Replay: each frame's fate is recorded
 	budget      int
 	// skbLead is what precedes the data in a buffer build_skb wraps: the
 	// headroom skb_reserve keeps, the header, and, for small buffers,

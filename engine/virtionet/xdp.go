@@ -56,6 +56,10 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	}
 	c.Charge(sim.SymBPFProgRunXDP, c.Costs().XDPProg+sim.Duration((res.Insns+7)/8)*c.Costs().XDPInsn8)
 	rq.Stats.XDPPackets++
+	var fate *device.Fate
+	if rq.d.replay {
+		fate = rq.replayXDP(b, res)
+	}
 	switch res.Action {
 	case bpf.XDPPass:
 		return bpf.XDPPass, uint32(newLen), true
@@ -63,6 +67,7 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 		rq.Stats.XDPTx++
 		f := rq.toFrame(b, uint32(newLen), mem.XDPFrame)
 		if f == xdp.NoFrame {
+			replayFailed(fate)
 			rq.xdpDrop(b)
 			return bpf.XDPDrop, 0, false
 		}
@@ -72,6 +77,7 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	case bpf.XDPRedirect:
 		rq.Stats.XDPRedirects++
 		if !rq.doRedirect(b, uint32(newLen), res.Redirect) {
+			replayFailed(fate)
 			rq.xdpDrop(b)
 			return bpf.XDPDrop, 0, false
 		}
@@ -419,4 +425,50 @@ func (d *Driver) XmitACK(c *sim.CPU) {
 	sq.descs++
 	sq.Stats.ACKs++
 	d.kickTX(c, sq)
+}
+
+// replayTaken records, for a replay, that the driver took the frame in
+// b's buffer (its first) from the ring.
+//
+//go:noinline
+func (rq *RQ) replayTaken(b *rxBuf) {
+	b.seq = rq.Dev.FrameSeq(b.head)
+	if f := rq.Dev.Traffic().Fate(b.seq, device.OutcomeReceived); f != nil {
+		f.Taken = rq.CPU.Now()
+	}
+}
+
+// replayXDP records, for a replay, the program's verdict on b's frame
+// and what it read and wrote of it (bpf.Program.TracePacketAccess).
+//
+//go:noinline
+func (rq *RQ) replayXDP(b *rxBuf, res *bpf.Result) *device.Fate {
+	f := rq.Dev.Traffic().Fate(b.seq, device.OutcomeXDP)
+	if f == nil {
+		return nil
+	}
+	f.Action, f.Failed, f.Insns = uint8(min(res.Action, 255)), false, int32(res.Insns)
+	f.Loads, f.Stores, f.ReadLo, f.ReadHi, f.WriteLo, f.WriteHi, f.HeadMove, f.TailMove = 0, 0, 0, 0, 0, 0, 0, 0
+	if rq.d.constProg {
+		return f // nothing read or written
+	}
+	in := &rq.xdpIn
+	a := rq.d.env.Prog.LastPacketAccess()
+	f.Loads, f.Stores = int32(a.Loads), int32(a.Stores)
+	if a.Loads > 0 {
+		f.ReadLo, f.ReadHi = int32(a.ReadLo-in.Data), int32(a.ReadHi-in.Data)
+	}
+	if a.Stores > 0 {
+		f.WriteLo, f.WriteHi = int32(a.WriteLo-in.Data), int32(a.WriteHi-in.Data)
+	}
+	f.HeadMove, f.TailMove = int32(res.Data-in.Data), int32(res.DataEnd-in.DataEnd)
+	return f
+}
+
+// replayFailed marks a replayed frame whose TX or REDIRECT the driver
+// could not carry out (it drops it).
+func replayFailed(f *device.Fate) {
+	if f != nil {
+		f.Failed = true
+	}
 }
