@@ -8,6 +8,7 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/cpuguy83/go-md2man/v2 v2.0.6
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875
+	github.com/gopacket/gopacket v1.7.7
 	github.com/gorilla/websocket v1.5.3
 	github.com/hajimehoshi/ebiten/v2 v2.8.8
 	github.com/mdlayher/genetlink v1.4.0

@@ -99,12 +99,13 @@ type runOptions struct {
 	sets     setFlags
 	interval time.Duration
 	progress *bool // nil: on a terminal only
+	pcap     pcapOptions
 }
 
 func runCommand() *cobra.Command {
 	var o runOptions
 	c := &cobra.Command{
-		Use:               "run [--packets N | --duration D] [--set KEY=VALUE ...] [--trace N | --interval D] [--json] [--xdp-object FILE [--xdp-program NAME]] [--progress] FILE|PRESET",
+		Use:               "run [--packets N | --duration D] [--set KEY=VALUE ...] [--trace N | --interval D] [--json] [--xdp-object FILE [--xdp-program NAME]] [--pcap FILE [--pcap-rate PPS] [--pcap-verbose] [--pcap-out FILE]] [--progress] FILE|PRESET",
 		Short:             "run a scenario or preset headless and print a summary",
 		Long:              runHelp + "\n" + setHelp + "\nKnobs: " + strings.Join(scenario.KnobKeys(), ", ") + "\n\nPresets: " + strings.Join(scenario.PresetNames(), ", "),
 		ValidArgsFunction: completePresets(1),
@@ -122,6 +123,12 @@ func runCommand() *cobra.Command {
 	fs.BoolVar(&o.costs, "costs", false, "also print the cost table the run used: each constant's value, default, kind (sourced, estimate, fitted) and source")
 	fs.Var(&o.sets, "set", "set a knob or the scenario field at a JSON path, `KEY=VALUE`, before running (repeatable; see above)")
 	fs.DurationVar(&o.interval, "interval", 0, "every `D` of simulated time, print the interval's counters as a JSON line (--json: the summary follows as one more)")
+	fs.StringVar(&o.pcap.file, "pcap", "", "feed the frames of a capture `FILE` (pcap or pcapng, Ethernet) through the device, driver and XDP program instead of the scenario's traffic, and report each frame's fate")
+	fs.Float64Var(&o.pcap.rate, "pcap-rate", 0, "with --pcap: the frames arrive evenly at `PPS` packets per second (default: at their captured times)")
+	fs.BoolVar(&o.pcap.verbose, "pcap-verbose", false, "with --pcap: one line per frame (its fate, verdict, drop reason, what the program read and wrote); in --json, every frame's record")
+	fs.StringVar(&o.pcap.out, "pcap-out", "", "with --pcap: write every frame to `FILE` as pcapng, its fate, verdict and drop reason in its comment")
+	c.MarkFlagFilename("pcap", "pcap", "pcapng", "cap")
+	c.MarkFlagFilename("pcap-out", "pcapng")
 	progress := fs.Bool("progress", false, "show the run's progress on stderr even when it is not a terminal (--progress=false: not even on one)")
 	c.MarkFlagFilename("xdp-object", "o")
 	c.PreRun = func(c *cobra.Command, _ []string) {
@@ -147,6 +154,22 @@ received in it, their rate (pps), the counters that moved by how much and
 the gauges at its end; the text summary follows, or with --json the
 summary as one more line. A long run shows its progress on stderr when
 stderr is a terminal (or with --progress); never on stdout.
+
+With --pcap FILE, a capture's frames (pcap or pcapng, Ethernet) replace
+the scenario's traffic: each arrives at its captured time (or evenly at
+--pcap-rate PPS), with its captured size and bytes, on the queue its
+flow hashes to, and goes through the host, the driver and the XDP
+program as a generated frame does. The run lasts until every frame is
+delivered or dropped (at most --duration, by default a second past the
+last arrival); a table of the frames by fate (delivered, dropped,
+transmitted, redirected, pending), by XDP verdict and by drop reason
+comes first. --pcap-verbose adds one line per frame (in --json, every
+frame's record): its flow, queue, fate, verdict, reason, and the bytes
+the program read and wrote (offsets from the frame's first byte).
+--pcap-out FILE writes every frame as captured to a pcapng file, its
+fate, verdict and reason in its comment (tcpdump -v, Wireshark's
+pkt_comment). A malformed or truncated capture is refused with the byte
+offset of the record at fault.
 `
 
 func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
@@ -180,6 +203,10 @@ func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ringlab run: --interval and --trace are exclusive (both print the run's events as they come)")
 		return exitUsage
 	}
+	if msg := o.checkPcapFlags(); msg != "" {
+		fmt.Fprintln(stderr, "ringlab run: "+msg)
+		return exitUsage
+	}
 	s, err := loadScenario(args[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
@@ -204,6 +231,9 @@ func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
 	} else if *progName != "" {
 		fmt.Fprintln(stderr, "ringlab run: --xdp-program needs --xdp-object")
 		return exitUsage
+	}
+	if o.pcap.file != "" {
+		return o.runPcap(s, spec, stdout, stderr)
 	}
 	w, err := engine.NewWithXDP(s, spec)
 	if err != nil {

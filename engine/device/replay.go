@@ -303,3 +303,73 @@ func (t *Traffic) Fate(seq uint64, o Outcome) *Fate {
 	f.Queue = t.rep.q
 	return f
 }
+
+// Fates of a frame, as a replay's outputs name them (Fate.Fate).
+const (
+	FatePending     = "pending"     // still on its way when the run ended
+	FateDelivered   = "delivered"   // passed to the stack (XDP_PASS, or no program)
+	FateDropped     = "dropped"     // dropped: Fate.Reason says where and why
+	FateTransmitted = "transmitted" // XDP_TX: sent back out of the XDP send queue
+	FateRedirected  = "redirected"  // XDP_REDIRECT into a cpumap or devmap
+)
+
+// XDP verdicts (enum xdp_action) as a Fate's Action holds them.
+const (
+	xdpAborted  = 0
+	xdpDrop     = 1
+	xdpPass     = 2
+	xdpTx       = 3
+	xdpRedirect = 4
+)
+
+// Fate says what became of the frame: FatePending, FateDelivered,
+// FateDropped, FateTransmitted or FateRedirected.
+func (f *Fate) Fate() string {
+	switch f.Outcome {
+	case OutcomePending:
+		return FatePending
+	case OutcomeReceived:
+		return FateDelivered
+	case OutcomeXDP:
+		switch {
+		case f.Failed:
+			return FateDropped
+		case f.Action == xdpPass:
+			return FateDelivered
+		case f.Action == xdpTx:
+			return FateTransmitted
+		case f.Action == xdpRedirect:
+			return FateRedirected
+		}
+	}
+	return FateDropped
+}
+
+// Reason names why a dropped frame was dropped, "" for one that was not.
+// The names are the model's own, one per place the model drops a
+// replayed frame: this is where the kernel's enum skb_drop_reason names
+// go, for the drops the kernel gives one (an XDP verdict frees no skb,
+// so the kernel names none for those).
+func (f *Fate) Reason() string {
+	switch f.Outcome {
+	case OutcomeHostQueueFull:
+		return "host_queue_full"
+	case OutcomeTooBig:
+		return "frame_too_big"
+	case OutcomeNoBuffer:
+		return "no_rx_buffer"
+	case OutcomeXDP:
+		switch {
+		case f.Failed && f.Action == xdpTx:
+			return "xdp_tx_failed"
+		case f.Failed:
+			return "xdp_redirect_failed"
+		case f.Action == xdpDrop:
+			return "xdp_drop"
+		case f.Action == xdpPass || f.Action == xdpTx || f.Action == xdpRedirect:
+			return ""
+		}
+		return "xdp_aborted" // XDP_ABORTED, or a value no verdict has
+	}
+	return ""
+}
