@@ -151,3 +151,36 @@ func TestReplayRefusesStreams(t *testing.T) {
 	_, err = NewReplay(s, nil, &device.Replay{})
 	assert.ErrorContains(t, err, "no frames")
 }
+
+// TestReplayQueues: on two queues each frame goes to the queue its flow
+// hashes to, and each queue's driver takes its own frames.
+func TestReplayQueues(t *testing.T) {
+	rep := &device.Replay{Frames: replayFrames(400, 16, 9)}
+	w := runReplay(t, "xdp-drop", rep,
+		scenario.Change{Path: "cpus", Value: []byte("2")}, scenario.Change{Path: "queues", Value: []byte("2")})
+	per := [2]int{}
+	for i, f := range w.Replay().Fates() {
+		q := device.ReplayQueue(rep.Frames[i].Data, 2)
+		require.Equal(t, int16(q), f.Queue, "frame %d", i)
+		per[q]++
+	}
+	assert.Positive(t, per[0])
+	assert.Positive(t, per[1])
+	assert.EqualValues(t, per[0], w.Driver.RQ[0].Stats.XDPDrops)
+	assert.EqualValues(t, per[1], w.Driver.RQ[1].Stats.XDPDrops)
+}
+
+// TestReplayOffersTheCapturesRate: what limits a replay is read against
+// the rate the capture offers, not the scenario's generator's.
+func TestReplayOffersTheCapturesRate(t *testing.T) {
+	rep := &device.Replay{Frames: replayFrames(1000, 4, 9), RatePPS: 2e6}
+	s, err := scenario.LookupPreset("xdp-drop")
+	require.NoError(t, err)
+	w, err := NewReplay(s, nil, rep)
+	require.NoError(t, err)
+	m := w.MarkUsage()
+	require.NoError(t, w.RunUntil(sim.Time(300*sim.Microsecond)))
+	u := w.UsageBetween(m, w.MarkUsage())
+	// 2 Mpps over the 300 µs: 600 frames (the first at 0 included).
+	assert.InDelta(t, 2e6, u.OfferedPPS, 0.01e6)
+}

@@ -250,6 +250,19 @@ func (w *World) usage(a, b usageSnap) Usage {
 		u.TCPLost = b.totals["tcp_lost_frames"] - a.totals["tcp_lost_frames"]
 		u.TCPRcvWnd = b.totals["tcp_rcvwnd_limited"] - a.totals["tcp_rcvwnd_limited"]
 	}
+	if w.origin.rep != nil {
+		// A capture offers the frames that arrived in the window.
+		u.OfferedPPS = 0
+		if win > 0 {
+			n := 0
+			for _, at := range w.origin.rep.Arrivals() {
+				if at > a.t && at <= b.t || at == 0 && a.t == 0 {
+					n++
+				}
+			}
+			u.OfferedPPS = float64(n) / win.Seconds()
+		}
+	}
 	if win <= 0 {
 		return u
 	}

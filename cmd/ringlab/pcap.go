@@ -116,14 +116,10 @@ type pcapReport struct {
 func pcapFrames(w *engine.World, rep *device.Replay, c *capture.Capture) []pcapFrame {
 	fates := w.Replay().Fates()
 	out := make([]pcapFrame, len(fates))
-	var arrival sim.Duration
+	arrivals := rep.Arrivals()
 	for i := range fates {
 		f, p := &fates[i], &c.Packets[i]
-		at := rep.Frames[i].At
-		if rep.RatePPS > 0 {
-			at = sim.Duration(float64(i) * 1e9 / rep.RatePPS)
-		}
-		arrival = max(arrival, at)
+		arrival := arrivals[i]
 		r := pcapFrame{
 			N: i + 1, Offset: p.Offset, Len: p.Len, CapLen: len(p.Data),
 			Flow:      describeFrame(p.Data),
@@ -327,11 +323,8 @@ func (o *runOptions) runPcap(s scenario.Scenario, spec *bpf.CollectionSpec, stdo
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 		return exitUsage
 	}
-	last := rep.Frames[len(rep.Frames)-1].At
-	if rep.RatePPS > 0 {
-		last = sim.Duration(float64(len(rep.Frames)-1) * 1e9 / rep.RatePPS)
-	}
-	until := sim.Time(0).Add(last + replayTail)
+	arrivals := rep.Arrivals()
+	until := arrivals[len(arrivals)-1].Add(replayTail)
 	if o.duration > 0 {
 		until = sim.Time(o.duration.Nanoseconds())
 	}
@@ -388,7 +381,7 @@ func (o *runOptions) runPcap(s scenario.Scenario, spec *bpf.CollectionSpec, stdo
 		fmt.Fprintln(stdout)
 	}
 	printPcapReport(stdout, &report)
-	printSummary(stdout, sum, wall, limit)
+	printSummary(stdout, sum, wall, limit, "the whole replay")
 	printFitted(stdout, &w.Scenario)
 	if o.costs {
 		printCosts(stdout, costRows(w))

@@ -352,7 +352,7 @@ func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	printSummary(stdout, sum, wall, limit)
+	printSummary(stdout, sum, wall, limit, "the run's last four fifths")
 	printFitted(stdout, &w.Scenario)
 	if *showCosts {
 		printCosts(stdout, costRows(w))
@@ -526,7 +526,9 @@ func xdpLooped(w *engine.World) error {
 	return nil
 }
 
-func printSummary(w io.Writer, s engine.Summary, wall time.Duration, limit engine.Limit) {
+// printSummary prints the run's summary; over says which part of the run
+// the limit was read over.
+func printSummary(w io.Writer, s engine.Summary, wall time.Duration, limit engine.Limit, over string) {
 	fmt.Fprintf(w, "scenario %s (%s receive buffers)\n", s.Scenario, s.Mode)
 	fmt.Fprintf(w, "simulated %s, %d packets, %.3f Mpps, %.3f Gbit/s (%d events in %s of wall time)\n",
 		time.Duration(s.SimTimeNS), s.Packets, s.PPS/1e6, s.Gbps, s.Events, wall.Round(time.Millisecond))
@@ -542,7 +544,7 @@ func printSummary(w io.Writer, s engine.Summary, wall time.Duration, limit engin
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "limited by (over the run's last four fifths): %s\n", limit.Why)
+	fmt.Fprintf(w, "limited by (over %s): %s\n", over, limit.Why)
 	for _, f := range s.XDPFaults {
 		fmt.Fprintf(w, "XDP program aborted (last fault): %s\n", f)
 	}

@@ -35,6 +35,22 @@ type Replay struct {
 	RatePPS float64
 }
 
+// Arrivals is when each frame arrives: its captured time, or i/RatePPS;
+// a frame stamped earlier than the one before arrives with it.
+func (r *Replay) Arrivals() []sim.Time {
+	out := make([]sim.Time, len(r.Frames))
+	var last sim.Duration
+	for i := range r.Frames {
+		at := r.Frames[i].At
+		if r.RatePPS > 0 {
+			at = sim.Duration(float64(i) * 1e9 / r.RatePPS)
+		}
+		last = max(last, at)
+		out[i] = sim.Time(last)
+	}
+	return out
+}
+
 // Validate says what is wrong with r, naming the frame.
 func (r *Replay) Validate() error {
 	if len(r.Frames) == 0 {
@@ -169,18 +185,12 @@ type replayQueue struct {
 // the frames whose flow hashes to q (ReplayQueue), recorded in log.
 func NewReplayTraffic(rep *Replay, log *ReplayLog, q, nq int) *Traffic {
 	rq := &replayQueue{frames: rep.Frames, log: log, q: int16(q)}
-	var last sim.Duration
-	for i := range rep.Frames {
-		at := rep.Frames[i].At
-		if rep.RatePPS > 0 {
-			at = sim.Duration(float64(i) * 1e9 / rep.RatePPS)
-		}
-		last = max(last, at) // a step back arrives with the frame before
+	for i, at := range rep.Arrivals() {
 		if ReplayQueue(rep.Frames[i].Data, nq) != q {
 			continue
 		}
 		rq.idx = append(rq.idx, int32(i))
-		rq.at = append(rq.at, sim.Time(last))
+		rq.at = append(rq.at, at)
 	}
 	t := &Traffic{rep: rq, burst: 1}
 	if len(rq.idx) == 0 {
@@ -228,6 +238,13 @@ func ReplayQueue(b []byte, nq int) int {
 			h = (h ^ uint32(c)) * 16777619
 		}
 	}
+	// murmur3's finaliser: FNV's low bits are the parity of the key's
+	// low bits, alike for flows that differ in address and port alike.
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
 	return int(h % uint32(nq))
 }
 
