@@ -178,7 +178,9 @@ func (p *Program) Run(in *Input, res *Result) {
 		d, s := ins.dst&15, ins.src&15
 		// Loads and stores try the packet first with one subtraction: for
 		// any other region o is at least 1<<32 and fails the range test
-		// (m.end < 1<<31). Everything else goes through access (mem.go).
+		// (m.end < 1<<31), and so does an address just below the packet's
+		// offset 0, where o+n wraps (o < fastEnd). Everything else goes
+		// through access (mem.go).
 		switch ins.op {
 		case opAdd64K:
 			r[d] += ins.imm
@@ -553,7 +555,7 @@ func (p *Program) Run(in *Input, res *Result) {
 
 		case opLdxB:
 			a := r[s] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+1 <= m.fastEnd {
+			if o := a - pktTag; o >= m.meta && o < m.fastEnd && o+1 <= m.fastEnd {
 				r[d] = uint64(buf[o])
 				break
 			}
@@ -564,7 +566,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			r[d] = v
 		case opLdxH:
 			a := r[s] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+2 <= m.fastEnd {
+			if o := a - pktTag; o >= m.meta && o < m.fastEnd && o+2 <= m.fastEnd {
 				r[d] = uint64(binary.LittleEndian.Uint16(buf[o:]))
 				break
 			}
@@ -575,7 +577,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			r[d] = v
 		case opLdxW:
 			a := r[s] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+4 <= m.fastEnd {
+			if o := a - pktTag; o >= m.meta && o < m.fastEnd && o+4 <= m.fastEnd {
 				r[d] = uint64(binary.LittleEndian.Uint32(buf[o:]))
 				break
 			}
@@ -586,7 +588,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			r[d] = v
 		case opLdxDW:
 			a := r[s] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+8 <= m.fastEnd {
+			if o := a - pktTag; o >= m.meta && o < m.fastEnd && o+8 <= m.fastEnd {
 				r[d] = binary.LittleEndian.Uint64(buf[o:])
 				break
 			}
@@ -631,7 +633,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			}
 		case opStxB:
 			a := r[d] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+1 <= m.fastEnd {
+			if o := a - pktTag; o >= m.meta && o < m.fastEnd && o+1 <= m.fastEnd {
 				buf[o] = byte(r[s])
 				break
 			}
@@ -640,7 +642,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			}
 		case opStxH:
 			a := r[d] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+2 <= m.fastEnd {
+			if o := a - pktTag; o >= m.meta && o < m.fastEnd && o+2 <= m.fastEnd {
 				binary.LittleEndian.PutUint16(buf[o:], uint16(r[s]))
 				break
 			}
@@ -649,7 +651,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			}
 		case opStxW:
 			a := r[d] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+4 <= m.fastEnd {
+			if o := a - pktTag; o >= m.meta && o < m.fastEnd && o+4 <= m.fastEnd {
 				binary.LittleEndian.PutUint32(buf[o:], uint32(r[s]))
 				break
 			}
@@ -658,7 +660,7 @@ func (p *Program) Run(in *Input, res *Result) {
 			}
 		case opStxDW:
 			a := r[d] + ins.imm
-			if o := a - pktTag; o >= m.meta && o+8 <= m.fastEnd {
+			if o := a - pktTag; o >= m.meta && o < m.fastEnd && o+8 <= m.fastEnd {
 				binary.LittleEndian.PutUint64(buf[o:], r[s])
 				break
 			}
