@@ -102,6 +102,13 @@ func TestRunPcapVerdicts(t *testing.T) {
 		assert.EqualValues(t, 80, got.Counters["rx_xdp_drops"])
 		assert.Empty(t, got.Pcap.Records, "records only with --pcap-verbose")
 
+		// Cut short by --duration, the frames not yet taken are pending.
+		got = runPcapJSON(t, "--pcap", file, "--duration", "500us", "xdp-drop")
+		assert.Positive(t, got.Pcap.Fates["pending"])
+		assert.Positive(t, got.Pcap.Fates["dropped"])
+		assert.Equal(t, 80, got.Pcap.Fates["pending"]+got.Pcap.Fates["dropped"])
+		assert.EqualValues(t, got.Pcap.Fates["dropped"], got.Counters["rx_xdp_drops"])
+
 		got = runPcapJSON(t, "--pcap", file, "xdp-pass")
 		assert.Equal(t, map[string]int{"delivered": 80}, got.Pcap.Fates, file)
 		assert.Equal(t, map[string]int{"XDP_PASS": 80}, got.Pcap.Verdicts)
