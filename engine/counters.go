@@ -2,8 +2,11 @@ package engine
 
 import (
 	"ringlab/engine/device"
+	"ringlab/engine/drop"
+	"ringlab/engine/kernel"
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
+	"ringlab/engine/scenario"
 	"ringlab/engine/skb"
 	"ringlab/engine/softnet"
 	"ringlab/engine/transport"
@@ -45,6 +48,15 @@ type Stats struct {
 	// one (driver.viommu).
 	VIOMMU *VIOMMUStats
 	Queues []QueueStats // per queue pair
+	// Drops is every packet the world lost, by reason (engine/drop): the
+	// host's, the driver's, the send queues', the maps' and the sockets'
+	// Reasons summed. Its sum is DropTotal's.
+	Drops drop.Counts
+	// Kernel is the scenario's kernel: it names the reasons (drop.Name).
+	Kernel kernel.Version
+	// Listed marks the reasons Totals lists: those the world's parts can
+	// count (a cpumap's with a cpumap, the tap's with vhost-net, ...).
+	Listed [drop.NumReasons]bool
 }
 
 // VIOMMUStats count what a guest's emulated IOMMU costs in exits: the
@@ -173,10 +185,73 @@ func (w *World) ReadStats(s *Stats) {
 		s.TCP = &ts
 	}
 	s.Mem = w.Mem.Stats()
+	w.readDrops(s)
 	if w.Scenario.Driver.VIOMMU {
 		d := w.DMA.Stats()
 		s.VIOMMU = &VIOMMUStats{Invalidations: d.Invalidations, HostMisses: d.HostMisses}
 	}
+}
+
+// readDrops sums the parts' drops by reason into s.Drops and marks the
+// reasons the world can count.
+func (w *World) readDrops(s *Stats) {
+	s.Drops.Merge(&s.RX.Reasons)
+	s.Drops.Merge(&s.TX.Reasons)
+	s.Drops.Merge(&s.Host.Reasons)
+	s.Drops.Merge(&s.Stack.Reasons)
+	if s.Cpumap != nil {
+		s.Drops.Merge(&s.Cpumap.Reasons)
+	}
+	if s.Devmap != nil {
+		s.Drops.Merge(&s.Devmap.Reasons)
+	}
+	s.Kernel = w.kernel
+	l := &s.Listed
+	l[drop.RxLength], l[drop.RxNoSKB], l[drop.SocketQueue] = true, true, true
+	if w.Prog != nil {
+		for _, r := range [...]drop.Reason{drop.XDPDrop, drop.XDPAbort, drop.XDPBuff, drop.XDPFrame, drop.XDPRedir, drop.XDPTxFull} {
+			l[r] = true
+		}
+	}
+	switch w.Scenario.Device.Kind {
+	case scenario.DeviceVhost:
+		l[drop.TapFull], l[drop.TooBig] = true, true
+	case scenario.DeviceVDPA:
+		l[drop.NoBuffer] = true
+	default:
+		l[drop.NICFull] = true
+	}
+	l[drop.CpumapFull], l[drop.CpumapNoSKB] = s.Cpumap != nil, s.Cpumap != nil
+	l[drop.DevmapFull] = s.Devmap != nil
+	if w.streams != nil {
+		l[drop.TCPRmem], l[drop.ACKTxFull] = true, true
+	} else {
+		l[drop.UDPRcvbuf] = true
+	}
+	// Which are listed depends on how the world was built, never on an
+	// event (a trace lines up its figures by position); Check finds a
+	// reason counted and not listed.
+}
+
+// DropTotal is every drop the world's parts count under their own names:
+// the host's (host_drops, host_no_buffer_drops, and host_too_big where
+// vhost-net drops it: a hardware device returns the buffer empty and the
+// driver's rx_drops counts it), the driver's rx_drops (its XDP drops
+// included), the send queues' tx_xdp_tx_drops and tcp_ack_drops, the
+// maps' (a cpumap's full ring and the skbs its kthread could not build,
+// a devmap's) and the sockets'. Drops by reason add up to it.
+func (s *Stats) DropTotal() uint64 {
+	t := s.Host.Drops + s.Host.NoBufferDrops + s.RX.Drops + s.TX.XDPTxDrops + s.TX.ACKDrops + s.Stack.SockDrops
+	if s.Listed[drop.TooBig] {
+		t += s.Host.TooBig
+	}
+	if c := s.Cpumap; c != nil {
+		t += c.Drops + c.SKBFails
+	}
+	if d := s.Devmap; d != nil {
+		t += d.Drops
+	}
+	return t
 }
 
 func addRQ(d, s *virtionet.RQStats) {
@@ -199,6 +274,7 @@ func addRQ(d, s *virtionet.RQStats) {
 	d.Coalesced += s.Coalesced
 	d.BigBuilt += s.BigBuilt
 	d.FragList += s.FragList
+	d.Reasons.Merge(&s.Reasons)
 }
 
 func addSQ(d, s *virtionet.SQStats) {
@@ -210,6 +286,7 @@ func addSQ(d, s *virtionet.SQStats) {
 	d.TxTimeouts += s.TxTimeouts
 	d.ACKs += s.ACKs
 	d.ACKDrops += s.ACKDrops
+	d.Reasons.Merge(&s.Reasons)
 }
 
 // addSoftnet sums one CPU's softnet counters into d.
@@ -240,6 +317,7 @@ func addHost(d, s *device.Counters) {
 	d.UsedPublishes += s.UsedPublishes
 	d.Runs += s.Runs
 	d.PublishWaitNs += s.PublishWaitNs
+	d.Reasons.Merge(&s.Reasons)
 }
 
 // rqCounters lists a receive queue's ethtool counters (virtnet_rq_stats_desc
@@ -338,6 +416,11 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 		Counter{"zone_lock_wait_ns", uint64(s.Mem.ZoneLock.Wait)})
 	if v := s.VIOMMU; v != nil {
 		out = append(out, Counter{"iommu_invalidations", v.Invalidations}, Counter{"vhost_iotlb_misses", v.HostMisses})
+	}
+	for r := drop.Reason(1); r < drop.NumReasons; r++ {
+		if s.Listed[r] {
+			out = append(out, Counter{drop.Counter(r, s.Kernel), s.Drops[r]})
+		}
 	}
 	return out
 }

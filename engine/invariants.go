@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"ringlab/engine/drop"
 	"ringlab/engine/mem"
 )
 
@@ -45,12 +46,31 @@ func (w *World) Check() error {
 	if err := w.checkSKBPages(); err != nil {
 		return err
 	}
+	if err := w.checkDrops(); err != nil {
+		return err
+	}
 	var total int64
 	for l := mem.Loc(0); l < mem.NumLocs; l++ {
 		total += w.Mem.Count(l)
 	}
 	if total != int64(w.Mem.NumPages()) {
 		return fmt.Errorf("pages per location add up to %d, memory has %d", total, w.Mem.NumPages())
+	}
+	return nil
+}
+
+// checkDrops checks that every drop carries a reason: the drops by
+// reason add up to the drops each part counts under its own name
+// (Stats.DropTotal), and Totals lists every reason counted.
+func (w *World) checkDrops() error {
+	s := w.Stats()
+	if by, named := s.Drops.Total(), s.DropTotal(); by != named {
+		return fmt.Errorf("drops by reason add up to %d, the parts' drop counters to %d (%v)", by, named, s.Drops)
+	}
+	for r, n := range s.Drops {
+		if n > 0 && !s.Listed[r] {
+			return fmt.Errorf("%d drops for %s, a reason Totals does not list", n, drop.Counter(drop.Reason(r), s.Kernel))
+		}
 	}
 	return nil
 }

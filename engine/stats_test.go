@@ -47,12 +47,19 @@ func TestEveryNameIsInTheVocabulary(t *testing.T) {
 // TestStatsSumsEveryField guards the sums of ReadStats: a field added to
 // a driver or host counter struct must be summed over queues too.
 func TestStatsSumsEveryField(t *testing.T) {
+	// Every field, and every element of an array field (drops by
+	// reason), is set to 1 and must come out 2.
 	ones := func(v any) {
 		r := reflect.ValueOf(v).Elem()
 		for i := range r.NumField() {
-			if f := r.Field(i); f.CanInt() {
+			switch f := r.Field(i); {
+			case f.Kind() == reflect.Array:
+				for j := range f.Len() {
+					f.Index(j).SetUint(1)
+				}
+			case f.CanInt():
 				f.SetInt(1) // durations
-			} else {
+			default:
 				f.SetUint(1)
 			}
 		}
@@ -61,6 +68,12 @@ func TestStatsSumsEveryField(t *testing.T) {
 		r := reflect.ValueOf(v).Elem()
 		for i := range r.NumField() {
 			f := r.Field(i)
+			if f.Kind() == reflect.Array {
+				for j := range f.Len() {
+					assert.Equal(t, uint64(2), f.Index(j).Uint(), "%s.%s[%d] is not summed", what, r.Type().Field(i).Name, j)
+				}
+				continue
+			}
 			n := uint64(0)
 			if f.CanInt() {
 				n = uint64(f.Int())

@@ -7,6 +7,7 @@ import (
 
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
+	"ringlab/engine/vocab"
 )
 
 // Resource kinds: what a run's throughput can be held by.
@@ -105,20 +106,9 @@ type Usage struct {
 	AppOfferedBps   float64 `json:"app_offered_bps,omitempty"`
 	AppDeliveredBps float64 `json:"app_delivered_bps,omitempty"`
 	WriteBytes      int     `json:"write_bytes,omitempty"`
-	// Drops counts, by reason, what was lost in the window.
+	// Drops counts, by reason, what was lost in the window: the
+	// drops.NAME counters (engine/drop) that moved, in Totals' order.
 	Drops []Counter `json:"drops,omitempty"`
-}
-
-// dropCounters are the Totals that count a frame lost for want of a
-// resource, with the reason each names.
-var dropCounters = []struct{ name, reason string }{
-	{"host_drops", "host queue full while the ring was empty"},
-	{"host_too_big", "frame larger than the buffers posted"},
-	{"host_no_buffer_drops", "vDPA device found no buffer posted for a frame off the wire"},
-	{"rx_drops", "driver dropped (no buffer, no memory, bad length)"},
-	{"cpumap_drops", "cpumap ptr_ring full"},
-	{"devmap_drops", "next device's TX ring full"},
-	{"socket_drops", "socket receive queue full"},
 }
 
 // UsageMark is what the world's resources had done at one instant; the
@@ -145,6 +135,7 @@ type usageSnap struct {
 	written  uint64 // frames the hosts wrote into the rings
 	nextDone uint64
 	totals   map[string]uint64
+	drops    []string // the drops.NAME among totals, in their order
 }
 
 // locks lists every lock of the world, in a fixed order, with its name.
@@ -194,6 +185,9 @@ func (w *World) usageSnap() usageSnap {
 	}
 	for _, c := range w.Totals() {
 		s.totals[c.Name] = c.Value
+		if strings.HasPrefix(c.Name, vocab.DropsPrefix) {
+			s.drops = append(s.drops, c.Name)
+		}
 	}
 	return s
 }
@@ -338,9 +332,9 @@ func (w *World) usage(a, b usageSnap) Usage {
 		tx := float64(b.nextDone-a.nextDone) / win.Seconds()
 		u.Next = &Resource{Kind: ResNext, Name: "next device", Role: fmt.Sprintf("transmits at most %.3g Mpps", n.MaxPPS/1e6), Busy: tx / n.MaxPPS}
 	}
-	for _, d := range dropCounters {
-		if n := b.totals[d.name] - a.totals[d.name]; n > 0 {
-			u.Drops = append(u.Drops, Counter{Name: d.name + ": " + d.reason, Value: n})
+	for _, name := range b.drops {
+		if n := b.totals[name] - a.totals[name]; n > 0 {
+			u.Drops = append(u.Drops, Counter{Name: name, Value: n})
 		}
 	}
 	return u

@@ -42,7 +42,8 @@ type World struct {
 	Driver *virtionet.Driver
 
 	napiLocal napiLocal
-	streams   *streams // a tcp_stream's sockets and senders, nil otherwise
+	kernel    kernel.Version // the scenario's: it names the drop reasons
+	streams   *streams       // a tcp_stream's sockets and senders, nil otherwise
 	err       error
 	checker   *eventChecker // CheckEveryEvent, nil when off
 	live      *liveness     // CheckLiveness, nil when off
@@ -124,7 +125,7 @@ func build(s scenario.Scenario, spec *bpf.CollectionSpec, rep *device.Replay) (*
 			return nil, &scenario.FieldError{Field: "costs." + name, Reason: err.Error()}
 		}
 	}
-	w := &World{Scenario: s, napiLocal: napiLocalOf(s.Behaviours())}
+	w := &World{Scenario: s, napiLocal: napiLocalOf(s.Behaviours()), kernel: s.KernelVersion()}
 	w.origin.s, w.origin.spec, w.origin.rep = origin, spec, rep
 	var err error
 	if w.Sim, err = sim.New(s.CPUs, costs); err != nil {

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"ringlab/engine/drop"
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 	"ringlab/engine/virtq"
@@ -56,6 +57,9 @@ type Counters struct {
 	// waiting, when the ring holds too little for the next one, or at the
 	// weight (256 frames or 512 KiB), and publishes what it holds.
 	Runs uint64
+	// Reasons counts Drops, NoBufferDrops and vhost-net's TooBig by why
+	// the host lost the frame (engine/drop).
+	Reasons drop.Counts
 	// PublishWaitNs is the total time frames' used entries waited, written
 	// but not published, in ns: what batching adds to their latency.
 	PublishWaitNs uint64
@@ -73,6 +77,9 @@ type RX struct {
 	batch     bool // vhost-net: used entries published in batches
 	mergeable bool // mode is mergeable
 	backlog   int
+	// backlogDrop is why a frame past the backlog is lost: the tap's
+	// queue (vhost-net) or the NIC's FIFO.
+	backlogDrop drop.Reason
 
 	minGap  sim.Duration // 1/max_pps
 	cursor  sim.Time     // the host thread is free from here
@@ -224,6 +231,10 @@ func NewRX(q *virtq.Queue, cfg Config, tr *Traffic, costs *sim.Costs) *RX {
 	r.hw = r.kind != scenario.DeviceVhost
 	r.vdpa = r.kind == scenario.DeviceVDPA
 	r.batch = r.kind == scenario.DeviceVhost
+	r.backlogDrop = drop.NICFull
+	if r.batch {
+		r.backlogDrop = drop.TapFull
+	}
 	if r.vdpa {
 		r.backlog = 0 // frames wait nowhere: see CatchUp
 	}
@@ -397,6 +408,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			// waited for the doorbell: nowhere to put it.
 			r.c.NoBufferDrops++
 			r.traffic.Record(OutcomeNoBuffer)
+			r.c.Reasons.Add(drop.NoBuffer)
 			r.traffic.Advance()
 			continue
 		}
@@ -405,7 +417,12 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			start = arrival
 		}
 		if r.backlog > 0 && !r.traffic.Saturating() {
-			r.c.Drops += r.traffic.DropUntil(start, r.backlog)
+			// vhost-net: the tap's queue full (tun_net_xmit's
+			// ptr_ring_produce fails: SKB_DROP_REASON_FULL_RING); a
+			// NIC: its FIFO.
+			n := r.traffic.DropUntil(start, r.backlog)
+			r.c.Drops += n
+			r.c.Reasons.AddN(r.backlogDrop, n)
 		}
 		_, size := r.traffic.Peek()
 		// A frame that fits the next available buffer when that is one
@@ -432,6 +449,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			if r.vdpa {
 				r.c.NoBufferDrops++
 				r.traffic.Record(OutcomeNoBuffer)
+				r.c.Reasons.Add(drop.NoBuffer)
 				r.traffic.Advance()
 			}
 			return irq, irqAt
@@ -458,6 +476,9 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.c.TooBig++
 			r.traffic.Record(OutcomeTooBig)
 			if r.batch {
+				// A drop only for vhost-net: a hardware device returns
+				// the buffers empty and the driver drops (RxLength).
+				r.c.Reasons.Add(drop.TooBig)
 				irq, irqAt = r.dropTooBig(end, irq, irqAt)
 				continue
 			}

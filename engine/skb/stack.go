@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"ringlab/engine/drop"
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 	"ringlab/engine/softnet"
@@ -142,6 +143,8 @@ type StackCounters struct {
 	DeferFull uint64 // frees done where they were because the defer list was full
 	DeferIPIs uint64 // IPIs sent to a CPU whose defer list reached half of DeferMax
 	SockDrops uint64 // socket queue full (SocketQueueLimit packets, or sk_rcvbuf bytes)
+	// Reasons counts SockDrops by why (engine/drop).
+	Reasons   drop.Counts
 	AppBytes  uint64 // bytes recvmsg copied to applications (payload)
 	CsumBytes uint64 // payload bytes the stack checksummed in software (no VIRTIO_NET_F_GUEST_CSUM)
 	// SockQueued counts skbs added to a socket's receive queue as skbs
@@ -343,6 +346,7 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 	}
 	if len(q) >= SocketQueueLimit || (st.rcvbuf[target] > 0 && st.rmem[target] > uint64(st.rcvbuf[target])) {
 		st.c.SockDrops++ // a stream's sender learns of it from the next packet's report
+		st.c.Reasons.Add(st.sockDrop(len(q)))
 		return st.pool.Free(c, id, st.rel, Context{Softirq: true})
 	}
 	if st.tcp && len(q) > 0 {
@@ -374,6 +378,22 @@ func (st *Stack) Deliver(c *sim.CPU, id ID) error {
 		st.obs.Queued(c, target, queue, seq, segs, n, ts)
 	}
 	return nil
+}
+
+// sockDrop is why a socket holding n skbs drops the next: the engine's
+// bound of SocketQueueLimit skbs, else its memory past sk_rcvbuf, which
+// TCP's tcp_data_queue drops with SKB_DROP_REASON_PROTO_MEM
+// (tcp_try_rmem_schedule failed with data queued) and UDP's
+// __udp_queue_rcv_skb with SKB_DROP_REASON_SOCKET_RCVBUFF
+// (__udp_enqueue_schedule_skb's -ENOMEM), both since 5.18.
+func (st *Stack) sockDrop(n int) drop.Reason {
+	switch {
+	case n >= SocketQueueLimit:
+		return drop.SocketQueue
+	case st.tcp:
+		return drop.TCPRmem
+	}
+	return drop.UDPRcvbuf
 }
 
 // wakeApp is sk_data_ready's wake-up (sock_def_readable) of the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"ringlab/engine/bpf"
+	"ringlab/engine/drop"
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
@@ -99,8 +100,10 @@ func (rq *RQ) receiveBuf(b *rxBuf, length uint32, ctx uint64) {
 	c := rq.CPU
 	c.Charge(sim.SymReceiveBuf, c.Costs().RxPacket)
 	if length < HdrLen+EthHlen {
+		// receive_buf: "short packet", rx_length_errors; the buffer goes
+		// back (virtnet_rq_free_buf), no skb: no kfree_skb.
 		rq.Stats.LengthErrors++
-		rq.Stats.Drops++
+		rq.dropPkt(drop.RxLength)
 		rq.freeUnused(b)
 		return
 	}
@@ -142,8 +145,9 @@ func (rq *RQ) receiveSmall(b *rxBuf, length uint32, ctx uint64) {
 	n := length - HdrLen
 	rq.Stats.Bytes += uint64(n)
 	if n > GoodPacketLen {
+		// receive_small: "rx error: len %u exceeds max size", put_page.
 		rq.Stats.LengthErrors++
-		rq.Stats.Drops++
+		rq.dropPkt(drop.RxLength)
 		rq.putPage(b.page, b.pool)
 		return
 	}
@@ -176,7 +180,8 @@ func (rq *RQ) buildAndDeliver(b *rxBuf, n uint32) {
 	c.Charge(rq.modeSym(), c.Costs().BuildSKB)
 	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 	if id == skb.NoSKB {
-		rq.Stats.Drops++
+		// build_skb returned NULL: receive_small's err, put_page.
+		rq.dropPkt(drop.RxNoSKB)
 		if rq.xdpNFrags > 0 {
 			rq.putXDPFrags()
 		}
@@ -240,7 +245,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 	numBuf := int(rq.Dev.NumBuffers(b.head)) // the header's num_buffers
 	if length > truesize-room || numBuf < 1 || numBuf > rq.VQ.Size() {
 		rq.Stats.LengthErrors++
-		rq.errSKB(b, numBuf)
+		rq.errSKB(b, numBuf, drop.RxLength)
 		return
 	}
 	if rq.d.xdpEnabled {
@@ -257,7 +262,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 	}
 	id := rq.pageToSKB(b, length, truesize, headroom)
 	if id == skb.NoSKB {
-		rq.errSKB(b, numBuf)
+		rq.errSKB(b, numBuf, drop.RxNoSKB)
 		return
 	}
 	skbs := rq.d.env.SKBs
@@ -267,9 +272,10 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 		var nb rxBuf
 		n, nctx, ok := rq.getBuf(&nb)
 		if !ok {
-			// "rx error: %d buffers out of %d missing"
+			// "rx error: %d buffers out of %d missing": err_skb frees
+			// the skb with dev_kfree_skb, which is consume_skb.
 			rq.Stats.LengthErrors++
-			rq.Stats.Drops++
+			rq.dropPkt(drop.RxLength)
 			rq.d.fail(skbs.Free(c, id, rq.d.env.Releaser, softirqCtx))
 			return
 		}
@@ -284,7 +290,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 			rq.Stats.LengthErrors++
 			rq.putPage(nb.page, nb.pool)
 			rq.d.fail(skbs.Free(c, id, rq.d.env.Releaser, softirqCtx))
-			rq.errSKB(&rxBuf{page: mem.NoPage}, numBuf-1)
+			rq.errSKB(&rxBuf{page: mem.NoPage}, numBuf-1, drop.RxLength)
 			return
 		}
 		// virtnet_skb_append_frag (6.x): at MAX_SKB_FRAGS a fresh skb
@@ -298,7 +304,7 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 				// err_skb: this buffer, the skb and the buffers left.
 				rq.putPage(nb.page, nb.pool)
 				rq.d.fail(skbs.Free(c, id, rq.d.env.Releaser, softirqCtx))
-				rq.errSKB(&rxBuf{page: mem.NoPage}, numBuf)
+				rq.errSKB(&rxBuf{page: mem.NoPage}, numBuf, drop.RxNoSKB)
 				return
 			}
 			skbs.Chain(id, curr, nid)
@@ -329,13 +335,22 @@ func (rq *RQ) receiveMergeable(b *rxBuf, length uint32, ctx uint64) {
 }
 
 // errSKB is receive_mergeable's err_skb path: drop this buffer and the
-// numBuf-1 that follow.
-func (rq *RQ) errSKB(b *rxBuf, numBuf int) {
+// numBuf-1 that follow, the packet counted once, for why. The kernel
+// frees a built skb there with dev_kfree_skb (consume_skb): no
+// skb_drop_reason.
+func (rq *RQ) errSKB(b *rxBuf, numBuf int, why drop.Reason) {
 	if b.page != mem.NoPage {
 		rq.putPage(b.page, b.pool)
 	}
 	rq.consumeRest(numBuf, false)
+	rq.dropPkt(why)
+}
+
+// dropPkt counts a packet the driver drops (virtnet_rq_stats drops),
+// with its reason.
+func (rq *RQ) dropPkt(why drop.Reason) {
 	rq.Stats.Drops++
+	rq.Stats.Reasons.Add(why)
 }
 
 // consumeRest takes the numBuf-1 buffers that follow a packet's first,
@@ -437,7 +452,9 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 	n := length - HdrLen
 	rq.Stats.Bytes += uint64(n)
 	if length > uint32(rq.d.numSkbFrags+1)*mem.PageSize {
-		rq.Stats.Drops++
+		// receive_big: "rx error: len %u exceeds allocated size",
+		// give_pages.
+		rq.dropPkt(drop.RxLength)
 		rq.givePages(b.page)
 		return
 	}
@@ -448,7 +465,8 @@ func (rq *RQ) receiveBig(b *rxBuf, length uint32) {
 	c.Charge(sim.SymReceiveBig, c.Costs().AllocSKB)
 	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 	if id == skb.NoSKB {
-		rq.Stats.Drops++
+		// page_to_skb returned NULL: receive_big's err, give_pages.
+		rq.dropPkt(drop.RxNoSKB)
 		rq.givePages(b.page)
 		return
 	}
@@ -497,7 +515,8 @@ func (rq *RQ) bigBuildSKB(b *rxBuf, n uint32) {
 	c.Charge(sim.SymReceiveBig, c.Costs().BuildSKB)
 	id := env.SKBs.Alloc(c.ID, rq.Index, c.Now())
 	if id == skb.NoSKB {
-		rq.Stats.Drops++
+		// page_to_skb returned NULL: receive_big's err, give_pages.
+		rq.dropPkt(drop.RxNoSKB)
 		rq.givePages(b.page)
 		return
 	}

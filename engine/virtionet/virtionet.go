@@ -9,6 +9,7 @@ package virtionet
 import (
 	"ringlab/engine/bpf"
 	"ringlab/engine/device"
+	"ringlab/engine/drop"
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
 	"ringlab/engine/sim"
@@ -166,6 +167,9 @@ type RQStats struct {
 	Coalesced    uint64 // buffers coalesced into the previous frag
 	BigBuilt     uint64 // big-mode skbs built around the first page (page_to_skb's build_skb, 5.13+)
 	FragList     uint64 // skbs chained through frag_list at MAX_SKB_FRAGS (receive_mergeable)
+	// Reasons counts every packet counted in Drops by why it was lost
+	// (engine/drop): the sum is Drops.
+	Reasons drop.Counts
 }
 
 // rxBuf is what the driver remembers of a posted buffer: the kernel keeps
@@ -295,6 +299,8 @@ type SQStats struct {
 	// ACKs counts the pure ACKs TCP sent through the queue
 	// (tcp_send_ack), ACKDrops those that found it full.
 	ACKs, ACKDrops uint64
+	// Reasons counts XDPTxDrops and ACKDrops by why (engine/drop).
+	Reasons drop.Counts
 }
 
 // PostedDescriptors counts the descriptors of the main table that the

@@ -3,6 +3,7 @@ package virtionet
 import (
 	"ringlab/engine/bpf"
 	"ringlab/engine/device"
+	"ringlab/engine/drop"
 	"ringlab/engine/mem"
 	"ringlab/engine/pagepool"
 	"ringlab/engine/sim"
@@ -67,8 +68,10 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 		rq.Stats.XDPTx++
 		f := rq.toFrame(b, uint32(newLen), mem.XDPFrame)
 		if f == xdp.NoFrame {
+			// virtnet_xdp_handler: "convert buff to frame failed for
+			// xdp", XDP_DROP.
 			replayFailed(fate)
-			rq.xdpDrop(b)
+			rq.xdpDrop(b, drop.XDPFrame)
 			return bpf.XDPDrop, 0, false
 		}
 		rq.d.xdpXmit(rq, f)
@@ -76,9 +79,9 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 		return bpf.XDPTx, 0, false
 	case bpf.XDPRedirect:
 		rq.Stats.XDPRedirects++
-		if !rq.doRedirect(b, uint32(newLen), res.Redirect) {
+		if why := rq.doRedirect(b, uint32(newLen), res.Redirect); why != drop.None {
 			replayFailed(fate)
-			rq.xdpDrop(b)
+			rq.xdpDrop(b, why)
 			return bpf.XDPDrop, 0, false
 		}
 		rq.xdpXmit |= xmitRedir
@@ -91,16 +94,25 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 			rq.LastFault = res.Fault
 		}
 	}
-	rq.xdpDrop(b)
+	// virtnet_xdp_handler: XDP_DROP, and XDP_ABORTED (or an action it
+	// does not know, bpf_warn_invalid_xdp_action) after
+	// trace_xdp_exception. Native XDP runs before any skb exists: the
+	// buffer is recycled, no kfree_skb (generic XDP's do_xdp_generic is
+	// what frees an skb with SKB_DROP_REASON_XDP).
+	why := drop.XDPAbort
+	if res.Action == bpf.XDPDrop {
+		why = drop.XDPDrop
+	}
+	rq.xdpDrop(b, why)
 	return bpf.XDPDrop, 0, false
 }
 
 // xdpDrop is the err_xdp path: count and free at once, the frags of a
 // multi-buffer packet first (put_xdp_frags). A pool page goes straight
 // back into the alloc cache (the driver knows it runs in the pool's NAPI).
-func (rq *RQ) xdpDrop(b *rxBuf) {
+func (rq *RQ) xdpDrop(b *rxBuf, why drop.Reason) {
 	rq.Stats.XDPDrops++
-	rq.Stats.Drops++
+	rq.dropPkt(why)
 	if rq.xdpNFrags > 0 {
 		rq.putXDPFrags()
 	}
@@ -188,39 +200,44 @@ func (rq *RQ) moveFrame(id xdp.FrameID, loc mem.Loc) {
 }
 
 // doRedirect is xdp_do_redirect: the target the program chose through
-// bpf_redirect_map. It reports false when there is none (the driver then
-// drops).
-func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) bool {
+// bpf_redirect_map. It returns why the driver drops the packet when the
+// redirect fails (virtnet_xdp_handler's XDP_REDIRECT: an error is
+// XDP_DROP): drop.XDPRedir when there is no target, drop.XDPFrame when
+// no xdp_frame could be made; drop.None when the frame is queued.
+func (rq *RQ) doRedirect(b *rxBuf, n uint32, r bpf.Redirect) drop.Reason {
 	env := rq.d.env
 	c := rq.CPU
 	if r.Kind != bpf.RedirectMap || r.Map == nil {
-		return false
+		return drop.XDPRedir
 	}
 	switch r.Map.Type() {
 	case bpf.CPUMap:
 		if env.Cpumap == nil || !env.Cpumap.Has(int(r.Key)) {
-			return false
+			return drop.XDPRedir
 		}
 		f := rq.toFrame(b, n, mem.CpumapRing)
 		if f == xdp.NoFrame {
-			return false
+			return drop.XDPFrame
 		}
-		return env.Cpumap.Enqueue(c, int(r.Key), f)
+		if !env.Cpumap.Enqueue(c, int(r.Key), f) {
+			return drop.XDPRedir
+		}
+		return drop.None
 	case bpf.DevMap:
 		if env.Devmap == nil {
-			return false
+			return drop.XDPRedir
 		}
 		if _, ok := r.Map.DevMapEntry(r.Key); !ok {
-			return false
+			return drop.XDPRedir
 		}
 		f := rq.toFrame(b, n, mem.TxQueue)
 		if f == xdp.NoFrame {
-			return false
+			return drop.XDPFrame
 		}
 		env.Devmap.Enqueue(c, f)
-		return true
+		return drop.None
 	}
-	return false
+	return drop.XDPRedir
 }
 
 // receiveMergeableXDP is receive_mergeable_xdp for what receiveMergeable's
@@ -241,8 +258,10 @@ func (rq *RQ) receiveMergeableXDP(b *rxBuf, length, headroom uint32, numBuf int)
 			c.Charge(sim.SymReceiveMergeable, c.Costs().PageAlloc+memcpyCost(c, n))
 			n += rq.consumeRest(numBuf, true)
 			if n+XDPHeadroom+ShinfoSize > mem.PageSize {
+				// xdp_linearize_page: the packet does not fit a page;
+				// receive_mergeable_xdp's err_xdp.
 				rq.Stats.XDPDrops++
-				rq.Stats.Drops++
+				rq.dropPkt(drop.XDPBuff)
 				rq.putPage(b.page, b.pool)
 				return
 			}
@@ -284,7 +303,7 @@ func (rq *RQ) xdpErr(b *rxBuf, numBuf int) {
 	rq.putPage(b.page, b.pool)
 	rq.consumeRest(numBuf, false)
 	rq.Stats.XDPDrops++
-	rq.Stats.Drops++
+	rq.dropPkt(drop.XDPBuff)
 }
 
 // buildXDPFrags is virtnet_build_xdp_buff_mrg's loop: the numBuf-1 buffers
@@ -344,7 +363,11 @@ func (d *Driver) xdpXmit(rq *RQ, f xdp.FrameID) {
 		err = sq.VQ.Add(sg, nil, virtq.Token(f)+1, 0)
 	}
 	if err != nil {
+		// virtnet_xdp_xmit: __virtnet_xdp_xmit_one found no room;
+		// xdp_tx_drops, and the frame goes back
+		// (xdp_return_frame_rx_napi): an xdp_frame, no skb.
 		sq.Stats.XDPTxDrops++
+		sq.Stats.Reasons.Add(drop.XDPTxFull)
 		d.fail(d.env.Frames.Return(c, f, d.env.Releaser, directCtx))
 		return
 	}
@@ -419,6 +442,7 @@ func (d *Driver) XmitACK(c *sim.CPU) {
 	c.Charge(sim.SymVirtqueueAdd, c.Costs().VirtqueueAdd)
 	if err := sq.VQ.AddOutbuf(virtq.SG{Addr: ackAddr, Len: ackBytes + HdrLen}, ackToken); err != nil {
 		sq.Stats.ACKDrops++
+		sq.Stats.Reasons.Add(drop.ACKTxFull)
 		return
 	}
 	sq.acks++

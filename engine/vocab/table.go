@@ -5,6 +5,7 @@ const (
 	GroupDevice   = "device"    // virtio_net's ethtool counters
 	GroupPagePool = "page_pool" // the 11 page_pool stats
 	GroupEngine   = "engine"    // counters the kernel keeps elsewhere or not at all
+	GroupDrops    = "drops"     // every drop by its reason: the kernel's skb_drop_reason, or the model's
 	GroupRun      = "run"       // the run as a whole: time, events, rates, CPUs
 	GroupPages    = "pages"     // pages by location
 	GroupRing     = "ring"      // virtqueue indices and the driver's queue state
@@ -127,6 +128,36 @@ var table = concat(
 		c("zone_lock_wait_ns", "ns", "time spent waiting for zone->lock, summed over CPUs"),
 		c("iommu_invalidations", "invalidations", "IOTLB invalidations the guest submitted to its emulated IOMMU (qi_submit_sync), each an exit to QEMU (driver.viommu)"),
 		c("vhost_iotlb_misses", "misses", "mappings vhost's IOTLB lacked and asked QEMU for (vhost_iotlb_miss; driver.viommu)"),
+	),
+	group(GroupDrops,
+		// engine/drop: each reason under the kernel's enum skb_drop_reason
+		// name (without SKB_DROP_REASON_) where the kernel frees an skb
+		// with it, at the scenario's kernel; the model's own names, in
+		// lower case, where it does not. World.Totals lists those of the
+		// world's kernel and parts; Prometheus exports them as one family,
+		// ringlab_drops_total, with a reason label.
+		c("drops.virtnet_rx_length", "packets", "the model's: a receive buffer with a bad length: shorter than a header, past what was posted, or with buffers missing (receive_buf, receive_small, receive_mergeable, receive_big); no skb_drop_reason: virtio_net puts the buffer's pages back (put_page, give_pages) or frees its skb with dev_kfree_skb, which is consume_skb: no kfree_skb tracepoint (counted in rx_length_errors, rx_drops)"),
+		c("drops.virtnet_rx_no_skb", "packets", "the model's: no skb could be allocated for a good buffer (build_skb, napi_alloc_skb returned NULL); no skb_drop_reason: there is no skb to free: virtio_net puts the buffer's page back and counts rx_drops (counted in rx_drops)"),
+		c("drops.xdp_drop", "packets", "the model's: the XDP program's XDP_DROP verdict; no skb_drop_reason: native XDP runs before any skb: the driver recycles the buffer; only generic XDP (do_xdp_generic) frees an skb with SKB_DROP_REASON_XDP (counted in rx_xdp_drops, rx_drops)"),
+		c("drops.xdp_aborted", "packets", "the model's: the XDP program's XDP_ABORTED verdict (or a fault of the interpreter, which the kernel's verifier would have refused); no skb_drop_reason: native XDP runs before any skb: trace_xdp_exception, then the buffer is recycled (counted in rx_xdp_drops, rx_drops, the xdp:xdp_exception tracepoint)"),
+		c("drops.xdp_buff_error", "packets", "the model's: a mergeable packet the driver could not make an xdp_buff of: too long to linearize into a page, more buffers than MAX_SKB_FRAGS + 1, or a frag with a bad length; no skb_drop_reason: no skb yet: the buffers go back (mergeable_buf_free, put_xdp_frags) (counted in rx_xdp_drops, rx_drops)"),
+		c("drops.xdp_no_frame", "packets", "the model's: XDP_TX or XDP_REDIRECT could not turn the buffer into an xdp_frame (xdp_convert_buff_to_frame); no skb_drop_reason: no skb: the buffer is recycled (counted in rx_xdp_drops, rx_drops)"),
+		c("drops.xdp_redirect_error", "packets", "the model's: XDP_REDIRECT to a map entry that does not exist or cannot take it; no skb_drop_reason: no skb: the buffer is recycled (counted in rx_xdp_drops, rx_drops, the xdp:xdp_redirect_err tracepoint)"),
+		c("drops.xdp_tx_full", "packets", "the model's: an XDP frame (XDP_TX, or a redirect to this device) for which the send queue had no room; no skb_drop_reason: an xdp_frame, not an skb: xdp_return_frame_rx_napi (counted in tx_xdp_tx_drops)"),
+		c("drops.ack_tx_full", "packets", "the model's: a pure ACK that found its send queue full; no skb_drop_reason: the kernel stops the queue (netif_tx_stop_queue) and the qdisc holds the ACK; the engine, which models no qdisc, drops it (the engine's tcp_ack_drops)"),
+		c("drops.tap_queue_full", "packets", "the model's name for FULL_RING on a kernel before 5.18: vhost-net: the host's tap queue (txqueuelen) was full while the guest's ring was empty, so the host kernel dropped the frame; tun_net_xmit then: kfree_skb(skb) after counting tx_dropped: no reason before 5.17, NOT_SPECIFIED in 5.17 (SKB_DROP_REASON_FULL_RING came in 5.18)"),
+		c("drops.FULL_RING", "packets", "SKB_DROP_REASON_FULL_RING (5.18+; tap_queue_full before): vhost-net: the host's tap queue (txqueuelen) was full while the guest's ring was empty, so the host kernel dropped the frame (tun_net_xmit's kfree_skb_reason; counted in the tap's tx_dropped on the host)"),
+		c("drops.nic_fifo_full", "packets", "the model's: a NIC's FIFO was full while the ring was empty: dropped in hardware; no skb_drop_reason: the frame never reaches the kernel (counted in the NIC's rx_missed_errors)"),
+		c("drops.vhost_too_big", "packets", "the model's: vhost-net: a frame too big for the buffer posted, discarded by a truncating recvmsg; no skb_drop_reason: handle_rx reads it with a one-byte recvmsg (MSG_TRUNC); tun frees it with consume_skb, not kfree_skb (host_too_big)"),
+		c("drops.vdpa_no_buffer", "packets", "the model's: a vDPA hardware virtqueue had no buffer posted for a frame off the wire (or too few for its size); no skb_drop_reason: the frame never reaches the kernel (counted in the device's own counters)"),
+		c("drops.cpumap_queue_full", "packets", "the model's: a redirected frame the cpumap entry's ptr_ring had no room for; no skb_drop_reason: an xdp_frame, not an skb: xdp_return_frame_rx_napi (counted in the xdp:xdp_cpumap_enqueue tracepoint's drops)"),
+		c("drops.cpumap_no_skb", "packets", "the model's: the cpumap kthread could not build an skb for a frame (kmem_cache_alloc_bulk or __xdp_build_skb_from_frame failed); no skb_drop_reason: no skb was built: xdp_return_frame (counted in the xdp:xdp_cpumap_kthread tracepoint's drops)"),
+		c("drops.devmap_xmit_full", "packets", "the model's: a redirected frame the next device's ndo_xdp_xmit did not take (its TX ring full); no skb_drop_reason: an xdp_frame, not an skb: xdp_return_frame_rx_napi (counted in the xdp:xdp_devmap_xmit tracepoint's drops)"),
+		c("drops.udp_rcvbuf", "packets", "the model's name for SOCKET_RCVBUFF on a kernel before 5.18: UDP: the socket's memory (sk_rmem_alloc) was past sk_rcvbuf (__udp_enqueue_schedule_skb returned -ENOMEM); __udp_queue_rcv_skb then: kfree_skb(skb): no reason before 5.17, NOT_SPECIFIED in 5.17 (SKB_DROP_REASON_SOCKET_RCVBUFF came in 5.18)"),
+		c("drops.SOCKET_RCVBUFF", "packets", "SKB_DROP_REASON_SOCKET_RCVBUFF (5.18+; udp_rcvbuf before): UDP: the socket's memory (sk_rmem_alloc) was past sk_rcvbuf (__udp_enqueue_schedule_skb returned -ENOMEM) (__udp_queue_rcv_skb's kfree_skb_reason; counted in UDP RcvbufErrors)"),
+		c("drops.tcp_rmem", "packets", "the model's name for PROTO_MEM on a kernel before 5.18: TCP: the segment did not fit the socket's receive memory (tcp_try_rmem_schedule failed with data already queued); tcp_data_queue then: tcp_drop: __kfree_skb, which the kfree_skb tracepoint does not see (SKB_DROP_REASON_PROTO_MEM came to tcp_data_queue in 5.18)"),
+		c("drops.PROTO_MEM", "packets", "SKB_DROP_REASON_PROTO_MEM (5.18+; tcp_rmem before): TCP: the segment did not fit the socket's receive memory (tcp_try_rmem_schedule failed with data already queued) (tcp_data_queue's kfree_skb_reason; counted in TcpExtTCPRcvQDrop)"),
+		c("drops.socket_queue_limit", "packets", "the model's: the engine's bound of skbs waiting on one socket (skb.SocketQueueLimit) was reached; the kernel has no such bound (it bounds a socket by its memory: SOCKET_RCVBUFF, PROTO_MEM), the engine's pools are finite"),
 	),
 	group(GroupRun,
 		c("sim_time_ns", "ns", "simulated time since the world started"),

@@ -118,6 +118,14 @@ func CPUPerf(i int, sym string) string { return "cpu" + strconv.Itoa(i) + ".perf
 // per-pool and host names: "rx_pp_alloc_fast" -> "alloc_fast".
 func PagePoolStat(ethtool string) string { return strings.TrimPrefix(ethtool, "rx_pp_") }
 
+// Drops is the counter of drops for one reason, the kernel's
+// skb_drop_reason name or the model's (engine/drop): "drops.FULL_RING",
+// "drops.xdp_drop".
+func Drops(reason string) string { return DropsPrefix + reason }
+
+// DropsPrefix starts the name of a drop reason's counter.
+const DropsPrefix = "drops."
+
 // Predicted is a twin source's prediction of name: "predicted_rx_packets".
 func Predicted(name string) string { return PredictedPrefix + name }
 
@@ -136,7 +144,9 @@ var (
 
 func init() {
 	for i, d := range table {
-		if !strings.ContainsAny(d.Name, "N*") {
+		// A drop reason is a name as the kernel spells it, capitals
+		// included (drops.FULL_RING): never a pattern.
+		if d.Group == GroupDrops || !strings.ContainsAny(d.Name, "N*") {
 			exact[d.Name] = i
 			continue
 		}

@@ -3,6 +3,7 @@ package xdp
 import (
 	"strconv"
 
+	"ringlab/engine/drop"
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
@@ -48,6 +49,8 @@ type CpumapCounters struct {
 	Passed   uint64 // skbs the kthreads passed up
 	Wakeups  uint64 // kthread wake-ups
 	SKBFails uint64 // skbs that could not be built
+	// Reasons counts Drops and SKBFails by why (engine/drop).
+	Reasons drop.Counts
 }
 
 type bulkQueue struct {
@@ -256,7 +259,11 @@ func (m *Cpumap) flushOne(c *sim.CPU, target int) {
 	e.count += k
 	m.C.Enqueued += uint64(k)
 	for _, f := range bq.q[k:bq.n] {
+		// bq_flush_to_queue: __ptr_ring_produce failed; the frame goes
+		// back (xdp_return_frame_rx_napi), counted in
+		// trace_xdp_cpumap_enqueue's drops: an xdp_frame, no skb.
 		m.C.Drops++
+		m.C.Reasons.Add(drop.CpumapFull)
 		m.frags -= int(m.frames.frames[f].NrFrags)
 		m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}))
 	}
@@ -328,7 +335,11 @@ func (m *Cpumap) kthread(now sim.Time, arg uint64) {
 			m.sim.Fail(err)
 		}
 		if s == skb.NoSKB {
+			// cpu_map_kthread_run: no skb (kmem_cache_alloc_bulk or
+			// __xdp_build_skb_from_frame failed), xdp_return_frame,
+			// counted in trace_xdp_cpumap_kthread's drops.
 			m.C.SKBFails++
+			m.C.Reasons.Add(drop.CpumapNoSKB)
 			m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true}))
 			continue
 		}

@@ -1,6 +1,7 @@
 package xdp
 
 import (
+	"ringlab/engine/drop"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
 	"ringlab/engine/softnet"
@@ -30,6 +31,8 @@ type DevmapCounters struct {
 	Sent  uint64 // frames the device accepted
 	Drops uint64 // frames the device refused (TX ring full)
 	Xmits uint64 // ndo_xdp_xmit calls
+	// Reasons counts Drops by why (engine/drop).
+	Reasons drop.Counts
 }
 
 type devBulk struct {
@@ -136,7 +139,11 @@ func (m *Devmap) xmit(c *sim.CPU) {
 	for i := 0; i < bq.n; i++ {
 		f := bq.q[i]
 		if d.n == len(d.ring) {
+			// bq_xmit_all: ndo_xdp_xmit sent fewer than it was given;
+			// the rest go back (xdp_return_frame_rx_napi), counted in
+			// trace_xdp_devmap_xmit's drops: xdp_frames, no skb.
 			m.C.Drops++
+			m.C.Reasons.Add(drop.DevmapFull)
 			m.frags -= int(m.frames.frames[f].NrFrags)
 			m.sim.Fail(m.frames.Return(c, f, m.rel, skb.Context{Softirq: true, Direct: true}))
 			continue

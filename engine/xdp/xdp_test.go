@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/engine/drop"
 	"ringlab/engine/mem"
 	"ringlab/engine/sim"
 	"ringlab/engine/skb"
@@ -159,6 +160,7 @@ func TestCpumapFullRingDrops(t *testing.T) {
 	c.End()
 	assert.Equal(t, uint64(qsize), m.C.Enqueued)
 	assert.Equal(t, uint64(2), m.C.Drops)
+	assert.Equal(t, uint64(2), m.C.Reasons[drop.CpumapFull], "every drop carries the full ring as its reason")
 	assert.Equal(t, qsize, m.Queued())
 	require.Len(t, r.rel.got, 2)
 	for i, g := range r.rel.got {
@@ -406,7 +408,9 @@ func TestDevmapFullRingDrops(t *testing.T) {
 	}
 	m.Flush(c)
 	c.End()
-	assert.Equal(t, DevmapCounters{Sent: ring, Drops: 3, Xmits: 1}, m.C)
+	var why drop.Counts
+	why[drop.DevmapFull] = 3 // bq_xmit_all's drops, all of them for the full ring
+	assert.Equal(t, DevmapCounters{Sent: ring, Drops: 3, Xmits: 1, Reasons: why}, m.C)
 	assert.Equal(t, []mem.PageID{ring, ring + 1, ring + 2}, r.rel.pages())
 	for _, g := range r.rel.got {
 		assert.Equal(t, skb.Context{Softirq: true, Direct: true, Frame: true}, g.ctx)
