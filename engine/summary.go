@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"ringlab/engine/drop"
 	"ringlab/engine/sim"
 )
 
@@ -26,11 +27,25 @@ type Summary struct {
 	Events   uint64              `json:"events"`
 	// XDPFaults says, per queue whose program aborted, why it last did.
 	XDPFaults []string `json:"xdp_faults,omitempty"`
+	// Drops are the reasons the world dropped for, each with what the
+	// scenario's kernel does there (their counts are drops.NAME in
+	// Counters).
+	Drops []DropReason `json:"drop_reasons,omitempty"`
 
 	// Ordered views for printing.
 	CounterList  []Counter   `json:"-"`
 	PagePoolList []Counter   `json:"-"`
 	CPUList      [][]Counter `json:"-"`
+}
+
+// DropReason is one reason a world dropped for: its name at the
+// scenario's kernel (engine/drop), how many, and what that kernel does
+// where the engine drops (the kfree_skb_reason call, or why there is
+// none).
+type DropReason struct {
+	Name   string `json:"name"`
+	Count  uint64 `json:"count"`
+	Kernel string `json:"kernel"`
 }
 
 // Summarize reads the world's state.
@@ -76,6 +91,13 @@ func (w *World) Summarize() Summary {
 	for _, rq := range w.Driver.RQ {
 		if rq.LastFault.Faulted() {
 			s.XDPFaults = append(s.XDPFaults, fmt.Sprintf("rx%d: %s", rq.Index, rq.LastFault))
+		}
+	}
+	st := w.Stats()
+	for r := drop.Reason(1); r < drop.NumReasons; r++ {
+		if n := st.Drops[r]; n > 0 {
+			s.Drops = append(s.Drops, DropReason{Name: drop.Name(r, st.Kernel), Count: n,
+				Kernel: st.Kernel.String() + ": " + drop.Kernel(r, st.Kernel)})
 		}
 	}
 	for _, q := range w.Queues() {

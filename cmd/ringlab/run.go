@@ -142,8 +142,11 @@ func runCommand() *cobra.Command {
 // runHelp is what `ringlab help run` says first.
 const runHelp = `Runs a scenario headless and prints a summary: simulated time, packets,
 rates, CPU utilisation, what limits the run (the rule ringlab reproduce
-uses, over the run's last four fifths), the driver's counters, the
-page_pool stats and where the pages are. With --trace, the first events come first, one a
+uses, over the run's last four fifths), the driver's counters (with
+drops.NAME, the drops by reason: the kernel's skb_drop_reason name at the
+scenario's kernel, else the model's), the reasons it dropped for with what
+that kernel does there (in the JSON, "drop_reasons"), the page_pool stats
+and where the pages are. With --trace, the first events come first, one a
 line (in the JSON, as "trace"). With --costs, the cost table follows:
 each constant sourced (a benchmark, a commit text), an estimate, or fitted
 on one published result; the fields a preset fitted are always listed.
@@ -555,6 +558,12 @@ func printSummary(w io.Writer, s engine.Summary, wall time.Duration, limit engin
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%d\n", c.Name, c.Value)
+	}
+	if len(s.Drops) > 0 {
+		fmt.Fprintln(tw, "\ndropped for\tpackets\tin the kernel")
+		for _, d := range s.Drops {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", d.Name, d.Count, d.Kernel)
+		}
 	}
 	fmt.Fprintln(tw, "\npage_pool\tvalue")
 	for _, c := range s.PagePoolList {

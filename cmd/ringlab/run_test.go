@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -52,6 +53,41 @@ func TestRunTextAndDuration(t *testing.T) {
 	assert.Contains(t, out, "rx_xdp_drops")
 	assert.Contains(t, out, "rx_pp_recycle_cached")
 	assert.Contains(t, out, "simulated 1ms")
+}
+
+// TestRunNamesDropsByTheKernelsReasons: the summary lists each reason the
+// run dropped for under its name at the scenario's kernel, with what that
+// kernel does there, in the text and the JSON, and the counters carry
+// drops.NAME: a flooded vhost-net tap queue is FULL_RING on 7.0 and the
+// model's tap_queue_full on 5.15, where tun_net_xmit's kfree_skb has no
+// reason.
+func TestRunNamesDropsByTheKernelsReasons(t *testing.T) {
+	for _, tc := range []struct{ kernel, name, says string }{
+		{"7.0", "FULL_RING", "tun_net_xmit: kfree_skb_reason(skb, SKB_DROP_REASON_FULL_RING)"},
+		{"5.15", "tap_queue_full", "no reason before 5.17"},
+	} {
+		args := []string{"run", "--packets", "3000", "--set", "rate_pps=20000000", "--set", "kernel=" + tc.kernel}
+		code, out, errs := runCLI(append(args, "default")...)
+		require.Equal(t, exitOK, code, errs)
+		assert.Regexp(t, `(?m)^`+tc.name+` +\d+ +`+regexp.QuoteMeta(tc.kernel+": "), out)
+		assert.Contains(t, out, tc.says)
+		code, out, errs = runCLI(append(args, "--json", "default")...)
+		require.Equal(t, exitOK, code, errs)
+		var s struct {
+			Counters map[string]uint64 `json:"counters"`
+			Drops    []struct {
+				Name   string `json:"name"`
+				Count  uint64 `json:"count"`
+				Kernel string `json:"kernel"`
+			} `json:"drop_reasons"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &s))
+		require.Len(t, s.Drops, 1, "the host's queue is all that drops")
+		assert.Equal(t, tc.name, s.Drops[0].Name)
+		assert.Equal(t, s.Counters["host_drops"], s.Drops[0].Count)
+		assert.Equal(t, s.Counters[vocab.Drops(tc.name)], s.Drops[0].Count)
+		assert.Contains(t, s.Drops[0].Kernel, tc.says)
+	}
 }
 
 // TestRunSaysWhatLimitsIt: the summary names the resource that limits the

@@ -126,6 +126,11 @@ func Drops(reason string) string { return DropsPrefix + reason }
 // DropsPrefix starts the name of a drop reason's counter.
 const DropsPrefix = "drops."
 
+// DropsHelp is what the drop reasons' counters are, as one family (a
+// Prometheus family with a reason label): each reason's own meaning is
+// its entry's.
+const DropsHelp = "packets dropped, by reason: the kernel's enum skb_drop_reason name without SKB_DROP_REASON_ (FULL_RING, SOCKET_RCVBUFF, PROTO_MEM: as the skb:kfree_skb tracepoint prints it) where the scenario's kernel frees an skb with it, else the model's own name, in lower case (xdp_drop, cpumap_queue_full, vdpa_no_buffer)"
+
 // Predicted is a twin source's prediction of name: "predicted_rx_packets".
 func Predicted(name string) string { return PredictedPrefix + name }
 

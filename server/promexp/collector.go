@@ -52,6 +52,7 @@ const (
 	LabelCPU     = "cpu"     // a CPU's number, or CPUAll; only on FamilyInfo.PerCPU families
 	LabelOrigin  = "origin"  // a twin's: OriginMeasured or OriginPredicted
 	LabelSpec    = "spec"    // ringlab_source_info's: the source as serve names it
+	LabelReason  = "reason"  // ringlab_drops_total's: why (engine/drop's name: SOCKET_RCVBUFF, xdp_drop)
 
 	OriginMeasured  = "measured"
 	OriginPredicted = "predicted"
@@ -76,7 +77,8 @@ type number struct {
 	kind      prometheus.ValueType
 	scale     float64 // the value times scale is in base units
 	predicted bool
-	perCPU    bool // the family carries the cpu label
+	perCPU    bool   // the family carries the cpu label
+	reason    string // the reason label's value: drops.NAME's NAME, "" for other families
 }
 
 // New returns a Collector for src, describing the names src.Info lists.
@@ -88,7 +90,7 @@ func New(src metrics.Source) *Collector {
 	c.info = prometheus.NewDesc("ringlab_source_info", "The source /metrics reads, as `ringlab serve --source` names it (spec: options such as a lab's rate included); always 1.", []string{LabelSpec}, constLabels)
 	families := map[string]*prometheus.Desc{}
 	perCPU := map[string]bool{}   // of the families made, those with the cpu label
-	taken := map[[2]string]bool{} // (family, origin) pairs exported
+	taken := map[[3]string]bool{} // (family, origin, reason) exported
 	machineLabels := prometheus.Labels{}
 	for k, v := range constLabels {
 		if k != LabelDevice {
@@ -107,15 +109,18 @@ func New(src metrics.Source) *Collector {
 		if f.Predicted {
 			origin = OriginPredicted
 		}
-		if taken[[2]string{f.Metric, origin}] { // two names that differ only in punctuation or case
+		if taken[[3]string{f.Metric, origin, f.Reason}] { // two names that differ only in punctuation or case
 			continue
 		}
-		taken[[2]string{f.Metric, origin}] = true
+		taken[[3]string{f.Metric, origin, f.Reason}] = true
 		d, ok := families[f.Metric]
 		if !ok {
 			variable := []string{LabelQueue}
 			if f.PerCPU {
 				variable = append(variable, LabelCPU)
+			}
+			if f.Reason != "" {
+				variable = append(variable, LabelReason)
 			}
 			if c.twin {
 				variable = append(variable, LabelOrigin)
@@ -132,7 +137,7 @@ func New(src metrics.Source) *Collector {
 			kind = prometheus.GaugeValue
 		}
 		c.numbers = append(c.numbers, number{name: name, family: d, kind: kind, scale: f.Scale, predicted: f.Predicted,
-			perCPU: perCPU[f.Metric]})
+			perCPU: perCPU[f.Metric], reason: f.Reason})
 	}
 	return c
 }
@@ -169,6 +174,10 @@ type FamilyInfo struct {
 	// Dir is the queues the number is of: "rx" (receive), "tx" (send),
 	// or "" for neither.
 	Dir string
+	// Reason is a drop reason's name (drops.NAME's NAME): the numbers
+	// of engine/vocab's drops group are one family, ringlab_drops_total,
+	// with a reason label.
+	Reason string
 }
 
 // machineWide reports whether a number (its base name) is the machine's:
@@ -230,6 +239,9 @@ func Family(name string) FamilyInfo {
 		s += "_total"
 	}
 	f.Metric = "ringlab_" + s
+	if r, ok := strings.CutPrefix(base, vocab.DropsPrefix); ok && d.Group == vocab.GroupDrops {
+		f.Metric, f.Reason, f.Help = "ringlab_drops_total", r, vocab.DropsHelp
+	}
 	return f
 }
 
@@ -298,6 +310,9 @@ func help(f FamilyInfo, twin bool) string {
 	if f.Machine {
 		h += `. The machine's, not an interface's: no device label, exported by a host or sim source (not by a lab or a twin's measured side, which read the host's)`
 	}
+	if f.Reason != "" {
+		h += `. reason="..." is engine/drop's name for why (docs/numbers.md, Drops by reason)`
+	}
 	switch {
 	case f.PerCPU:
 		h += `. Per CPU where the source has each CPU's (cpu="0", "1", ...), else cpu="all"; ` + queues + "."
@@ -339,9 +354,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 	for _, n := range c.numbers {
 		labels := func(queue, cpu string) []string {
-			l := append(make([]string, 0, 3), queue)
+			l := append(make([]string, 0, 4), queue)
 			if n.perCPU {
 				l = append(l, cpu)
+			}
+			if n.reason != "" {
+				l = append(l, n.reason)
 			}
 			switch {
 			case !c.twin:

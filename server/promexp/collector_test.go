@@ -360,3 +360,35 @@ func TestFamily(t *testing.T) {
 	assert.Equal(t, "seconds", f.Unit)
 	assert.True(t, Family("predicted_rx_packets").Predicted)
 }
+
+// TestDropsAreOneFamilyWithAReason: the drops.NAME numbers (engine/drop's
+// reasons) are one family, ringlab_drops_total, a series per reason with
+// the reason label, the kernel's names as the kernel spells them; a twin's
+// predicted drops are the same family with origin="predicted".
+func TestDropsAreOneFamilyWithAReason(t *testing.T) {
+	src := newFixed("twin:sim", metrics.Labels{Kind: "twin", Follows: "sim"}, map[string]uint64{
+		"rx_packets": 10, "drops.FULL_RING": 7, "drops.xdp_drop": 3, "predicted_drops.FULL_RING": 6,
+	})
+	families := scrape(t, src)
+	fam := families["ringlab_drops_total"]
+	require.NotNil(t, fam)
+	assert.Equal(t, dto.MetricType_COUNTER, fam.GetType())
+	assert.Contains(t, fam.GetHelp(), "skb_drop_reason")
+	assert.Contains(t, fam.GetHelp(), `reason="..."`)
+	got := map[[2]string]float64{}
+	for _, m := range fam.GetMetric() {
+		l := labels(m)
+		assert.Equal(t, QueueAll, l[LabelQueue])
+		got[[2]string{l[LabelReason], l[LabelOrigin]}] = m.GetCounter().GetValue()
+	}
+	assert.Equal(t, map[[2]string]float64{
+		{"FULL_RING", OriginMeasured}: 7, {"xdp_drop", OriginMeasured}: 3, {"FULL_RING", OriginPredicted}: 6,
+	}, got)
+	for name := range families {
+		assert.NotContains(t, name, "full_ring", "no family of its own for a reason")
+	}
+	f := Family("drops.SOCKET_RCVBUFF")
+	assert.Equal(t, "ringlab_drops_total", f.Metric)
+	assert.Equal(t, "SOCKET_RCVBUFF", f.Reason)
+	assert.Empty(t, Family("rx_drops").Reason, "rx_drops is the device's own counter, not a reason")
+}
