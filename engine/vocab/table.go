@@ -158,6 +158,7 @@ var table = concat(
 		c("drops.tcp_rmem", "packets", "the model's name for PROTO_MEM on a kernel before 5.18: TCP: the segment did not fit the socket's receive memory (tcp_try_rmem_schedule failed with data already queued); tcp_data_queue then: tcp_drop: __kfree_skb, which the kfree_skb tracepoint does not see (SKB_DROP_REASON_PROTO_MEM came to tcp_data_queue in 5.18)"),
 		c("drops.PROTO_MEM", "packets", "SKB_DROP_REASON_PROTO_MEM (5.18+; tcp_rmem before): TCP: the segment did not fit the socket's receive memory (tcp_try_rmem_schedule failed with data already queued) (tcp_data_queue's kfree_skb_reason; counted in TcpExtTCPRcvQDrop)"),
 		c("drops.socket_queue_limit", "packets", "the model's: the engine's bound of skbs waiting on one socket (skb.SocketQueueLimit) was reached; the kernel has no such bound (it bounds a socket by its memory: SOCKET_RCVBUFF, PROTO_MEM), the engine's pools are finite"),
+		c("drops.*", "packets", "a real kernel's drops for a reason of its enum skb_drop_reason the engine has no drop site for (NO_SOCKET, NOT_SPECIFIED, ...): a lab's, read from the skb:kfree_skb tracepoint in its own namespaces"),
 	),
 	group(GroupRun,
 		c("sim_time_ns", "ns", "simulated time since the world started"),

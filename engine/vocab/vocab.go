@@ -150,8 +150,9 @@ var (
 func init() {
 	for i, d := range table {
 		// A drop reason is a name as the kernel spells it, capitals
-		// included (drops.FULL_RING): never a pattern.
-		if d.Group == GroupDrops || !strings.ContainsAny(d.Name, "N*") {
+		// included (drops.FULL_RING): N is a letter there, only * a
+		// pattern.
+		if (d.Group == GroupDrops && !strings.Contains(d.Name, "*")) || !strings.ContainsAny(d.Name, "N*") {
 			exact[d.Name] = i
 			continue
 		}

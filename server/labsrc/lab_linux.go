@@ -67,6 +67,7 @@ type Lab struct {
 	veth    metrics.Source     // hostsrc counters of lab-b, read inside side b
 	snmp    *snmpFile          // side b's /proc/net/snmp
 	nlA     *netlink.Handle    // route netlink in side a, to read lab-a's statistics
+	drops   *dropWatch         // the kernel's drops by reason in both sides; nil when it cannot be read
 	snd     *sender            // nil until started
 	rcv     *receiver          // nil until started
 	stop    chan struct{}      // closed to stop snd and rcv
@@ -121,6 +122,11 @@ func New(c Config) (*Lab, error) {
 	}
 	if err := l.makeVeth(); err != nil {
 		return nil, err
+	}
+	if d, err := newDropWatch([2]uint64{l.id[0].ino, l.id[1].ino}); err != nil {
+		notes = append(notes, "no drops by reason: "+err.Error())
+	} else {
+		l.drops = d
 	}
 	mode, err := l.attach()
 	if err != nil {
@@ -548,6 +554,11 @@ func (l *Lab) sampleLocked() (metrics.Sample, error) {
 	if err := l.libCounters(tot); err != nil {
 		return metrics.Sample{}, err
 	}
+	if l.drops != nil {
+		if err := l.drops.read(tot); err != nil {
+			return metrics.Sample{}, err
+		}
+	}
 	if err := l.snmp.readUDP(tot); err != nil {
 		return metrics.Sample{}, fmt.Errorf("lab: %s: %w", l.name[1], err)
 	}
@@ -651,6 +662,9 @@ func (l *Lab) Close() error {
 	}
 	if l.peer != nil {
 		l.peer.Close()
+	}
+	if l.drops != nil {
+		errs = append(errs, l.drops.close())
 	}
 	for i, name := range l.name {
 		if l.ns[i].IsOpen() {

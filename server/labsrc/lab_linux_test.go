@@ -297,3 +297,77 @@ func openFDs(t *testing.T) int {
 	require.NoError(t, err)
 	return len(entries)
 }
+
+// udpTo sends n datagrams to addr from an unconnected socket (the ICMP
+// errors coming back are not reported to it) opened in the calling
+// thread's network namespace.
+func udpTo(addr string, n int) error {
+	to, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return err
+	}
+	c, err := net.ListenPacket("udp", ":0")
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for i := 0; i < n; i++ {
+		if _, err := c.WriteTo([]byte("drop me"), to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closedUDPPort is a UDP port nothing listens on, on addr.
+func closedUDPPort(t *testing.T, addr string) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", addr+":0")
+	require.NoError(t, err)
+	port := c.LocalAddr().(*net.UDPAddr).Port
+	require.NoError(t, c.Close())
+	return port
+}
+
+// TestLabDropsByTheKernelsReasons: the lab reads the kernel's drops by
+// reason (the skb:kfree_skb tracepoint) in its own namespaces only. Every
+// reason of the running kernel's enum is a drops.NAME counter; datagrams
+// from side a to a port nobody listens on in side b are NO_SOCKET drops
+// (__udp4_lib_rcv), counted one for one, while as many sent to a closed
+// port on the machine's loopback, in the machine's namespace, are not
+// counted; and an xdp_drop lab's verdicts are drops too (veth runs XDP on
+// skbs and frees a dropped one with kfree_skb, reason NOT_SPECIFIED).
+func TestLabDropsByTheKernelsReasons(t *testing.T) {
+	const n = 200
+	l := openLab(t, "xdp_pass,rate=1000,size=64,count=10")
+	require.NotNil(t, l.drops, "notes: %v", l.Info().Notes)
+	waitCounts(t, l, map[string]uint64{"lab_sent_packets": 10})
+	info := l.Info()
+	assert.Contains(t, info.Counters, "drops.NO_SOCKET")
+	assert.Contains(t, info.Counters, "drops.SOCKET_RCVBUFF")
+	before, err := l.Sample()
+	require.NoError(t, err)
+
+	require.NoError(t, udpTo(fmt.Sprintf("127.0.0.1:%d", closedUDPPort(t, "127.0.0.1")), n), "the machine's own namespace")
+	require.NoError(t, inNS(l.ns[0], func() error { return udpTo(fmt.Sprintf("%s:%d", addrB, FlowPort+1), n) }))
+	deadline := time.Now().Add(settle)
+	var s metrics.Sample
+	for {
+		s, err = l.Sample()
+		require.NoError(t, err)
+		if s.Totals["drops.NO_SOCKET"]-before.Totals["drops.NO_SOCKET"] >= n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	crossed := s.Totals["lab_a_tx_packets"] - before.Totals["lab_a_tx_packets"]
+	assert.Equal(t, crossed, s.Totals["drops.NO_SOCKET"]-before.Totals["drops.NO_SOCKET"],
+		"every datagram that crossed to the closed port, and none of those on the machine's loopback")
+	assert.Positive(t, crossed)
+
+	d := openLab(t, "xdp_drop,rate=20000,size=64,count=2000")
+	s = waitCounts(t, d, map[string]uint64{"lab_sent_packets": 2000})
+	s = waitCounts(t, d, map[string]uint64{"drops.NOT_SPECIFIED": s.Totals["xdp_drop"]})
+	assert.Positive(t, s.Totals["xdp_drop"])
+	assert.GreaterOrEqual(t, s.Totals["drops.NOT_SPECIFIED"], s.Totals["xdp_drop"], "veth frees each dropped skb with kfree_skb")
+}

@@ -38,6 +38,12 @@ func TestTwinFollowsALab(t *testing.T) {
 	info := tw.Info()
 	assert.Contains(t, info.Counters, "predicted_rx_xdp_drops")
 	assert.Contains(t, info.Counters, "predicted_rx_packets")
+	// Drops by reason side by side: the kernel's (the lab's skb:kfree_skb)
+	// and the model's, whose names differ where the two drop differently
+	// (veth frees an XDP_DROP's skb with kfree_skb, reason NOT_SPECIFIED;
+	// a native XDP driver frees no skb: the model's xdp_drop).
+	assert.Contains(t, info.Counters, "drops.NOT_SPECIFIED")
+	assert.Contains(t, info.Counters, "predicted_drops.xdp_drop")
 
 	// The window: 8 samples (2 s at 4 Hz) after the first 8, within one
 	// world (no rebuild between its ends); the engine's rate is read
@@ -69,4 +75,6 @@ func TestTwinFollowsALab(t *testing.T) {
 	assert.Equal(t, 128, size)
 	assert.InDelta(t, real, pps, real*0.5, "the engine runs the measured rate")
 	assert.InDelta(t, real, pred, real*0.5, "side by side, the same rate")
+	assert.Greater(t, last.Totals["drops.NOT_SPECIFIED"], first.Totals["drops.NOT_SPECIFIED"], "the kernel's drops, by its reason")
+	assert.Greater(t, last.Totals["predicted_drops.xdp_drop"], first.Totals["predicted_drops.xdp_drop"], "the model's, by its own")
 }

@@ -17,6 +17,7 @@ import (
 	"ringlab/engine/bpf"
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
+	"ringlab/engine/vocab"
 	"ringlab/server/labsrc"
 	"ringlab/server/metrics"
 )
@@ -179,7 +180,10 @@ func New(real metrics.Source, base scenario.Scenario, now func() time.Time) (*So
 		return nil, fmt.Errorf("twin: %s has neither rx_packets and rx_bytes nor xdp_packets_counted and xdp_bytes_counted to measure", ri.Name)
 	}
 	for _, c := range w.Totals() {
-		if have[c.Name] {
+		// The engine's drops by reason are predicted whether the real
+		// source counts that reason or not: the model's reasons beside
+		// the kernel's (a lab's, from skb:kfree_skb).
+		if have[c.Name] || strings.HasPrefix(c.Name, vocab.DropsPrefix) {
 			t.names = append(t.names, c.Name)
 		}
 	}
