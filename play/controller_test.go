@@ -539,6 +539,8 @@ func (h *harness) print(name string, outs []Out) string {
 				room = " (from the room)"
 			}
 			fmt.Fprintf(&b, "tutorial_step %s %d of %d%s: %d checks, %d failed, %d skipped\n", m.Tutorial, m.Step, m.Steps, room, m.Result.Checks, m.Result.Failed, m.Result.Skipped)
+		case TutorialGradeOut:
+			fmt.Fprintf(&b, "tutorial_grade %s, histogram %q: %s\n", m.Grade.Verdict, m.Grade.Answer, m.Grade.Say)
 		case TutorialRevealOut:
 			fmt.Fprintf(&b, "tutorial_reveal %s step %d question %d\n", m.Tutorial, m.Step, m.Question)
 		case RoomSendOut:

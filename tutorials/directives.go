@@ -126,6 +126,9 @@ func parseDirective(text string) (Directive, error) {
 			d.exprs = append(d.exprs, e)
 		}
 	case OpCheck, OpAnswer:
+		if op == OpAnswer {
+			d.Reply, rest = splitReply(rest)
+		}
 		if rest == "" {
 			return d, fmt.Errorf("%s: want a condition, as in %s rx_packets > 0", op, op)
 		}
@@ -136,14 +139,7 @@ func parseDirective(text string) (Directive, error) {
 		d.Exprs = []string{rest}
 		d.exprs = []*Expr{e}
 	case OpQuestion:
-		q, err := strconv.Unquote(rest)
-		if err != nil || !strings.HasPrefix(rest, `"`) {
-			return d, fmt.Errorf("question: want the question in double quotes")
-		}
-		if strings.TrimSpace(q) == "" {
-			return d, fmt.Errorf("question: empty")
-		}
-		d.Question = q
+		return parseQuestion(d, rest)
 	case OpMark:
 		if !bindingName.MatchString(rest) {
 			return d, fmt.Errorf("mark: want a name of lower-case letters, digits and _ (got %q)", rest)
@@ -449,6 +445,8 @@ func (p *parser) finishStep(step *Step) {
 		case OpAnswer:
 			if question == nil {
 				p.errf(d.Line, "answer without a question before it")
+			} else if err := pairAnswer(question, d); err != nil {
+				p.errf(d.Line, "%v", err)
 			}
 			question = nil
 			checks++

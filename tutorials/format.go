@@ -72,8 +72,8 @@ const (
 	OpRun      = "run"      // run packets=N | duration=D | events=N [trace]
 	OpShow     = "show"     // show EXPR, EXPR ... | show GROUP
 	OpCheck    = "check"    // check CONDITION
-	OpQuestion = "question" // question "TEXT": asked before the step runs
-	OpAnswer   = "answer"   // answer CONDITION: checked when the step has run
+	OpQuestion = "question" // question KIND "TEXT": asked before the step runs (predict.go)
+	OpAnswer   = "answer"   // answer [REPLY because] CONDITION: checked when the step has run
 	OpMark     = "mark"     // mark NAME: remember every figure as NAME.figure
 	OpMeasure  = "measure"  // measure NAME = CONFIG METRIC [warmup=D] [window=D]
 	OpCompare  = "compare"  // compare A B METRIC [as NAME] [warmup=D] [window=D]
@@ -99,6 +99,13 @@ type Directive struct {
 
 	Exprs    []string `json:"exprs,omitempty"`    // show (expressions or group names), check, answer
 	Question string   `json:"question,omitempty"` // question
+
+	// A question's kind of prediction (predict.go), copied onto its
+	// answer: yesno, choice (its Options), number (its Unit) or text.
+	Kind    string   `json:"kind,omitempty"`
+	Unit    string   `json:"unit,omitempty"`
+	Options []string `json:"options,omitempty"`
+	Reply   string   `json:"reply,omitempty"` // answer: the right reply of a yesno or choice question
 
 	Config   string `json:"config,omitempty"`    // measure, compare: preset name or "scenario"
 	ConfigB  string `json:"config_b,omitempty"`  // compare
@@ -200,6 +207,28 @@ func (t *Tutorial) Compile() error {
 			}
 			if (d.Op == OpCheck || d.Op == OpAnswer) && len(d.exprs) != 1 {
 				errs = append(errs, &Error{File: t.File, Line: d.Line, Msg: d.Op + ": want one condition"})
+			}
+		}
+		// A question's kind, as the parser checks it: a tutorial received
+		// as JSON says the same or is refused.
+		var q *Directive
+		for j := range t.Steps[i].Directives {
+			d := &t.Steps[i].Directives[j]
+			switch d.Op {
+			case OpQuestion:
+				if err := checkQuestion(d); err != nil {
+					errs = append(errs, &Error{File: t.File, Line: d.Line, Msg: err.Error()})
+				}
+				q = d
+			case OpAnswer:
+				if q == nil {
+					errs = append(errs, &Error{File: t.File, Line: d.Line, Msg: "answer without a question before it"})
+					continue
+				}
+				if err := pairAnswer(q, d); err != nil {
+					errs = append(errs, &Error{File: t.File, Line: d.Line, Msg: err.Error()})
+				}
+				q = nil
 			}
 		}
 	}

@@ -36,7 +36,7 @@ Before.
 preset default   # a comment
 set ring_size=32
 set traffic={"size": 128, "proto": "udp"}
-question "How # many?"
+question number(packets) "How # many?"
 run packets=10
 show rx_packets, ratio(rx_packets, 2), ring
 answer rx_packets >= 10
@@ -192,11 +192,25 @@ func TestParseErrors(t *testing.T) {
 		{"check empty", tut(block("preset default", "check")), 12, "want a condition"},
 		{"show empty", tut(block("preset default", "show", "check rx_packets >= 0")), 12, "show: want expressions"},
 		{"show bad expression", tut(block("preset default", "show rx_packets, (", "check rx_packets >= 0")), 12, "show: "},
-		{"question unquoted", tut(block("preset default", "question why?", "answer rx_packets >= 0")), 12, "want the question in double quotes"},
-		{"question empty", tut(block("preset default", "question \" \"", "answer rx_packets >= 0")), 12, "question: empty"},
+		{"question unquoted", tut(block("preset default", "question number(packets) why?", "answer rx_packets >= 0")), 12, "want the question in double quotes"},
+		{"question empty", tut(block("preset default", "question yesno \" \"", "answer yes because rx_packets >= 0")), 12, "question: empty"},
 		{"answer without question", tut(block("preset default", "answer rx_packets >= 0")), 12, "answer without a question"},
-		{"question without answer", tut(block("preset default", "question \"q\"", "check rx_packets >= 0")), 12, "question without an answer"},
-		{"two questions", tut(block("preset default", "question \"a\"", "question \"b\"", "answer rx_packets >= 0")), 13, "the question at line 12 has no answer"},
+		{"question without answer", tut(block("preset default", "question text \"q\"", "check rx_packets >= 0")), 12, "question without an answer"},
+		{"two questions", tut(block("preset default", "question text \"a\"", "question text \"b\"", "answer rx_packets >= 0")), 13, "the question at line 12 has no answer"},
+		// A prediction's kind: declared, well formed, and its answer of the
+		// same kind.
+		{"question without kind", tut(block("preset default", "question \"how many?\"", "answer rx_packets >= 0")), 12, "say what kind of prediction it asks for"},
+		{"question unknown kind", tut(block("preset default", "question guess \"how many?\"", "answer rx_packets >= 0")), 12, "want question yesno"},
+		{"number without unit", tut(block("preset default", "question number \"how many?\"", "answer rx_packets >= 0")), 12, "say the unit of the figure asked for"},
+		{"choice of one", tut(block("preset default", "question choice(big) \"which?\"", "answer big because mode == \"big\"")), 12, "want 2 to 8 options, got 1"},
+		{"choice twice", tut(block("preset default", "question choice(big, Big) \"which?\"", "answer big because mode == \"big\"")), 12, `option "Big" given twice`},
+		{"choice empty option", tut(block("preset default", "question choice(big,, small) \"which?\"", "answer big because mode == \"big\"")), 12, "none empty"},
+		{"yesno with options", tut(block("preset default", "question yesno(a, b) \"moved?\"", "answer yes because rx_packets >= 0")), 12, "yesno takes no options"},
+		{"yesno answer without reply", tut(block("preset default", "question yesno \"moved?\"", "answer rx_packets >= 0")), 13, "answer yes because CONDITION"},
+		{"yesno answer maybe", tut(block("preset default", "question yesno \"moved?\"", "answer maybe because rx_packets >= 0")), 13, `reply is yes or no, not "maybe"`},
+		{"choice answer not an option", tut(block("preset default", "question choice(small, big) \"which?\"", "answer mergeable because mode == \"mergeable\"")), 13, `"mergeable" is not an option of the question (small, big)`},
+		{"number answer with reply", tut(block("preset default", "question number(packets) \"how many?\"", "answer yes because rx_packets >= 0")), 13, "no reply before because"},
+		{"text answer with reply", tut(block("preset default", "question text \"when?\"", "answer soon because rx_packets >= 0")), 13, "not graded"},
 		{"unterminated string", tut(block("preset default", "question \"open", "check rx_packets >= 0")), 12, "unterminated string"},
 		{"mark bad name", tut(block("preset default", "mark Warm", "check rx_packets >= 0")), 12, "mark: want a name"},
 		{"measure bad form", tut(block("preset default", "measure x default delivered_gbps", "check rx_packets >= 0")), 12, "want measure NAME = CONFIG METRIC"},

@@ -99,6 +99,7 @@ type Item struct {
 	Output   []string `json:"output,omitempty"` // figures printed by show, run, measure, compare, host
 	Error    string   `json:"error,omitempty"`
 	Question string   `json:"question,omitempty"`
+	Asks     string   `json:"asks,omitempty"` // question: the kind of prediction, for the reader ("yes or no", "a number of buffers")
 	// Key grades a reader's prediction against an answer (grade.go).
 	Key *Key `json:"key,omitempty"`
 }
@@ -264,7 +265,7 @@ func (s *Session) RunStep() StepResult {
 	var answers []int // indexes into res.Items, evaluated at the end
 	for i := range st.Directives {
 		d := &st.Directives[i]
-		it := Item{Line: d.Line, Op: d.Op, Text: d.Text, Question: d.Question}
+		it := Item{Line: d.Line, Op: d.Op, Text: d.Text, Question: d.Question, Asks: asks(d)}
 		if s.stopped != nil {
 			it.Status, it.Error = StatusSkip, "not run: "+s.stopped.Error()
 			res.Items = append(res.Items, it)
@@ -313,7 +314,7 @@ func (s *Session) RunStep() StepResult {
 		}
 		d := s.directiveAt(st, it.Line)
 		s.cond(d.exprs[0], it)
-		if k, ok, err := answerKey(d.exprs[0], s); err == nil && ok {
+		if k, ok := s.answerKey(d, it); ok {
 			it.Key = &k
 		}
 	}

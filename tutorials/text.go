@@ -57,7 +57,7 @@ func writeItem(w io.Writer, it *Item) {
 	switch it.Op {
 	case OpQuestion:
 		fmt.Fprintf(w, "  ? %s\n", it.Question)
-		fmt.Fprintln(w, "    (predict, then read the answer below)")
+		fmt.Fprintf(w, "    (predict %s, then read the answer below)\n", it.Asks)
 		return
 	case OpCheck, OpAnswer:
 		tag := strings.ToUpper(string(it.Status))

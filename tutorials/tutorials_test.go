@@ -111,7 +111,7 @@ func TestHostWithoutReaderIsSkipped(t *testing.T) {
 }
 
 func TestAnswerIsEvaluatedAfterTheStep(t *testing.T) {
-	tt := parseT(t, block3("preset default", `question "how many?"`, "answer rx_packets >= 100", "run packets=100"))
+	tt := parseT(t, block3("preset default", `question number(packets) "how many?"`, "answer rx_packets >= 100", "run packets=100"))
 	r := Run(tt, Options{})
 	require.Zero(t, r.Failed, r.Failures())
 	it := r.Steps[0].Items[2]
