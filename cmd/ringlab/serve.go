@@ -357,6 +357,8 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 	srv.ConnState = admitted.ConnState
 	if bases := listenURLs(ln.Addr(), net.InterfaceAddrs); isUnspecified(ln.Addr()) {
 		roomReg.SetJoinBases(bases) // students join at a LAN address
+	} else if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		log.Warn("listening on loopback: a workshop room's join link reaches this machine only; for students on other machines serve on the network (--addr :8080, make run ADDR=:8080)", "addr", ln.Addr().String())
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "source", cfg.source, "wasm", static.WasmBuilt(),
 		"conns", lim.Total, "conns_per_addr", admitted.Limits().PerAddr)
