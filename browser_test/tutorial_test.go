@@ -58,8 +58,14 @@ func TestTutorialPanel(t *testing.T) {
 	assert.True(t, eval[bool](p, `[...document.querySelectorAll("#tut-body .tut-after")].every((e) => e.hidden)`),
 		"the prose after the question explains it: hidden too")
 	assert.NotContains(t, eval[string](p, `document.getElementById("tut-body").innerText`), "last_used_idx is still 0")
-	p.do(chromedp.SendKeys(".tut-predict", "no"), chromedp.Click(".tut-reveal"))
+	// "Has rx_packets moved?" is a yes/no question: two buttons, no field
+	// to type a number in.
+	assert.Equal(t, []string{"Yes", "No"}, eval[[]string](p, `[...document.querySelectorAll(".tut-question .tut-opt")].map(b => b.textContent)`))
+	assert.Equal(t, 0, eval[int](p, `document.querySelectorAll(".tut-question input[type=text], .tut-question textarea").length`))
+	p.do(chromedp.Click(`.tut-opt[data-value="no"]`), chromedp.Click(".tut-reveal"))
 	p.waitJS(`!document.querySelector(".tut-question .tut-block").hidden`, 10*time.Second)
+	p.waitJS(`document.getElementById("tut-q0-grade").dataset.verdict === "right"`, 10*time.Second)
+	assert.Contains(t, eval[string](p, `document.getElementById("tut-q0-grade").textContent`), "Right: you said no")
 	assert.Equal(t, []bool{false, false, false}, eval[[]bool](p, hidden), "revealed: the views are back")
 	assert.Contains(t, eval[string](p, `document.getElementById("tut-body").innerText`), "last_used_idx is still 0")
 	assert.Contains(t, eval[string](p, `document.querySelector(".tut-question .tut-block").textContent`), "✓")
@@ -231,4 +237,53 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestPredictionInputs: each question shows the input its kind asks for
+// and is graded by it: a choice among named options as buttons, a ratio
+// as a number field that says its unit ("3x" as good as "3"), a sentence
+// in a text box, shown beside the engine's answer and not graded.
+func TestPredictionInputs(t *testing.T) {
+	ts := server(t)
+	p := open(t, browser(t), ts.URL, "?tutorial=xdp-verdicts&step=1")
+	stepReady := func(n int) {
+		p.waitJS(fmt.Sprintf(`(() => { const el = document.getElementById("tutorial-panel");
+			return el && el.dataset.step === "%d" && !!el.dataset.checks && !!document.getElementById("tut-q0-in"); })()`, n), 90*time.Second)
+	}
+	stepReady(1)
+	assert.Equal(t, "choice", eval[string](p, `document.querySelector(".tut-question").dataset.kind`))
+	assert.Equal(t, []string{"the alloc cache", "the ptr_ring", "the page allocator"},
+		eval[[]string](p, `[...document.querySelectorAll(".tut-question .tut-opt")].map(b => b.textContent)`))
+	p.do(chromedp.Click(`.tut-opt[data-value="the ptr_ring"]`), chromedp.Click(`.tut-opt[data-value="the alloc cache"]`))
+	assert.Equal(t, []string{"true", "false", "false"},
+		eval[[]string](p, `[...document.querySelectorAll(".tut-question .tut-opt")].map(b => b.getAttribute("aria-checked"))`), "the last pick counts")
+	screenshot(t, p.ctx, "prediction-choice")
+	p.do(chromedp.Click(".tut-reveal"))
+	p.waitJS(`document.getElementById("tut-q0-grade").dataset.verdict === "right"`, 20*time.Second)
+	assert.True(t, eval[bool](p, `[...document.querySelectorAll(".tut-opt")].every(b => b.disabled)`), "revealed: the pick is final")
+
+	// "By how much": the ratio the question names, in its unit.
+	eval[chromedp.Void](p, `window.ringlabTutorial.go(2)`)
+	stepReady(2)
+	assert.Equal(t, "number", eval[string](p, `document.querySelector(".tut-question").dataset.kind`))
+	assert.Contains(t, eval[string](p, `document.querySelector(".tut-question .tut-unit").textContent`), "ratio")
+	assert.Contains(t, eval[string](p, `document.querySelector(".tut-question").textContent`), "drop.mpps / mpps")
+	p.do(chromedp.SendKeys("#tut-q0-in", "3x"), chromedp.Click(".tut-reveal"))
+	p.waitJS(`!!document.getElementById("tut-q0-grade").dataset.verdict`, 20*time.Second)
+	assert.Equal(t, "right", eval[string](p, `document.getElementById("tut-q0-grade").dataset.verdict`),
+		eval[string](p, `document.getElementById("tut-q0-grade").textContent`))
+	screenshot(t, p.ctx, "prediction-number")
+
+	// A sentence: noted beside the engine's answer, never "want a number".
+	eval[chromedp.Void](p, `window.ringlabTutorial.go(3)`)
+	stepReady(3)
+	assert.Equal(t, "TEXTAREA", eval[string](p, `document.getElementById("tut-q0-in").tagName`))
+	eval[chromedp.Void](p, `(() => { const el = document.getElementById("tut-q0-in"); el.value = "When the host has sent it";
+		el.dispatchEvent(new Event("input", {bubbles: true})); document.querySelector(".tut-reveal").click(); })()`)
+	p.waitJS(`!!document.getElementById("tut-q0-grade").dataset.verdict`, 20*time.Second)
+	assert.Equal(t, "noted", eval[string](p, `document.getElementById("tut-q0-grade").dataset.verdict`))
+	grade := eval[string](p, `document.getElementById("tut-q0-grade").textContent`)
+	assert.Contains(t, grade, `You wrote: "When the host has sent it"`)
+	assert.NotContains(t, grade, "want a number")
+	screenshot(t, p.ctx, "prediction-text")
 }

@@ -196,8 +196,12 @@
   const questions = (st) => st.directives.filter((d) => d.op === "question").length;
 
   function setOpen(open) {
+    const was = panel.hidden;
     panel.hidden = !open;
     if (!open) predicting(false);
+    // Opened, it is brought into view (the page may have been scrolled
+    // to a panel below it).
+    if (open && was) panel.scrollIntoView({ block: "nearest" });
     btn.setAttribute("aria-expanded", String(open));
     if (open && !tut.list.length) fetchList();
   }
@@ -333,6 +337,28 @@
     return h;
   }
 
+  // predictHTML is the input a question's kind asks for (tutorials/README.md):
+  // buttons for yes/no and for a choice among named options, a number
+  // field with its unit, a text box for words. The prediction is the
+  // value of the element #ID-in in every case (the buttons set it).
+  function predictHTML(id, q) {
+    const picks = (values, labels) => `<div class="tut-opts" role="radiogroup" aria-label="your prediction">` +
+      values.map((v, i) => `<button type="button" class="tut-opt" role="radio" aria-checked="false" data-for="${id}" data-value="${esc(v)}">${esc(labels[i])}</button>`).join("") +
+      `</div><input id="${id}-in" class="tut-predict" type="hidden" value="">`;
+    switch (q.kind) {
+      case "yesno":
+        return picks(["yes", "no"], ["Yes", "No"]);
+      case "choice":
+        return picks(q.options || [], q.options || []);
+      case "number":
+        return `<label class="tut-number"><span class="sr-only">your prediction, in ${esc(q.unit || "")}</span>` +
+          `<input id="${id}-in" class="tut-predict" type="text" inputmode="decimal" autocomplete="off" placeholder="a number" size="10">` +
+          ` <span class="tut-unit">${esc(q.unit === "x" ? "× (a ratio)" : q.unit || "")}</span></label>`;
+    }
+    return `<label class="sr-only" for="${id}-in">your prediction, in words</label>` +
+      `<textarea id="${id}-in" class="tut-predict" rows="2" placeholder="your prediction, in words (not graded: shown beside the answer)"></textarea>`;
+  }
+
   function renderStep(st, res) {
     const body = $("tut-body");
     const byLine = new Map(res.items.map((it) => [it.line, it]));
@@ -353,9 +379,8 @@
         // tutorial_grade), the first answer of the question's block.
         const ans = dirs.map((d) => byLine.get(d.line)).find((it) => it && it.op === "answer" && it.key);
         const key = ans ? ` data-key="${esc(JSON.stringify(ans.key))}"` : "";
-        parts.push(`<div class="tut-question"><p><strong>Predict:</strong> ${inline(q.question)}</p>
-          <label class="sr-only" for="${id}-in">your prediction</label>
-          <input id="${id}-in" class="tut-predict" type="text" placeholder="your prediction">
+        parts.push(`<div class="tut-question" data-kind="${esc(q.kind || "text")}"><p><strong>Predict:</strong> ${inline(q.question)}</p>
+          ${predictHTML(id, q)}
           <button type="button" class="tut-reveal" data-target="${id}"${key}>Reveal</button>
           <p id="${id}-grade" class="tut-grade" aria-live="polite" hidden></p>
           <div id="${id}" class="tut-block" hidden>${inner}</div></div>`);
@@ -400,6 +425,7 @@
     const input = $(b.dataset.target + "-in");
     const said = input.value.trim();
     input.disabled = true;
+    for (const p of document.querySelectorAll(`.tut-opt[data-for="${b.dataset.target}"]`)) p.disabled = true;
     grade(b, said);
     return true;
   }
@@ -414,7 +440,9 @@
     }
     const key = JSON.parse(b.dataset.key);
     if (!said) {
-      out.textContent = `You made no prediction; the engine's ${key.subject} is ${key.truth_text}.`;
+      out.textContent = key.kind === "yesno" || key.kind === "choice"
+        ? `You made no prediction; the engine says ${key.truth_text}: ${key.subject}.`
+        : `You made no prediction; the engine's ${key.subject} is ${key.truth_text}${key.unit && key.unit !== "%" ? " " + key.unit : ""}.`;
       out.dataset.verdict = "none";
       out.hidden = false;
       return;
@@ -427,7 +455,42 @@
   }
 
 
+  // A prediction goes to a workshop room (workshop.js) in the one form
+  // the game gives every way of saying it (its grade's answer: "yes" for
+  // Y, a number without its unit), so that the class's histogram counts
+  // one answer once; one that does not read is withdrawn ("").
+  const predictTimers = new Map();
+  function predicted(input) {
+    const id = input.id.replace(/-in$/, "");
+    const q = Number(id.slice("tut-q".length));
+    const b = document.querySelector(`#tut-body .tut-reveal[data-target="${id}"]`);
+    clearTimeout(predictTimers.get(id));
+    predictTimers.set(id, setTimeout(async () => {
+      let answer = input.value.trim();
+      if (answer && b && b.dataset.key) {
+        const r = await request({ type: "tutorial_grade", key: JSON.parse(b.dataset.key), prediction: answer });
+        answer = r.type === "tutorial_grade" ? r.grade.answer || "" : answer;
+      }
+      input.dataset.answer = answer;
+      if (!tut.t) return;
+      document.dispatchEvent(new CustomEvent("ringlab:predict", { detail: { tutorial: tut.t.name, step: tut.step, question: q, answer } }));
+    }, input.type === "hidden" ? 0 : 250));
+  }
+  $("tut-body").addEventListener("input", (e) => {
+    if (e.target.classList && e.target.classList.contains("tut-predict")) predicted(e.target);
+  });
+
   $("tut-body").addEventListener("click", (e) => {
+    const pick = e.target.closest(".tut-opt");
+    if (pick && !pick.disabled) {
+      for (const p of document.querySelectorAll(`.tut-opt[data-for="${pick.dataset.for}"]`)) {
+        p.setAttribute("aria-checked", String(p === pick));
+      }
+      const input = $(pick.dataset.for + "-in");
+      input.value = pick.dataset.value;
+      predicted(input);
+      return;
+    }
     const nt = e.target.closest("#tut-next-tutorial");
     if (nt) { openTutorial(nt.dataset.name, 1); return; }
     const dt = e.target.closest("#tut-detach");
