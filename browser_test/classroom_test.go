@@ -379,3 +379,74 @@ func TestWorkshopPredictions(t *testing.T) {
 	eval[chromedp.Void](stu[0], `document.getElementById("workshop-panel").scrollIntoView()`)
 	screenshot(t, stu[0].ctx, "workshop-predictions-shared-student")
 }
+
+// TestWorkshopPresentation: at 1280x720, a student sees at the top of
+// the window that they are in a room (its name, the instructor connected
+// or away, following or detached); the instructor's join link on
+// loopback warns that other machines cannot reach it and says how to
+// serve on the network; a yes/no question takes buttons, and the class's
+// histogram has yes and no as its two categories, beside the tutorial
+// panel and above the fold.
+func TestWorkshopPresentation(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	view := chromedp.EmulateViewport(1280, 720)
+	inst.do(view)
+	link := createRoom(t, inst)
+	require.Contains(t, link, "127.0.0.1", "the test server listens on loopback, as make run does")
+	inst.waitJS(`!document.getElementById("ws-loopback").hidden`, 10*time.Second)
+	warn := eval[string](inst, `document.getElementById("ws-loopback").textContent`)
+	assert.Contains(t, warn, "cannot reach 127.0.0.1")
+	assert.Contains(t, warn, "--addr :8080")
+	assert.Contains(t, warn, "--public-host")
+	assert.False(t, eval[bool](inst, `document.getElementById("ws-b-warn").hidden`), "the banner says it too")
+
+	var stu []*page
+	for _, n := range []string{"ada", "ben"} {
+		s := joinStudent(t, link, n)
+		s.do(view)
+		stu = append(stu, s)
+	}
+	banner := `(() => { const b = document.getElementById("ws-banner"); const r = b.getBoundingClientRect();
+		return !b.hidden && r.top >= 0 && r.bottom <= 120 ? b.textContent.replace(/\s+/g, " ") : ""; })()`
+	stu[0].waitJS(`document.getElementById("ws-banner").dataset.follow === "following" && document.getElementById("ws-banner").dataset.instructor === "here"`, 10*time.Second)
+	top := eval[string](stu[0], banner)
+	room := eval[string](stu[0], `window.ringlab.workshop.room`)
+	assert.Contains(t, top, "Workshop room "+room)
+	assert.Contains(t, top, "instructor connected")
+	assert.Contains(t, top, "following the room")
+
+	// Step 2 asks "Has rx_packets moved?": yes or no, by buttons.
+	eval[chromedp.Void](inst, `document.getElementById("tutorial-btn").click()`)
+	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
+	inStep(t, 1, inst, stu...)
+	eval[bool](inst, `window.ringlabTutorial.go(2).then(() => true)`)
+	inStep(t, 2, inst, stu...)
+	for i, pick := range []string{"no", "no"} {
+		stu[i].waitJS(`!!document.querySelector('.tut-opt[data-value="no"]')`, 30*time.Second)
+		require.Equal(t, 0, eval[int](stu[i], `document.querySelectorAll(".tut-question input[type=text], .tut-question textarea").length`), "no field for a number")
+		eval[chromedp.Void](stu[i], fmt.Sprintf(`document.querySelector('.tut-opt[data-value=%q]').click()`, pick))
+	}
+	inst.waitJS(`document.querySelector('#ws-predictions .ws-hist[data-question="0"]')?.dataset.count === "2"`, 20*time.Second)
+	rows := eval[[]string](inst, `[...document.querySelectorAll("#ws-predictions .row")].map(r => r.textContent)`)
+	assert.Equal(t, []string{"yes0", "no2"}, rows, "two categories, yes and no, each a bar even when nobody gave it")
+	inst.waitJS(`document.querySelectorAll("#ws-predictions .bar.right").length === 1`, 20*time.Second)
+	assert.Equal(t, "no2", eval[string](inst, `document.querySelector("#ws-predictions .bar.right").parentNode.textContent`))
+	// Beside the tutorial panel and above the fold, not under the canvas.
+	where := `(() => { const h = document.querySelector("#ws-predictions .ws-hist").getBoundingClientRect();
+		const stage = document.getElementById("game-stage").getBoundingClientRect();
+		return [h.top >= 0 && h.bottom <= innerHeight && h.height > 0, h.left >= stage.right]; })()`
+	assert.Equal(t, []bool{true, true}, eval[[]bool](inst, where), "the class's predictions: in view, beside the canvas: %s",
+		eval[string](inst, `JSON.stringify([document.querySelector("#ws-predictions .ws-hist").getBoundingClientRect(), document.getElementById("game-stage").getBoundingClientRect(), scrollY])`))
+	screenshot(t, inst.ctx, "workshop-1280x720-instructor")
+	screenshot(t, stu[0].ctx, "workshop-1280x720-student")
+
+	// Detached, and the instructor gone: the banner says both.
+	eval[chromedp.Void](stu[0], `window.ringlab.workshopDetach()`)
+	stu[0].waitJS(`document.getElementById("ws-banner").dataset.follow === "detached" && !document.getElementById("ws-b-snap").hidden`, 10*time.Second)
+	assert.Contains(t, eval[string](stu[0], banner), "detached")
+	require.NoError(t, chromedp.Cancel(inst.ctx))
+	stu[1].waitJS(`document.getElementById("ws-banner").dataset.instructor === "away"`, 20*time.Second)
+	assert.Contains(t, eval[string](stu[1], banner), "instructor away")
+	screenshot(t, stu[0].ctx, "workshop-1280x720-student-detached")
+}

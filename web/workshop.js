@@ -132,6 +132,7 @@
       </div>
       <div id="ws-join" hidden>
         <label>Join link <select id="ws-links" hidden></select> <input id="ws-link" type="text" readonly size="40"></label>
+        <p id="ws-loopback" class="ws-warn" role="alert" hidden></p>
         <button id="ws-copy" type="button">Copy</button>
         <button id="ws-qr-big" type="button">Show the QR code</button>
         <div><img id="ws-qr" alt="QR code of the join link" width="160" height="160"></div>
@@ -150,6 +151,21 @@
     <div id="ws-status" role="status" aria-live="polite"></div>`;
   const css = document.createElement("style");
   css.textContent = `#ws-status.error { color: var(--warn); } #ws-status.info { color: var(--ok); }
+    #ws-banner { display: flex; flex-wrap: wrap; align-items: center; gap: 6px 14px; padding: 6px 14px; font-size: 14px;
+      background: #1f2a3a; border-bottom: 1px solid var(--accent); position: sticky; top: 0; z-index: 900; }
+    #ws-banner[hidden] { display: none; }
+    body[data-room="student"] #ws-toast, body[data-room="instructor"] #ws-toast { top: 96px; }
+    body[data-room="student"] aside > *, body[data-room="instructor"] aside > * { scroll-margin-top: 48px; }
+    #ws-banner .ws-b-room { font-weight: 600; } #ws-banner .mono { font-family: ui-monospace, monospace; }
+    #ws-banner .ws-b-ok { color: var(--ok); } #ws-banner .ws-b-away, #ws-banner .ws-b-warn { color: #d29922; }
+    #ws-banner button { padding: 2px 8px; }
+    #workshop-panel .ws-warn, #ws-qr-full .ws-warn { border-left: 4px solid #d29922; padding: 4px 8px; margin: 6px 0; background: rgba(210, 153, 34, 0.15); max-width: 52ch; }
+    #ws-qr-full .ws-warn { color: #000; font: 20px system-ui, sans-serif; max-width: 80vw; }
+    aside #workshop-panel #ws-link { width: 100%; box-sizing: border-box; }
+    aside #workshop-panel .ws-cols { gap: 8px; }
+    #tutorial-panel #ws-predictions { border-top: 1px solid var(--border); margin-top: 8px; position: sticky; bottom: -10px;
+      background: var(--panel); max-height: 45%; overflow: auto; padding-bottom: 6px; }
+    #tutorial-panel .ws-hist .lab { width: 90px; }
     #workshop-panel .ws-state td:first-child { color: var(--dim); padding-right: 12px; }
     #workshop-panel button { margin: 6px 6px 0 0; }
     #workshop-panel .ws-cols { display: flex; gap: 24px; flex-wrap: wrap; }
@@ -173,8 +189,33 @@
     #ws-qr-full img { width: min(80vh, 80vw); height: min(80vh, 80vw); image-rendering: pixelated; }
     #ws-qr-full p { color: #000; font: 28px system-ui, sans-serif; margin: 12px; }`;
   document.head.appendChild(css);
-  const anchor = $("counters-panel") || document.querySelector("main");
-  anchor.parentNode.insertBefore(panel, anchor);
+  // Beside the canvas, not below it: in the aside after the tutorial
+  // panel (at the top of the aside while no tutorial is open); the
+  // class's predictions go into the tutorial panel, under the question
+  // they are about. Without the aside (a page of its own), before the
+  // counters.
+  const tutPanel = $("tutorial-panel");
+  if (tutPanel && tutPanel.parentNode) {
+    tutPanel.parentNode.insertBefore(panel, tutPanel.nextSibling);
+  } else {
+    const anchor = $("counters-panel") || document.querySelector("main");
+    anchor.parentNode.insertBefore(panel, anchor);
+  }
+
+  // The banner: a room's state at the top of the window, for everyone in
+  // it: which room, the instructor here or not, following or detached.
+  const banner = document.createElement("div");
+  banner.id = "ws-banner";
+  banner.hidden = true;
+  banner.setAttribute("role", "status");
+  banner.setAttribute("aria-label", "workshop room");
+  banner.innerHTML = `<span class="ws-b-room">Workshop room <span id="ws-b-id" class="mono"></span></span>
+    <span id="ws-b-role"></span><span id="ws-b-instructor"></span><span id="ws-b-follow"></span><span id="ws-b-warn" class="ws-b-warn" hidden></span>
+    <button id="ws-b-snap" type="button" hidden>Snap back to the room</button>
+    <button id="ws-b-panel" type="button">Workshop panel</button>`;
+  const header = document.querySelector("header.top");
+  if (header) header.parentNode.insertBefore(banner, header.nextSibling);
+  else document.body.insertBefore(banner, document.body.firstChild);
 
   // The toast: the room's notices at the top of the window, where a
   // refused click is seen (the panel may be below the fold).
@@ -221,11 +262,60 @@
     return ws.status || (ws.attached ? "following" : "detached");
   }
 
+  // loopbackOnly reports whether no join link reaches this machine from
+  // another: the server listens on loopback (make run's default).
+  function loopbackOnly() {
+    const urls = ws.joinURLs.length ? ws.joinURLs : [ws.joinURL];
+    return urls.filter(Boolean).length > 0 && urls.filter(Boolean).every((u) => {
+      let h = "";
+      try { h = new URL(u).hostname.replace(/^\[|\]$/g, "").toLowerCase(); } catch (e) { return false; }
+      return h === "localhost" || h.endsWith(".localhost") || /^127\./.test(h) || h === "::1";
+    });
+  }
+  const loopbackText = () => {
+    let host = "127.0.0.1";
+    try { host = new URL(ws.joinURL).host; } catch (e) { /* the default */ }
+    return `Students on other machines cannot reach ${host}: the server listens on this machine only. ` +
+      "Restart it on the network, ringlab serve --addr :8080 (or make run ADDR=:8080), and the join link and QR code carry this machine's LAN address; " +
+      "add --public-host NAME if the class opens it by a host name.";
+  };
+
+  function renderBanner(fs) {
+    const inRoom = !!ws.role;
+    banner.hidden = !inRoom;
+    document.body.dataset.room = inRoom ? ws.role : "";
+    if (!inRoom) return;
+    $("ws-b-id").textContent = ws.room;
+    $("ws-b-role").textContent = ws.role === "instructor" ? "you lead it" : "you are a student";
+    const here = ws.instructors > 0;
+    const inst = $("ws-b-instructor");
+    inst.textContent = ws.closed ? "disconnected from the room" : here ? "instructor connected" : "instructor away: the room waits";
+    inst.className = ws.closed ? "ws-b-away" : here ? "ws-b-ok" : "ws-b-away";
+    const f = $("ws-b-follow");
+    if (ws.role === "student") {
+      f.textContent = fs === "following" ? "following the room" : fs === "detached" ? "detached: exploring on your own" : fs;
+      f.className = fs === "following" ? "ws-b-ok" : "ws-b-away";
+    } else {
+      f.textContent = `${ws.students} student${ws.students === 1 ? "" : "s"}`;
+      f.className = "";
+    }
+    $("ws-b-snap").hidden = ws.role !== "student" || ws.attached;
+    const warn = ws.role === "instructor" && loopbackOnly();
+    $("ws-b-warn").hidden = !warn;
+    $("ws-b-warn").textContent = warn ? "join link is this machine only (see the Workshop panel)" : "";
+    banner.dataset.role = ws.role;
+    banner.dataset.instructor = here ? "here" : "away";
+    banner.dataset.follow = fs;
+  }
+  $("ws-b-snap").addEventListener("click", () => $("ws-snap").click());
+  $("ws-b-panel").addEventListener("click", () => ui.revealPanel(panel));
+
   function render() {
     const inRoom = !!ws.role;
     $("ws-start").hidden = inRoom;
     $("ws-room").hidden = !inRoom;
     ui.room = inRoom && !ws.gone ? ws.room : ""; // app.js keeps it in the address
+    renderBanner(followState());
     if (!inRoom) return;
     const fs = followState();
     ws.seen[fs] = true;
@@ -242,6 +332,9 @@
     $("ws-lead").hidden = !lead;
     $("ws-roster-box").hidden = !lead;
     $("ws-link").value = ws.joinURL;
+    const lo = lead && loopbackOnly();
+    $("ws-loopback").hidden = !lo;
+    $("ws-loopback").textContent = lo ? loopbackText() : "";
     $("ws-student").hidden = ws.role !== "student";
     $("ws-detach").hidden = !ws.attached;
     $("ws-snap").hidden = ws.attached;
@@ -265,6 +358,10 @@
     sel.value = String(i);
     $("ws-qr").src = base + "api/rooms/" + encodeURIComponent(ws.room) + "/qr.png?i=" + i;
     $("ws-ilink").value = (ws.joinURL || location.origin + base + "?room=" + ws.room) + "#instructor=" + ws.token;
+    if (loopbackOnly() && !ws.warnedLoopback) {
+      ws.warnedLoopback = true;
+      showToast(loopbackText(), "error");
+    }
     render();
   }
   $("ws-links").addEventListener("change", (e) => {
@@ -439,6 +536,12 @@
     const p = document.createElement("p");
     p.textContent = ws.joinURL;
     full.append(img, p);
+    if (loopbackOnly()) {
+      const w = document.createElement("p");
+      w.className = "ws-warn";
+      w.textContent = loopbackText();
+      full.appendChild(w);
+    }
     full.addEventListener("click", () => full.remove());
     document.body.appendChild(full);
   });
@@ -663,19 +766,13 @@
 
   // ---- predictions ----
 
-  // A student's prediction goes to the room as it is typed (the last
-  // one counts); the instructor sees only how many gave each answer.
-  let predictTimers = new Map();
-  document.addEventListener("input", (e) => {
-    const el = e.target;
-    if (!el.classList || !el.classList.contains("tut-predict") || ws.role !== "student") return;
-    const t = window.ringlabTutorial;
-    const q = Number((/^tut-q(\d+)-in$/.exec(el.id) || [])[1]);
-    if (!t || !t.t || !Number.isInteger(q) || !t.step) return;
-    clearTimeout(predictTimers.get(q));
-    predictTimers.set(q, setTimeout(() => {
-      sendRoom({ type: "predict", tutorial: t.t.name, step: t.step, question: q, answer: el.value.slice(0, 64) });
-    }, 250));
+  // A student's prediction goes to the room as it is made (the last one
+  // counts), in the form tutorial.js has the game give it; the
+  // instructor sees only how many gave each answer.
+  document.addEventListener("ringlab:predict", (e) => {
+    const p = e.detail;
+    if (ws.role !== "student" || !p || !p.step) return;
+    sendRoom({ type: "predict", tutorial: p.tutorial, step: p.step, question: p.question, answer: String(p.answer).slice(0, 64) });
   });
 
   const numeric = (a) => {
@@ -693,12 +790,25 @@
     box.dataset.question = String(q.question);
     box.dataset.count = String(q.count);
     const head = document.createElement("div");
-    head.textContent = `Question ${q.question + 1} of step ${q.step}: ${q.count} prediction${q.count === 1 ? "" : "s"}`;
+    const unit = (kindOf(q) || {}).unit;
+    head.textContent = `Question ${q.question + 1} of step ${q.step}: ${q.count} prediction${q.count === 1 ? "" : "s"}` + (unit ? ` (in ${unit})` : "");
     box.appendChild(head);
     const answers = q.answers.filter((a) => a.answer !== "(other answers)");
     const nums = answers.map((a) => numeric(a.answer));
     let rows;
-    if (answers.length >= 4 && nums.every((n) => !Number.isNaN(n))) {
+    // The question's kind (its key, which every page of the step has):
+    // yes/no and a choice are categories, each option a bar even when
+    // nobody gave it; numbers are binned.
+    const kind = kindOf(q);
+    if (kind && (kind.kind === "yesno" || kind.kind === "choice")) {
+      const cats = kind.kind === "yesno" ? ["yes", "no"] : kind.options || [];
+      rows = cats.map((c) => {
+        const a = q.answers.find((x) => x.answer.toLowerCase() === c.toLowerCase());
+        return { label: c, count: a ? a.count : 0, answers: a ? [a.answer] : [] };
+      });
+      const other = q.answers.filter((x) => !cats.some((c) => c.toLowerCase() === x.answer.toLowerCase())).reduce((n, x) => n + x.count, 0);
+      if (other) rows.push({ label: "(other answers)", count: other, answers: [] });
+    } else if (answers.length >= 4 && nums.every((n) => !Number.isNaN(n))) {
       const lo = Math.min(...nums), hi = Math.max(...nums);
       const bins = 8, w = (hi - lo) / bins || 1;
       // Half-open ranges, the last one closed: "[8, 11)" holds 8 and not
@@ -735,7 +845,8 @@
     if (key) {
       const truth = document.createElement("div");
       truth.className = "note";
-      truth.textContent = `The engine's ${key.subject}: ${key.truth_text}` + (revealed(q) ? "" : " (hidden from the students until you reveal it)");
+      truth.textContent = (key.kind === "yesno" || key.kind === "choice" ? `The engine says ${key.truth_text}: ${key.subject}`
+        : `The engine's ${key.subject}: ${key.truth_text}${key.unit && key.unit !== "%" ? " " + key.unit : ""}`) + (revealed(q) ? "" : " (hidden from the students until you reveal it)");
       box.appendChild(truth);
       gradeAnswers(q, key);
     }
@@ -757,6 +868,11 @@
     const b = document.querySelector(`#tut-body .tut-reveal[data-target="tut-q${q.question}"]`);
     if (!b || !b.dataset.key) return null;
     try { return JSON.parse(b.dataset.key); } catch (e) { return null; }
+  }
+  // kindOf is the question's kind, unit and options, never its answer.
+  function kindOf(q) {
+    const k = keyOf(q);
+    return k ? { kind: k.kind, unit: k.unit, options: k.options } : null;
   }
   function revealed(q) {
     const b = document.querySelector(`#tut-body .tut-reveal[data-target="tut-q${q.question}"]`);
@@ -781,6 +897,10 @@
 
   function renderPredictions() {
     const box = $("ws-predictions");
+    // Under the question, in the tutorial panel while it is open; in the
+    // Workshop panel when it is closed.
+    const home = tutPanel && !tutPanel.hidden ? tutPanel : $("ws-room");
+    if (box.parentNode !== home) home.appendChild(box);
     box.textContent = "";
     let qs = [];
     let title = "";
