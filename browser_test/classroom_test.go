@@ -36,7 +36,7 @@ func joinStudent(t *testing.T, link, name string) *page {
 	t.Helper()
 	start := time.Now()
 	s := openURL(t, browser(t), link)
-	s.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
+	s.waitJS(`window.ringlab.workshop.role === "student"`, 30*time.Second)
 	defer func() {
 		t.Logf("student %q: from opening the join link to in step %v", name, time.Since(start).Round(time.Millisecond))
 	}()
