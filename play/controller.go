@@ -357,7 +357,7 @@ func (c *Controller) reconfigure(pane int, cf Config) error {
 }
 
 func (c *Controller) afterReconfigure(pane int) {
-	if pane == 0 {
+	if pane == 0 || c.sel.Pane == pane { // A rebuilds both worlds
 		c.sel = view.Target{}
 	}
 	c.sess.Queue = 0
@@ -680,6 +680,10 @@ func (c *Controller) state() StateOut {
 		out.Live = c.live.state(c.live.draw(c.w, c.h))
 	}
 	out.View = c.viewOut()
+	if c.sel.Kind != view.KindNone {
+		sel := c.sel
+		out.Selected = &sel
+	}
 	return out
 }
 

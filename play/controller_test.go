@@ -262,6 +262,9 @@ func printPerf(t *testing.T, d *datadriven.TestData, k *ctl) string {
 	rows := intArg(t, d, "rows", PerfRows)
 	var b strings.Builder
 	fmt.Fprintf(&b, "perf top at %.3fus over the last %.3fus\n", float64(p.AtNs)/1e3, float64(p.WindowNs)/1e3)
+	if p.NoTime {
+		b.WriteString("no simulated time has passed: no busy share\n")
+	}
 	for _, c := range p.CPUs {
 		fmt.Fprintf(&b, "%s: busy %.1f%% (%.1f%% since the start)\n", c.Name, 100*c.Busy, 100*c.TotalBusy)
 		for _, r := range c.Rows[:min(rows, len(c.Rows))] {
@@ -618,6 +621,9 @@ func printState(m *StateOut) string {
 			b.WriteString("; going back")
 		}
 		b.WriteString("\n")
+	}
+	if m.Selected != nil {
+		fmt.Fprintf(&b, "  selected: %s %d of pane %d\n", m.Selected.Kind, m.Selected.Index, m.Selected.Pane)
 	}
 	for i, p := range m.Panes {
 		rows := map[string]any{}

@@ -68,6 +68,10 @@ type StateOut struct {
 	// View is how the canvas is viewed (view.go); absent before the
 	// shell said the canvas's size.
 	View *ViewOut `json:"view,omitempty"`
+	// Selected is what the Inspect panel follows; absent when nothing
+	// is (a new world forgets the old one's selection: the panel
+	// clears its record).
+	Selected *view.Target `json:"selected,omitempty"`
 }
 
 // PositionOut is pane A's place on its timeline: events, packets and

@@ -26,6 +26,11 @@ type PerfState struct {
 	WindowNs int64          `json:"window_ns"` // the window's length in simulated time
 	AtNs     int64          `json:"at_ns"`     // its end: the pane's time
 	CPUs     []PerfCPUState `json:"cpus"`      // the CPUs, then each vhost worker
+	// NoTime says no simulated time has passed in the window (the world
+	// stands at time 0, or was just rebuilt): a busy share has no
+	// meaning then, and the rows are shares of what was charged at that
+	// instant (the setup's refill).
+	NoTime bool `json:"no_time,omitempty"`
 	// Limit is what limits the run over the same window, by the rule
 	// ringlab reproduce and ringlab run use (engine.LimitOf); nil until
 	// the pane has a window.
@@ -107,6 +112,7 @@ func (m *perfMarks) state(v kernel.Version) *PerfState {
 		return nil
 	}
 	out := &PerfState{WindowNs: int64(m.cur.T.Sub(m.prev.T)), AtNs: int64(m.cur.T), Limit: m.limit}
+	out.NoTime = out.WindowNs <= 0
 	for i, pc := range win {
 		rows := pc.Rows
 		if len(rows) == 0 {
@@ -114,6 +120,12 @@ func (m *perfMarks) state(v kernel.Version) *PerfState {
 		}
 		// Rows is never null: a CPU that has had no time yet (t=0) has none.
 		cs := PerfCPUState{Name: pc.Name, Busy: pc.Busy, TotalBusy: all[i].Busy, Rows: []PerfRowState{}}
+		if out.NoTime { // a share of no time: not 100 % busy
+			cs.Busy = 0
+		}
+		if out.AtNs <= 0 {
+			cs.TotalBusy = 0
+		}
 		for _, r := range rows[:min(len(rows), PerfRows)] {
 			rs := PerfRowState{Sym: r.Sym, Total: all[i].Share(r.Sym)}
 			if len(pc.Rows) > 0 {

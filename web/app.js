@@ -209,6 +209,9 @@
     }
     $("description").textContent = st.live ? `The views draw ${st.live.header.replace(/^live: /, "")}: ${st.live.description}` :
       a.description + (a.changed ? "  Changed: " + a.changed.join(", ") + "." : "");
+    // A new world (a preset, a parameter, a tutorial step) forgets the
+    // selection: the record on show is the old world's.
+    if (!st.selected && $("inspect").dataset.kind) clearRecord();
     fillQueues(st);
     fillParams(st);
     fillCounters(st);
@@ -221,7 +224,12 @@
     const now = performance.now();
     // A room's page keeps its room there (workshop.js sets ui.room), so a
     // reload comes back to it.
-    const q = st.query + (embedMode ? "&embed=1" : "") + (ui.room ? "&room=" + encodeURIComponent(ui.room) : "");
+    // A tutorial's step (tutorial.js sets ui.tutorial) is named by its
+    // tutorial and step, not by the scenario it built: a reload opens the
+    // step again (a room's page is the room's, which restores it).
+    const base = ui.tutorial && !ui.room ?
+      "tutorial=" + encodeURIComponent(ui.tutorial.name) + "&step=" + ui.tutorial.step : st.query;
+    const q = base + (embedMode ? "&embed=1" : "") + (ui.room ? "&room=" + encodeURIComponent(ui.room) : "");
     if (!benchMode && st.query !== undefined && "?" + q !== location.search &&
         (!st.playing || now - ui.urlAt > 500)) {
       history.replaceState(null, "", location.pathname + "?" + q);
@@ -486,6 +494,14 @@
     box.appendChild(dl);
     box.dataset.kind = rec.kind;
     box.dataset.index = String(rec.index);
+  }
+
+  const inspectHint = $("inspect").textContent;
+  function clearRecord() {
+    const box = $("inspect");
+    box.textContent = inspectHint;
+    delete box.dataset.kind;
+    delete box.dataset.index;
   }
 
   $("inspect-form").addEventListener("submit", (e) => {

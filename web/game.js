@@ -19,6 +19,40 @@
     el.textContent = "The engine did not start: " + err + ". Build it with `make wasm` (web/main.wasm), and serve web/ over HTTP.";
     toHost({ type: "error", source: "load", message: String(err) });
   }
+  // The views are drawn with WebGL2 (Ebitengine): without it the engine
+  // would start and stop at once. Say so plainly first.
+  function hasWebGL2() {
+    try {
+      const gl = document.createElement("canvas").getContext("webgl2");
+      if (gl) {
+        const lose = gl.getExtension("WEBGL_lose_context");
+        if (lose) lose.loseContext(); // give the context back at once
+      }
+      return !!gl;
+    } catch (e) {
+      return false;
+    }
+  }
+  if (!hasWebGL2()) {
+    const el = document.getElementById("loading");
+    el.className = "error";
+    const msg = "This browser cannot draw the views: WebGL2 is not available (getContext for webgl2 failed). " +
+      "Turn on hardware acceleration in the browser's settings, or open the page in a browser with WebGL2.";
+    el.textContent = msg;
+    toHost({ type: "error", source: "webgl2", message: msg });
+    return;
+  }
+  // What the engine last printed (wasm_exec.js writes its stdout and
+  // stderr with console.log and console.error): said when it exits.
+  const printed = [];
+  for (const k of ["log", "error"]) {
+    const orig = console[k].bind(console);
+    console[k] = function (...args) {
+      printed.push(args.map(String).join(" "));
+      if (printed.length > 5) printed.shift();
+      orig(...args);
+    };
+  }
   if (!window.WebAssembly || typeof Go === "undefined") {
     fail(typeof Go === "undefined" ? "wasm_exec.js is missing" : "this browser has no WebAssembly");
     return;
@@ -51,7 +85,14 @@
     const instance = await WebAssembly.instantiate(mod, go.importObject);
     t.instantiated = now();
     document.getElementById("loading").textContent = "Starting the engine…";
-    go.run(instance).then(function () { toHost({ type: "error", source: "game", message: "the engine exited" }); });
+    go.run(instance).then(function () {
+      const last = printed.filter((l) => l.trim()).slice(-3).join(" / ");
+      const msg = "the engine exited" + (last ? ": " + last : "");
+      const el = document.getElementById("loading");
+      el.className = "error";
+      el.textContent = msg;
+      toHost({ type: "error", source: "game", message: msg });
+    });
   }
   start().catch(fail);
 })();

@@ -21,8 +21,12 @@
     if (k === key) return;
     key = k;
     box.textContent = "";
-    $("perf-window").textContent = panes.length ?
-      `Over the last ${us(panes[0].perf.window_ns)} of simulated time (to ${us(panes[0].perf.at_ns)}), beside the share since the start.` : "";
+    // No time passed (time 0, a world just rebuilt): no busy share; the
+    // rows are what that instant charged (the setup's refill).
+    const noTime = panes.length && panes[0].perf.no_time;
+    $("perf-window").textContent = !panes.length ? "" : noTime ?
+      `No simulated time has passed yet (t = ${us(panes[0].perf.at_ns)}): no CPU is busy or idle; the rows are what this instant charged.` :
+      `Over the last ${us(panes[0].perf.window_ns)} of simulated time (to ${us(panes[0].perf.at_ns)}), beside the share since the start.`;
     // What limits the run over the same window (engine.LimitOf, the rule
     // of ringlab reproduce): one line a pane.
     const lim = $("perf-limit");
@@ -43,8 +47,8 @@
         t.dataset.cpu = c.name;
         t.dataset.pane = String(i);
         const cap = document.createElement("caption");
-        cap.textContent = (panes.length > 1 ? "ABCD"[i] + " " : "") + c.name +
-          ` · busy ${pct(c.busy)} (${pct(c.total_busy)} since the start)`;
+        cap.textContent = (panes.length > 1 ? "ABCD"[i] + " " : "") + c.name + (p.perf.no_time ?
+          " · no time elapsed yet" : ` · busy ${pct(c.busy)} (${pct(c.total_busy)} since the start)`);
         t.append(cap);
         const head = t.createTHead().insertRow();
         for (const h of ["window", "run", "symbol"]) {

@@ -199,6 +199,9 @@
     const was = panel.hidden;
     panel.hidden = !open;
     if (!open) predicting(false);
+    // The address names the step on show (app.js writes it), so a reload
+    // comes back to it; a closed panel leaves the run's own address.
+    window.ringlab.tutorial = open && tut.t ? { name: tut.t.name, step: tut.step } : null;
     // Opened, it is brought into view (the page may have been scrolled
     // to a panel below it).
     if (open && was) panel.scrollIntoView({ block: "nearest" });
@@ -250,6 +253,7 @@
     $("tut-prev").disabled = n === 0;
     $("tut-next").disabled = n === t.steps.length;
     $("tut-pos").textContent = n === 0 ? `Introduction (${t.steps.length} steps)` : `Step ${n} of ${t.steps.length}`;
+    if (!panel.hidden) window.ringlab.tutorial = { name: t.name, step: n };
     const link = "?tutorial=" + encodeURIComponent(t.name) + "&step=" + n;
     $("tut-link").href = location.pathname + link;
     if (n === 0) {
