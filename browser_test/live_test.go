@@ -210,7 +210,8 @@ func (p *page) chartLines(title string) []liveLine {
 }
 
 // chartCrop is the canvas's part where the live view's first chart (the
-// packets) is drawn (play.NewLiveLayout: the top fifth of the left 56 %).
+// packets) is drawn (play.NewLiveLayout: about the top fifth of the left
+// 56 %).
 func chartCrop(img image.Image) image.Image {
 	b := img.Bounds()
 	r := image.Rect(b.Min.X+8, b.Min.Y+28, b.Min.X+int(float64(b.Dx())*0.56), b.Min.Y+28+(b.Dy()-36)/5-8)

@@ -327,7 +327,11 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 	case RoomSnap:
 		return nil, errors.New("room_snap: only a student snaps back")
 	case LiveHello:
+		// The simulation steps aside while the canvas shows the source:
+		// paused, to play again on live_off if it was playing.
 		c.live = newLiveView(m)
+		c.live.resume, c.playing = c.playing, false
+		c.force = true
 		return []Out{c.live.liveOut()}, nil
 	case LiveSnapshot:
 		return nil, errors.New("live_snapshot before live_hello: the page passes the hello first")

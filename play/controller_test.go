@@ -690,6 +690,9 @@ func printState(m *StateOut) string {
 		if l.Stale {
 			stale = ", stale: " + l.StaleText
 		}
+		if l.Resume {
+			stale += ", the simulation plays again after"
+		}
 		fmt.Fprintf(&b, "  live %s %q: %d snapshots, %d points over a %gs axis, %d queues%s\n", l.Source, l.Header, l.Snapshots, l.Points, l.Span, l.Queues, stale)
 	}
 	return b.String()

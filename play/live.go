@@ -213,6 +213,12 @@ type liveView struct {
 	connected  bool
 	statusText string
 	sinceSnap  int64 // wall ns since the last snapshot (Tick)
+
+	// resume is whether the simulation plays again when the live view
+	// goes: it steps aside (paused, its controls hidden by the page)
+	// while the canvas shows the source, and Play, Pause and Toggle
+	// change what it comes back to.
+	resume bool
 }
 
 // resetHistory forgets the points: a new source.
@@ -234,6 +240,15 @@ func (l *liveView) step(c *Controller, in In) ([]Out, bool, error) {
 	switch m := in.(type) {
 	case Click:
 		return nil, true, nil
+	case Play:
+		l.resume = true
+		return nil, true, nil
+	case Pause:
+		l.resume = false
+		return nil, true, nil
+	case Toggle:
+		l.resume = !l.resume
+		return nil, true, nil
 	case LiveHello:
 		l.start(m)
 		return []Out{l.liveOut()}, true, nil
@@ -244,6 +259,8 @@ func (l *liveView) step(c *Controller, in In) ([]Out, bool, error) {
 		return nil, true, nil
 	case LiveOff:
 		c.live = nil
+		c.playing = l.resume
+		c.force = true
 		return nil, true, nil
 	}
 	return nil, false, nil
@@ -448,36 +465,90 @@ type LivePools struct {
 	Notes []string
 }
 
-// LiveLayout places the live views on the canvas.
+// LiveLayout places the live views on the canvas. WantH is the height
+// they need at the canvas's width (the page gives the canvas at least
+// that); FlowTitle is the flow's title, as long as its width holds.
 type LiveLayout struct {
-	Charts []view.Rect
-	Flow   view.Rect
-	Lanes  view.Rect
-	Pools  view.Rect
-	Notes  view.Rect
+	Charts    []view.Rect
+	Flow      view.Rect
+	Lanes     view.Rect
+	Pools     view.Rect
+	Notes     view.Rect
+	WantH     float64
+	FlowTitle string
 }
 
+// Least sizes of the live views: a chart's plot, the sections under the
+// flow (queues, page pools, notes), each at least a title and a few lines.
+const (
+	liveMinChartW = 360
+	liveMinChartH = 90
+	liveMinLanesH = 70
+	liveMinPoolsH = 60
+	liveMinNotesH = 60
+)
+
+// The flow's titles, the long one where it fits.
+const (
+	liveFlowTitle      = "FLOW  (per second over the last second; n/a: no counter says)"
+	liveFlowTitleShort = "FLOW  (per second; n/a: no counter)"
+)
+
 // NewLiveLayout lays the live views out on a w by h canvas: the charts
-// stacked on the left, the flow, the queues, the page pools and the
-// notes on the right.
+// stacked on the left, the flow (never narrower or lower than
+// view.FlowMinW by view.FlowMinH, so every box shows), the queues, the
+// page pools and the notes on the right; on a canvas too narrow for both
+// columns, the charts over the rest, each the canvas's width. WantH says
+// how tall the canvas must be for every view to keep its least size.
 func NewLiveLayout(w, h float64, charts int) LiveLayout {
 	const gap = 8
 	top := float64(view.HeaderH) + 4
-	body := max(0, h-top-gap)
-	left := math.Round(w * 0.56)
+	charts = max(charts, 1)
 	var l LiveLayout
-	ch := body / float64(max(charts, 1))
-	for i := 0; i < charts; i++ {
-		l.Charts = append(l.Charts, view.Rect{X: gap, Y: top + float64(i)*ch, W: left - gap, H: max(0, ch-gap)})
+	right := math.Max(view.FlowMinW, math.Round(w*0.44)-gap)
+	left := w - right - 2*gap // the charts' column, gap included on its left
+	underFlow := float64(liveMinLanesH + liveMinPoolsH + liveMinNotesH)
+	// column lays the flow, the queues, the page pools and the notes out
+	// from y in a column at x, rw wide and hh high (at least their least).
+	column := func(x, y, rw, hh float64) float64 {
+		flowH := math.Max(math.Ceil(view.FlowMinH)+gap, math.Round(hh*0.40))
+		rest := math.Max(hh-flowH, underFlow)
+		lanesH := math.Max(liveMinLanesH, math.Round(rest*0.36))
+		poolsH := math.Max(liveMinPoolsH, math.Round(rest*0.30))
+		notesH := math.Max(liveMinNotesH, rest-lanesH-poolsH)
+		l.Flow = view.Rect{X: x, Y: y, W: rw, H: flowH - gap}
+		l.Lanes = view.Rect{X: x, Y: y + flowH, W: rw, H: lanesH - gap}
+		l.Pools = view.Rect{X: x, Y: y + flowH + lanesH, W: rw, H: poolsH - gap}
+		l.Notes = view.Rect{X: x, Y: y + flowH + lanesH + poolsH, W: rw, H: notesH}
+		return y + flowH + lanesH + poolsH + notesH
 	}
-	x, rw := left+gap, max(0, w-left-2*gap)
-	flowH := math.Round(body * 0.40)
-	lanesH := math.Round(body * 0.20)
-	poolsH := math.Round(body * 0.18)
-	l.Flow = view.Rect{X: x, Y: top, W: rw, H: flowH - gap}
-	l.Lanes = view.Rect{X: x, Y: top + flowH, W: rw, H: lanesH - gap}
-	l.Pools = view.Rect{X: x, Y: top + flowH + lanesH, W: rw, H: poolsH - gap}
-	l.Notes = view.Rect{X: x, Y: top + flowH + lanesH + poolsH, W: rw, H: max(0, body-flowH-lanesH-poolsH)}
+	if left >= liveMinChartW {
+		// Side by side: the body is the taller of what the canvas has and
+		// what the columns need.
+		need := math.Max(float64(charts)*liveMinChartH, math.Ceil(view.FlowMinH)+gap+underFlow)
+		body := math.Max(h-top-gap, need)
+		ch := body / float64(charts)
+		for i := 0; i < charts; i++ {
+			l.Charts = append(l.Charts, view.Rect{X: gap, Y: top + float64(i)*ch, W: left - gap, H: ch - gap})
+		}
+		column(left+gap, top, right, body)
+		l.WantH = top + need + gap
+	} else {
+		// Stacked: the charts share what the canvas has above the other
+		// views, each at least its least height.
+		rw := math.Max(0, w-2*gap)
+		below := math.Ceil(view.FlowMinH) + gap + underFlow
+		ch := math.Max(liveMinChartH, (h-top-gap-below)/float64(charts))
+		for i := 0; i < charts; i++ {
+			l.Charts = append(l.Charts, view.Rect{X: gap, Y: top + float64(i)*ch, W: rw, H: ch - gap})
+		}
+		end := column(gap, top+float64(charts)*ch, rw, below)
+		l.WantH = end + gap
+	}
+	l.FlowTitle = liveFlowTitle
+	if view.TextWidth(liveFlowTitle) > l.Flow.W {
+		l.FlowTitle = liveFlowTitleShort
+	}
 	return l
 }
 
@@ -548,6 +619,7 @@ func (l *liveView) chart(c chartDef, span float64) LiveChart {
 	out := LiveChart{Title: c.title, Unit: c.unit}
 	add := func(label, color, name string, predicted bool) {
 		ln := LiveLine{Label: label, Color: color, Name: name, Predicted: predicted, Now: l.rateNow(name)}
+		moved := ln.Now > 0
 		for i := 1; i < len(l.hist); i++ {
 			a, b := &l.hist[i-1], &l.hist[i]
 			t := (b.t - l.last.t) / 1000
@@ -556,6 +628,15 @@ func (l *liveView) chart(c chartDef, span float64) LiveChart {
 			}
 			v := rate(l.value(a, name), l.value(b, name), a.t, b.t)
 			ln.T, ln.V = append(ln.T, t), append(ln.V, v)
+			moved = moved || v > 0
+		}
+		// A prediction that never moved is left out: the engine does not
+		// model what it would predict (a twin's tx), and a line at 0
+		// beside the measured one says nothing.
+		if predicted && !moved {
+			return
+		}
+		for _, v := range ln.V {
 			if !math.IsNaN(v) {
 				out.Max = max(out.Max, v)
 			}
@@ -764,16 +845,22 @@ func (l *liveView) liveOut() LiveOut {
 // LiveState is the live view in the page's state: what the canvas
 // shows, in numbers (the page's tests read it).
 type LiveState struct {
-	Source      string           `json:"source"`
-	Header      string           `json:"header"`
-	Description string           `json:"description"`
-	Stale       bool             `json:"stale"`
-	StaleText   string           `json:"stale_text,omitempty"`
-	Snapshots   uint64           `json:"snapshots"`
-	Points      int              `json:"points"` // points of history
-	Span        float64          `json:"span"`   // the time axis, in seconds
-	Charts      []LiveChartState `json:"charts"`
-	Queues      int              `json:"queues"`
+	Source      string  `json:"source"`
+	Header      string  `json:"header"`
+	Description string  `json:"description"`
+	Stale       bool    `json:"stale"`
+	StaleText   string  `json:"stale_text,omitempty"`
+	Snapshots   uint64  `json:"snapshots"`
+	Points      int     `json:"points"` // points of history
+	Span        float64 `json:"span"`   // the time axis, in seconds
+	// WantH is the canvas height the live views need at its width
+	// (LiveLayout.WantH): the page gives the canvas at least that.
+	WantH float64 `json:"want_h"`
+	// Resume says whether the simulation plays again when the live view
+	// goes (it is paused meanwhile).
+	Resume bool             `json:"resume"`
+	Charts []LiveChartState `json:"charts"`
+	Queues int              `json:"queues"`
 }
 
 // LiveChartState is one chart: its lines' rates now and how many points
@@ -797,7 +884,7 @@ type LiveLineState struct {
 // state summarises d for the page.
 func (l *liveView) state(d *LiveDraw) *LiveState {
 	s := &LiveState{Source: l.hello.Source, Header: d.Header, Description: l.hello.Description, Stale: d.Stale, StaleText: d.StaleText,
-		Snapshots: l.snapshots, Points: len(l.hist), Span: d.Span, Queues: len(d.Lanes)}
+		Snapshots: l.snapshots, Points: len(l.hist), Span: d.Span, Queues: len(d.Lanes), WantH: d.Layout.WantH, Resume: l.resume}
 	for _, c := range d.Charts {
 		cs := LiveChartState{Title: c.Title, Empty: c.Empty, Lines: []LiveLineState{}}
 		for _, ln := range c.Lines {

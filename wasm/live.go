@@ -66,7 +66,7 @@ func (d *drawer) live(f *play.Draw) {
 			d.liveChart(l.Layout.Charts[i], &c, l.Span, l.Stale)
 		}
 	}
-	d.flowIn(l.Layout.Flow, "FLOW  (per second over the last second; n/a: no counter says)", &l.Flow, &l.FlowKnown, f.Phase, l.XDP)
+	d.flowIn(l.Layout.Flow, l.Layout.FlowTitle, &l.Flow, &l.FlowKnown, f.Phase, l.XDP)
 	d.liveLanes(l.Layout.Lanes, l.Lanes, l.Span)
 	d.livePools(l.Layout.Pools, &l.Pools)
 	d.liveNotes(l.Layout.Notes, l.Notes)
@@ -125,23 +125,34 @@ func (d *drawer) liveChart(box view.Rect, c *play.LiveChart, span float64, stale
 	if box.H < 40 || box.W < 80 {
 		return
 	}
-	x := box.X
-	x += d.text(x, box.Y, c.Title+"  ", colText)
+	// The legend: each line's entry, on a second row when the first is
+	// full; a line with no room for its entry is not drawn (a line
+	// without a label says nothing).
+	x, y := box.X, box.Y
+	x += d.text(x, y, c.Title+"  ", colText)
+	shown := 0
 	for _, ln := range c.Lines {
 		lbl := ln.Label + " " + fmtUnitRate(ln.Now, c.Unit) + "  "
 		if x+16+textWidth(lbl, 1) > box.X+box.W {
-			break
+			if y > box.Y || box.H < 80 {
+				break
+			}
+			x, y = box.X+8, y+13
 		}
 		col := liveColor(ln.Color)
 		if ln.Predicted {
-			d.rect(x+2, box.Y+4, 3, 3, col)
-			d.rect(x+7, box.Y+4, 3, 3, col)
+			d.rect(x+2, y+4, 3, 3, col)
+			d.rect(x+7, y+4, 3, 3, col)
 		} else {
-			d.rect(x+2, box.Y+4, 8, 3, col)
+			d.rect(x+2, y+4, 8, 3, col)
 		}
 		x += 12
-		x += d.text(x, box.Y, lbl, colDim)
+		x += d.text(x, y, lbl, colDim)
+		shown++
 	}
+	lines := c.Lines[:shown]
+	box.H -= y - box.Y
+	box.Y = y
 	const axisH = 13
 	plot := view.Rect{X: box.X + 2, Y: box.Y + 15, W: box.W - 4, H: box.H - 15 - axisH}
 	if plot.H < 10 {
@@ -178,7 +189,7 @@ func (d *drawer) liveChart(box view.Rect, c *play.LiveChart, span float64, stale
 	if stale {
 		alpha = 0.45
 	}
-	for _, ln := range c.Lines {
+	for _, ln := range lines {
 		col := liveColor(ln.Color).alpha(alpha)
 		if ln.Predicted {
 			col = col.mix(colText, 0.25)

@@ -170,6 +170,9 @@
     if (!ui.readyAt) ui.readyAt = performance.now();
     const first = !ui.state;
     ui.state = st;
+    // While the canvas draws a live source the simulation steps aside
+    // (paused by the game): its controls and panels are hidden.
+    document.body.classList.toggle("live", !!st.live);
     ui.playing = st.playing;
     ui.speed = st.speed;
     const playBtn = $("play");
@@ -717,6 +720,8 @@
       if (key === "Escape" || key === "?") { $("help").close(); return true; }
       return false;
     }
+    // The simulation's keys do nothing to a live source.
+    if (ui.state && ui.state.live && !"?l".includes(key)) return false;
     switch (key) {
       case " ": case "Spacebar": togglePlay(); return true;
       case "ArrowRight": shift ? stepPacket() : stepEvent(); return true;
@@ -836,6 +841,7 @@
   // and meaning (engine/vocab, the state's numbers).
   function viewKey(key) {
     const v = ui.state && ui.state.view;
+    if (ui.state && ui.state.live) return false; // the ring view is the simulation's
     switch (key) {
       case "v": case "V": send({ type: "view", ring: "toggle" }); return true;
       case "z": send({ type: "view", zoom: "in" }); return true;
@@ -872,7 +878,7 @@
   ui.listen((m) => {
     if (m.type === "key" && !m.ctrl && !m.meta && !m.alt && !$("help").open) viewKey(m.key);
     if (m.type !== "state") return;
-    const want = m.view && m.view.want_h;
+    const want = m.live ? m.live.want_h : m.view && m.view.want_h;
     const h = want ? Math.ceil(want) + "px" : "";
     if (game.style.minHeight !== h) game.style.minHeight = h;
     fillUnits();

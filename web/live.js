@@ -37,8 +37,15 @@
     staleSince: 0,    // when the socket went down (ms since the epoch), 0 while up
     sort: { key: "rate", dir: -1 },
     filter: "",
+    recent: [],       // the snapshots of about the last second: {t, counters}
   };
+  // The table's per-second column is each counter's growth over about the
+  // last second, as the canvas's charts and flow say theirs (package
+  // play, LiveStepMs): the server's rate between two snapshots a tenth of
+  // a second apart jumps between 0 and ten times a slow counter's rate.
+  const WINDOW_MS = 1000;
   ui.live = live; // for tests and the curious
+  live.table = (m) => fillTable(m); // a snapshot into the table alone (tests)
 
   const intFmt = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
   const fracFmt = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
@@ -118,6 +125,7 @@
       for (const r of live.rows.values()) r.tr.remove();
       live.rows.clear();
       live.last = null;
+      live.recent = [];
     }
     live.source = m.source;
     live.staleSince = 0;
@@ -206,9 +214,31 @@
     return live.numbers.get(name) || { unit: "", kind: "counter", help: "", known: false };
   }
 
+  // windowRates returns each counter's rate over the window of recent
+  // snapshots, once it spans most of WINDOW_MS (the names the server
+  // gives a rate are its counters; a counter that went back, a reset,
+  // has none).
+  function windowRates(m) {
+    const t = Date.parse(m.time);
+    const counters = m.counters || {};
+    if (!(t > 0)) return {};
+    const rs = live.recent;
+    if (rs.length && t <= rs[rs.length - 1].t) rs.length = 0; // time went back: start again
+    rs.push({ t, counters });
+    while (rs.length > 2 && t - rs[1].t >= WINDOW_MS) rs.shift();
+    const a = rs[0];
+    const out = {};
+    if (rs.length < 2 || t - a.t < 0.9 * WINDOW_MS) return out;
+    for (const k of Object.keys(m.rates || {})) {
+      const va = a.counters[k], vb = counters[k];
+      if (typeof va === "number" && typeof vb === "number" && vb >= va) out[k] = (vb - va) / ((t - a.t) / 1000);
+    }
+    return out;
+  }
+
   function fillTable(m) {
     const tbody = document.querySelector("#live-table tbody");
-    const counters = m.counters || {}, rates = m.rates || {};
+    const counters = m.counters || {}, rates = windowRates(m);
     const twin = Object.keys(counters).some((k) => k.startsWith("predicted_"));
     $("live-table").classList.toggle("twin", twin);
     for (const [k, v] of Object.entries(counters)) {
@@ -270,23 +300,29 @@
       if (match) shown++;
     }
     const { key, dir } = live.sort;
+    // By rate, rows are ranked by a step of about a third (eight a
+    // decade), and rows of one step keep their order: a rate that
+    // wobbles does not move its row at each snapshot.
+    const step = (v) => (v === undefined ? -1 : v === 0 ? 0 : 1000 + Math.round(8 * Math.log10(Math.abs(v))));
     const val = (r) => {
       switch (key) {
         case "name": return r.name;
         case "value": return r.value;
-        case "rate": return r.rate === undefined ? -1 : Math.abs(r.rate);
+        case "rate": return step(r.rate);
         case "unit": return describe(r.name).unit || "";
         case "meaning": return describe(r.name).help || "";
       }
       return r.name;
     };
+    const tbody = document.querySelector("#live-table tbody");
+    const place = new Map([...tbody.children].map((tr, i) => [tr, i]));
     rows.sort((a, b) => {
       const va = val(a), vb = val(b);
       if (va < vb) return -dir;
       if (va > vb) return dir;
+      if (key === "rate") return (place.get(a.tr) ?? 0) - (place.get(b.tr) ?? 0); // stable
       return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
     });
-    const tbody = document.querySelector("#live-table tbody");
     let prev = null;
     for (const r of rows) {
       const want = prev ? prev.nextSibling : tbody.firstChild;
