@@ -634,7 +634,7 @@ func (c *Controller) state() StateOut {
 		for _, k := range ParamKeys() {
 			ps.Params[k], _ = GetParam(&p.Scenario, k)
 		}
-		if p.Rates.Len() > 0 {
+		if p.Rates.Ready() { // no rate over a few microseconds
 			ps.Rates = map[string]float64{}
 			for i, v := range p.Rates.Latest() {
 				ps.Rates[view.Series(i).String()] = math.Round(v)

@@ -236,10 +236,16 @@ func (s *Session) advance(budget int) (int, bool) {
 			if s.logging <= 0 && s.cur.events-fired <= EventLogSize {
 				s.logging = int(s.cur.events - fired)
 			}
+			if s.cur.events-fired <= TailEvents {
+				s.tailRates()
+			}
 		case UnitPacket:
 			got := w.Received()
 			if got >= s.cur.packets {
 				return n, true
+			}
+			if s.cur.packets-got <= TailPackets {
+				s.tailRates()
 			}
 			// One NAPI poll receives up to its budget (64) at once.
 			if s.logging <= 0 && s.cur.packets-got <= EventLogPacket {
@@ -255,6 +261,9 @@ func (s *Session) advance(budget int) (int, bool) {
 				a.dirty = true
 				return n, true
 			}
+			if s.cur.at.Sub(w.Now()) <= TailNs {
+				s.tailRates()
+			}
 		}
 		if !s.stepA() {
 			return n, true // idle or stopped: the step ends here
@@ -265,6 +274,28 @@ func (s *Session) advance(budget int) (int, bool) {
 		}
 	}
 	return n, false
+}
+
+// The last stretch of a move or a step samples pane A's rates every
+// TailSampleNs of simulated time: where it ends, the rates have the
+// world's own history behind them (a rate over the stretch before the
+// new position), not the few microseconds since it began. The stretch is
+// the last TailEvents events, TailPackets packets or TailNs of the move.
+const (
+	TailSampleNs = view.SmoothNs / 10
+	TailNs       = view.RatesLen * TailSampleNs
+	TailEvents   = NearEvents
+	TailPackets  = 256
+)
+
+// tailRates samples pane A's rates when TailSampleNs passed since the
+// last reading.
+func (s *Session) tailRates() {
+	a := s.Panes[0]
+	at, ok := a.Rates.LastAt()
+	if !ok || int64(a.World.Now())-at >= TailSampleNs {
+		a.Rates.Sample(a.World)
+	}
 }
 
 // RateSampleEvents is how often a long step samples pane A's rates, in

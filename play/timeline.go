@@ -435,9 +435,14 @@ func (s *Session) workRewind(budget int) int {
 				s.rewound()
 				return n
 			}
+			if rw.at.Sub(w.Now()) <= TailNs {
+				s.tailRates() // the rates at the target: its last stretch's
+			}
 		} else if fired >= rw.to {
 			s.rewound()
 			return n
+		} else if rw.to-fired <= TailEvents {
+			s.tailRates()
 		}
 		if rw.near != 0 && fired == rw.near {
 			s.keepNear()

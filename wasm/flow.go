@@ -36,8 +36,8 @@ var nodeColors = [view.NumFlowNodes]rgba{
 // flow draws the simulation's flow: its rates, per simulated second (its
 // texts come with the pane's).
 func (d *drawer) flow(pl *view.PaneLayout, r *view.Rates, phase float64, xdp bool) {
-	v := r.Latest()
-	d.flowShapes(pl.Flow, &v, nil, phase, xdp)
+	v, known := view.FlowLatest(r) // no rate yet: drawn as unknown
+	d.flowShapes(pl.Flow, &v, known, phase, xdp)
 }
 
 // flowIn draws the flow in fr with its texts: the live view's, whose

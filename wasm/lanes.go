@@ -31,7 +31,7 @@ func (d *drawer) cpus(pl *view.PaneLayout, s *view.Snapshot, r *view.Rates, sel 
 		}
 		c := &s.CPUs[i]
 		util := c.Util
-		if r.Len() > 0 {
+		if r.Ready() { // a share of a few µs is no share
 			if u := r.Util(r.Len() - 1); i < len(u) {
 				util = u[i]
 			}

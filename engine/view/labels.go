@@ -20,12 +20,36 @@ func (l *Layout) Texts(i int, s *Snapshot, r *Rates, xdp bool) []Text {
 	p := &l.Panes[i]
 	var out []Text
 	out = p.ringTexts(out, &s.Queue, s.NumQueues, l.Ring)
-	v := r.Latest()
-	out = FlowTexts(out, p.Flow, "FLOW  per simulated second: packets above, pages on the bus", &v, nil, xdp)
+	v, known := FlowLatest(r)
+	title := "FLOW  per simulated second: packets above, pages on the bus"
+	if known != nil {
+		title = "FLOW  " + NoRateYet(r)
+	}
+	out = FlowTexts(out, p.Flow, title, &v, known, xdp)
 	out = p.cpuTexts(out, s, r)
 	out = p.pagesTexts(out, &s.Pages)
 	out = p.ratesTexts(out, r)
 	return out
+}
+
+// noneKnown says no series is known: a world with no rate yet.
+var noneKnown [NumSeries]bool
+
+// FlowLatest returns the rates the flow view shows: the newest, and nil
+// for known when they are rates; when no rate is ready yet (too little
+// simulated time behind the newest sample), zeros and a known of none,
+// so the boxes say n/a instead of a rate over a few microseconds.
+func FlowLatest(r *Rates) ([NumSeries]float64, *[NumSeries]bool) {
+	if !r.Ready() {
+		return [NumSeries]float64{}, &noneKnown
+	}
+	return r.Latest(), nil
+}
+
+// NoRateYet says why there is no rate: how much simulated time the rates
+// have behind them, and how much a rate needs.
+func NoRateYet(r *Rates) string {
+	return "no rate yet: " + FormatNs(r.Held()) + " of simulated time to average over; a rate needs " + FormatNs(MinRateNs)
 }
 
 // ringTexts adds the ring view's lines: its title, the caption naming
@@ -268,7 +292,7 @@ func (p *PaneLayout) cpuTexts(out []Text, s *Snapshot, r *Rates) []Text {
 		}
 		c := s.CPUs[i]
 		util := c.Util
-		if r.Len() > 0 {
+		if r.Ready() {
 			if u := r.Util(r.Len() - 1); i < len(u) {
 				util = u[i]
 			}
@@ -380,7 +404,10 @@ type ChartGeom struct {
 // chartEntry is a legend entry's text: its label and its rate, the rate
 // padded so the entry's width does not change as it does.
 func chartEntry(l *ChartLine, v float64) string {
-	r := FormatRate(v)
+	r := "-"
+	if !math.IsNaN(v) {
+		r = FormatRate(v)
+	}
 	for len(r) < flowRateLen {
 		r += " "
 	}
@@ -422,23 +449,23 @@ func (p *PaneLayout) ratesTexts(out []Text, r *Rates) []Text {
 	b := texts{out: out, clip: p.Rates, view: "rates"}
 	span := int64(0)
 	for i := 0; i < r.Len(); i++ {
-		_, dt, _ := r.At(i)
-		span += dt
+		if _, dt, _ := r.At(i); r.Valid(i) {
+			span += dt
+		}
 	}
-	b.title(p.Rates, "RATES  (last "+FormatNs(span)+" of simulated time)")
+	if r.Ready() {
+		b.title(p.Rates, "RATES  (last "+FormatNs(span)+" of simulated time)")
+	} else {
+		b.title(p.Rates, "RATES  ("+NoRateYet(r)+")")
+	}
 	for ci, g := range p.RatesGeom() {
 		c := &Charts[ci]
 		b.add(Text{X: g.Title[0], Y: g.Title[1], S: c.Title, Tone: ToneText, Help: "per second of simulated time, each sample averaged over " + FormatNs(SmoothNs)})
-		top := 0.0
-		for _, l := range c.Lines {
-			for i := 0; i < r.Len(); i++ {
-				top = max(top, ChartValue(r, i, &l))
-			}
-		}
+		top := ChartTop(r, c)
 		for li := range c.Lines {
 			l := &c.Lines[li]
-			v := 0.0
-			if r.Len() > 0 {
+			v := math.NaN() // no rate yet: the entry says "-"
+			if r.Ready() {
 				v = ChartValue(r, r.Len()-1, l)
 			}
 			e := g.Entries[li]
@@ -451,6 +478,20 @@ func (p *PaneLayout) ratesTexts(out []Text, r *Rates) []Text {
 		}
 	}
 	return b.out
+}
+
+// ChartTop is the largest value of chart c's lines over the samples
+// that are rates (Valid), unrounded.
+func ChartTop(r *Rates, c *Chart) float64 {
+	top := 0.0
+	for li := range c.Lines {
+		for i := 0; i < r.Len(); i++ {
+			if r.Valid(i) {
+				top = max(top, ChartValue(r, i, &c.Lines[li]))
+			}
+		}
+	}
+	return top
 }
 
 // ChartValue is line l's value in sample i: the sum of its series.

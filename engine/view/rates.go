@@ -56,6 +56,12 @@ const MinSampleNs = 5_000
 // presets' rates would make a jumpy chart.
 const SmoothNs = 500_000
 
+// MinRateNs is the least simulated time a rate is taken over: a sample
+// averaged over less (the first microseconds of a world, or of one just
+// restored with nothing read behind it) is no rate, and the views say
+// "no rate yet" instead of a throughput of a handful of packets.
+const MinRateNs = 200_000
+
 // Rates keeps the last RatesLen samples of every series, oldest first, and
 // each CPU's busy share over each sample. A sample's rates are averaged
 // over the SmoothNs before it. The zero value is ready.
@@ -66,6 +72,7 @@ type Rates struct {
 	dt   [RatesLen]int64
 	v    [RatesLen][NumSeries]float64
 	util [RatesLen][]float64
+	span [RatesLen]int64 // the simulated time each sample is averaged over
 
 	// Cumulative readings, one per sample plus the first reading.
 	cum   [RatesLen + 1][NumSeries]uint64
@@ -89,6 +96,34 @@ func (r *Rates) Len() int { return r.n }
 func (r *Rates) At(i int) (t, dt int64, v *[NumSeries]float64) {
 	j := (r.head + i) % RatesLen
 	return r.t[j], r.dt[j], &r.v[j]
+}
+
+// Span returns the simulated time sample i's rates are averaged over.
+func (r *Rates) Span(i int) int64 { return r.span[(r.head+i)%RatesLen] }
+
+// Valid reports whether sample i is a rate: averaged over MinRateNs or
+// more.
+func (r *Rates) Valid(i int) bool { return r.Span(i) >= MinRateNs }
+
+// Ready reports whether the newest sample is a rate (Valid).
+func (r *Rates) Ready() bool { return r.n > 0 && r.Valid(r.n-1) }
+
+// Held returns the simulated time from the oldest reading held to the
+// newest: how far back the rates can see.
+func (r *Rates) Held() int64 {
+	if r.cn == 0 {
+		return 0
+	}
+	return r.ct[r.reading(r.cn-1)] - r.ct[r.reading(0)]
+}
+
+// LastAt returns the time of the newest reading, and false when there is
+// none.
+func (r *Rates) LastAt() (int64, bool) {
+	if r.cn == 0 {
+		return 0, false
+	}
+	return r.ct[r.reading(r.cn-1)], true
 }
 
 // Util returns each CPU's busy share over sample i, 0..1.
@@ -178,7 +213,7 @@ func (r *Rates) Sample(w *engine.World) bool {
 		u[i] = min(1, max(0, float64(b[i]-r.busy[base][i])/float64(span)))
 	}
 	r.util[j] = u
-	r.t[j], r.dt[j] = now, dt
+	r.t[j], r.dt[j], r.span[j] = now, dt, span
 	return true
 }
 
