@@ -105,7 +105,7 @@ func TestTutorialSurvivesReload(t *testing.T) {
 	p := open(t, browser(t), ts.URL, "?tutorial=descriptor-journey&step=1")
 	stepShown := func(n string) {
 		p.waitJS(`(() => { const el = document.getElementById("tutorial-panel");
-			return !!(el && !el.hidden && el.dataset.step === "`+n+`" && el.dataset.checks); })()`, 30*time.Second)
+			return !!(el && !el.hidden && el.dataset.step === "`+n+`" && el.dataset.checks); })()`, 90*time.Second)
 	}
 	stepShown("1")
 	p.do(chromedp.Click(chromedp.ID("tut-step-title")), chromedp.KeyEvent("}"))

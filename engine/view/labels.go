@@ -49,7 +49,7 @@ func FlowLatest(r *Rates) ([NumSeries]float64, *[NumSeries]bool) {
 // NoRateYet says why there is no rate: how much simulated time the rates
 // have behind them, and how much a rate needs.
 func NoRateYet(r *Rates) string {
-	return "no rate yet: " + FormatNs(r.Held()) + " of simulated time to average over; a rate needs " + FormatNs(MinRateNs)
+	return "no rate yet: " + FormatNs(r.Held()) + " of the " + FormatNs(MinRateNs) + " a rate needs"
 }
 
 // ringTexts adds the ring view's lines: its title, the caption naming
