@@ -58,6 +58,8 @@ type Session struct {
 
 	marks    [2]marks           // each pane's marks (timeline.go)
 	spare    [2][]*engine.World // worlds of dropped marks, to copy marks into
+	limited  bool               // LimitWorlds was called: keep bounds marks and spares
+	keep     int                // worlds each pane keeps besides its own, when limited
 	lastWork uint64             // pane A's work at its mark before the position
 	near     uint64             // pane A's near mark, 0 none
 	horizon  Position           // the furthest pane A has been (Horizon)

@@ -533,23 +533,62 @@ func (s *Session) copyOf(pane int, w *engine.World) (*engine.World, error) {
 }
 
 // recycle keeps w, a world of the pane's configuration no longer used, to
-// copy a mark into (at most two).
+// copy a mark into (at most two, and within LimitWorlds).
 func (s *Session) recycle(pane int, w *engine.World) {
-	if w != nil && len(s.spare[pane]) < 2 {
+	n := 2
+	if s.limited {
+		n = min(n, s.keep-len(s.marks[pane]))
+	}
+	if w != nil && len(s.spare[pane]) < n {
 		s.spare[pane] = append(s.spare[pane], w)
 	}
 }
 
-// maxMarks is how many marks of the pane MarkBytes holds.
+// maxMarks is how many marks of the pane MarkBytes holds (within
+// LimitWorlds).
 func (s *Session) maxMarks(pane int) int {
 	n := int(MarkBytes / max(s.Panes[pane].World.Footprint(), 1))
-	return min(max(n, MinMarks), MaxMarks)
+	n = min(max(n, MinMarks), MaxMarks)
+	if s.limited {
+		n = min(n, s.keep)
+	}
+	return n
+}
+
+// LimitWorlds bounds the worlds the session keeps besides each pane's
+// own (its marks, and the worlds of dropped marks it copies marks into)
+// to n: a holder short of memory (a server's replica of a room) keeps
+// fewer, and a move back then replays from further back (from the run's
+// start with none). Marks kept past n are dropped now.
+func (s *Session) LimitWorlds(n int) {
+	s.limited, s.keep = true, max(n, 0)
+	for pane := range s.marks {
+		for len(s.marks[pane]) > s.keep {
+			// The oldest goes: the run is past it.
+			if s.marks[pane][0].fired == s.near {
+				s.near = 0
+			}
+			s.marks[pane] = s.marks[pane][1:]
+		}
+		s.spare[pane] = s.spare[pane][:min(len(s.spare[pane]), s.keep-len(s.marks[pane]))]
+	}
+}
+
+// Worlds returns how many worlds the session holds: each pane's own, its
+// marks and the spare worlds it copies marks into. What the session
+// holds in memory is about that many times its world's.
+func (s *Session) Worlds() int {
+	n := len(s.Panes)
+	for pane := range s.marks {
+		n += len(s.marks[pane]) + len(s.spare[pane])
+	}
+	return n
 }
 
 // mark keeps a copy of the pane's world, as it stands, as a mark at time at.
 func (s *Session) mark(pane int, at sim.Time) {
 	w := s.Panes[pane].World
-	if w.Err() != nil {
+	if w.Err() != nil || s.maxMarks(pane) == 0 {
 		return
 	}
 	c, err := s.copyOf(pane, w)

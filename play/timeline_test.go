@@ -230,3 +230,31 @@ func TestMovesInterrupted(t *testing.T) {
 	settle(t, s)
 	assert.Equal(t, end.Events, s.Position().Events)
 }
+
+// TestLimitWorlds: a session limited to n worlds besides its own keeps at
+// most n marks and spares however far it runs (one more for a moment,
+// the copy that replaces a mark), goes back all the same (from the start
+// with none) and says how many worlds it holds.
+func TestLimitWorlds(t *testing.T) {
+	defer func(w uint64) { markWork = w }(markWork)
+	markWork = min(markWork, 20_000) // marks enough, cheaply (no test runs in parallel)
+	for _, n := range []int{0, 1, 2} {
+		s := session(t, "xdp-drop", false)
+		s.LimitWorlds(n)
+		s.Do(Step{UnitEvent, 6 * markWork})
+		for s.Busy() {
+			s.Work(1 << 12)
+			require.LessOrEqual(t, s.Worlds(), 1+n+1, "limit %d: worlds held while running", n)
+		}
+		require.LessOrEqual(t, s.Worlds(), 1+n, "limit %d", n)
+		end := s.Position().Events
+		require.NoError(t, s.Back(UnitEvent, 3*markWork))
+		settle(t, s)
+		assert.Equal(t, end-3*markWork, s.Position().Events, "limit %d: the move back lands", n)
+		assert.LessOrEqual(t, s.Worlds(), 1+n, "limit %d after a move back", n)
+	}
+	s := session(t, "xdp-drop", false, Step{UnitEvent, 6 * markWork})
+	require.Greater(t, s.Worlds(), 3, "an unlimited session keeps its marks")
+	s.LimitWorlds(1)
+	assert.Equal(t, 2, s.Worlds(), "LimitWorlds drops the marks past it at once")
+}
