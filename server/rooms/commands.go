@@ -99,3 +99,28 @@ func checkScenario(raw json.RawMessage, budget int64) (json.RawMessage, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// scenarioBytes is the MemoryEstimate of a room's scenario (checked when
+// the room was made; the page's default for none, MaxWorldBytes for one
+// that no longer builds).
+func scenarioBytes(raw json.RawMessage) int64 {
+	raw = bytes.TrimSpace(raw)
+	var preset struct {
+		Preset string `json:"preset"`
+	}
+	var sc scenario.Scenario
+	var err error
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		def := play.DefaultConfig()
+		sc, err = def.Build()
+	case wsmsg.Strict(raw, &preset) == nil:
+		sc, err = scenario.LookupPreset(preset.Preset)
+	default:
+		sc, err = scenario.DecodeBytes(raw)
+	}
+	if err != nil {
+		return MaxWorldBytes
+	}
+	return sc.MemoryEstimate()
+}

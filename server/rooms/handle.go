@@ -144,7 +144,7 @@ func (r *Registry) command(rm *room, m *member, data []byte) {
 		m.reply(wsmsg.AsError(err).WithFieldPrefix("cmd"))
 		return
 	}
-	if e := r.commit(rm, cmd); e != nil {
+	if e := r.commit(rm, m.addr, cmd); e != nil {
 		m.reply(e)
 	}
 }
@@ -152,8 +152,8 @@ func (r *Registry) command(rm *room, m *member, data []byte) {
 // commit numbers a canonical command, checks it on the room's replica
 // (what it costs every browser and the world it leaves), writes it to the
 // store and broadcasts it, in that order: a broadcast command (the
-// acknowledgement) is on disk.
-func (r *Registry) commit(rm *room, cmd json.RawMessage) *wsmsg.Error {
+// acknowledgement) is on disk. addr is the sender's address.
+func (r *Registry) commit(rm *room, addr string, cmd json.RawMessage) *wsmsg.Error {
 	rm.cmdMu.Lock()
 	defer rm.cmdMu.Unlock()
 	now := r.opts.Now()
@@ -165,7 +165,7 @@ func (r *Registry) commit(rm *room, cmd json.RawMessage) *wsmsg.Error {
 		if !rm.work.available(now) {
 			return wsmsg.Errorf(wsmsg.CodeRateLimited, "", "the room's commands have cost the server more replay than it gives one room (%d units a second): wait a moment", r.lim.WorkPerSecond)
 		}
-		if err := r.replicas.apply(rm, e, r.lim); err != nil {
+		if err := r.replicas.apply(rm, addr, e, r.lim); err != nil {
 			return err
 		}
 	}

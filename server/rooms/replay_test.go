@@ -181,13 +181,16 @@ func TestRoomScenariosAreChecked(t *testing.T) {
 }
 
 // TestReplicasWithinTheirBudget: the server's replicas of the rooms'
-// worlds fit MaxReplicaBytes; the least recently used is dropped and
-// rebuilt from its log when its room is commanded again.
+// worlds fit MaxReplicaBytes, counted as each holds them (its worlds,
+// marks included, and the ceiling of one working); the least recently
+// used is dropped and rebuilt from its log when its room is commanded
+// again.
 func TestReplicasWithinTheirBudget(t *testing.T) {
 	def, err := scenario.LookupPreset("default")
 	require.NoError(t, err)
 	one := def.MemoryEstimate()
-	f := newFixture(t, Options{Limits: Limits{MaxReplicaBytes: 2*one + one/2}})
+	budget := 3*one + one/2 // a working replica's ceiling (three worlds) and no more
+	f := newFixture(t, Options{Limits: Limits{MaxReplicaBytes: budget}})
 	var rooms []createResponse
 	for range 3 {
 		cr := f.create(t, `{"scenario":{"preset":"default"}}`)
@@ -198,8 +201,15 @@ func TestReplicasWithinTheirBudget(t *testing.T) {
 		rooms = append(rooms, cr)
 	}
 	f.reg.replicas.mu.Lock()
-	assert.Len(t, f.reg.replicas.byRoom, 2, "two fit")
-	assert.LessOrEqual(t, f.reg.replicas.bytes, 2*one+one/2)
+	assert.LessOrEqual(t, f.reg.replicas.bytes, budget)
+	var sum int64
+	for _, rep := range f.reg.replicas.byRoom {
+		assert.False(t, rep.working)
+		held, _ := heldBy(rep.c)
+		assert.Equal(t, held, rep.held, "counted as it holds")
+		sum += held
+	}
+	assert.Equal(t, sum, f.reg.replicas.bytes)
 	first := f.reg.lookup(rooms[0].Room)
 	_, kept := f.reg.replicas.byRoom[first]
 	f.reg.replicas.mu.Unlock()

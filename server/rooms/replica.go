@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"ringlab/play"
 	"ringlab/server/wsmsg"
@@ -21,32 +22,101 @@ const workChunk = 1 << 12
 // it costs every browser to replay (play's ReplayCost) and which world it
 // leaves, and refuses what no browser could follow.
 type replica struct {
-	c     *play.Controller
-	bytes int64  // its world's memory estimate
-	used  uint64 // the pool's clock when it was last used
+	c *play.Controller // nil until built
+	// held is what it holds: every world its session keeps (the live
+	// one, its marks and spares: play's Session.Worlds) times its
+	// world's MemoryEstimate, which is never below what the engine
+	// allocates for one. ceiling, while it works, is the most it may
+	// hold meanwhile (reserved before it starts).
+	held, ceiling int64
+	working       bool
+	addr          string // the address that last commanded it
+	used          uint64 // the pool's clock when it was last used
 	// segment is the work every command since the world's last reset
 	// cost: what a late joiner replays (a move back, which lowers the
 	// world's own count, costs a replay too).
 	segment uint64
 }
 
-// replicaPool holds the rooms' replicas within a memory budget, least
-// recently used dropped first (a dropped replica is rebuilt from the log,
-// which MaxReplayWork bounds, when its room is commanded again). One
-// replica works at a time, so the server's replay never takes more than
-// one core whatever the rooms do.
+// charge is what the pool counts for rep: what it holds, or its ceiling
+// while it works.
+func (rep *replica) charge() int64 {
+	if rep.working {
+		return max(rep.held, rep.ceiling)
+	}
+	return rep.held
+}
+
+// replicaPool holds the rooms' replicas within a memory budget counted as
+// the server spends it (each replica's worlds, marks included, and the
+// ceiling of those working), dropping idle ones (of the address holding
+// most, the least recently used first) to make room; a dropped replica is
+// rebuilt from the log, which MaxReplayWork bounds, when its room is
+// commanded again. A command that finds no room waits for a working
+// replica to finish, and is refused after memoryWait. Replicas work in
+// turns (sched.go): one at a time, fairly across the addresses that
+// command them.
 type replicaPool struct {
-	work sync.Mutex // held while a replica works
+	turns   turns
+	quantum uint64 // events a turn runs: quantumWork (less in tests)
 
 	mu     sync.Mutex
+	freed  *sync.Cond // on mu: a replica finished working or was dropped
 	limit  int64
 	byRoom map[*room]*replica
-	bytes  int64
+	bytes  int64 // the replicas' charges
 	clock  uint64
 }
 
+// memoryWait is how long a command waits for the replicas' memory before
+// it is refused.
+const memoryWait = 20 * time.Second
+
+// Worlds a replica keeps besides its live one: at most maxKept marks, and
+// fewer for a large world, so that its ceiling is within a quarter of the
+// budget where it can be (a world of MaxWorldBytes keeps none: a move
+// back replays from its last reset, on the room's budget of work).
+const maxKept = 3
+
+// transient is the worlds a replica may hold for a moment beyond its live
+// one and kept ones: the copy that replaces a mark, and the new world of
+// a reset while the old one is still referenced.
+const transient = 2
+
 func newReplicaPool(limit int64) *replicaPool {
-	return &replicaPool{limit: limit, byRoom: map[*room]*replica{}}
+	p := &replicaPool{limit: limit, byRoom: map[*room]*replica{}, quantum: quantumWork}
+	p.freed = sync.NewCond(&p.mu)
+	return p
+}
+
+// kept is how many worlds a replica of a world of est bytes keeps
+// besides its own.
+func (p *replicaPool) kept(est int64) int {
+	n := int(p.limit/4/max(est, 1)) - 1 - transient
+	return min(max(n, 0), maxKept)
+}
+
+// ceilingOf is the most a replica of a world of est bytes holds.
+func (p *replicaPool) ceilingOf(est int64) int64 {
+	return int64(1+p.kept(est)+transient) * est
+}
+
+// heldBy is what c holds (its worlds times the largest of its panes'
+// estimates) and that estimate.
+func heldBy(c *play.Controller) (held, est int64) {
+	s := c.Session()
+	for _, pn := range s.Panes {
+		est = max(est, pn.Scenario.MemoryEstimate())
+	}
+	return int64(s.Worlds()) * est, est
+}
+
+// Bytes returns what the replicas hold now (their ceilings for those
+// working).
+func (p *replicaPool) Bytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bytes
 }
 
 // drop forgets a room's replica (the room expired, or the replica is no
@@ -54,70 +124,229 @@ func newReplicaPool(limit int64) *replicaPool {
 func (p *replicaPool) drop(rm *room) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.dropLocked(rm)
+}
+
+func (p *replicaPool) dropLocked(rm *room) {
 	if rep, ok := p.byRoom[rm]; ok {
-		p.bytes -= rep.bytes
+		p.bytes -= rep.charge()
 		delete(p.byRoom, rm)
+		p.freed.Broadcast()
 	}
 }
 
-// resize records a replica's new world and drops the least recently used
-// others until the pool fits its budget.
-func (p *replicaPool) resize(rm *room, rep *replica, bytes int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if cur, ok := p.byRoom[rm]; ok && cur == rep {
-		p.bytes += bytes - rep.bytes
-	} else {
-		p.byRoom[rm] = rep
-		p.bytes += bytes
-	}
-	rep.bytes = bytes
-	p.clock++
-	rep.used = p.clock
-	for p.bytes > p.limit && len(p.byRoom) > 1 {
-		var oldest *room
-		for r, x := range p.byRoom {
-			if x != rep && (oldest == nil || x.used < p.byRoom[oldest].used) {
-				oldest = r
+// recountLocked sets rep's held bytes and ceiling, and the pool's count
+// (rep.working must not change in between).
+func (p *replicaPool) recountLocked(rep *replica, held, ceiling int64) {
+	p.bytes -= rep.charge()
+	rep.held, rep.ceiling = held, ceiling
+	p.bytes += rep.charge()
+}
+
+// evictLocked drops idle replicas until the pool is within its budget:
+// of the address whose idle replicas hold most, the least recently used
+// first (a host commanding many rooms makes room from its own first). It
+// reports whether the pool fits.
+func (p *replicaPool) evictLocked() bool {
+	for p.bytes > p.limit {
+		byAddr := map[string]int64{}
+		for _, x := range p.byRoom {
+			if !x.working {
+				byAddr[x.addr] += x.held
 			}
 		}
-		p.bytes -= p.byRoom[oldest].bytes
-		delete(p.byRoom, oldest)
+		if len(byAddr) == 0 {
+			return false
+		}
+		top := ""
+		for a, n := range byAddr {
+			if top == "" && n >= 0 || n > byAddr[top] || n == byAddr[top] && a < top {
+				top = a
+			}
+		}
+		var victim *room
+		for r, x := range p.byRoom {
+			if !x.working && x.addr == top && (victim == nil || x.used < p.byRoom[victim].used) {
+				victim = r
+			}
+		}
+		p.dropLocked(victim)
+	}
+	return true
+}
+
+// start makes rm's replica (a new one when it has none) a working one
+// with the ceiling of a world of est bytes, evicting idle replicas or
+// waiting for working ones to finish until it fits; addr is who
+// commands it.
+func (p *replicaPool) start(rm *room, addr string, est int64) (*replica, *wsmsg.Error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rep := p.byRoom[rm]
+	if rep == nil {
+		rep = &replica{}
+		p.byRoom[rm] = rep
+	}
+	rep.addr = addr
+	p.recountLocked(rep, rep.held, rep.held)
+	rep.working = true
+	p.clock++
+	rep.used = p.clock
+	if e := p.fitLocked(rep, est); e != nil {
+		p.recountLocked(rep, rep.held, 0)
+		rep.working = false
+		if rep.c == nil {
+			p.dropLocked(rm)
+		}
+		return nil, e
+	}
+	return rep, nil
+}
+
+// grow raises working rep's ceiling to a world of est bytes (a reset to a
+// larger world), as start does.
+func (p *replicaPool) grow(rep *replica, est int64) *wsmsg.Error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ceilingOf(est) <= rep.ceiling {
+		return nil
+	}
+	return p.fitLocked(rep, est)
+}
+
+// fitLocked sets working rep's ceiling to a world of est bytes once the
+// pool fits it, evicting idle replicas or waiting (with rep counted at
+// what it holds) for working ones to finish, at most memoryWait.
+func (p *replicaPool) fitLocked(rep *replica, est int64) *wsmsg.Error {
+	ceiling := p.ceilingOf(est)
+	if ceiling > p.limit {
+		return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "the server holds each room's world up to %d times (as it runs, and its marks) in a budget of %d MiB for every room: a world of %d MiB does not fit",
+			ceiling/max(est, 1), p.limit>>20, est>>20)
+	}
+	deadline := time.Now().Add(memoryWait)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		p.recountLocked(rep, rep.held, max(ceiling, rep.held))
+		if p.evictLocked() {
+			return nil
+		}
+		// Working replicas hold the budget: wait for one to finish.
+		p.recountLocked(rep, rep.held, rep.held)
+		if !time.Now().Before(deadline) {
+			return wsmsg.Errorf(wsmsg.CodeUnavailable, "", "the server's replicas of the rooms' worlds are at their memory budget (%d MiB): try again in a moment", p.limit>>20)
+		}
+		if timer == nil {
+			timer = time.AfterFunc(memoryWait, func() {
+				p.mu.Lock()
+				p.freed.Broadcast()
+				p.mu.Unlock()
+			})
+		}
+		p.freed.Wait()
+	}
+}
+
+// done ends rep's work: it holds what its controller holds (nothing when
+// it was never built), and its ceiling is given back.
+func (p *replicaPool) done(rm *room, rep *replica) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byRoom[rm] != rep {
+		return // dropped meanwhile
+	}
+	held := int64(0)
+	if rep.c != nil {
+		held, _ = heldBy(rep.c)
+	}
+	p.recountLocked(rep, held, 0) // its ceiling is given back, then it is idle
+	rep.working = false
+	if rep.c == nil {
+		p.dropLocked(rm)
+	}
+	p.evictLocked() // this one counted at its ceiling meanwhile; others may have been counted over
+	p.freed.Broadcast()
+}
+
+// update counts what rep holds after a turn of work (within its ceiling,
+// which counts until it is done).
+func (p *replicaPool) update(rm *room, rep *replica) {
+	held, _ := heldBy(rep.c)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byRoom[rm] == rep {
+		p.recountLocked(rep, held, rep.ceiling)
+		p.evictLocked() // a world larger than its room's estimate
 	}
 }
 
 func (p *replicaPool) get(rm *room) *replica {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.byRoom[rm]
+	if rep := p.byRoom[rm]; rep != nil && rep.c != nil {
+		return rep
+	}
+	return nil
 }
 
 // errBuild is a log the server cannot replay (a store from elsewhere).
 var errBuild = errors.New("rooms: the room's log does not replay")
 
-// build makes rm's replica by replaying its log (from its last reset: at
-// most MaxReplayWork, which is what every command was checked against).
-func (p *replicaPool) build(rm *room, lim Limits) (*replica, error) {
+// work runs c's work in turns on addr's behalf until it is done or check
+// says stop (called after every chunk with the work run so far, in
+// chunks' events); it returns what check returned.
+func (p *replicaPool) work(addr string, c *play.Controller, check func(ran uint64) *wsmsg.Error) *wsmsg.Error {
+	p.turns.acquire(addr)
+	defer p.turns.release()
+	var ran, turn uint64
+	for more := true; more; {
+		c.Tick(0)
+		more = c.Work(workChunk)
+		ran += workChunk
+		if e := check(ran); e != nil {
+			return e
+		}
+		if turn += workChunk; turn >= p.quantum && more {
+			p.turns.yield(addr)
+			turn = 0
+		}
+	}
+	return nil
+}
+
+// build makes rep's controller by replaying rm's log (from its last
+// reset: at most MaxReplayWork, which is what every command was checked
+// against), in turns.
+func (p *replicaPool) build(rm *room, rep *replica, addr string, lim Limits) error {
 	log := rm.Log()
 	entries := make([]play.RoomEntry, len(log))
 	for i, e := range log {
 		entries[i] = play.RoomEntry{Seq: e.Seq, Cmd: e.Cmd}
 	}
 	c := play.NewFollower()
+	c.Session().LimitWorlds(p.kept(rm.worldBytes()))
 	c.Step(play.RoomWelcome{Room: rm.id, You: play.RoleStudent, Scenario: rm.scenario, Log: entries})
-	for more := true; more; {
-		c.Tick(0)
-		more = c.Work(workChunk)
+	if e := p.work(addr, c, func(uint64) *wsmsg.Error {
 		if c.ReplayCost() > 2*lim.MaxReplayWork {
-			return nil, fmt.Errorf("%w: more than %d units of work", errBuild, 2*lim.MaxReplayWork)
+			return wsmsg.Errorf(wsmsg.CodeInternal, "", "%v: more than %d units of work", errBuild, 2*lim.MaxReplayWork)
 		}
+		return nil
+	}); e != nil {
+		return errors.New(e.Message)
 	}
 	if err := errorIn(c.Ready().Send); err != nil {
-		return nil, fmt.Errorf("%w: %v", errBuild, err)
+		return fmt.Errorf("%w: %v", errBuild, err)
 	}
-	rep := &replica{c: c, segment: c.ReplayCost()}
-	p.resize(rm, rep, c.Session().Panes[0].Scenario.MemoryEstimate())
-	return rep, nil
+	_, est := heldBy(c)
+	c.Session().LimitWorlds(p.kept(est))
+	rm.setWorldBytes(est)
+	rep.c, rep.segment = c, c.ReplayCost()
+	p.update(rm, rep)
+	return nil
 }
 
 // errorIn returns the first error a replica's Ready sends: what its
@@ -138,24 +367,44 @@ func errorIn(outs []play.Out) error {
 // browser tab can hold (MaxWorldBytes), cost at most MaxCommandWork to
 // replay and leave the room's world at most MaxReplayWork from its last
 // reset. A refused command leaves the replica as it was, or drops it when
-// it had started running (charging the room what it ran).
-func (p *replicaPool) apply(rm *room, e Entry, lim Limits) *wsmsg.Error {
-	p.work.Lock()
-	defer p.work.Unlock()
-	rep := p.get(rm)
-	if rep == nil {
-		var err error
-		if rep, err = p.build(rm, lim); err != nil {
-			return wsmsg.Errorf(wsmsg.CodeInternal, "", "%v", err)
-		}
-	}
+// it had started running (charging the room what it ran). addr is the
+// address of the connection that sent it: the replay's turns are shared
+// fairly across addresses.
+func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *wsmsg.Error {
 	in, err := play.ParseCommand(e.Cmd)
 	if err != nil { // the validator made it canonical: a custom one may not have
 		return wsmsg.Errorf(wsmsg.CodeBadField, "cmd", "%v", err)
 	}
-	reset, werr := check(rep.c.Session().Panes[0].Config, in, lim)
+	est := rm.worldBytes()
+	if rep := p.get(rm); rep != nil {
+		// A reset's world is checked before anything is reserved.
+		reset, next, werr := check(rep.c.Session().Panes[0].Config, in, lim)
+		if werr != nil {
+			return werr
+		}
+		if reset {
+			est = max(est, next)
+		}
+	}
+	rep, werr := p.start(rm, addr, est)
 	if werr != nil {
 		return werr
+	}
+	defer p.done(rm, rep)
+	if rep.c == nil {
+		if err := p.build(rm, rep, addr, lim); err != nil {
+			return wsmsg.Errorf(wsmsg.CodeInternal, "", "%v", err)
+		}
+	}
+	reset, next, werr := check(rep.c.Session().Panes[0].Config, in, lim)
+	if werr != nil {
+		return werr
+	}
+	if reset {
+		if werr := p.grow(rep, next); werr != nil {
+			return werr
+		}
+		rep.c.Session().LimitWorlds(p.kept(max(next, rm.worldBytes())))
 	}
 	w0 := rep.c.Session().Panes[0].World
 	before := rep.c.ReplayCost()
@@ -178,76 +427,83 @@ func (p *replicaPool) apply(rm *room, e Entry, lim Limits) *wsmsg.Error {
 		return rep.segment + cost()
 	}
 	rep.c.Step(play.RoomCommand{Seq: e.Seq, Cmd: e.Cmd})
-	for more := true; more; {
-		rep.c.Tick(0)
-		more = rep.c.Work(workChunk)
+	var ran uint64
+	turns := 0
+	if werr := p.work(addr, rep.c, func(n uint64) *wsmsg.Error {
+		ran = n
+		if turns++; turns%16 == 0 {
+			p.update(rm, rep)
+		}
 		if n := cost(); n > lim.MaxCommandWork {
-			p.drop(rm)
-			rm.work.spend(n)
 			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "cmd", "this command would cost every browser more than %d units of replay (events and packets): a smaller step or seek, please", lim.MaxCommandWork)
 		}
 		if segment() > lim.MaxReplayWork {
-			p.drop(rm)
-			rm.work.spend(cost())
 			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "the room's world has run %d units of replay (events and packets) since it was last built, all a late joiner may have to catch up on: "+
 				"a preset, a set or a tutorial step builds a new world (or create a new room)", lim.MaxReplayWork)
 		}
+		return nil
+	}); werr != nil {
+		p.drop(rm)
+		// The room pays what the server ran, or what every browser
+		// would have: the larger.
+		rm.work.spend(max(cost(), ran))
+		return werr
 	}
 	if err := errorIn(rep.c.Ready().Send); err != nil {
 		p.drop(rm) // its log has the refused command
 		return wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "every page would refuse this command: %v", err)
 	}
-	rm.work.spend(cost())
+	rm.work.spend(max(cost(), ran))
 	rep.segment = segment()
 	if rep.c.Session().Panes[0].World != w0 {
-		p.resize(rm, rep, rep.c.Session().Panes[0].Scenario.MemoryEstimate())
-	} else {
-		p.resize(rm, rep, rep.bytes)
+		_, est := heldBy(rep.c)
+		rep.c.Session().LimitWorlds(p.kept(est))
+		rm.setWorldBytes(est)
 	}
 	return nil
 }
 
 // check refuses, before anything runs, what every page would refuse and a
 // world no tab can hold; it reports whether the command rebuilds the
-// world (play.RoomReset).
-func check(cur play.Config, in play.In, lim Limits) (bool, *wsmsg.Error) {
+// world (play.RoomReset), and the new world's estimate when it does.
+func check(cur play.Config, in play.In, lim Limits) (reset bool, est int64, _ *wsmsg.Error) {
 	switch m := in.(type) {
 	case play.TutorialStep:
 		t, err := tutorials.Find(m.Tutorial)
 		if err != nil {
-			return false, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
+			return false, 0, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
 		}
 		if m.Step > len(t.Steps) {
-			return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 0 to %d, not %d", t.Name, len(t.Steps), m.Step)
+			return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 0 to %d, not %d", t.Name, len(t.Steps), m.Step)
 		}
 	case play.TutorialReveal:
 		t, err := tutorials.Find(m.Tutorial)
 		if err != nil {
-			return false, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
+			return false, 0, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
 		}
 		if m.Step > len(t.Steps) {
-			return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 1 to %d, not %d", t.Name, len(t.Steps), m.Step)
+			return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 1 to %d, not %d", t.Name, len(t.Steps), m.Step)
 		}
 	}
 	next, reset, err := play.RoomReset(cur, in)
 	if err != nil {
 		switch in.(type) {
 		case play.Preset:
-			return false, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.name", "%v", err)
+			return false, 0, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.name", "%v", err)
 		case play.Set:
-			return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.value", "%v", err)
+			return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.value", "%v", err)
 		}
-		return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
+		return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
 	}
 	if !reset {
-		return false, nil
+		return false, 0, nil
 	}
 	sc, err := next.Build()
 	if err != nil {
-		return false, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
+		return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
 	}
 	if est := sc.MemoryEstimate(); est > lim.MaxWorldBytes {
-		return true, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "cmd", "the world this builds needs about %d MiB in every browser tab; a room's world has at most %d MiB", est>>20, lim.MaxWorldBytes>>20)
+		return true, 0, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "cmd", "the world this builds needs about %d MiB in every browser tab; a room's world has at most %d MiB", est>>20, lim.MaxWorldBytes>>20)
 	}
-	return true, nil
+	return true, sc.MemoryEstimate(), nil
 }

@@ -49,6 +49,9 @@ type room struct {
 
 	cmdMu sync.Mutex
 	work  workBucket // guarded by cmdMu
+	// worldEst is the MemoryEstimate of the room's world as its replica
+	// last had it (of its scenario before), guarded by cmdMu.
+	worldEst int64
 
 	mu       sync.Mutex
 	closed   bool // expired or shut down: no more joins
@@ -113,6 +116,7 @@ func newRoom(s StoredRoom, lim Limits, now time.Time) *room {
 		lastCommand: active, lastLeft: active,
 		claimBy:  s.Created.Add(lim.ClaimExpiry),
 		commands: ratelimit.New(float64(lim.CommandsPerSecond), lim.CommandsPerSecond),
+		worldEst: scenarioBytes(s.Scenario),
 		work:     workBucket{rate: float64(lim.WorkPerSecond), burst: float64(lim.MaxCommandWork), tokens: float64(lim.MaxCommandWork)},
 	}
 }
@@ -677,3 +681,9 @@ func (b *workBucket) available(now time.Time) bool {
 
 // spend takes work units.
 func (b *workBucket) spend(units uint64) { b.tokens -= float64(units) }
+
+// worldBytes is the estimate of the room's world (under cmdMu).
+func (r *room) worldBytes() int64 { return r.worldEst }
+
+// setWorldBytes records the estimate of the room's world (under cmdMu).
+func (r *room) setWorldBytes(n int64) { r.worldEst = n }

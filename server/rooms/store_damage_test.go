@@ -211,6 +211,6 @@ func FuzzReplicaBuild(f *testing.F) {
 		}
 		rm := newRoom(StoredRoom{ID: "f", Scenario: json.RawMessage(scenario)}, lim, time.Now())
 		rm.log = log
-		newReplicaPool(1<<30).build(rm, lim) // an error is an answer; a panic fails
+		newReplicaPool(1<<30).build(rm, &replica{}, "f", lim) // an error is an answer; a panic fails
 	})
 }
