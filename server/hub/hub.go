@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"ringlab/server/fairshare"
 	"ringlab/server/metrics"
 	"ringlab/server/ratelimit"
 	"ringlab/server/wspeer"
@@ -78,6 +79,9 @@ const (
 
 	// closeGoingAway is the reason sent with 1001 at shutdown.
 	closeGoingAway = "server shutting down"
+	// evictedReason is sent with 1013 to a connection whose place went to
+	// an address below its share.
+	evictedReason = "the server is full and your address holds more than its share: try again later"
 
 	// refusalLogBurst refused connections are logged per refusalLogPeriod;
 	// the next line says how many more were refused meanwhile.
@@ -108,9 +112,12 @@ type Options struct {
 	// samplers with it instead of the wall clock.
 	Ticker func(period time.Duration) (ticks <-chan time.Time, stop func())
 	// MaxClients and MaxClientsPerAddr bound the connections served at
-	// once (0: DefaultMaxClients, DefaultMaxClientsPerAddr). A connection
-	// over either is refused before the upgrade: 503 over the total, 429
-	// over its address's share.
+	// once (0: DefaultMaxClients, DefaultMaxClientsPerAddr). Over its
+	// address's maximum a connection is refused 429 before the upgrade;
+	// over the total, an address holding less than its share (MaxClients
+	// over the addresses holding clients) takes the place of the newest
+	// client of the address holding most (closed with 1013), and one
+	// holding its share is refused 503 (package fairshare).
 	MaxClients, MaxClientsPerAddr int
 }
 
@@ -127,8 +134,7 @@ type Hub struct {
 	clients  map[*client]struct{}
 	samplers map[samplerKey]*sampler
 	sources  map[string]*sourceRef
-	served   int                           // connections being served
-	perAddr  map[string]int                // of which from each remote address
+	shares   *fairshare.Shares             // connections being served, by remote address
 	rates    map[string]map[samplerKey]int // per address, its clients on each pair at another rate than the default
 
 	conns sync.WaitGroup // one per connection being served
@@ -161,7 +167,6 @@ func New(opts Options) (*Hub, error) {
 		now:      opts.Now,
 		clients:  map[*client]struct{}{},
 		samplers: map[samplerKey]*sampler{},
-		perAddr:  map[string]int{},
 		rates:    map[string]map[samplerKey]int{},
 		sources:  map[string]*sourceRef{info.Name: {spec: info.Name, src: def, info: info, pinned: true}},
 		refusals: ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
@@ -186,6 +191,7 @@ func New(opts Options) (*Hub, error) {
 	if h.opts.MaxClientsPerAddr <= 0 {
 		h.opts.MaxClientsPerAddr = DefaultMaxClientsPerAddr
 	}
+	h.shares = fairshare.New(h.opts.MaxClients, h.opts.MaxClientsPerAddr)
 	return h, nil
 }
 
@@ -193,35 +199,26 @@ func New(opts Options) (*Hub, error) {
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	addr := remoteHost(r)
 	h.mu.Lock()
-	switch {
-	case h.closed:
+	if h.closed {
 		h.mu.Unlock()
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
-	case h.served >= h.opts.MaxClients:
-		h.mu.Unlock()
-		h.logRefusal("metrics websocket refused: too many clients", "remote", r.RemoteAddr, "limit", h.opts.MaxClients)
-		http.Error(w, fmt.Sprintf("too many clients (%d)", h.opts.MaxClients), http.StatusServiceUnavailable)
+	}
+	h.conns.Add(1)
+	h.mu.Unlock()
+	defer h.conns.Done()
+	slot, verdict := h.shares.Admit(addr)
+	switch verdict {
+	case fairshare.Full:
+		h.logRefusal("metrics websocket refused: too many clients, and its address holds its share", "remote", r.RemoteAddr, "limit", h.opts.MaxClients)
+		http.Error(w, fmt.Sprintf("too many clients (%d), and %s holds its share of them", h.opts.MaxClients, addr), http.StatusServiceUnavailable)
 		return
-	case h.perAddr[addr] >= h.opts.MaxClientsPerAddr:
-		h.mu.Unlock()
+	case fairshare.OverAddress:
 		h.logRefusal("metrics websocket refused: too many connections from one address", "remote", r.RemoteAddr, "limit", h.opts.MaxClientsPerAddr)
 		http.Error(w, fmt.Sprintf("too many connections from %s (%d)", addr, h.opts.MaxClientsPerAddr), http.StatusTooManyRequests)
 		return
 	}
-	h.served++
-	h.perAddr[addr]++
-	h.conns.Add(1)
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		h.served--
-		if h.perAddr[addr]--; h.perAddr[addr] == 0 {
-			delete(h.perAddr, addr)
-		}
-		h.mu.Unlock()
-		h.conns.Done()
-	}()
+	defer h.shares.Release(slot)
 
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
@@ -230,6 +227,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &client{addr: addr, guard: ratelimit.NewGuard(msgRatePerSecond, msgBurst)}
 	c.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: replyQueueLen, MailboxLen: snapshotMailbox, Ping: func() bool { return h.allow(c) }})
+	// An address below its share may take this connection's place when
+	// every place is taken (the newest of the address holding most).
+	h.shares.SetEvict(slot, func() { c.peer.Abort(websocket.CloseTryAgainLater, evictedReason) })
 	if !h.register(c) {
 		c.peer.Abort(websocket.CloseGoingAway, closeGoingAway)
 	} else {

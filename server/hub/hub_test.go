@@ -695,23 +695,38 @@ func (f *fixture) dialFrom(t *testing.T, ip string) (*websocket.Conn, *http.Resp
 	return c, resp, err
 }
 
-// A flood of connections gets 429 past its address's share and 503 past
-// the total; the clients already served keep their snapshots, and a slot
-// is free again when its client leaves.
+// A flood of connections gets 429 past its address's maximum; past the
+// total, a new address takes the place of the newest connection of the
+// address holding most while that one holds more than its share (closed
+// with 1013), and gets 503 when every address holds its share; the
+// clients still served keep their snapshots, and a slot is free again
+// when its client leaves.
 func TestConnectionLimits(t *testing.T) {
 	f := newFixture(t, nil, func(o *Options) { o.MaxClients, o.MaxClientsPerAddr = 3, 2 })
 	a, _, err := f.dialFrom(t, "127.0.0.1")
 	require.NoError(t, err)
-	_, _, err = f.dialFrom(t, "127.0.0.1")
+	b, _, err := f.dialFrom(t, "127.0.0.1")
 	require.NoError(t, err)
 	_, resp, err := f.dialFrom(t, "127.0.0.1")
 	require.ErrorIs(t, err, websocket.ErrBadHandshake)
-	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "over one address's share")
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "over one address's maximum")
 	_, _, err = f.dialFrom(t, "127.0.0.2")
 	require.NoError(t, err, "another address still gets in")
-	_, resp, err = f.dialFrom(t, "127.0.0.3")
+	_, _, err = f.dialFrom(t, "127.0.0.3")
+	require.NoError(t, err, "a third address takes the place of the newest of the one holding two")
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, _, err := b.ReadMessage()
+		if err != nil {
+			var ce *websocket.CloseError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, websocket.CloseTryAgainLater, ce.Code, "told why")
+			break
+		}
+	}
+	_, resp, err = f.dialFrom(t, "127.0.0.4")
 	require.ErrorIs(t, err, websocket.ErrBadHandshake)
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "over the total")
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "over the total, and nobody over its share")
 
 	require.Equal(t, typeHello, read(t, a).Type)
 	first := readUntil(t, a, typeSnapshot)
@@ -719,7 +734,7 @@ func TestConnectionLimits(t *testing.T) {
 
 	require.NoError(t, a.Close())
 	assert.Eventually(t, func() bool {
-		c, _, err := f.dialFrom(t, "127.0.0.3")
+		c, _, err := f.dialFrom(t, "127.0.0.4")
 		if err == nil {
 			c.Close()
 		}

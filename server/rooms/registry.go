@@ -27,6 +27,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/skip2/go-qrcode"
 
+	"ringlab/server/fairshare"
 	"ringlab/server/ratelimit"
 	"ringlab/server/wsmsg"
 	"ringlab/server/wspeer"
@@ -51,8 +52,13 @@ const (
 	MaxInstructorsPerRoom = 4
 	// MaxConns and MaxConnsPerAddr bound the room connections served at
 	// once, joined or not, in all and from one remote address (a class
-	// behind one NAT is one address). Over them the upgrade is refused:
-	// 503 over the total, 429 over the address's share.
+	// behind one NAT is one address). Over MaxConnsPerAddr the upgrade
+	// is refused 429. When MaxConns are served, an address holding less
+	// than its share (MaxConns over the addresses holding connections,
+	// its own counted) takes the place of the newest connection of the
+	// address holding most, which is closed with 1013; otherwise it is
+	// refused 503 (package fairshare). A few hosts cannot keep a class
+	// out: k addresses each keep MaxConns/k.
 	MaxConns        = 2048
 	MaxConnsPerAddr = 512
 	// CommandsPerSecond is each room's command rate (and burst): enough for
@@ -135,6 +141,9 @@ const (
 	maxCreateBody = MaxScenarioBytes + 1024
 	// closeGoingAway is the reason sent with 1001 at shutdown.
 	closeGoingAway = "server shutting down"
+	// evictedReason is sent with 1013 to a connection whose place went to
+	// an address below its share.
+	evictedReason = "the server is full and your address holds more than its share: try again later"
 	// mailboxLen is each connection's mailbox, of the messages where the
 	// newest counts: presence, and an instructor's roster and predictions
 	// (a shared distribution too).
@@ -246,8 +255,9 @@ type Registry struct {
 	rooms     map[string]*room
 	byAddr    map[string]int       // rooms per creating address
 	peers     map[*member]struct{} // every connection, joined or not
-	served    int                  // connections being served
-	perAddr   map[string]int       // of which from each remote address
+	// conns are the connections being served, by remote address, each
+	// its fair share of MaxConns when it is reached (fairshare).
+	shares *fairshare.Shares
 
 	conns       sync.WaitGroup
 	quit        chan struct{}
@@ -287,7 +297,7 @@ func New(opts Options) (*Registry, error) {
 		rooms:       map[string]*room{},
 		byAddr:      map[string]int{},
 		peers:       map[*member]struct{}{},
-		perAddr:     map[string]int{},
+		shares:      fairshare.New(lim.MaxConns, lim.MaxConnsPerAddr),
 		quit:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
 		refusals:    ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
@@ -754,35 +764,26 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 	}
 	addr := remoteHost(req)
 	r.mu.Lock()
-	switch {
-	case r.closed:
+	if r.closed {
 		r.mu.Unlock()
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
-	case r.served >= r.lim.MaxConns:
-		r.mu.Unlock()
-		r.logRefusal("room websocket refused: too many connections", "remote", req.RemoteAddr, "limit", r.lim.MaxConns)
-		httpError(w, http.StatusServiceUnavailable, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "too many room connections (%d)", r.lim.MaxConns))
+	}
+	r.conns.Add(1)
+	r.mu.Unlock()
+	defer r.conns.Done()
+	slot, verdict := r.shares.Admit(addr)
+	switch verdict {
+	case fairshare.Full:
+		r.logRefusal("room websocket refused: too many connections, and its address holds its share", "remote", req.RemoteAddr, "limit", r.lim.MaxConns)
+		httpError(w, http.StatusServiceUnavailable, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "too many room connections (%d), and %s holds its share of them", r.lim.MaxConns, addr))
 		return
-	case r.perAddr[addr] >= r.lim.MaxConnsPerAddr:
-		r.mu.Unlock()
+	case fairshare.OverAddress:
 		r.logRefusal("room websocket refused: too many connections from one address", "remote", req.RemoteAddr, "limit", r.lim.MaxConnsPerAddr)
 		httpError(w, http.StatusTooManyRequests, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "too many room connections from %s (%d)", addr, r.lim.MaxConnsPerAddr))
 		return
 	}
-	r.served++
-	r.perAddr[addr]++
-	r.conns.Add(1)
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		r.served--
-		if r.perAddr[addr]--; r.perAddr[addr] <= 0 {
-			delete(r.perAddr, addr)
-		}
-		r.mu.Unlock()
-		r.conns.Done()
-	}()
+	defer r.shares.Release(slot)
 
 	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
@@ -798,6 +799,9 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 	}
 	r.peers[m] = struct{}{}
 	r.mu.Unlock()
+	// Another address below its share may take this connection's place
+	// when every place is taken (the newest of the address holding most).
+	r.shares.SetEvict(slot, func() { m.peer.Abort(websocket.CloseTryAgainLater, evictedReason) })
 
 	// The timer's goroutine only queues a close; Stop below ends its
 	// ownership when the connection ends first.
