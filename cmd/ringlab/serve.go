@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,8 +80,12 @@ type serveConfig struct {
 	// addresses run side by side; "" keeps rooms in memory.
 	stateBase string
 	rooms     rooms.Limits
-	conns     connlimit.Limits // 0 fields: connlimit's defaults, within the file descriptor limit
-	logger    *slog.Logger
+	// metricClients and metricClientsPerAddr bound /ws/metrics (0:
+	// hub's defaults).
+	metricClients, metricClientsPerAddr int
+	replicaMiB                          int              // rooms.Limits.MaxReplicaBytes in MiB
+	conns                               connlimit.Limits // 0 fields: connlimit's defaults, within the file descriptor limit
+	logger                              *slog.Logger
 }
 
 // listFlag is a flag that may be repeated or given a comma-separated list.
@@ -149,6 +154,9 @@ until SIGINT or SIGTERM. docs/protocol.md describes the protocol.`,
 	fs.IntVar(&cfg.rooms.MaxConns, "room-conns", rooms.MaxConns, "room connections at once, joined or not")
 	fs.IntVar(&cfg.rooms.MaxConnsPerAddr, "room-conns-per-addr", rooms.MaxConnsPerAddr, "room connections from one address (a class behind one NAT is one address)")
 	fs.DurationVar(&cfg.rooms.IdleExpiry, "room-idle", rooms.IdleExpiry, "a room expires after this long with no instructor connected and no command")
+	fs.IntVar(&cfg.replicaMiB, "room-replica-mib", rooms.MaxReplicaBytes>>20, "MiB the server's replicas of the rooms' worlds may hold together (each counted with its marks), least recently used dropped first")
+	fs.IntVar(&cfg.metricClients, "metric-clients", hub.DefaultMaxClients, "/ws/metrics clients at once; past it an address below its share takes the place of the newest client of the address holding most")
+	fs.IntVar(&cfg.metricClientsPerAddr, "metric-clients-per-addr", hub.DefaultMaxClientsPerAddr, "/ws/metrics clients from one address")
 	c.RegisterFlagCompletionFunc("source", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return reg.Kinds(), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -312,17 +320,22 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 			}
 		}
 	}
-	metricsHub, err := hub.New(hub.Options{Default: src, Open: pool.Open, Sources: cfg.sources, Origins: origins, Logger: log})
+	metricsHub, err := hub.New(hub.Options{Default: src, Open: pool.Open, Sources: cfg.sources, Origins: origins, Logger: log,
+		MaxClients: cfg.metricClients, MaxClientsPerAddr: cfg.metricClientsPerAddr})
 	if err != nil {
 		return err
 	}
-	roomReg, err := rooms.New(rooms.Options{Origins: origins, Logger: log, Store: store, Limits: cfg.rooms})
+	roomLim := cfg.rooms
+	if cfg.replicaMiB > 0 {
+		roomLim.MaxReplicaBytes = int64(cfg.replicaMiB) << 20
+	}
+	roomReg, err := rooms.New(rooms.Options{Origins: origins, Logger: log, Store: store, Limits: roomLim})
 	if err != nil {
 		metricsHub.Close(context.Background())
 		return err
 	}
 	prom := prometheus.NewRegistry()
-	prom.MustRegister(promexp.New(src), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	prom.MustRegister(promexp.New(src), collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(liveHeap)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /ws/metrics", metricsHub)
@@ -396,6 +409,11 @@ func shutdown(srv *http.Server, h *hub.Hub, r *rooms.Registry, served <-chan err
 	}
 	return errors.Join(srvErr, hubErr, roomsErr)
 }
+
+// liveHeap adds go_gc_heap_live_bytes to the Go collector's metrics: the
+// heap the last collection found live, what the rooms' replica budget
+// is held against.
+var liveHeap = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)}
 
 // listenURLs are the base URLs the server is reached at: its address, or,
 // when it listens on every interface (":8080", "0.0.0.0:8080"), each

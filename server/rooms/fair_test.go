@@ -70,7 +70,7 @@ func TestReplayIsFairAcrossAddresses(t *testing.T) {
 	reg, err := New(Options{Limits: lim})
 	require.NoError(t, err)
 	t.Cleanup(func() { reg.Close(t.Context()) })
-	reg.replicas.quantum = workChunk // many turns, quickly, under the race detector too
+	reg.replicas.quantum = 1 // a turn a chunk: many turns, quickly, under the race detector too
 	const attackers = 4
 	room := func(addr, preset string) *room {
 		id, _, err := reg.Create(addr, json.RawMessage(`{"preset":"`+preset+`"}`))

@@ -13,8 +13,11 @@ import (
 
 // workChunk is how many events a replica runs between two checks of a
 // command's cost: a command found too costly has run at most this much
-// more than its budget.
-const workChunk = 1 << 12
+// more than its budget, and a turn (sched.go) at most this much more
+// than its quantum. An event may carry a NAPI poll of 64 packets, about
+// 200 units of work: a chunk is at most about 100,000 units (a few
+// milliseconds of the engine).
+const workChunk = 1 << 9
 
 // replica is the server's copy of a room's world: the controller every
 // student's page runs (play.NewFollower), applying the room's log. A
@@ -58,7 +61,7 @@ func (rep *replica) charge() int64 {
 // command them.
 type replicaPool struct {
 	turns   turns
-	quantum uint64 // events a turn runs: quantumWork (less in tests)
+	quantum uint64 // the work a turn runs: quantumWork (less in tests)
 
 	mu     sync.Mutex
 	freed  *sync.Cond // on mu: a replica finished working or was dropped
@@ -297,20 +300,29 @@ func (p *replicaPool) get(rm *room) *replica {
 var errBuild = errors.New("rooms: the room's log does not replay")
 
 // work runs c's work in turns on addr's behalf until it is done or check
-// says stop (called after every chunk with the work run so far, in
-// chunks' events); it returns what check returned.
+// says stop (called after every chunk with the work run so far); it
+// returns what check returned. The work is counted in play's units
+// (ReplayCost: events, and three per packet), forward only: a move back
+// restores a mark, and what it replays from there counts.
 func (p *replicaPool) work(addr string, c *play.Controller, check func(ran uint64) *wsmsg.Error) *wsmsg.Error {
 	p.turns.acquire(addr)
 	defer p.turns.release()
 	var ran, turn uint64
+	last := c.ReplayCost()
 	for more := true; more; {
 		c.Tick(0)
 		more = c.Work(workChunk)
-		ran += workChunk
+		now := c.ReplayCost()
+		n := uint64(1) // a chunk that ran nothing forward still took its turn's time
+		if now > last {
+			n = now - last
+		}
+		last = now
+		ran += n
 		if e := check(ran); e != nil {
 			return e
 		}
-		if turn += workChunk; turn >= p.quantum && more {
+		if turn += n; turn >= p.quantum && more {
 			p.turns.yield(addr)
 			turn = 0
 		}

@@ -4,7 +4,7 @@ import "sync"
 
 // The server's replay is handed out in turns. A replica works only while
 // it holds the one turn (so the rooms' replay never takes more than one
-// core), and gives it back after quantumWork events, whatever its
+// core), and gives it back after quantumWork units of work, whatever its
 // command still has to run. Who waits is queued by the address that sent
 // the command, and the turn goes round the addresses: a room's command
 // waits at most one turn of each other address with work waiting, never
@@ -13,9 +13,10 @@ import "sync"
 // for 1.5 s at the median). Within an address, its rooms' work goes in
 // the order it came.
 
-// quantumWork is the events a replica runs in one turn: a few
-// milliseconds of the engine (natively about 18 million units a second).
-const quantumWork = 16 * workChunk
+// quantumWork is the work a replica runs in one turn, in play's units
+// (ReplayCost: events, and three per packet): about 15 ms of the engine
+// natively (about 18 million units a second), and at most a chunk more.
+const quantumWork = 1 << 18
 
 // turns is the replay's one turn and those waiting for it.
 type turns struct {
