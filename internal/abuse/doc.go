@@ -9,7 +9,9 @@
 // connections past the file descriptors, a damaged store, ping floods,
 // a sampler per (source, rate) pair, QR codes by the thousand, silent
 // joiners of a long log, a page rejoining under new ids, the small
-// protocol slips, and SIGKILLs while commands flow. Each test logs
+// protocol slips, SIGKILLs while commands flow, rooms replaying seeks to
+// their limit beside an instructor's, replicas of large worlds with
+// their marks, and four hosts holding every room connection. Each test logs
 // FIGURE lines (the figures the note quotes) and holds the bound the fix
 // sets.
 //
