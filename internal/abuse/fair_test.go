@@ -297,3 +297,55 @@ func TestFewHostsCannotFillTheRooms(t *testing.T) {
 	figure(t, "students of a sixth address that got in", float64(sixth), "students", fmt.Sprintf("its share is %d", total/6))
 	assert.Equal(t, total/6, sixth, "a sixth address gets its share")
 }
+
+// TestFewHostsCannotFillTheMetrics: four addresses hold every
+// /ws/metrics client the server takes (issue 27: five filled the 4096); a
+// fifth address still gets its share.
+func TestFewHostsCannotFillTheMetrics(t *testing.T) {
+	t.Parallel()
+	if legacy() {
+		t.Skip("no --metric-clients before")
+	}
+	total, perAddr := scale(40, 4096), scale(10, 1024)
+	s := startServer(t, "--metric-clients", strconv.Itoa(total), "--metric-clients-per-addr", strconv.Itoa(perAddr))
+	var mu sync.Mutex
+	var held []*websocket.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	fill := func(f from, n int) (ok int) {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 32)
+		for range n {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				c, _, err := f.dial("/ws/metrics")
+				if err != nil {
+					return
+				}
+				go func() {
+					for {
+						if _, _, err := c.ReadMessage(); err != nil {
+							return
+						}
+					}
+				}()
+				mu.Lock()
+				held = append(held, c)
+				ok++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return ok
+	}
+	for i := range 4 {
+		require.Equal(t, perAddr, fill(from{s, attacker(i)}, perAddr+perAddr/4), "attacker %d", i)
+	}
+	got := fill(from{s, attacker(4)}, total)
+	figure(t, "metric clients of a fifth address that got in", float64(got), "clients", fmt.Sprintf("four addresses held all %d; its share is %d", total, total/5))
+	assert.Equal(t, total/5, got, "a fifth address gets its share")
+}
