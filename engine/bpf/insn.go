@@ -156,8 +156,6 @@ const (
 	opLdImm64    // imm = the 64-bit constant
 	opLdMapPtr   // tgt = map index (BPF_PSEUDO_MAP_FD)
 	opLdMapValue // tgt = map index, imm = offset in value (BPF_PSEUDO_MAP_VALUE)
-
-	numOps
 )
 
 // Atomic sub-operations of opAtomicW / opAtomicDW (BPF_ATOMIC imm field).

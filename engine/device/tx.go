@@ -12,16 +12,15 @@ import (
 // up lazily. It raises no interrupt: virtio_net's XDP send queues run with
 // callbacks off and reclaim completed buffers on the next transmit.
 type TX struct {
-	q       *virtq.Queue
-	costs   *sim.Costs
-	kind    string
-	cursor  sim.Time
-	sleep   bool // found the ring empty: waits for a kick
-	minGap  sim.Duration
-	Sent    uint64
-	Errors  uint64
-	pending sim.Time // time the next frame's send ends, valid when a chain is queued
-	vcpu    *sim.CPU // the guest CPU whose vCPU shares the worker's host CPU (RX.SetSharedVCPU)
+	q      *virtq.Queue
+	costs  *sim.Costs
+	kind   string
+	cursor sim.Time
+	sleep  bool // found the ring empty: waits for a kick
+	minGap sim.Duration
+	Sent   uint64
+	Errors uint64
+	vcpu   *sim.CPU // the guest CPU whose vCPU shares the worker's host CPU (RX.SetSharedVCPU)
 }
 
 // SetSharedVCPU says that the vhost worker, which sends for this queue

@@ -14,16 +14,15 @@ import (
 // paths are the alloc+put cycles the benchmarks and the allocation test
 // share, each through one page_pool path.
 type paths struct {
-	e          *env
-	c0, c1     *sim.CPU
-	cache      *pagepool.Pool // put direct on the NAPI CPU: alloc cache
-	ring       *pagepool.Pool // put from another CPU: ptr_ring
-	slow       *pagepool.Pool // pool_size 1: puts overflow, allocs go to the page allocator
-	frag       *pagepool.Pool // two fragments per page
-	bulk       *pagepool.Pool // bulk puts of 16
-	dma        *pagepool.Pool // DMA-mapped, synced, recycled through the cache
-	bulkPages  []mem.PageID
-	fragOffset uint32
+	e         *env
+	c0, c1    *sim.CPU
+	cache     *pagepool.Pool // put direct on the NAPI CPU: alloc cache
+	ring      *pagepool.Pool // put from another CPU: ptr_ring
+	slow      *pagepool.Pool // pool_size 1: puts overflow, allocs go to the page allocator
+	frag      *pagepool.Pool // two fragments per page
+	bulk      *pagepool.Pool // bulk puts of 16
+	dma       *pagepool.Pool // DMA-mapped, synced, recycled through the cache
+	bulkPages []mem.PageID
 }
 
 func newPaths(tb testing.TB) *paths {

@@ -2,7 +2,6 @@ package view
 
 import (
 	"strconv"
-	"strings"
 )
 
 // The canvas's text: every line of text a view draws is a Text placed
@@ -174,36 +173,7 @@ func (b *texts) add(t Text) bool {
 	return true
 }
 
-// line adds s at (x, y) cut to what fits before the clip's right edge.
-func (b *texts) line(x, y float64, s string, tone Tone) {
-	b.add(Text{X: x, Y: y, S: Fit(s, b.clip.X+b.clip.W-x), Tone: tone})
-}
-
 // title adds a section's title: its first line.
 func (b *texts) title(r Rect, s string) {
 	b.add(Text{X: r.X, Y: r.Y + 1, S: Fit(s, r.W), Tone: ToneAccent})
-}
-
-// wrap splits s into lines of at most w pixels at spaces.
-func wrap(s string, w float64) []string {
-	n := max(1, int(w/GlyphAdv))
-	var lines []string
-	for _, para := range strings.Split(s, "\n") {
-		line := ""
-		for _, word := range strings.Fields(para) {
-			switch {
-			case line == "":
-				line = word
-			case len(line)+1+len(word) <= n:
-				line += " " + word
-			default:
-				lines = append(lines, line)
-				line = word
-			}
-		}
-		if line != "" {
-			lines = append(lines, line)
-		}
-	}
-	return lines
 }

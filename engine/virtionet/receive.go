@@ -18,10 +18,6 @@ const (
 	xmitRedir = 1 << 1 // VIRTIO_XDP_REDIR
 )
 
-// wholePage reports whether buffers own their page (so the page's location
-// follows the buffer), rather than share it with other buffers.
-func (rq *RQ) wholePage() bool { return rq.d.wholePage }
-
 // move records where a whole-page buffer's page is now.
 func (rq *RQ) move(page mem.PageID, loc mem.Loc) {
 	if rq.d.wholePage {

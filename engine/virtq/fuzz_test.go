@@ -27,8 +27,6 @@ func (r *opReader) u8() byte {
 
 func (r *opReader) u16() uint16 { return uint16(r.u8()) | uint16(r.u8())<<8 }
 
-func (r *opReader) u32() uint32 { return uint32(r.u16()) | uint32(r.u16())<<16 }
-
 // stepSize is the bytes one fuzz step takes: op, a, b, c (u16).
 const stepSize = 5
 

@@ -21,7 +21,6 @@ type Shares struct {
 	mu    sync.Mutex
 	n     int
 	held  map[string][]*Slot // by address, oldest first
-	seq   uint64
 	evict uint64
 }
 

@@ -2,11 +2,11 @@ package wspeer
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -48,7 +48,9 @@ func pipePair(t *testing.T) (srv, cli *websocket.Conn) {
 		srv, err = (&websocket.Upgrader{}).Upgrade(&hijackWriter{conn: a, br: br, h: http.Header{}}, req, nil)
 		upgraded <- err
 	}()
-	cli, _, err := websocket.NewClient(b, &url.URL{Scheme: "ws", Host: "pipe", Path: "/"}, nil, 1024, 1024)
+	d := websocket.Dialer{ReadBufferSize: 1024, WriteBufferSize: 1024,
+		NetDialContext: func(context.Context, string, string) (net.Conn, error) { return b, nil }}
+	cli, _, err := d.Dial("ws://pipe/", nil)
 	require.NoError(t, err)
 	require.NoError(t, <-upgraded)
 	return srv, cli
