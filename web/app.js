@@ -647,7 +647,9 @@
     if (!type) { showStatus("This browser records no WebM.", "error"); return; }
     const chunks = [];
     recorder = new MediaRecorder(canvas.captureStream(30), { mimeType: type });
-    recorder.ondataavailable = (e) => { if (e.data.size) chunks.push(e.data); };
+    // clipBytes: what the recording holds so far (a chunk every 250 ms).
+    ui.clipBytes = 0;
+    recorder.ondataavailable = (e) => { if (e.data.size) { chunks.push(e.data); ui.clipBytes += e.data.size; } };
     recorder.onstop = () => {
       recorder = null;
       setRecording(false);

@@ -679,6 +679,10 @@
       case "state": {
         const r = m.room;
         if (!r || !ws.role) return;
+        // A state the game sent before it took room_detach would show
+        // "following" again for a moment: the detach the page shows stands.
+        if (ws.detaching && r.attached) return;
+        ws.detaching = false;
         ws.applied = r.applied;
         ws.replaying = r.replaying;
         ws.attached = r.attached;
@@ -926,6 +930,7 @@
   $("ws-detach").addEventListener("click", () => {
     ws.attached = false;
     ws.status = "detached";
+    ws.detaching = true;
     ui.send({ type: "room_detach" });
     status("Detached: explore freely; the room's commands are kept for when you snap back.", "info", true);
     render();
@@ -933,6 +938,7 @@
   });
   $("ws-snap").addEventListener("click", () => {
     ws.attached = true;
+    ws.detaching = false;
     ws.replaying = true;
     status("Snapping back: replaying the room's log…", "info");
     render();
