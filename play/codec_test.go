@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"ringlab/proto"
 )
 
 // FuzzDecode: whatever the page may post, the codec answers with a
@@ -11,8 +13,8 @@ import (
 // it decodes, and answers one it does not with an error in its Ready.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{`{"type":"step","unit":"packet","n":3}`, `{"type":"set","key":"ring_size","value":64,"id":2}`,
-		`{"type":"room_welcome","you":"student","scenario":{"preset":"default"},"log":[{"seq":1,"cmd":{"type":"step"}}]}`,
-		`{"type":"room_command","seq":1,"cmd":{"type":"seek","t_ns":5000}}`, `{"type":"inspect","kind":"page","index":3}`,
+		`{"type":"welcome","you":"student","scenario":{"preset":"default"},"log":[{"seq":1,"cmd":{"type":"step"}}]}`,
+		`{"type":"command","seq":1,"cmd":{"type":"seek","t_ns":5000}}`, `{"type":"inspect","kind":"page","index":3}`,
 		`{"type":"tutorial_step","tutorial":"descriptor-journey","step":1}`, `{"type":"speed","eps":0}`, `[1]`, `{"type":7}`,
 		`{"type":"resize","w":640,"h":400}`, `{"type":"view","zoom":"in","pan":-3}`, `{"type":"view","ring":"toggle","from":4,"slots":8}`,
 		`{"type":"hover","x":100,"y":80}`, `{"type":"click","x":120,"y":150}`, `{"type":"layout","id":3}`} {
@@ -23,7 +25,7 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		in, err := Decode(raw)
 		if err != nil {
-			require.ErrorIs(t, err, ErrParam)
+			require.ErrorIs(t, err, proto.ErrInvalid)
 			require.Equal(t, err, c.StepJSON(raw))
 			sent := c.Ready().Send
 			require.NotEmpty(t, sent)
@@ -68,19 +70,19 @@ func FuzzParseCommand(f *testing.F) {
 // loose readings encoding/json allows are refused, never logged.
 func TestParseCommandIsStrict(t *testing.T) {
 	for _, tc := range []struct{ in, code, field string }{
-		{`{"type":"pause","Type":"play"}`, CodeUnknownField, "Type"},
-		{`{"Type":"play"}`, CodeUnknownField, "Type"},
-		{`{"type":"pause","type":"play"}`, CodeBadJSON, "type"},
-		{`{"type":"set","key":"mtu","value":"9000","Key":"ring_size"}`, CodeUnknownField, "Key"},
-		{`{"type":"set","key":"mtu","value":1e999}`, CodeOutOfRange, "value"},
-		{`{"type":"set","key":"mtu","value":123456789012345678901234567890}`, CodeOutOfRange, "value"},
-		{`{"type":"set","key":"mtu","value":9007199254740993}`, CodeOutOfRange, "value"},
-		{`{"type":"step","n":123456789012345678901234567890}`, CodeBadField, "n"},
-		{`{"type":"seek","t_ns":1e999}`, CodeBadField, "t_ns"},
+		{`{"type":"pause","Type":"play"}`, proto.CodeUnknownField, "Type"},
+		{`{"Type":"play"}`, proto.CodeMissingType, "type"},
+		{`{"type":"pause","type":"play"}`, proto.CodeBadJSON, "type"},
+		{`{"type":"set","key":"mtu","value":"9000","Key":"ring_size"}`, proto.CodeUnknownField, "Key"},
+		{`{"type":"set","key":"mtu","value":1e999}`, proto.CodeOutOfRange, "value"},
+		{`{"type":"set","key":"mtu","value":123456789012345678901234567890}`, proto.CodeOutOfRange, "value"},
+		{`{"type":"set","key":"mtu","value":9007199254740993}`, proto.CodeOutOfRange, "value"},
+		{`{"type":"step","n":123456789012345678901234567890}`, proto.CodeOutOfRange, "n"},
+		{`{"type":"seek","t_ns":1e999}`, proto.CodeBadField, "t_ns"},
 	} {
 		_, err := ParseCommand([]byte(tc.in))
 		require.Error(t, err, tc.in)
-		ce, ok := err.(*CodecError)
+		ce, ok := err.(*proto.Error)
 		require.True(t, ok, "%s: %v", tc.in, err)
 		require.Equal(t, tc.code, ce.Code, "%s: %v", tc.in, err)
 		require.Equal(t, tc.field, ce.Field, "%s: %v", tc.in, err)
@@ -88,6 +90,6 @@ func TestParseCommandIsStrict(t *testing.T) {
 	_, err := ParseCommand([]byte(`{"type":"set","key":"mtu","value":9007199254740992}`))
 	require.NoError(t, err, "2^53 itself")
 	// Duplicates deeper down are refused in the page's messages too.
-	_, err = Decode([]byte(`{"type":"room_command","seq":1,"cmd":{"type":"step","type":"seek"}}`))
+	_, err = Decode([]byte(`{"type":"command","seq":1,"cmd":{"type":"step","type":"seek"}}`))
 	require.Error(t, err)
 }

@@ -11,6 +11,7 @@ import (
 	"ringlab/engine/scenario"
 	"ringlab/engine/view"
 	"ringlab/engine/vocab"
+	"ringlab/proto"
 )
 
 // Wall-clock periods of the page's updates, in ns of wall time as the
@@ -149,7 +150,7 @@ func (c *Controller) Step(in In) error {
 	outs, err := c.handle(in, id)
 	c.send(outs...)
 	if err != nil {
-		c.send(ErrorOut{Source: inType(in), ID: id, Message: err.Error()})
+		c.send(ErrorOut{Source: nameOf(in), ID: id, Code: codeOf(err), Message: err.Error()})
 	}
 	return err
 }
@@ -164,7 +165,7 @@ func (c *Controller) StepJSON(raw []byte) error {
 		if src == "" {
 			src = "message"
 		}
-		c.send(ErrorOut{Source: src, ID: requestID(raw), Message: err.Error()})
+		c.send(ErrorOut{Source: src, ID: requestID(raw), Code: codeOf(err), Message: err.Error()})
 		return err
 	}
 	return c.Step(in)
@@ -187,8 +188,7 @@ func (c *Controller) handle(in In, id int) ([]Out, error) {
 // run does what in asks of the run itself.
 func (c *Controller) run(in In, id int) ([]Out, error) {
 	s := c.sess
-	switch in.(type) {
-	case Step, Seek, Back, GoTo, Until, Reset, Preset, Scenario, Set, XDPObject, Load, Compare:
+	if is(in, moves) {
 		c.watch = nil // the person took the run elsewhere
 	}
 	switch m := in.(type) {
@@ -706,96 +706,13 @@ func describe(c *Config) string {
 	return b.String()
 }
 
-// inType names an input as its JSON type does (for the source of an
-// error).
-func inType(in In) string {
-	switch in.(type) {
-	case Preset:
-		return "preset"
-	case Set:
-		return "set"
-	case Step:
-		return "step"
-	case Seek:
-		return "seek"
-	case Back:
-		return "back"
-	case GoTo:
-		return "goto"
-	case Until:
-		return "until"
-	case Play:
-		return "play"
-	case Pause:
-		return "pause"
-	case TutorialStep:
-		return "tutorial_step"
-	case TutorialReveal:
-		return "tutorial_reveal"
-	case Hello:
-		return "hello"
-	case Toggle:
-		return "toggle"
-	case Speed:
-		return "speed"
-	case Reset:
-		return "reset"
-	case Scenario:
-		return "scenario"
-	case XDPObject:
-		return "xdp_object"
-	case Compare:
-		return "compare"
-	case Queue:
-		return "queue"
-	case Inspect:
-		return "inspect"
-	case Click:
-		return "click"
-	case Where:
-		return "where"
-	case Layout:
-		return "layout"
-	case Load:
-		return "load"
-	case Sync:
-		return "sync"
-	case DigestReq:
-		return "digest"
-	case Tutorials:
-		return "tutorials"
-	case Tutorial:
-		return "tutorial"
-	case TutorialGrade:
-		return "tutorial_grade"
-	case RoomWelcome:
-		return "room_welcome"
-	case RoomCommand:
-		return "room_command"
-	case RoomLeave:
-		return "room_leave"
-	case RoomBeacon:
-		return "room_beacon"
-	case RoomDetach:
-		return "room_detach"
-	case RoomSnap:
-		return "room_snap"
-	case Resize:
-		return "resize"
-	case View:
-		return "view"
-	case Hover:
-		return "hover"
-	case LiveHello:
-		return "live_hello"
-	case LiveSnapshot:
-		return "live_snapshot"
-	case LiveStatus:
-		return "live_status"
-	case LiveOff:
-		return "live_off"
+// codeOf is the code of a refusal the codec names (proto's), "" for
+// another error.
+func codeOf(err error) string {
+	if e, ok := errors.AsType[*proto.Error](err); ok {
+		return e.Code
 	}
-	return fmt.Sprintf("%T", in)
+	return ""
 }
 
 func contains(list []string, s string) bool {

@@ -204,10 +204,10 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			outs := h.tick(k, 125e6, 1<<16)
 			for _, o := range outs {
 				if s, ok := o.(SyncedOut); ok && s.ID == id {
-					return h.print(name, append(last, keep(outs, "state", "synced", "room_send", "note", "error", "tutorial_step", "tutorial_reveal")...))
+					return h.print(name, append(last, keep(outs, "state", "synced", "command", "note", "error", "tutorial_step", "tutorial_reveal")...))
 				}
 			}
-			last = keep(outs, "room_send", "note", "error", "tutorial_step", "tutorial_reveal")
+			last = keep(outs, "command", "note", "error", "tutorial_step", "tutorial_reveal")
 		}
 	case "draw":
 		return printDraw(&k.last.Draw)
@@ -392,13 +392,6 @@ func intArg(t *testing.T, d *datadriven.TestData, key string, def int) int {
 	return n
 }
 
-func codeOf(err error) string {
-	if e, ok := err.(*CodecError); ok {
-		return e.Code
-	}
-	return "?"
-}
-
 func (h *harness) roomCmd(t *testing.T, d *datadriven.TestData) string {
 	if len(d.CmdArgs) == 0 {
 		d.Fatalf(t, "room create, join or echo")
@@ -550,7 +543,7 @@ func (h *harness) print(name string, outs []Out) string {
 			if h.room != nil {
 				h.room.sent = append(h.room.sent, m.Cmd)
 			}
-			fmt.Fprintf(&b, "room_send %s\n", m.Cmd)
+			fmt.Fprintf(&b, "command %s\n", m.Cmd)
 		case RoomBeaconOut:
 			if h.room != nil {
 				h.room.beacon(m)
@@ -559,7 +552,7 @@ func (h *harness) print(name string, outs []Out) string {
 			if m.Digest == "" {
 				digest = "no digest (an event due at the same time)"
 			}
-			fmt.Fprintf(&b, "room_beacon after seq %d at t=%d: %s, playing=%v\n", m.Seq, m.TNs, digest, m.Playing)
+			fmt.Fprintf(&b, "beacon after seq %d at t=%d: %s, playing=%v\n", m.Seq, m.TNs, digest, m.Playing)
 		case NoteOut:
 			fmt.Fprintf(&b, "note (%s): %s\n", m.Source, m.Text)
 		case LiveOut:

@@ -1,18 +1,17 @@
 package play
 
 import (
-	"encoding/json"
-
 	"ringlab/engine/view"
+	"ringlab/proto"
 	"ringlab/tutorials"
 )
 
 // In is one input of the controller: a message of the page, a command of
 // the workshop room it follows, or the shell's own (Resize). Each is a
 // plain value; Decode reads the page's JSON form of every one, and the
-// commands (Preset, Set, Step, Seek, Play, Pause, TutorialStep,
-// TutorialReveal) have one canonical JSON form, the same in the page's
-// messages and in a room's log (EncodeCommand).
+// room's commands (RoomCommands) have one canonical JSON form, the same
+// in the page's messages and in a room's log (EncodeCommand). The
+// registry (registry.go) names each.
 type In interface{ isIn() }
 
 // Request asks for a reply: the reply, or the error, echoes ID.
@@ -125,31 +124,20 @@ type (
 	Tutorial struct{ Name string }
 )
 
-// The workshop room the page is in (web/workshop.js holds the socket and
-// passes the server's messages on).
+// The workshop room the page is in: its socket's messages, which
+// web/workshop.js passes on under their names there (proto).
 type (
 	// RoomWelcome is the room's welcome: this page's role ("instructor"
 	// or "student"), the room's scenario (nil: the page's default) and
-	// its log so far. The controller replays the log from the scenario.
-	RoomWelcome struct {
-		Room     string
-		You      string
-		Scenario json.RawMessage
-		Log      []RoomEntry
-	}
+	// its log so far (the page passes on the whole log it has). The
+	// controller replays the log from the scenario.
+	RoomWelcome proto.Welcome
 	// RoomCommand is a numbered command the room broadcast.
-	RoomCommand RoomEntry
-	// RoomBeacon is the instructor's periodic word, relayed by the room:
-	// after command Seq (a seek to TNs) pane A's Digest was this
-	// (empty: not comparable), the room playing or not at Speed. A
-	// following student whose own digest there differs resyncs.
-	RoomBeacon struct {
-		Seq     uint64
-		TNs     int64
-		Digest  string
-		Playing bool
-		Speed   float64
-	}
+	RoomCommand proto.Entry
+	// RoomBeacon is the instructor's beacon, relayed by the room
+	// (proto.Beacon). A following student whose own digest after
+	// command Seq differs resyncs.
+	RoomBeacon proto.Beacon
 	// RoomLeave leaves the room: the run stays as it is.
 	RoomLeave struct{}
 	// RoomDetach lets a student explore on its own; the room's commands
@@ -162,10 +150,7 @@ type (
 
 // RoomEntry is one command of a room's log: its number and the command in
 // canonical JSON.
-type RoomEntry struct {
-	Seq uint64          `json:"seq"`
-	Cmd json.RawMessage `json:"cmd"`
-}
+type RoomEntry = proto.Entry
 
 // View changes how the ring view draws. Every field is optional.
 type View struct {

@@ -49,12 +49,11 @@ func (m *instructor) step(c *Controller, in In, id int) ([]Out, bool, error) {
 			return nil, false, nil
 		}
 		return []Out{c.roomSend(in)}, true, nil
-	case Preset, Set, Step, Seek, Back, GoTo, Until, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load:
-	default:
-		return nil, false, nil
+	case Speed:
+		return nil, false, nil // the page's pace, which its play command carries
 	}
-	if id != 0 {
-		return nil, false, nil // a request is the page's own
+	if !is(in, drives) || id != 0 {
+		return nil, false, nil // what does not drive the run, and a request, are the page's own
 	}
 	switch in := in.(type) {
 	case Preset:
@@ -96,7 +95,7 @@ func (m *instructor) step(c *Controller, in In, id int) ([]Out, bool, error) {
 	}
 	// Compare, a scenario, an XDP object or a link would take the
 	// instructor off the room's log.
-	return note(fmt.Sprintf("%q is not shared with the room; leave the room to use it.", inType(in))), true, nil
+	return note(fmt.Sprintf("%q is not shared with the room; leave the room to use it.", nameOf(in))), true, nil
 }
 
 // pinned sends a command whose effect depends on where pane A stands.

@@ -830,7 +830,7 @@ type LiveNumber struct {
 	Known bool       `json:"known"` // engine/vocab has it
 }
 
-func (LiveOut) outType() string { return "live" }
+func (LiveOut) isOut() {}
 
 // liveOut describes the hello's counters.
 func (l *liveView) liveOut() LiveOut {

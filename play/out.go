@@ -1,33 +1,30 @@
 package play
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"ringlab/engine/view"
 	"ringlab/engine/vocab"
+	"ringlab/proto"
 	"ringlab/tutorials"
 )
 
 // Out is one message the controller has for the page. MarshalOut writes
-// it as the page reads it: a JSON object whose "type" comes first.
-type Out interface{ outType() string }
+// it as the page reads it: a JSON object whose "type", the registry's
+// name, comes first.
+type Out interface{ isOut() }
 
 // MarshalOut writes o as the page reads it.
 func MarshalOut(o Out) ([]byte, error) {
-	b, err := json.Marshal(o)
+	b, err := proto.Encode(nameOf(o), o)
 	if err != nil {
-		return nil, fmt.Errorf("play: encoding %s: %w", o.outType(), err)
+		return nil, fmt.Errorf("play: %w", err)
 	}
-	head := `{"type":"` + o.outType() + `"`
-	if string(b) == "{}" {
-		return []byte(head + "}"), nil
-	}
-	return append([]byte(head+","), b[1:]...), nil
+	return b, nil
 }
 
 // Type returns o's message type, as MarshalOut writes it.
-func Type(o Out) string { return o.outType() }
+func Type(o Out) string { return nameOf(o) }
 
 // ReadyOut tells the page what it can offer: the presets, the parameters,
 // the rows a compare pane shows first, and the benchmark mode.
@@ -200,9 +197,12 @@ type SyncedOut struct {
 
 // ErrorOut is a refusal or a failure: Source is the message type at
 // fault, or url, load, message (one the codec could not read), game.
+// Code is the refusal's code when the codec made it (proto's: the page
+// matches codes, never words).
 type ErrorOut struct {
 	Source  string `json:"source"`
 	ID      int    `json:"id,omitempty"`
+	Code    string `json:"code,omitempty"`
 	Message string `json:"message"`
 }
 
@@ -255,23 +255,16 @@ type TutorialRevealOut struct {
 	Question int    `json:"question"`
 }
 
-// RoomSendOut is a command for the room the page leads: the page sends
-// it with its instructor token. Cmd is canonical (EncodeCommand).
-type RoomSendOut struct {
-	Cmd json.RawMessage `json:"cmd"`
-}
+// RoomSendOut is a command for the room the page leads, the room's
+// command message as the page sends it on (proto.Command): its
+// connection is the instructor's. Cmd is canonical (EncodeCommand).
+type RoomSendOut proto.Command
 
-// RoomBeaconOut is the instructor's beacon for the room (the page sends
-// it as a beacon message): after command Seq, a seek to TNs, pane A's
-// digest was Digest ("" when another event was due at the same time, so
-// a seek there would not land on the same state).
-type RoomBeaconOut struct {
-	Seq     uint64  `json:"seq"`
-	TNs     int64   `json:"t_ns"`
-	Digest  string  `json:"digest"`
-	Playing bool    `json:"playing"`
-	Speed   float64 `json:"speed"`
-}
+// RoomBeaconOut is the instructor's beacon for the room (proto.Beacon),
+// which the page sends on as it is: after command Seq, a seek to TNs,
+// pane A's digest was Digest ("" when another event was due at the same
+// time, so a seek there would not land on the same state).
+type RoomBeaconOut proto.Beacon
 
 // NoteOut is a sentence for the person: why the room took over or
 // refused what they did.
@@ -280,19 +273,19 @@ type NoteOut struct {
 	Text   string `json:"text"`
 }
 
-func (ReadyOut) outType() string          { return "ready" }
-func (TutorialGradeOut) outType() string  { return "tutorial_grade" }
-func (StateOut) outType() string          { return "state" }
-func (InspectOut) outType() string        { return "inspect" }
-func (WhereOut) outType() string          { return "where" }
-func (LayoutOut) outType() string         { return "layout" }
-func (DigestOut) outType() string         { return "digest" }
-func (SyncedOut) outType() string         { return "synced" }
-func (ErrorOut) outType() string          { return "error" }
-func (TutorialsOut) outType() string      { return "tutorials" }
-func (TutorialOut) outType() string       { return "tutorial" }
-func (TutorialStepOut) outType() string   { return "tutorial_step" }
-func (TutorialRevealOut) outType() string { return "tutorial_reveal" }
-func (RoomSendOut) outType() string       { return "room_send" }
-func (RoomBeaconOut) outType() string     { return "room_beacon" }
-func (NoteOut) outType() string           { return "note" }
+func (ReadyOut) isOut()          {}
+func (TutorialGradeOut) isOut()  {}
+func (StateOut) isOut()          {}
+func (InspectOut) isOut()        {}
+func (WhereOut) isOut()          {}
+func (LayoutOut) isOut()         {}
+func (DigestOut) isOut()         {}
+func (SyncedOut) isOut()         {}
+func (ErrorOut) isOut()          {}
+func (TutorialsOut) isOut()      {}
+func (TutorialOut) isOut()       {}
+func (TutorialStepOut) isOut()   {}
+func (TutorialRevealOut) isOut() {}
+func (RoomSendOut) isOut()       {}
+func (RoomBeaconOut) isOut()     {}
+func (NoteOut) isOut()           {}

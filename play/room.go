@@ -363,14 +363,15 @@ func (c *Controller) applyRoom(e RoomEntry) []Out {
 			r.mark = e.Seq
 		}
 	}
-	switch m := in.(type) {
-	case Preset, Set, Step, Back, GoTo, Until, Reset:
+	if !is(in, byMode) {
 		outs, err := c.run(in, 0)
 		if err != nil {
 			r.mark = 0
 			return fail(err)
 		}
 		return outs
+	}
+	switch m := in.(type) {
 	case Play:
 		r.playing, r.speed = true, m.Speed
 	case Pause:

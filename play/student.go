@@ -80,15 +80,16 @@ func (f following) step(c *Controller, in In, id int) ([]Out, bool, error) {
 	case TutorialStep:
 		// It would take this page's world off the room's.
 		return nil, true, errFollowing
-	case Preset, Set, Step, Seek, Back, GoTo, Until, Play, Pause, Toggle, Reset, Compare, Scenario, XDPObject, Load, Speed:
-		// Nothing takes a following student's world off the room's, a
-		// request (with an id) no more than a key.
-		if id != 0 {
-			return nil, true, errFollowing
-		}
-		return note("You are following the room: detach to explore on your own."), true, nil
 	}
-	return nil, false, nil
+	if !is(in, drives) {
+		return nil, false, nil
+	}
+	// Nothing takes a following student's world off the room's, a
+	// request (with an id) no more than a key.
+	if id != 0 {
+		return nil, true, errFollowing
+	}
+	return note("You are following the room: detach to explore on your own."), true, nil
 }
 
 // owes is what a following student may play of owed events from fired:

@@ -7,6 +7,7 @@ import (
 
 	"ringlab/engine/view"
 	"ringlab/engine/vocab"
+	"ringlab/proto"
 )
 
 // How the canvas is viewed: the ring view's mode, zoom and window (View),
@@ -31,14 +32,14 @@ type wView struct {
 
 func decodeView(raw []byte) (In, int, error) {
 	var w wView
-	if err := strict(raw, &w); err != nil {
+	if err := proto.Strict(raw, &w); err != nil {
 		return nil, 0, err
 	}
 	v := View{Ring: w.Ring, Slots: w.Slots, Pan: w.Pan, From: w.From, Follow: w.Follow}
 	switch w.Ring {
 	case "", "auto", "circle", "linear", "toggle":
 	default:
-		return nil, 0, codecErr(CodeOutOfRange, "ring", "ring %q: want auto, circle, linear or toggle", w.Ring)
+		return nil, 0, proto.Errorf(proto.CodeOutOfRange, "ring", "ring %q: want auto, circle, linear or toggle", w.Ring)
 	}
 	switch w.Zoom {
 	case "":
@@ -47,16 +48,16 @@ func decodeView(raw []byte) (In, int, error) {
 	case "out":
 		v.Zoom = -1
 	default:
-		return nil, 0, codecErr(CodeOutOfRange, "zoom", "zoom %q: want in or out", w.Zoom)
+		return nil, 0, proto.Errorf(proto.CodeOutOfRange, "zoom", "zoom %q: want in or out", w.Zoom)
 	}
 	if w.Slots != nil && (*w.Slots < 0 || *w.Slots > MaxViewSlots) {
-		return nil, 0, codecErr(CodeOutOfRange, "slots", "slots must be 0 (what fits) to %d, got %d", MaxViewSlots, *w.Slots)
+		return nil, 0, proto.Errorf(proto.CodeOutOfRange, "slots", "slots must be 0 (what fits) to %d, got %d", MaxViewSlots, *w.Slots)
 	}
 	if w.Pan < -MaxViewSlots || w.Pan > MaxViewSlots {
-		return nil, 0, codecErr(CodeOutOfRange, "pan", "pan must be between -%d and %d slots, got %d", MaxViewSlots, MaxViewSlots, w.Pan)
+		return nil, 0, proto.Errorf(proto.CodeOutOfRange, "pan", "pan must be between -%d and %d slots, got %d", MaxViewSlots, MaxViewSlots, w.Pan)
 	}
 	if w.From != nil && (*w.From < 0 || *w.From > MaxViewSlots) {
-		return nil, 0, codecErr(CodeOutOfRange, "from", "from must be a slot from 0 to %d, got %d", MaxViewSlots, *w.From)
+		return nil, 0, proto.Errorf(proto.CodeOutOfRange, "from", "from must be a slot from 0 to %d, got %d", MaxViewSlots, *w.From)
 	}
 	return v, w.ID, nil
 }
@@ -70,7 +71,7 @@ type wHover struct {
 
 func decodeHover(raw []byte) (In, int, error) {
 	var w wHover
-	if err := strict(raw, &w); err != nil {
+	if err := proto.Strict(raw, &w); err != nil {
 		return nil, 0, err
 	}
 	if w.X == nil || w.Y == nil {

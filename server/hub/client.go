@@ -7,8 +7,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"ringlab/proto"
 	"ringlab/server/ratelimit"
-	"ringlab/server/wsmsg"
 	"ringlab/server/wspeer"
 )
 
@@ -33,12 +33,12 @@ func (h *Hub) handle(c *client, kind int, data []byte) {
 		return
 	}
 	if kind != websocket.TextMessage {
-		c.reply(wsmsg.Errorf(wsmsg.CodeBinaryFrame, "", "binary frames are not accepted; send JSON text messages"))
+		c.reply(proto.Errorf(proto.CodeBinaryFrame, "", "binary frames are not accepted; send JSON text messages"))
 		return
 	}
-	typ, err := wsmsg.Type(data)
+	typ, err := proto.Type(data)
 	if err != nil {
-		c.reply(wsmsg.AsError(err))
+		c.reply(proto.AsError(err))
 		return
 	}
 	switch typ {
@@ -46,13 +46,13 @@ func (h *Hub) handle(c *client, kind int, data []byte) {
 		h.subscribe(c, data)
 	case typePing:
 		var m pingMsg
-		if err := wsmsg.Strict(data, &m); err != nil {
-			c.reply(wsmsg.AsError(err))
+		if err := proto.Strict(data, &m); err != nil {
+			c.reply(proto.AsError(err))
 			return
 		}
 		c.peer.Send(mustMarshal(pongMsg{Type: typePong, Time: time.Now()}))
 	default:
-		c.reply(wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown message type %q; /ws/metrics takes subscribe and ping", typ))
+		c.reply(proto.Errorf(proto.CodeUnknownType, "type", "unknown message type %q; /ws/metrics takes subscribe and ping", typ))
 	}
 }
 
@@ -62,7 +62,7 @@ func (h *Hub) handle(c *client, kind int, data []byte) {
 func (h *Hub) allow(c *client) bool {
 	ok, first, closeNow := c.guard.Take(h.now(), maxViolations)
 	if first {
-		c.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
+		c.reply(proto.Errorf(proto.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
 	}
 	if closeNow {
 		c.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
@@ -70,14 +70,14 @@ func (h *Hub) allow(c *client) bool {
 	return ok
 }
 
-func (c *client) reply(e *wsmsg.Error) { c.peer.Send(e.Encode()) }
+func (c *client) reply(e *proto.Error) { c.peer.Send(e.Encode()) }
 
 // subscribe validates a subscribe and moves c to the sampler it asks for.
 // A rejected subscribe changes nothing.
 func (h *Hub) subscribe(c *client, data []byte) {
 	var m subscribeMsg
-	if err := wsmsg.Strict(data, &m); err != nil {
-		c.reply(wsmsg.AsError(err))
+	if err := proto.Strict(data, &m); err != nil {
+		c.reply(proto.AsError(err))
 		return
 	}
 	h.mu.Lock()
@@ -86,7 +86,7 @@ func (h *Hub) subscribe(c *client, data []byte) {
 
 	if m.Source != nil {
 		if !slices.Contains(h.specs, *m.Source) {
-			c.reply(wsmsg.Errorf(wsmsg.CodeNotFound, "source", "unknown source %q; this server offers %s", *m.Source, strings.Join(h.specs, ", ")))
+			c.reply(proto.Errorf(proto.CodeNotFound, "source", "unknown source %q; this server offers %s", *m.Source, strings.Join(h.specs, ", ")))
 			return
 		}
 		if *m.Source != key.spec {
@@ -95,18 +95,18 @@ func (h *Hub) subscribe(c *client, data []byte) {
 	}
 	if m.RateHz != nil {
 		if *m.RateHz < MinRateHz || *m.RateHz > MaxRateHz {
-			c.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "rate_hz", "rate_hz must be between %d and %d, got %d", MinRateHz, MaxRateHz, *m.RateHz))
+			c.reply(proto.Errorf(proto.CodeOutOfRange, "rate_hz", "rate_hz must be between %d and %d, got %d", MinRateHz, MaxRateHz, *m.RateHz))
 			return
 		}
 		key.rateHz = *m.RateHz
 	}
 	ref, err := h.acquire(key.spec)
 	if err != nil {
-		c.reply(wsmsg.Errorf(wsmsg.CodeUnavailable, "source", "%v", err))
+		c.reply(proto.Errorf(proto.CodeUnavailable, "source", "%v", err))
 		return
 	}
 	if m.Counters != nil {
-		var e *wsmsg.Error
+		var e *proto.Error
 		if f, e = newFilter(*m.Counters, ref.info.Counters); e != nil {
 			h.release(ref)
 			c.reply(e)
@@ -127,7 +127,7 @@ func (h *Hub) subscribe(c *client, data []byte) {
 	}
 	if !h.reserve(c, key) {
 		h.release(ref)
-		c.reply(wsmsg.Errorf(wsmsg.CodeLimitExceeded, "rate_hz", "this address's clients are on %d sources at rates other than %d Hz, the most one address may be (each is sampled on its own); use rate_hz %d or one of their rates", MaxRatesPerAddr, DefaultRateHz, DefaultRateHz))
+		c.reply(proto.Errorf(proto.CodeLimitExceeded, "rate_hz", "this address's clients are on %d sources at rates other than %d Hz, the most one address may be (each is sampled on its own); use rate_hz %d or one of their rates", MaxRatesPerAddr, DefaultRateHz, DefaultRateHz))
 		return
 	}
 	h.detach(c)
@@ -157,17 +157,17 @@ func (h *Hub) refilter(c *client, key samplerKey, ref *sourceRef) *sampler {
 
 // newFilter checks an allowlist against the counters a source offers. An
 // empty list means all counters.
-func newFilter(names, offered []string) (*filter, *wsmsg.Error) {
+func newFilter(names, offered []string) (*filter, *proto.Error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
 	if len(names) > maxCounters {
-		return nil, wsmsg.Errorf(wsmsg.CodeOutOfRange, "counters", "at most %d counters, got %d", maxCounters, len(names))
+		return nil, proto.Errorf(proto.CodeOutOfRange, "counters", "at most %d counters, got %d", maxCounters, len(names))
 	}
 	f := &filter{names: map[string]bool{}}
 	for i, n := range names {
 		if !slices.Contains(offered, n) {
-			return nil, wsmsg.Errorf(wsmsg.CodeNotFound, "counters", "counters[%d]: the source has no counter %q (see hello.counters)", i, n)
+			return nil, proto.Errorf(proto.CodeNotFound, "counters", "counters[%d]: the source has no counter %q (see hello.counters)", i, n)
 		}
 		f.names[n] = true
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/internal/wstest"
+	"ringlab/proto"
 	"ringlab/server/metrics"
-	"ringlab/server/wsmsg"
 	"ringlab/server/wspeer"
 )
 
@@ -242,20 +242,20 @@ func TestBadInputGetsAnErrorAndTheConnectionStays(t *testing.T) {
 		wantField string
 		wantText  string
 	}{
-		{"malformed JSON", websocket.TextMessage, `{"type":`, wsmsg.CodeBadJSON, "", "malformed JSON"},
-		{"not an object", websocket.TextMessage, `[1]`, wsmsg.CodeBadJSON, "", "JSON object"},
-		{"no type", websocket.TextMessage, `{"rate_hz":5}`, wsmsg.CodeMissingType, "type", `"type"`},
-		{"unknown type", websocket.TextMessage, `{"type":"frobnicate"}`, wsmsg.CodeUnknownType, "type", `"frobnicate"`},
-		{"wrong field type", websocket.TextMessage, `{"type":"subscribe","rate_hz":"fast"}`, wsmsg.CodeBadField, "rate_hz", "want an integer, got string"},
-		{"fractional rate", websocket.TextMessage, `{"type":"subscribe","rate_hz":2.5}`, wsmsg.CodeBadField, "rate_hz", "want an integer"},
-		{"rate 0", websocket.TextMessage, `{"type":"subscribe","rate_hz":0}`, wsmsg.CodeOutOfRange, "rate_hz", "between 1 and 50, got 0"},
-		{"rate 51", websocket.TextMessage, `{"type":"subscribe","rate_hz":51}`, wsmsg.CodeOutOfRange, "rate_hz", "between 1 and 50, got 51"},
-		{"unknown field", websocket.TextMessage, `{"type":"subscribe","rate":20}`, wsmsg.CodeUnknownField, "rate", "no such field"},
-		{"unknown source", websocket.TextMessage, `{"type":"subscribe","source":"lab"}`, wsmsg.CodeNotFound, "source", "this server offers fake, fake:b"},
-		{"unknown counter", websocket.TextMessage, `{"type":"subscribe","counters":["rx_kicks","rx_nope"]}`, wsmsg.CodeNotFound, "counters", `counters[1]: the source has no counter "rx_nope"`},
-		{"counters not strings", websocket.TextMessage, `{"type":"subscribe","counters":[1]}`, wsmsg.CodeBadField, "counters", "want a string"},
-		{"binary frame", websocket.BinaryMessage, `{"type":"ping"}`, wsmsg.CodeBinaryFrame, "", "binary frames"},
-		{"ping with extra field", websocket.TextMessage, `{"type":"ping","x":1}`, wsmsg.CodeUnknownField, "x", ""},
+		{"malformed JSON", websocket.TextMessage, `{"type":`, proto.CodeBadJSON, "", "malformed JSON"},
+		{"not an object", websocket.TextMessage, `[1]`, proto.CodeBadJSON, "", "JSON object"},
+		{"no type", websocket.TextMessage, `{"rate_hz":5}`, proto.CodeMissingType, "type", `"type"`},
+		{"unknown type", websocket.TextMessage, `{"type":"frobnicate"}`, proto.CodeUnknownType, "type", `"frobnicate"`},
+		{"wrong field type", websocket.TextMessage, `{"type":"subscribe","rate_hz":"fast"}`, proto.CodeBadField, "rate_hz", "want an integer, got string"},
+		{"fractional rate", websocket.TextMessage, `{"type":"subscribe","rate_hz":2.5}`, proto.CodeBadField, "rate_hz", "want an integer"},
+		{"rate 0", websocket.TextMessage, `{"type":"subscribe","rate_hz":0}`, proto.CodeOutOfRange, "rate_hz", "between 1 and 50, got 0"},
+		{"rate 51", websocket.TextMessage, `{"type":"subscribe","rate_hz":51}`, proto.CodeOutOfRange, "rate_hz", "between 1 and 50, got 51"},
+		{"unknown field", websocket.TextMessage, `{"type":"subscribe","rate":20}`, proto.CodeUnknownField, "rate", "no such field"},
+		{"unknown source", websocket.TextMessage, `{"type":"subscribe","source":"lab"}`, proto.CodeNotFound, "source", "this server offers fake, fake:b"},
+		{"unknown counter", websocket.TextMessage, `{"type":"subscribe","counters":["rx_kicks","rx_nope"]}`, proto.CodeNotFound, "counters", `counters[1]: the source has no counter "rx_nope"`},
+		{"counters not strings", websocket.TextMessage, `{"type":"subscribe","counters":[1]}`, proto.CodeBadField, "counters", "want a string"},
+		{"binary frame", websocket.BinaryMessage, `{"type":"ping"}`, proto.CodeBinaryFrame, "", "binary frames"},
+		{"ping with extra field", websocket.TextMessage, `{"type":"ping","x":1}`, proto.CodeUnknownField, "x", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -563,7 +563,7 @@ func TestRateLimit(t *testing.T) {
 		case typePong:
 			pongs++
 		case "error":
-			assert.Equal(t, wsmsg.CodeRateLimited, m.Code)
+			assert.Equal(t, proto.CodeRateLimited, m.Code)
 			limited++
 		}
 	}
@@ -645,7 +645,7 @@ func TestSourceErrorsAreReportedOnceAndSnapshotsResume(t *testing.T) {
 	for e = read(t, c); e.Type == typeSnapshot; e = read(t, c) {
 		last = e // sampled before the failure
 	}
-	assert.Equal(t, wsmsg.CodeUnavailable, e.Code)
+	assert.Equal(t, proto.CodeUnavailable, e.Code)
 	assert.Contains(t, e.Message, "interface vanished")
 
 	// No second error for the same failure while it lasts: the next message
@@ -856,7 +856,7 @@ func TestRatesPerAddress(t *testing.T) {
 		send(t, c, fmt.Sprintf(`{"type":"subscribe","rate_hz":%d}`, 20+i))
 		m := readUntil(t, c, map[bool]string{true: typeHello, false: "error"}[i < MaxRatesPerAddr])
 		if i == MaxRatesPerAddr {
-			assert.Equal(t, wsmsg.CodeLimitExceeded, m.Code)
+			assert.Equal(t, proto.CodeLimitExceeded, m.Code)
 			// One of them already in use is not a new pair.
 			send(t, c, `{"type":"subscribe","rate_hz":20}`)
 			readUntil(t, c, typeHello)

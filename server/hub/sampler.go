@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"ringlab/proto"
 	"ringlab/server/metrics"
-	"ringlab/server/wsmsg"
 )
 
 // samplerKey identifies a sampler: clients on the same source at the same
@@ -140,7 +140,7 @@ func (s *sampler) reportError(err error) {
 	}
 	s.lastErr = err.Error()
 	s.log.Warn("sampling failed", "source", s.key.spec, "err", err)
-	msg := wsmsg.Errorf(wsmsg.CodeUnavailable, "", "source %s: %v (retrying, at most %v apart)", s.key.spec, err, MaxRetryInterval).Encode()
+	msg := proto.Errorf(proto.CodeUnavailable, "", "source %s: %v (retrying, at most %v apart)", s.key.spec, err, MaxRetryInterval).Encode()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.clients {

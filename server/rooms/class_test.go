@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/internal/wstest"
-	"ringlab/server/wsmsg"
+	"ringlab/proto"
 )
 
 // classMsg is a roster, predictions or beacon message, decoded loosely.
@@ -334,7 +334,7 @@ func TestInstructorRemovesAStudent(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 
 	send(t, stu, `{"type":"remove","client":"abc"}`)
-	assert.Equal(t, wsmsg.CodeForbidden, readUntil(t, stu, "error").Code, "a student removes nobody")
+	assert.Equal(t, proto.CodeForbidden, readUntil(t, stu, "error").Code, "a student removes nobody")
 	send(t, inst, `{"type":"remove","client":"abc"}`)
 	assert.Equal(t, websocket.ClosePolicyViolation, readClose(t, stu).Code)
 	rm := f.reg.lookup(cr.Room)
@@ -347,9 +347,9 @@ func TestInstructorRemovesAStudent(t *testing.T) {
 
 	again := f.dial(t, cr.Room)
 	send(t, again, `{"type":"join","role":"student","client":"abc"}`)
-	assert.Equal(t, wsmsg.CodeForbidden, readUntil(t, again, "error").Code, "its id may not join again")
+	assert.Equal(t, proto.CodeForbidden, readUntil(t, again, "error").Code, "its id may not join again")
 	send(t, inst, `{"type":"remove","client":"nobody"}`)
-	assert.Equal(t, wsmsg.CodeNotFound, readUntil(t, inst, "error").Code)
+	assert.Equal(t, proto.CodeNotFound, readUntil(t, inst, "error").Code)
 }
 
 // TestRosterHoldsAnAddressToItsStudentsAtOnce: students of one address

@@ -7,11 +7,11 @@ import (
 
 	"ringlab/engine/scenario"
 	"ringlab/play"
-	"ringlab/server/wsmsg"
+	"ringlab/proto"
 )
 
 // Validator checks an instructor's command and returns it in canonical form,
-// which is what is logged and broadcast. Its error should be a *wsmsg.Error
+// which is what is logged and broadcast. Its error should be a *proto.Error
 // naming the field at fault (relative to the command).
 type Validator func(cmd json.RawMessage) (json.RawMessage, error)
 
@@ -30,17 +30,17 @@ const MinRoomSpeed = 1
 func DefaultValidator(raw json.RawMessage) (json.RawMessage, error) {
 	in, err := play.ParseCommand(raw)
 	if err != nil {
-		if e, ok := errors.AsType[*play.CodecError](err); ok {
-			return nil, wsmsg.Errorf(e.Code, e.Field, "%s", e.Msg)
+		if e, ok := errors.AsType[*proto.Error](err); ok {
+			return nil, e
 		}
-		return nil, wsmsg.Errorf(wsmsg.CodeInternal, "", "%v", err)
+		return nil, proto.Errorf(proto.CodeInternal, "", "%v", err)
 	}
 	if p, ok := in.(play.Play); ok && p.Speed != 0 && !(p.Speed >= MinRoomSpeed) {
-		return nil, wsmsg.Errorf(wsmsg.CodeOutOfRange, "speed", "speed is events per second of wall time, from %d to %d (or none: the speed the room has), got %g", MinRoomSpeed, play.MaxRoomSpeed, p.Speed)
+		return nil, proto.Errorf(proto.CodeOutOfRange, "speed", "speed is events per second of wall time, from %d to %d (or none: the speed the room has), got %g", MinRoomSpeed, play.MaxRoomSpeed, p.Speed)
 	}
 	b, err := play.EncodeCommand(in)
 	if err != nil {
-		return nil, wsmsg.Errorf(wsmsg.CodeInternal, "", "%v", err)
+		return nil, proto.Errorf(proto.CodeInternal, "", "%v", err)
 	}
 	return b, nil
 }
@@ -62,40 +62,40 @@ func checkScenario(raw json.RawMessage, budget int64) (json.RawMessage, error) {
 		return nil, nil
 	}
 	if raw[0] != '{' {
-		return nil, wsmsg.Errorf(wsmsg.CodeBadField, "", "want an object")
+		return nil, proto.Errorf(proto.CodeBadField, "", "want an object")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, wsmsg.Errorf(wsmsg.CodeBadJSON, "", "%v", err)
+		return nil, proto.Errorf(proto.CodeBadJSON, "", "%v", err)
 	}
 	var sc scenario.Scenario
 	var preset struct {
 		Preset string `json:"preset"`
 	}
-	if wsmsg.Strict(raw, &preset) == nil {
+	if proto.Strict(raw, &preset) == nil {
 		s, err := scenario.LookupPreset(preset.Preset)
 		if err != nil {
-			return nil, wsmsg.Errorf(wsmsg.CodeNotFound, "preset", "%v", err)
+			return nil, proto.Errorf(proto.CodeNotFound, "preset", "%v", err)
 		}
 		sc = s
 	} else {
 		// Names exactly and once (engine/scenario's decoder takes "Seed"
 		// for "seed" and the last of two), then the engine's validator.
 		var exact scenario.Scenario
-		if err := wsmsg.Strict(raw, &exact); err != nil {
+		if err := proto.Strict(raw, &exact); err != nil {
 			return nil, err
 		}
 		s, err := scenario.DecodeBytes(raw)
 		if err != nil {
 			if fe, ok := errors.AsType[*scenario.FieldError](err); ok {
-				return nil, wsmsg.Errorf(wsmsg.CodeBadField, fe.Field, "%s", fe.Reason)
+				return nil, proto.Errorf(proto.CodeBadField, fe.Field, "%s", fe.Reason)
 			}
-			return nil, wsmsg.Errorf(wsmsg.CodeBadField, "", "%v", err)
+			return nil, proto.Errorf(proto.CodeBadField, "", "%v", err)
 		}
 		sc = s
 	}
 	if est := sc.MemoryEstimate(); est > budget {
-		return nil, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "this world needs about %d MiB in every student's browser tab; a room's world has at most %d MiB (memory_pages, ring sizes, queues and CPUs make it)", est>>20, budget>>20)
+		return nil, proto.Errorf(proto.CodeLimitExceeded, "", "this world needs about %d MiB in every student's browser tab; a room's world has at most %d MiB (memory_pages, ring sizes, queues and CPUs make it)", est>>20, budget>>20)
 	}
 	return buf.Bytes(), nil
 }
@@ -114,7 +114,7 @@ func scenarioBytes(raw json.RawMessage) int64 {
 	case len(raw) == 0 || string(raw) == "null":
 		def := play.DefaultConfig()
 		sc, err = def.Build()
-	case wsmsg.Strict(raw, &preset) == nil:
+	case proto.Strict(raw, &preset) == nil:
 		sc, err = scenario.LookupPreset(preset.Preset)
 	default:
 		sc, err = scenario.DecodeBytes(raw)

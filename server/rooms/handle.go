@@ -11,7 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"ringlab/play"
-	"ringlab/server/wsmsg"
+	"ringlab/proto"
 )
 
 // handle processes one message on m's reader goroutine and reports whether
@@ -21,12 +21,12 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 		return m.role != ""
 	}
 	if kind != websocket.TextMessage {
-		m.reply(wsmsg.Errorf(wsmsg.CodeBinaryFrame, "", "binary frames are not accepted; send JSON text messages"))
+		m.reply(proto.Errorf(proto.CodeBinaryFrame, "", "binary frames are not accepted; send JSON text messages"))
 		return m.role != ""
 	}
-	typ, err := wsmsg.Type(data)
+	typ, err := proto.Type(data)
 	if err != nil {
-		m.reply(wsmsg.AsError(err))
+		m.reply(proto.AsError(err))
 		return m.role != ""
 	}
 	switch typ {
@@ -38,13 +38,13 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 		r.side(rm, m, typ, data)
 	case typePing:
 		var p pingMsg
-		if err := wsmsg.Strict(data, &p); err != nil {
-			m.reply(wsmsg.AsError(err))
+		if err := proto.Strict(data, &p); err != nil {
+			m.reply(proto.AsError(err))
 			break
 		}
 		m.peer.Send(mustMarshal(pongMsg{Type: typePong}))
 	default:
-		m.reply(wsmsg.Errorf(wsmsg.CodeUnknownType, "type", "unknown message type %q; /ws/room takes join, command, beacon, status, predict, share_predictions, remove and ping", typ))
+		m.reply(proto.Errorf(proto.CodeUnknownType, "type", "unknown message type %q; /ws/room takes join, command, beacon, status, predict, share_predictions, remove and ping", typ))
 	}
 	return m.role != ""
 }
@@ -55,7 +55,7 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 func (r *Registry) allow(m *member) bool {
 	ok, first, closeNow := m.guard.Take(r.opts.Now(), maxViolations)
 	if first {
-		m.reply(wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
+		m.reply(proto.Errorf(proto.CodeRateLimited, "", "more than %d messages per second (burst %d, ping frames included): message dropped", msgRatePerSecond, msgBurst))
 	}
 	if closeNow {
 		m.peer.Abort(websocket.ClosePolicyViolation, "rate limit exceeded repeatedly")
@@ -63,30 +63,30 @@ func (r *Registry) allow(m *member) bool {
 	return ok
 }
 
-func (m *member) reply(e *wsmsg.Error) { m.peer.Send(e.Encode()) }
+func (m *member) reply(e *proto.Error) { m.peer.Send(e.Encode()) }
 
 // join checks a join message and adds m to the room. The token is
 // presented here, once: a wrong token leaves m unjoined (it may try
 // again); a full or expired room closes the connection after the error.
 func (r *Registry) join(rm *room, m *member, data []byte) {
 	if m.role != "" {
-		m.reply(wsmsg.Errorf(wsmsg.CodeBadState, "", "already joined as %s", m.role))
+		m.reply(proto.Errorf(proto.CodeBadState, "", "already joined as %s", m.role))
 		return
 	}
 	var j joinMsg
-	if err := wsmsg.Strict(data, &j); err != nil {
-		m.reply(wsmsg.AsError(err))
+	if err := proto.Strict(data, &j); err != nil {
+		m.reply(proto.AsError(err))
 		return
 	}
 	switch j.Role {
 	case RoleStudent:
 	case RoleInstructor:
 		if j.Token == nil || !rm.tokenOK(*j.Token) {
-			m.reply(wsmsg.Errorf(wsmsg.CodeForbidden, "token", "joining as instructor needs the room's instructor token"))
+			m.reply(proto.Errorf(proto.CodeForbidden, "token", "joining as instructor needs the room's instructor token"))
 			return
 		}
 	default:
-		m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "role", `role must be "student" or "instructor", got %q`, j.Role))
+		m.reply(proto.Errorf(proto.CodeOutOfRange, "role", `role must be "student" or "instructor", got %q`, j.Role))
 		return
 	}
 	var since uint64
@@ -96,7 +96,7 @@ func (r *Registry) join(rm *room, m *member, data []byte) {
 	var client, name string
 	if j.Client != nil {
 		if !clientPattern.MatchString(*j.Client) {
-			m.reply(wsmsg.Errorf(wsmsg.CodeBadField, "client", "client must match %s", clientPattern))
+			m.reply(proto.Errorf(proto.CodeBadField, "client", "client must match %s", clientPattern))
 			return
 		}
 		client = *j.Client
@@ -104,7 +104,7 @@ func (r *Registry) join(rm *room, m *member, data []byte) {
 	if j.Name != nil {
 		n := strings.Join(strings.Fields(*j.Name), " ")
 		if !utf8.ValidString(n) || len(n) > maxNameLen || strings.ContainsFunc(n, unicode.IsControl) {
-			m.reply(wsmsg.Errorf(wsmsg.CodeBadField, "name", "a name has at most %d bytes of printable UTF-8", maxNameLen))
+			m.reply(proto.Errorf(proto.CodeBadField, "name", "a name has at most %d bytes of printable UTF-8", maxNameLen))
 			return
 		}
 		name = n
@@ -123,25 +123,28 @@ func (r *Registry) join(rm *room, m *member, data []byte) {
 // connection.
 func (r *Registry) command(rm *room, m *member, data []byte) {
 	if m.role == "" {
-		m.reply(wsmsg.Errorf(wsmsg.CodeBadState, "", "send join first"))
+		m.reply(proto.Errorf(proto.CodeBadState, "", "send join first"))
 		return
 	}
-	var c commandMsg
-	if err := wsmsg.Strict(data, &c); err != nil {
-		m.reply(wsmsg.AsError(err))
+	var c struct {
+		Type string `json:"type"`
+		proto.Command
+	}
+	if err := proto.Strict(data, &c); err != nil {
+		m.reply(proto.AsError(err))
 		return
 	}
 	if m.role != RoleInstructor {
-		m.reply(wsmsg.Errorf(wsmsg.CodeForbidden, "", "only a connection that joined as instructor (with the room's token) may send commands"))
+		m.reply(proto.Errorf(proto.CodeForbidden, "", "only a connection that joined as instructor (with the room's token) may send commands"))
 		return
 	}
 	if len(c.Cmd) == 0 {
-		m.reply(wsmsg.Errorf(wsmsg.CodeBadField, "cmd", "command needs cmd"))
+		m.reply(proto.Errorf(proto.CodeBadField, "cmd", "command needs cmd"))
 		return
 	}
 	cmd, err := r.opts.Validator(c.Cmd)
 	if err != nil {
-		m.reply(wsmsg.AsError(err).WithFieldPrefix("cmd"))
+		m.reply(proto.AsError(err).WithFieldPrefix("cmd"))
 		return
 	}
 	if e := r.commit(rm, m.addr, cmd); e != nil {
@@ -153,7 +156,7 @@ func (r *Registry) command(rm *room, m *member, data []byte) {
 // (what it costs every browser and the world it leaves), writes it to the
 // store and broadcasts it, in that order: a broadcast command (the
 // acknowledgement) is on disk. addr is the sender's address.
-func (r *Registry) commit(rm *room, addr string, cmd json.RawMessage) *wsmsg.Error {
+func (r *Registry) commit(rm *room, addr string, cmd json.RawMessage) *proto.Error {
 	rm.cmdMu.Lock()
 	defer rm.cmdMu.Unlock()
 	now := r.opts.Now()
@@ -163,7 +166,7 @@ func (r *Registry) commit(rm *room, addr string, cmd json.RawMessage) *wsmsg.Err
 	e := Entry{Seq: rm.nextSeq(), Cmd: cmd}
 	if r.replay {
 		if !rm.work.available(now) {
-			return wsmsg.Errorf(wsmsg.CodeRateLimited, "", "the room's commands have cost the server more replay than it gives one room (%d units a second): wait a moment", r.lim.WorkPerSecond)
+			return proto.Errorf(proto.CodeRateLimited, "", "the room's commands have cost the server more replay than it gives one room (%d units a second): wait a moment", r.lim.WorkPerSecond)
 		}
 		if err := r.replicas.apply(rm, addr, e, r.lim); err != nil {
 			return err
@@ -173,7 +176,7 @@ func (r *Registry) commit(rm *room, addr string, cmd json.RawMessage) *wsmsg.Err
 		if err := r.opts.Store.Append(rm.id, e, now); err != nil {
 			r.replicas.drop(rm) // it is ahead of the log now
 			r.log.Error("storing a command", "room", rm.id, "seq", e.Seq, "err", err)
-			return wsmsg.Errorf(wsmsg.CodeInternal, "", "the command could not be stored, so it was not sent: %v", err)
+			return proto.Errorf(proto.CodeInternal, "", "the command could not be stored, so it was not sent: %v", err)
 		}
 	}
 	rm.append(e, now)
@@ -197,7 +200,7 @@ var studentStates = []string{"following", "detached", "resyncing", "replaying"}
 // shared predictions, a student's status and prediction. None is logged.
 func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 	if m.role == "" {
-		m.reply(wsmsg.Errorf(wsmsg.CodeBadState, "", "send join first"))
+		m.reply(proto.Errorf(proto.CodeBadState, "", "send join first"))
 		return
 	}
 	want := RoleStudent
@@ -205,49 +208,52 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 		want = RoleInstructor
 	}
 	if m.role != want {
-		m.reply(wsmsg.Errorf(wsmsg.CodeForbidden, "", "%s is sent by a connection that joined as %s", typ, want))
+		m.reply(proto.Errorf(proto.CodeForbidden, "", "%s is sent by a connection that joined as %s", typ, want))
 		return
 	}
 	switch typ {
 	case typeRemove:
 		var rmv removeMsg
-		if err := wsmsg.Strict(data, &rmv); err != nil {
-			m.reply(wsmsg.AsError(err))
+		if err := proto.Strict(data, &rmv); err != nil {
+			m.reply(proto.AsError(err))
 			return
 		}
 		if !rosterClient.MatchString(rmv.Client) || !rm.remove(rmv.Client) {
-			m.reply(wsmsg.Errorf(wsmsg.CodeNotFound, "client", "no student %q in this room (client is a roster entry's)", rmv.Client))
+			m.reply(proto.Errorf(proto.CodeNotFound, "client", "no student %q in this room (client is a roster entry's)", rmv.Client))
 		}
 	case typeBeacon:
-		var b beaconMsg
-		if err := wsmsg.Strict(data, &b); err != nil {
-			m.reply(wsmsg.AsError(err))
+		var b struct {
+			Type string `json:"type"`
+			proto.Beacon
+		}
+		if err := proto.Strict(data, &b); err != nil {
+			m.reply(proto.AsError(err))
 			return
 		}
 		switch {
 		case !digestPattern.MatchString(b.Digest):
-			m.reply(wsmsg.Errorf(wsmsg.CodeBadField, "digest", "digest is up to 64 lower-case hex digits"))
+			m.reply(proto.Errorf(proto.CodeBadField, "digest", "digest is up to 64 lower-case hex digits"))
 			return
 		case b.TNs < 0:
-			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "t_ns", "t_ns is not negative"))
+			m.reply(proto.Errorf(proto.CodeOutOfRange, "t_ns", "t_ns is not negative"))
 			return
 		case b.Speed != 0 && !(b.Speed >= MinRoomSpeed && b.Speed <= play.MaxSpeed):
-			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "speed", "speed is 0 or from %d to %g events a second", MinRoomSpeed, float64(play.MaxSpeed)))
+			m.reply(proto.Errorf(proto.CodeOutOfRange, "speed", "speed is 0 or from %d to %g events a second", MinRoomSpeed, float64(play.MaxSpeed)))
 			return
 		}
-		rm.relayBeacon(b)
+		rm.relayBeacon(b.Beacon)
 	case typeStatus:
 		var st statusMsg
-		if err := wsmsg.Strict(data, &st); err != nil {
-			m.reply(wsmsg.AsError(err))
+		if err := proto.Strict(data, &st); err != nil {
+			m.reply(proto.AsError(err))
 			return
 		}
 		if !slices.Contains(studentStates, st.State) {
-			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "state", "state is one of %s, got %q", strings.Join(studentStates, ", "), st.State))
+			m.reply(proto.Errorf(proto.CodeOutOfRange, "state", "state is one of %s, got %q", strings.Join(studentStates, ", "), st.State))
 			return
 		}
 		if st.Tutorial != "" && !namePattern.MatchString(st.Tutorial) || st.Step < 0 || st.Step > 999 {
-			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "tutorial", "a tutorial's name and a step from 0 to 999"))
+			m.reply(proto.Errorf(proto.CodeOutOfRange, "tutorial", "a tutorial's name and a step from 0 to 999"))
 			return
 		}
 		rm.setStatus(m, st)
@@ -255,17 +261,17 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 		var p predictMsg
 		if typ == typeShare {
 			var sh shareMsg
-			if err := wsmsg.Strict(data, &sh); err != nil {
-				m.reply(wsmsg.AsError(err))
+			if err := proto.Strict(data, &sh); err != nil {
+				m.reply(proto.AsError(err))
 				return
 			}
 			p = predictMsg{Tutorial: sh.Tutorial, Step: sh.Step, Question: sh.Question}
-		} else if err := wsmsg.Strict(data, &p); err != nil {
-			m.reply(wsmsg.AsError(err))
+		} else if err := proto.Strict(data, &p); err != nil {
+			m.reply(proto.AsError(err))
 			return
 		}
 		if !namePattern.MatchString(p.Tutorial) || p.Step < 1 || p.Step > 999 || p.Question < 0 || p.Question > 99 {
-			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "", "a tutorial's name, a step from 1 to 999 and a question from 0 to 99"))
+			m.reply(proto.Errorf(proto.CodeOutOfRange, "", "a tutorial's name, a step from 1 to 999 and a question from 0 to 99"))
 			return
 		}
 		k := questionKey{p.Tutorial, p.Step, p.Question}
@@ -275,7 +281,7 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 		}
 		a := normalizeAnswer(p.Answer)
 		if len(a) > maxAnswerLen || !utf8.ValidString(a) || strings.ContainsFunc(a, unicode.IsControl) {
-			m.reply(wsmsg.Errorf(wsmsg.CodeOutOfRange, "answer", "an answer has at most %d bytes of printable UTF-8", maxAnswerLen))
+			m.reply(proto.Errorf(proto.CodeOutOfRange, "answer", "an answer has at most %d bytes of printable UTF-8", maxAnswerLen))
 			return
 		}
 		if e := rm.predict(m, k, a); e != nil {

@@ -1,26 +1,26 @@
 package rooms
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// Message types of /ws/room/{id} (docs/protocol.md).
+	"ringlab/proto"
+)
+
+// Message types of /ws/room/{id} (docs/protocol.md): proto's.
 const (
-	typeJoin     = "join"
-	typeCommand  = "command"
-	typePing     = "ping"
-	typeWelcome  = "welcome"
-	typePong     = "pong"
-	typePresence = "presence"
-	// Since issue #16: the instructor's beacon (relayed to students, not
-	// logged), a student's status and prediction, the roster and the
-	// class's predictions (to instructors), a shared distribution.
-	typeBeacon      = "beacon"
-	typeStatus      = "status"
-	typePredict     = "predict"
-	typeShare       = "share_predictions"
-	typeRoster      = "roster"
-	typePredictions = "predictions"
-	// Since issue #27: the instructor removes a student.
-	typeRemove = "remove"
+	typeJoin        = proto.TypeJoin
+	typeCommand     = proto.TypeCommand
+	typePing        = proto.TypePing
+	typeWelcome     = proto.TypeWelcome
+	typePong        = proto.TypePong
+	typePresence    = proto.TypePresence
+	typeBeacon      = proto.TypeBeacon
+	typeStatus      = proto.TypeStatus
+	typePredict     = proto.TypePredict
+	typeShare       = proto.TypeShare
+	typeRoster      = proto.TypeRoster
+	typePredictions = proto.TypePredictions
+	typeRemove      = proto.TypeRemove
 )
 
 // Roles a client may join as.
@@ -49,17 +49,6 @@ type (
 		Type   string `json:"type"`
 		Client string `json:"client"`
 	}
-	// beaconMsg is the instructor's periodic word on where the room
-	// stands: after command Seq, pane A at TNs has digest Digest (empty
-	// when it cannot be compared), playing or not, at Speed.
-	beaconMsg struct {
-		Type    string  `json:"type"`
-		Seq     uint64  `json:"seq"`
-		TNs     int64   `json:"t_ns"`
-		Digest  string  `json:"digest"`
-		Playing bool    `json:"playing"`
-		Speed   float64 `json:"speed"`
-	}
 	// statusMsg is a student's state for the roster.
 	statusMsg struct {
 		Type     string `json:"type"`
@@ -85,53 +74,16 @@ type (
 		Step     int    `json:"step"`
 		Question int    `json:"question"`
 	}
-	// commandMsg carries no token: a command's authority is the
-	// connection's, which joined as instructor with it.
-	commandMsg struct {
-		Type string          `json:"type"`
-		Cmd  json.RawMessage `json:"cmd"`
-	}
 	pingMsg struct {
 		Type string `json:"type"`
 	}
 )
 
 // Entry is one numbered command of a room's log.
-type Entry struct {
-	Seq uint64          `json:"seq"` // from 1, no gaps
-	Cmd json.RawMessage `json:"cmd"` // canonical, as the Validator returned it
-}
+type Entry = proto.Entry
 
 // Server messages.
 type (
-	welcomeMsg struct {
-		Type        string          `json:"type"`
-		Room        string          `json:"room"`
-		You         string          `json:"you"` // the role joined as
-		Scenario    json.RawMessage `json:"scenario"`
-		Since       uint64          `json:"since"` // the log starts after this seq (0: the whole log)
-		Log         []Entry         `json:"log"`
-		Students    int             `json:"students"`
-		Instructors int             `json:"instructors"`
-		Limits      roomLimits      `json:"limits"`
-	}
-	// welcomeHead is welcomeMsg without its log, which join writes
-	// after it (shared by every joiner): the same message on the wire.
-	welcomeHead struct {
-		Type        string          `json:"type"`
-		Room        string          `json:"room"`
-		You         string          `json:"you"`
-		Scenario    json.RawMessage `json:"scenario"`
-		Since       uint64          `json:"since"`
-		Students    int             `json:"students"`
-		Instructors int             `json:"instructors"`
-		Limits      roomLimits      `json:"limits"`
-	}
-	commandOut struct {
-		Type string          `json:"type"`
-		Seq  uint64          `json:"seq"`
-		Cmd  json.RawMessage `json:"cmd"`
-	}
 	presenceMsg struct {
 		Type        string `json:"type"`
 		Students    int    `json:"students"`
@@ -166,16 +118,6 @@ type (
 		Scenario json.RawMessage `json:"scenario"`
 	}
 )
-
-// roomLimits tells clients the rules of the room.
-type roomLimits struct {
-	MaxStudents       int    `json:"max_students"`
-	CommandsPerSecond int    `json:"commands_per_second"`
-	MaxLogEntries     int    `json:"max_log_entries"`
-	MaxCommandBytes   int    `json:"max_command_bytes"`
-	MaxCommandWork    uint64 `json:"max_command_work"`
-	MaxReplayWork     uint64 `json:"max_replay_work"`
-}
 
 func mustMarshal(v any) []byte {
 	b, err := json.Marshal(v)

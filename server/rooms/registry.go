@@ -27,9 +27,9 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/skip2/go-qrcode"
 
+	"ringlab/proto"
 	"ringlab/server/fairshare"
 	"ringlab/server/ratelimit"
-	"ringlab/server/wsmsg"
 	"ringlab/server/wspeer"
 )
 
@@ -380,7 +380,7 @@ func methods(w http.ResponseWriter, req *http.Request, allow string) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	httpError(w, http.StatusMethodNotAllowed, wsmsg.Errorf(wsmsg.CodeBadState, "", "%s takes %s, not %s", req.URL.Path, allow, req.Method))
+	httpError(w, http.StatusMethodNotAllowed, proto.Errorf(proto.CodeBadState, "", "%s takes %s, not %s", req.URL.Path, allow, req.Method))
 }
 
 // SetJoinBases tells the registry the base URLs students reach the server
@@ -434,7 +434,7 @@ func isLoopback(hostport string) bool {
 func (r *Registry) handleInfo(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("id")
 	if r.lookup(id) == nil {
-		httpError(w, http.StatusNotFound, wsmsg.Errorf(wsmsg.CodeNotFound, "", "no room %q", id))
+		httpError(w, http.StatusNotFound, proto.Errorf(proto.CodeNotFound, "", "no room %q", id))
 		return
 	}
 	urls := r.joinURLs(req, id)
@@ -512,7 +512,7 @@ func (q *qrCache) get(url, addr string, now time.Time) (png []byte, ok bool, err
 func (r *Registry) handleQR(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("id")
 	if r.lookup(id) == nil {
-		httpError(w, http.StatusNotFound, wsmsg.Errorf(wsmsg.CodeNotFound, "", "no room %q", id))
+		httpError(w, http.StatusNotFound, proto.Errorf(proto.CodeNotFound, "", "no room %q", id))
 		return
 	}
 	urls := r.joinURLs(req, id)
@@ -520,7 +520,7 @@ func (r *Registry) handleQR(w http.ResponseWriter, req *http.Request) {
 	if v := req.URL.Query().Get("i"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n >= len(urls) {
-			httpError(w, http.StatusBadRequest, wsmsg.Errorf(wsmsg.CodeOutOfRange, "i", "i is a join link's index, 0 to %d", len(urls)-1))
+			httpError(w, http.StatusBadRequest, proto.Errorf(proto.CodeOutOfRange, "i", "i is a join link's index, 0 to %d", len(urls)-1))
 			return
 		}
 		i = n
@@ -529,10 +529,10 @@ func (r *Registry) handleQR(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case !ok:
 		w.Header().Set("Retry-After", "1")
-		httpError(w, http.StatusTooManyRequests, wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d new QR codes a second from one address", qrPerSecond))
+		httpError(w, http.StatusTooManyRequests, proto.Errorf(proto.CodeRateLimited, "", "more than %d new QR codes a second from one address", qrPerSecond))
 		return
 	case err != nil:
-		httpError(w, http.StatusInternalServerError, wsmsg.Errorf(wsmsg.CodeInternal, "", "encoding the QR code: %v", err))
+		httpError(w, http.StatusInternalServerError, proto.Errorf(proto.CodeInternal, "", "encoding the QR code: %v", err))
 		return
 	}
 	w.Header().Set("Content-Type", "image/png")
@@ -683,37 +683,37 @@ func (r *Registry) logRefusal(msg string, args ...any) {
 func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 	if !r.opts.Origins.Allow(req) {
 		r.logRefusal("room creation refused", "remote", req.RemoteAddr, "origin", req.Header.Get("Origin"))
-		httpError(w, http.StatusForbidden, wsmsg.Errorf(wsmsg.CodeForbidden, "", "origin %q may not create rooms", req.Header.Get("Origin")))
+		httpError(w, http.StatusForbidden, proto.Errorf(proto.CodeForbidden, "", "origin %q may not create rooms", req.Header.Get("Origin")))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxCreateBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			httpError(w, http.StatusRequestEntityTooLarge, wsmsg.Errorf(wsmsg.CodeOutOfRange, "scenario", "the request body has at most %d bytes", maxCreateBody))
+			httpError(w, http.StatusRequestEntityTooLarge, proto.Errorf(proto.CodeOutOfRange, "scenario", "the request body has at most %d bytes", maxCreateBody))
 			return
 		}
-		httpError(w, http.StatusBadRequest, wsmsg.Errorf(wsmsg.CodeBadJSON, "", "reading the body: %v", err))
+		httpError(w, http.StatusBadRequest, proto.Errorf(proto.CodeBadJSON, "", "reading the body: %v", err))
 		return
 	}
 	var cr createRequest
 	if len(body) > 0 {
-		if err := wsmsg.Strict(body, &cr); err != nil {
-			httpError(w, http.StatusBadRequest, wsmsg.AsError(err))
+		if err := proto.Strict(body, &cr); err != nil {
+			httpError(w, http.StatusBadRequest, proto.AsError(err))
 			return
 		}
 	}
 	scenario, err := r.opts.Scenario(cr.Scenario)
 	if err != nil {
-		e := wsmsg.AsError(err).WithFieldPrefix("scenario")
+		e := proto.AsError(err).WithFieldPrefix("scenario")
 		status := http.StatusBadRequest
-		if e.Code == wsmsg.CodeLimitExceeded {
+		if e.Code == proto.CodeLimitExceeded {
 			status = http.StatusRequestEntityTooLarge
 		}
 		httpError(w, status, e)
 		return
 	}
 	if len(scenario) > MaxScenarioBytes {
-		httpError(w, http.StatusRequestEntityTooLarge, wsmsg.Errorf(wsmsg.CodeOutOfRange, "scenario", "a scenario has at most %d bytes", MaxScenarioBytes))
+		httpError(w, http.StatusRequestEntityTooLarge, proto.Errorf(proto.CodeOutOfRange, "scenario", "a scenario has at most %d bytes", MaxScenarioBytes))
 		return
 	}
 	id, token, err := r.Create(remoteHost(req), scenario)
@@ -726,10 +726,10 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		}
 		r.mu.Unlock()
 		r.logRefusal("room creation refused", "remote", req.RemoteAddr, "err", err)
-		httpError(w, status, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "%v; try again when a room has expired", err))
+		httpError(w, status, proto.Errorf(proto.CodeLimitExceeded, "", "%v; try again when a room has expired", err))
 		return
 	case errors.Is(err, ErrClosed):
-		httpError(w, http.StatusServiceUnavailable, wsmsg.Errorf(wsmsg.CodeUnavailable, "", "%v", err))
+		httpError(w, http.StatusServiceUnavailable, proto.Errorf(proto.CodeUnavailable, "", "%v", err))
 		return
 	case err != nil:
 		// The store's: a full disk, a directory gone read-only. The
@@ -737,7 +737,7 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		if ok, more := r.storeErrors.Allow(time.Now()); ok {
 			r.log.Error("room creation failed: the room could not be stored", "remote", req.RemoteAddr, "err", err, "failed_since_last_line", more)
 		}
-		httpError(w, http.StatusInsufficientStorage, wsmsg.Errorf(wsmsg.CodeInternal, "", "the server could not store the room (its log says why): tell whoever runs it; waiting will not help"))
+		httpError(w, http.StatusInsufficientStorage, proto.Errorf(proto.CodeInternal, "", "the server could not store the room (its log says why): tell whoever runs it; waiting will not help"))
 		return
 	}
 	urls := r.joinURLs(req, id)
@@ -749,7 +749,7 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		WebSocketPath: "/ws/room/" + id, InstructorToken: token}))
 }
 
-func httpError(w http.ResponseWriter, status int, e *wsmsg.Error) {
+func httpError(w http.ResponseWriter, status int, e *proto.Error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(e.Encode())
@@ -759,7 +759,7 @@ func httpError(w http.ResponseWriter, status int, e *wsmsg.Error) {
 func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 	rm := r.lookup(req.PathValue("id"))
 	if rm == nil {
-		httpError(w, http.StatusNotFound, wsmsg.Errorf(wsmsg.CodeNotFound, "", "no room %q (a room expires %v after its instructor left, or %v after its last command)", req.PathValue("id"), r.lim.IdleExpiry, r.lim.QuietExpiry))
+		httpError(w, http.StatusNotFound, proto.Errorf(proto.CodeNotFound, "", "no room %q (a room expires %v after its instructor left, or %v after its last command)", req.PathValue("id"), r.lim.IdleExpiry, r.lim.QuietExpiry))
 		return
 	}
 	addr := remoteHost(req)
@@ -776,11 +776,11 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 	switch verdict {
 	case fairshare.Full:
 		r.logRefusal("room websocket refused: too many connections, and its address holds its share", "remote", req.RemoteAddr, "limit", r.lim.MaxConns)
-		httpError(w, http.StatusServiceUnavailable, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "too many room connections (%d), and %s holds its share of them", r.lim.MaxConns, addr))
+		httpError(w, http.StatusServiceUnavailable, proto.Errorf(proto.CodeLimitExceeded, "", "too many room connections (%d), and %s holds its share of them", r.lim.MaxConns, addr))
 		return
 	case fairshare.OverAddress:
 		r.logRefusal("room websocket refused: too many connections from one address", "remote", req.RemoteAddr, "limit", r.lim.MaxConnsPerAddr)
-		httpError(w, http.StatusTooManyRequests, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "too many room connections from %s (%d)", addr, r.lim.MaxConnsPerAddr))
+		httpError(w, http.StatusTooManyRequests, proto.Errorf(proto.CodeLimitExceeded, "", "too many room connections from %s (%d)", addr, r.lim.MaxConnsPerAddr))
 		return
 	}
 	defer r.shares.Release(slot)

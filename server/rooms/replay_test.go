@@ -17,7 +17,7 @@ import (
 	"ringlab/engine/scenario"
 	"ringlab/internal/testenv"
 	"ringlab/internal/wstest"
-	"ringlab/server/wsmsg"
+	"ringlab/proto"
 )
 
 // TestCommandsBoundedByReplay: every command is replayed on the room's
@@ -48,7 +48,7 @@ func TestCommandsBoundedByReplay(t *testing.T) {
 	} {
 		m := command(cmd)
 		require.Equal(t, "error", m.Type, cmd)
-		assert.Equal(t, wsmsg.CodeLimitExceeded, m.Code, cmd)
+		assert.Equal(t, proto.CodeLimitExceeded, m.Code, cmd)
 		assert.Contains(t, m.Message, "units of replay", cmd)
 	}
 	// Steps within the budget pass until the world since its build is
@@ -110,7 +110,7 @@ func TestRoomWorkIsRateLimited(t *testing.T) {
 	f.clock.Advance(time.Second) // 100 000 back: still short of what was spent
 	send(t, in, commandJSON(`{"type":"step"}`))
 	e := readReplayed(t, in, "error")
-	assert.Equal(t, wsmsg.CodeRateLimited, e.Code)
+	assert.Equal(t, proto.CodeRateLimited, e.Code)
 	f.clock.Advance(4 * time.Second)
 	send(t, in, commandJSON(`{"type":"step"}`))
 	assert.Equal(t, uint64(3), readReplayed(t, in, typeCommand).Seq)
@@ -137,11 +137,11 @@ func TestRoomScenariosAreChecked(t *testing.T) {
 		code       string
 		field      string
 	}{
-		{"an unknown field", `{"scenario":{"bogus":1}}`, http.StatusBadRequest, wsmsg.CodeUnknownField, "scenario.bogus"},
-		{"a field in another case", `{"scenario":{"Seed":1}}`, http.StatusBadRequest, wsmsg.CodeUnknownField, "scenario.Seed"},
-		{"an invalid value", `{"scenario":{"ring_size":1000}}`, http.StatusBadRequest, wsmsg.CodeBadField, "scenario.ring_size"},
-		{"an unknown preset", `{"scenario":{"preset":"nope"}}`, http.StatusBadRequest, wsmsg.CodeNotFound, "scenario.preset"},
-		{"the largest valid world", `{"scenario":` + string(bigJSON) + `}`, http.StatusRequestEntityTooLarge, wsmsg.CodeLimitExceeded, "scenario"},
+		{"an unknown field", `{"scenario":{"bogus":1}}`, http.StatusBadRequest, proto.CodeUnknownField, "scenario.bogus"},
+		{"a field in another case", `{"scenario":{"Seed":1}}`, http.StatusBadRequest, proto.CodeUnknownField, "scenario.Seed"},
+		{"an invalid value", `{"scenario":{"ring_size":1000}}`, http.StatusBadRequest, proto.CodeBadField, "scenario.ring_size"},
+		{"an unknown preset", `{"scenario":{"preset":"nope"}}`, http.StatusBadRequest, proto.CodeNotFound, "scenario.preset"},
+		{"the largest valid world", `{"scenario":` + string(bigJSON) + `}`, http.StatusRequestEntityTooLarge, proto.CodeLimitExceeded, "scenario"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, b := f.post(t, tc.body)
@@ -158,12 +158,12 @@ func TestRoomScenariosAreChecked(t *testing.T) {
 	in := f.dial(t, cr.Room)
 	join(t, in, RoleInstructor, cr.InstructorToken)
 	for _, tc := range []struct{ cmd, code, field string }{
-		{`{"type":"set","key":"ring_size","value":"1000"}`, wsmsg.CodeOutOfRange, "cmd.value"},
-		{`{"type":"preset","name":"nope"}`, wsmsg.CodeNotFound, "cmd.name"},
-		{`{"type":"tutorial_step","tutorial":"nope","step":1}`, wsmsg.CodeNotFound, "cmd.tutorial"},
-		{`{"type":"tutorial_step","tutorial":"descriptor-journey","step":99}`, wsmsg.CodeOutOfRange, "cmd.step"},
+		{`{"type":"set","key":"ring_size","value":"1000"}`, proto.CodeOutOfRange, "cmd.value"},
+		{`{"type":"preset","name":"nope"}`, proto.CodeNotFound, "cmd.name"},
+		{`{"type":"tutorial_step","tutorial":"nope","step":1}`, proto.CodeNotFound, "cmd.tutorial"},
+		{`{"type":"tutorial_step","tutorial":"descriptor-journey","step":99}`, proto.CodeOutOfRange, "cmd.step"},
 		{`{"type":"set","key":"queues","value":"16"}`, "", ""},
-		{`{"type":"set","key":"ring_size","value":"32768"}`, wsmsg.CodeLimitExceeded, "cmd"}, // 420 MiB
+		{`{"type":"set","key":"ring_size","value":"32768"}`, proto.CodeLimitExceeded, "cmd"}, // 420 MiB
 	} {
 		f.clock.Advance(time.Second)
 		send(t, in, commandJSON(tc.cmd))
@@ -265,7 +265,7 @@ func TestRoomNeverBroadcastsWhatItsReplicaRefused(t *testing.T) {
 
 	send(t, in, commandJSON(`{"type":"until","func":"no_such_function"}`))
 	e := readReplayed(t, in, "error")
-	assert.Equal(t, wsmsg.CodeOutOfRange, e.Code, e.Message)
+	assert.Equal(t, proto.CodeOutOfRange, e.Code, e.Message)
 	assert.Equal(t, "cmd", e.Field, e.Message)
 	assert.Contains(t, e.Message, "no_such_function")
 	assert.Empty(t, f.reg.lookup(cr.Room).Log(), "a refused command is not logged")

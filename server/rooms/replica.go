@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"ringlab/play"
-	"ringlab/server/wsmsg"
+	"ringlab/proto"
 	"ringlab/tutorials"
 )
 
@@ -182,7 +182,7 @@ func (p *replicaPool) evictLocked() bool {
 // with the ceiling of a world of est bytes, evicting idle replicas or
 // waiting for working ones to finish until it fits; addr is who
 // commands it.
-func (p *replicaPool) start(rm *room, addr string, est int64) (*replica, *wsmsg.Error) {
+func (p *replicaPool) start(rm *room, addr string, est int64) (*replica, *proto.Error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rep := p.byRoom[rm]
@@ -208,7 +208,7 @@ func (p *replicaPool) start(rm *room, addr string, est int64) (*replica, *wsmsg.
 
 // grow raises working rep's ceiling to a world of est bytes (a reset to a
 // larger world), as start does.
-func (p *replicaPool) grow(rep *replica, est int64) *wsmsg.Error {
+func (p *replicaPool) grow(rep *replica, est int64) *proto.Error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ceilingOf(est) <= rep.ceiling {
@@ -220,10 +220,10 @@ func (p *replicaPool) grow(rep *replica, est int64) *wsmsg.Error {
 // fitLocked sets working rep's ceiling to a world of est bytes once the
 // pool fits it, evicting idle replicas or waiting (with rep counted at
 // what it holds) for working ones to finish, at most memoryWait.
-func (p *replicaPool) fitLocked(rep *replica, est int64) *wsmsg.Error {
+func (p *replicaPool) fitLocked(rep *replica, est int64) *proto.Error {
 	ceiling := p.ceilingOf(est)
 	if ceiling > p.limit {
-		return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "the server holds each room's world up to %d times (as it runs, and its marks) in a budget of %d MiB for every room: a world of %d MiB does not fit",
+		return proto.Errorf(proto.CodeLimitExceeded, "", "the server holds each room's world up to %d times (as it runs, and its marks) in a budget of %d MiB for every room: a world of %d MiB does not fit",
 			ceiling/max(est, 1), p.limit>>20, est>>20)
 	}
 	deadline := time.Now().Add(memoryWait)
@@ -241,7 +241,7 @@ func (p *replicaPool) fitLocked(rep *replica, est int64) *wsmsg.Error {
 		// Working replicas hold the budget: wait for one to finish.
 		p.recountLocked(rep, rep.held, rep.held)
 		if !time.Now().Before(deadline) {
-			return wsmsg.Errorf(wsmsg.CodeUnavailable, "", "the server's replicas of the rooms' worlds are at their memory budget (%d MiB): try again in a moment", p.limit>>20)
+			return proto.Errorf(proto.CodeUnavailable, "", "the server's replicas of the rooms' worlds are at their memory budget (%d MiB): try again in a moment", p.limit>>20)
 		}
 		if timer == nil {
 			timer = time.AfterFunc(memoryWait, func() {
@@ -304,7 +304,7 @@ var errBuild = errors.New("rooms: the room's log does not replay")
 // returns what check returned. The work is counted in play's units
 // (ReplayCost: events, and three per packet), forward only: a move back
 // restores a mark, and what it replays from there counts.
-func (p *replicaPool) work(addr string, c *play.Controller, check func(ran uint64) *wsmsg.Error) *wsmsg.Error {
+func (p *replicaPool) work(addr string, c *play.Controller, check func(ran uint64) *proto.Error) *proto.Error {
 	p.turns.acquire(addr)
 	defer p.turns.release()
 	var ran, turn uint64
@@ -342,9 +342,9 @@ func (p *replicaPool) build(rm *room, rep *replica, addr string, lim Limits) err
 	c := play.NewFollower()
 	c.Session().LimitWorlds(p.kept(rm.worldBytes()))
 	c.Step(play.RoomWelcome{Room: rm.id, You: play.RoleStudent, Scenario: rm.scenario, Log: entries})
-	if e := p.work(addr, c, func(uint64) *wsmsg.Error {
+	if e := p.work(addr, c, func(uint64) *proto.Error {
 		if c.ReplayCost() > 2*lim.MaxReplayWork {
-			return wsmsg.Errorf(wsmsg.CodeInternal, "", "%v: more than %d units of work", errBuild, 2*lim.MaxReplayWork)
+			return proto.Errorf(proto.CodeInternal, "", "%v: more than %d units of work", errBuild, 2*lim.MaxReplayWork)
 		}
 		return nil
 	}); e != nil {
@@ -382,10 +382,10 @@ func errorIn(outs []play.Out) error {
 // it had started running (charging the room what it ran). addr is the
 // address of the connection that sent it: the replay's turns are shared
 // fairly across addresses.
-func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *wsmsg.Error {
+func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *proto.Error {
 	in, err := play.ParseCommand(e.Cmd)
 	if err != nil { // the validator made it canonical: a custom one may not have
-		return wsmsg.Errorf(wsmsg.CodeBadField, "cmd", "%v", err)
+		return proto.Errorf(proto.CodeBadField, "cmd", "%v", err)
 	}
 	est := rm.worldBytes()
 	if rep := p.get(rm); rep != nil {
@@ -405,7 +405,7 @@ func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *wsmsg.E
 	defer p.done(rm, rep)
 	if rep.c == nil {
 		if err := p.build(rm, rep, addr, lim); err != nil {
-			return wsmsg.Errorf(wsmsg.CodeInternal, "", "%v", err)
+			return proto.Errorf(proto.CodeInternal, "", "%v", err)
 		}
 	}
 	reset, next, werr := check(rep.c.Session().Panes[0].Config, in, lim)
@@ -441,16 +441,16 @@ func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *wsmsg.E
 	rep.c.Step(play.RoomCommand{Seq: e.Seq, Cmd: e.Cmd})
 	var ran uint64
 	turns := 0
-	if werr := p.work(addr, rep.c, func(n uint64) *wsmsg.Error {
+	if werr := p.work(addr, rep.c, func(n uint64) *proto.Error {
 		ran = n
 		if turns++; turns%16 == 0 {
 			p.update(rm, rep)
 		}
 		if n := cost(); n > lim.MaxCommandWork {
-			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "cmd", "this command would cost every browser more than %d units of replay (events and packets): a smaller step or seek, please", lim.MaxCommandWork)
+			return proto.Errorf(proto.CodeLimitExceeded, "cmd", "this command would cost every browser more than %d units of replay (events and packets): a smaller step or seek, please", lim.MaxCommandWork)
 		}
 		if segment() > lim.MaxReplayWork {
-			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "the room's world has run %d units of replay (events and packets) since it was last built, all a late joiner may have to catch up on: "+
+			return proto.Errorf(proto.CodeLimitExceeded, "", "the room's world has run %d units of replay (events and packets) since it was last built, all a late joiner may have to catch up on: "+
 				"a preset, a set or a tutorial step builds a new world (or create a new room)", lim.MaxReplayWork)
 		}
 		return nil
@@ -463,7 +463,7 @@ func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *wsmsg.E
 	}
 	if err := errorIn(rep.c.Ready().Send); err != nil {
 		p.drop(rm) // its log has the refused command
-		return wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "every page would refuse this command: %v", err)
+		return proto.Errorf(proto.CodeOutOfRange, "cmd", "every page would refuse this command: %v", err)
 	}
 	rm.work.spend(max(cost(), ran))
 	rep.segment = segment()
@@ -478,44 +478,44 @@ func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *wsmsg.E
 // check refuses, before anything runs, what every page would refuse and a
 // world no tab can hold; it reports whether the command rebuilds the
 // world (play.RoomReset), and the new world's estimate when it does.
-func check(cur play.Config, in play.In, lim Limits) (reset bool, est int64, _ *wsmsg.Error) {
+func check(cur play.Config, in play.In, lim Limits) (reset bool, est int64, _ *proto.Error) {
 	switch m := in.(type) {
 	case play.TutorialStep:
 		t, err := tutorials.Find(m.Tutorial)
 		if err != nil {
-			return false, 0, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
+			return false, 0, proto.Errorf(proto.CodeNotFound, "cmd.tutorial", "%v", err)
 		}
 		if m.Step > len(t.Steps) {
-			return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 0 to %d, not %d", t.Name, len(t.Steps), m.Step)
+			return false, 0, proto.Errorf(proto.CodeOutOfRange, "cmd.step", "%s has steps 0 to %d, not %d", t.Name, len(t.Steps), m.Step)
 		}
 	case play.TutorialReveal:
 		t, err := tutorials.Find(m.Tutorial)
 		if err != nil {
-			return false, 0, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.tutorial", "%v", err)
+			return false, 0, proto.Errorf(proto.CodeNotFound, "cmd.tutorial", "%v", err)
 		}
 		if m.Step > len(t.Steps) {
-			return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.step", "%s has steps 1 to %d, not %d", t.Name, len(t.Steps), m.Step)
+			return false, 0, proto.Errorf(proto.CodeOutOfRange, "cmd.step", "%s has steps 1 to %d, not %d", t.Name, len(t.Steps), m.Step)
 		}
 	}
 	next, reset, err := play.RoomReset(cur, in)
 	if err != nil {
 		switch in.(type) {
 		case play.Preset:
-			return false, 0, wsmsg.Errorf(wsmsg.CodeNotFound, "cmd.name", "%v", err)
+			return false, 0, proto.Errorf(proto.CodeNotFound, "cmd.name", "%v", err)
 		case play.Set:
-			return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd.value", "%v", err)
+			return false, 0, proto.Errorf(proto.CodeOutOfRange, "cmd.value", "%v", err)
 		}
-		return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
+		return false, 0, proto.Errorf(proto.CodeOutOfRange, "cmd", "%v", err)
 	}
 	if !reset {
 		return false, 0, nil
 	}
 	sc, err := next.Build()
 	if err != nil {
-		return false, 0, wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "%v", err)
+		return false, 0, proto.Errorf(proto.CodeOutOfRange, "cmd", "%v", err)
 	}
 	if est := sc.MemoryEstimate(); est > lim.MaxWorldBytes {
-		return true, 0, wsmsg.Errorf(wsmsg.CodeLimitExceeded, "cmd", "the world this builds needs about %d MiB in every browser tab; a room's world has at most %d MiB", est>>20, lim.MaxWorldBytes>>20)
+		return true, 0, proto.Errorf(proto.CodeLimitExceeded, "cmd", "the world this builds needs about %d MiB in every browser tab; a room's world has at most %d MiB", est>>20, lim.MaxWorldBytes>>20)
 	}
 	return true, sc.MemoryEstimate(), nil
 }

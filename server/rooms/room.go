@@ -13,8 +13,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"ringlab/proto"
 	"ringlab/server/ratelimit"
-	"ringlab/server/wsmsg"
 	"ringlab/server/wspeer"
 )
 
@@ -130,19 +130,19 @@ func (r *room) tokenOK(token string) bool {
 // join adds m with role and queues its welcome with the log after seq
 // since, atomically with respect to commands, so m's log has no gap and
 // no duplicate.
-func (r *room) join(m *member, role string, since uint64, client, name string) *wsmsg.Error {
+func (r *room) join(m *member, role string, since uint64, client, name string) *proto.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return wsmsg.Errorf(wsmsg.CodeNotFound, "", "room %s has expired", r.id)
+		return proto.Errorf(proto.CodeNotFound, "", "room %s has expired", r.id)
 	}
 	switch role {
 	case RoleStudent:
 		if r.students >= r.lim.MaxStudents {
-			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "room %s is full: %d students is the limit", r.id, r.lim.MaxStudents)
+			return proto.Errorf(proto.CodeLimitExceeded, "", "room %s is full: %d students is the limit", r.id, r.lim.MaxStudents)
 		}
 		if client != "" && r.removed[client] {
-			return wsmsg.Errorf(wsmsg.CodeForbidden, "", "the instructor removed this student from room %s", r.id)
+			return proto.Errorf(proto.CodeForbidden, "", "the instructor removed this student from room %s", r.id)
 		}
 		r.students++
 		r.joinedCount++
@@ -160,7 +160,7 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 		r.trimGoneLocked(m.addr)
 	case RoleInstructor:
 		if r.instructors >= r.lim.MaxInstructors {
-			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "room %s has %d instructor connections already, the limit", r.id, r.lim.MaxInstructors)
+			return proto.Errorf(proto.CodeLimitExceeded, "", "room %s has %d instructor connections already, the limit", r.id, r.lim.MaxInstructors)
 		}
 		r.instructors++
 	}
@@ -171,13 +171,13 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 	}
 	if r.logErr != nil { // a log the store let through that is not JSON: not for a panic
 		r.removeLocked(m)
-		return wsmsg.Errorf(wsmsg.CodeInternal, "", "room %s: its log cannot be sent: %v", r.id, r.logErr)
+		return proto.Errorf(proto.CodeInternal, "", "room %s: its log cannot be sent: %v", r.id, r.logErr)
 	}
 	// The welcome is its own head, then the log's JSON from since, which
 	// every joiner shares (a late joiner's welcome costs the server its
 	// head, not a copy of the log), then the end.
-	head := mustMarshal(welcomeHead{Type: typeWelcome, Room: r.id, You: role, Scenario: r.scenario, Since: since,
-		Students: r.students, Instructors: r.instructors, Limits: roomLimits{
+	head := proto.MustEncode(typeWelcome, proto.Welcome{Version: proto.Version, Room: r.id, You: role, Scenario: r.scenario, Since: since,
+		Students: r.students, Instructors: r.instructors, Limits: proto.Limits{
 			MaxStudents: r.lim.MaxStudents, CommandsPerSecond: r.lim.CommandsPerSecond,
 			MaxLogEntries: r.lim.MaxLogEntries, MaxCommandBytes: r.lim.MaxCommandBytes,
 			MaxCommandWork: r.lim.MaxCommandWork, MaxReplayWork: r.lim.MaxReplayWork}})
@@ -262,17 +262,17 @@ func (r *room) dropLocked(m *member) {
 
 // admit checks that a command (canonical) fits the log now and takes a
 // token of the room's command rate.
-func (r *room) admit(cmd json.RawMessage, now time.Time) *wsmsg.Error {
+func (r *room) admit(cmd json.RawMessage, now time.Time) *proto.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(cmd) > r.lim.MaxCommandBytes {
-		return wsmsg.Errorf(wsmsg.CodeOutOfRange, "cmd", "a command has at most %d bytes", r.lim.MaxCommandBytes)
+		return proto.Errorf(proto.CodeOutOfRange, "cmd", "a command has at most %d bytes", r.lim.MaxCommandBytes)
 	}
 	if len(r.log) >= r.lim.MaxLogEntries || r.logBytes+len(cmd) > r.lim.MaxLogBytes {
-		return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "the room's log is full (%d commands or %d bytes); create a new room", r.lim.MaxLogEntries, r.lim.MaxLogBytes)
+		return proto.Errorf(proto.CodeLimitExceeded, "", "the room's log is full (%d commands or %d bytes); create a new room", r.lim.MaxLogEntries, r.lim.MaxLogBytes)
 	}
 	if !r.commands.Allow(now) {
-		return wsmsg.Errorf(wsmsg.CodeRateLimited, "", "more than %d commands per second in this room: command dropped", r.lim.CommandsPerSecond)
+		return proto.Errorf(proto.CodeRateLimited, "", "more than %d commands per second in this room: command dropped", r.lim.CommandsPerSecond)
 	}
 	return nil
 }
@@ -292,7 +292,7 @@ func (r *room) append(e Entry, now time.Time) {
 	r.appendLogLocked(e)
 	r.lastCommand = now
 	r.commanded = true
-	r.broadcastLocked(mustMarshal(commandOut{Type: typeCommand, Seq: e.Seq, Cmd: e.Cmd}))
+	r.broadcastLocked(proto.MustEncode(typeCommand, e))
 	for m := range r.members {
 		if m.role == RoleStudent && m.behindSince.IsZero() && m.status.Applied < e.Seq {
 			m.behindSince = now
@@ -381,10 +381,10 @@ const rosterPeriod = 250 * time.Millisecond
 
 // relayLocked queues a beacon for every student, in order with the
 // commands (a beacon speaks of a command before it).
-func (r *room) relayBeacon(b beaconMsg) {
+func (r *room) relayBeacon(b proto.Beacon) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	msg := mustMarshal(b)
+	msg := proto.MustEncode(typeBeacon, b)
 	r.lastBeacon = msg
 	for m := range r.members {
 		if m.role == RoleStudent && !m.peer.TrySend(msg) {
@@ -413,12 +413,12 @@ func (r *room) setStatus(m *member, st statusMsg) {
 // instructors see how many gave each answer). A question holds at most
 // twice MaxStudents answers (pages that joined again with new client ids
 // add no more).
-func (r *room) predict(m *member, k questionKey, answer string) *wsmsg.Error {
+func (r *room) predict(m *member, k questionKey, answer string) *proto.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if a := r.predictions[k]; a != nil && answer != "" && len(a) >= 2*r.lim.MaxStudents {
 		if _, ok := a[m.client]; !ok {
-			return wsmsg.Errorf(wsmsg.CodeLimitExceeded, "", "this question has %d answers, the most it keeps", len(a))
+			return proto.Errorf(proto.CodeLimitExceeded, "", "this question has %d answers, the most it keeps", len(a))
 		}
 	}
 	answers := r.predictions[k]

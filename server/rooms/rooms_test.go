@@ -18,7 +18,7 @@ import (
 
 	"ringlab/internal/wstest"
 	"ringlab/play"
-	"ringlab/server/wsmsg"
+	"ringlab/proto"
 )
 
 const readWait = 5 * time.Second
@@ -44,12 +44,13 @@ func (c *fakeClock) Advance(d time.Duration) {
 type rmsg struct {
 	Type        string          `json:"type"`
 	Room        string          `json:"room"`
+	Version     int             `json:"version"`
 	You         string          `json:"you"`
 	Scenario    json.RawMessage `json:"scenario"`
 	Log         []Entry         `json:"log"`
 	Students    int             `json:"students"`
 	Instructors int             `json:"instructors"`
-	Limits      roomLimits      `json:"limits"`
+	Limits      proto.Limits    `json:"limits"`
 	Seq         uint64          `json:"seq"`
 	Cmd         json.RawMessage `json:"cmd"`
 	Code        string          `json:"code"`
@@ -134,7 +135,9 @@ func join(t *testing.T, c *websocket.Conn, role, token string) rmsg {
 	} else {
 		send(t, c, fmt.Sprintf(`{"type":"join","role":%q,"token":%q}`, role, token))
 	}
-	return readUntil(t, c, typeWelcome)
+	w := readUntil(t, c, typeWelcome)
+	require.Equal(t, proto.Version, w.Version, "a welcome says the protocol's version")
+	return w
 }
 
 func readClose(t *testing.T, c *websocket.Conn) *websocket.CloseError {
@@ -242,9 +245,9 @@ func TestOnlyTheInstructorsConnectionMayCommand(t *testing.T) {
 	tests := []struct {
 		name, msg, code, field string
 	}{
-		{"a student's command", `{"type":"command","cmd":{"type":"pause"}}`, wsmsg.CodeForbidden, ""},
-		{"a student's invalid command", `{"type":"command","cmd":{"type":"nope"}}`, wsmsg.CodeForbidden, ""},
-		{"a captured token replayed", fmt.Sprintf(`{"type":"command","token":%q,"cmd":{"type":"pause"}}`, cr.InstructorToken), wsmsg.CodeUnknownField, "token"},
+		{"a student's command", `{"type":"command","cmd":{"type":"pause"}}`, proto.CodeForbidden, ""},
+		{"a student's invalid command", `{"type":"command","cmd":{"type":"nope"}}`, proto.CodeForbidden, ""},
+		{"a captured token replayed", fmt.Sprintf(`{"type":"command","token":%q,"cmd":{"type":"pause"}}`, cr.InstructorToken), proto.CodeUnknownField, "token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -258,17 +261,17 @@ func TestOnlyTheInstructorsConnectionMayCommand(t *testing.T) {
 	impostor := f.dial(t, cr.Room)
 	send(t, impostor, `{"type":"join","role":"instructor","token":"guess"}`)
 	e := readUntil(t, impostor, "error")
-	assert.Equal(t, wsmsg.CodeForbidden, e.Code)
+	assert.Equal(t, proto.CodeForbidden, e.Code)
 	assert.Equal(t, "token", e.Field)
 	send(t, impostor, `{"type":"join","role":"instructor"}`)
-	assert.Equal(t, wsmsg.CodeForbidden, readUntil(t, impostor, "error").Code)
+	assert.Equal(t, proto.CodeForbidden, readUntil(t, impostor, "error").Code)
 	send(t, impostor, `{"type":"command","cmd":{"type":"pause"}}`)
-	assert.Equal(t, wsmsg.CodeBadState, readUntil(t, impostor, "error").Code, "an unjoined connection cannot command")
+	assert.Equal(t, proto.CodeBadState, readUntil(t, impostor, "error").Code, "an unjoined connection cannot command")
 	// The connection stays and may still join properly.
 	w = join(t, impostor, RoleInstructor, cr.InstructorToken)
 	assert.Equal(t, RoleInstructor, w.You)
 	send(t, impostor, `{"type":"join","role":"student"}`)
-	assert.Equal(t, wsmsg.CodeBadState, readUntil(t, impostor, "error").Code)
+	assert.Equal(t, proto.CodeBadState, readUntil(t, impostor, "error").Code)
 
 	// Nothing was numbered: the first real command is seq 1, and the
 	// student, still connected, receives it.
@@ -288,15 +291,15 @@ func TestBadMessagesGetErrorsAndTheConnectionStays(t *testing.T) {
 		wantCode  string
 		wantField string
 	}{
-		{"malformed", websocket.TextMessage, `{`, wsmsg.CodeBadJSON, ""},
-		{"binary", websocket.BinaryMessage, `{"type":"ping"}`, wsmsg.CodeBinaryFrame, ""},
-		{"unknown type", websocket.TextMessage, `{"type":"subscribe"}`, wsmsg.CodeUnknownType, "type"},
-		{"bad role", websocket.TextMessage, `{"type":"join","role":"teacher"}`, wsmsg.CodeOutOfRange, "role"},
-		{"role not a string", websocket.TextMessage, `{"type":"join","role":1}`, wsmsg.CodeBadField, "role"},
-		{"unknown field", websocket.TextMessage, `{"type":"join","role":"student","nick":"ann"}`, wsmsg.CodeUnknownField, "nick"},
-		{"bad client", websocket.TextMessage, `{"type":"join","role":"student","client":"a b"}`, wsmsg.CodeBadField, "client"},
-		{"name too long", websocket.TextMessage, `{"type":"join","role":"student","name":"` + strings.Repeat("n", 41) + `"}`, wsmsg.CodeBadField, "name"},
-		{"status before join", websocket.TextMessage, `{"type":"status","state":"following"}`, wsmsg.CodeBadState, ""},
+		{"malformed", websocket.TextMessage, `{`, proto.CodeBadJSON, ""},
+		{"binary", websocket.BinaryMessage, `{"type":"ping"}`, proto.CodeBinaryFrame, ""},
+		{"unknown type", websocket.TextMessage, `{"type":"subscribe"}`, proto.CodeUnknownType, "type"},
+		{"bad role", websocket.TextMessage, `{"type":"join","role":"teacher"}`, proto.CodeOutOfRange, "role"},
+		{"role not a string", websocket.TextMessage, `{"type":"join","role":1}`, proto.CodeBadField, "role"},
+		{"unknown field", websocket.TextMessage, `{"type":"join","role":"student","nick":"ann"}`, proto.CodeUnknownField, "nick"},
+		{"bad client", websocket.TextMessage, `{"type":"join","role":"student","client":"a b"}`, proto.CodeBadField, "client"},
+		{"name too long", websocket.TextMessage, `{"type":"join","role":"student","name":"` + strings.Repeat("n", 41) + `"}`, proto.CodeBadField, "name"},
+		{"status before join", websocket.TextMessage, `{"type":"status","state":"following"}`, proto.CodeBadState, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,11 +320,11 @@ func TestBadMessagesGetErrorsAndTheConnectionStays(t *testing.T) {
 		wantCode  string
 		wantField string
 	}{
-		{"missing cmd", ``, wsmsg.CodeBadField, "cmd"},
-		{"unknown command", `{"type":"reboot"}`, wsmsg.CodeUnknownType, "cmd.type"},
-		{"speed out of range", `{"type":"play","speed":0}`, wsmsg.CodeOutOfRange, "cmd.speed"},
-		{"unknown command field", `{"type":"pause","now":true}`, wsmsg.CodeUnknownField, "cmd.now"},
-		{"cmd not an object", `[1]`, wsmsg.CodeBadJSON, "cmd"},
+		{"missing cmd", ``, proto.CodeBadField, "cmd"},
+		{"unknown command", `{"type":"reboot"}`, proto.CodeUnknownType, "cmd.type"},
+		{"speed out of range", `{"type":"play","speed":0}`, proto.CodeOutOfRange, "cmd.speed"},
+		{"unknown command field", `{"type":"pause","now":true}`, proto.CodeUnknownField, "cmd.now"},
+		{"cmd not an object", `[1]`, proto.CodeBadJSON, "cmd"},
 	}
 	for _, tc := range cmdTests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -345,41 +348,41 @@ func TestDefaultValidator(t *testing.T) {
 		wantField string
 	}{
 		{`{"type":"preset","name":"virtio-small"}`, `{"type":"preset","name":"virtio-small"}`, "", ""},
-		{`{"type":"preset","name":"Virtio Small"}`, "", wsmsg.CodeOutOfRange, "name"},
-		{`{"type":"preset"}`, "", wsmsg.CodeOutOfRange, "name"},
+		{`{"type":"preset","name":"Virtio Small"}`, "", proto.CodeOutOfRange, "name"},
+		{`{"type":"preset"}`, "", proto.CodeOutOfRange, "name"},
 		{`{"type":"set","key":"mtu","value":-1.5e3}`, `{"type":"set","key":"mtu","value":"-1.5e3"}`, "", ""},
 		{`{"type":"set","key":"napi","value":true}`, `{"type":"set","key":"napi","value":"true"}`, "", ""},
-		{`{"type":"set","key":"mtu"}`, "", wsmsg.CodeBadField, "value"},
-		{`{"type":"set","key":"mtu","value":null}`, "", wsmsg.CodeBadField, "value"},
-		{`{"type":"set","key":"mtu","value":{"a":1}}`, "", wsmsg.CodeBadField, "value"},
-		{`{"type":"set","key":"mtu","value":"` + strings.Repeat("x", play.MaxValue+1) + `"}`, "", wsmsg.CodeOutOfRange, "value"},
-		{`{"type":"set","key":"9lives","value":1}`, "", wsmsg.CodeOutOfRange, "key"},
-		{`{"type":"set","param":"mtu","value":1}`, "", wsmsg.CodeUnknownField, "param"},
-		{`{"type":"set","key":"mtu","value":"1500","pane":1}`, "", wsmsg.CodeOutOfRange, "pane"},
+		{`{"type":"set","key":"mtu"}`, "", proto.CodeBadField, "value"},
+		{`{"type":"set","key":"mtu","value":null}`, "", proto.CodeBadField, "value"},
+		{`{"type":"set","key":"mtu","value":{"a":1}}`, "", proto.CodeBadField, "value"},
+		{`{"type":"set","key":"mtu","value":"` + strings.Repeat("x", play.MaxValue+1) + `"}`, "", proto.CodeOutOfRange, "value"},
+		{`{"type":"set","key":"9lives","value":1}`, "", proto.CodeOutOfRange, "key"},
+		{`{"type":"set","param":"mtu","value":1}`, "", proto.CodeUnknownField, "param"},
+		{`{"type":"set","key":"mtu","value":"1500","pane":1}`, "", proto.CodeOutOfRange, "pane"},
 		{`{"type":"play"}`, `{"type":"play"}`, "", ""},
-		{`{"type":"play","speed":1001}`, "", wsmsg.CodeOutOfRange, "speed"},
-		{`{"type":"play","speed":"fast"}`, "", wsmsg.CodeBadField, "speed"},
+		{`{"type":"play","speed":1001}`, "", proto.CodeOutOfRange, "speed"},
+		{`{"type":"play","speed":"fast"}`, "", proto.CodeBadField, "speed"},
 		{`{"type":"pause"}`, `{"type":"pause"}`, "", ""},
 		{`{"type":"step"}`, `{"type":"step"}`, "", ""},
 		{`{"type":"step","unit":"event","n":3}`, `{"type":"step","n":3}`, "", ""},
 		{`{"type":"step","unit":"packet","n":3}`, `{"type":"step","unit":"packet","n":3}`, "", ""},
-		{`{"type":"step","unit":"byte"}`, "", wsmsg.CodeOutOfRange, "unit"},
-		{`{"type":"step","n":0}`, "", wsmsg.CodeOutOfRange, "n"},
-		{`{"type":"step","n":1000001}`, "", wsmsg.CodeOutOfRange, "n"},
+		{`{"type":"step","unit":"byte"}`, "", proto.CodeOutOfRange, "unit"},
+		{`{"type":"step","n":0}`, "", proto.CodeOutOfRange, "n"},
+		{`{"type":"step","n":1000001}`, "", proto.CodeOutOfRange, "n"},
 		{`{"type":"seek","t_ns":0}`, `{"type":"seek","t_ns":0}`, "", ""},
-		{`{"type":"seek"}`, "", wsmsg.CodeBadField, "t_ns"},
-		{`{"type":"seek","t_ns":-1}`, "", wsmsg.CodeOutOfRange, "t_ns"},
+		{`{"type":"seek"}`, "", proto.CodeBadField, "t_ns"},
+		{`{"type":"seek","t_ns":-1}`, "", proto.CodeOutOfRange, "t_ns"},
 		{`{"type":"tutorial_step","tutorial":"xdp","step":0}`, `{"type":"tutorial_step","tutorial":"xdp","step":0}`, "", ""},
-		{`{"type":"tutorial_step","tutorial":"xdp"}`, "", wsmsg.CodeBadField, "step"},
-		{`{"type":"tutorial_step","tutorial":"xdp","step":1000}`, "", wsmsg.CodeOutOfRange, "step"},
+		{`{"type":"tutorial_step","tutorial":"xdp"}`, "", proto.CodeBadField, "step"},
+		{`{"type":"tutorial_step","tutorial":"xdp","step":1000}`, "", proto.CodeOutOfRange, "step"},
 		{`{"question":0,"type":"tutorial_reveal","step":2,"tutorial":"xdp"}`, `{"type":"tutorial_reveal","tutorial":"xdp","step":2,"question":0}`, "", ""},
-		{`{"type":"tutorial_reveal","tutorial":"xdp","step":2}`, "", wsmsg.CodeBadField, "question"},
-		{`{"type":"tutorial_reveal","tutorial":"xdp","question":0}`, "", wsmsg.CodeBadField, "step"},
-		{`{"type":"tutorial_reveal","tutorial":"xdp","step":0,"question":0}`, "", wsmsg.CodeOutOfRange, "step"},
-		{`{"type":"tutorial_reveal","tutorial":"xdp","step":2,"question":100}`, "", wsmsg.CodeOutOfRange, "question"},
-		{`{"type":"tutorial_reveal","tutorial":"../x","step":2,"question":1}`, "", wsmsg.CodeOutOfRange, "tutorial"},
-		{`{"type":"inject"}`, "", wsmsg.CodeUnknownType, "type"},
-		{`{"cmd":"pause"}`, "", wsmsg.CodeMissingType, "type"},
+		{`{"type":"tutorial_reveal","tutorial":"xdp","step":2}`, "", proto.CodeBadField, "question"},
+		{`{"type":"tutorial_reveal","tutorial":"xdp","question":0}`, "", proto.CodeBadField, "step"},
+		{`{"type":"tutorial_reveal","tutorial":"xdp","step":0,"question":0}`, "", proto.CodeOutOfRange, "step"},
+		{`{"type":"tutorial_reveal","tutorial":"xdp","step":2,"question":100}`, "", proto.CodeOutOfRange, "question"},
+		{`{"type":"tutorial_reveal","tutorial":"../x","step":2,"question":1}`, "", proto.CodeOutOfRange, "tutorial"},
+		{`{"type":"inject"}`, "", proto.CodeUnknownType, "type"},
+		{`{"cmd":"pause"}`, "", proto.CodeMissingType, "type"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in[:min(len(tc.in), 60)], func(t *testing.T) {
@@ -390,7 +393,7 @@ func TestDefaultValidator(t *testing.T) {
 				return
 			}
 			require.Error(t, err)
-			e := wsmsg.AsError(err)
+			e := proto.AsError(err)
 			assert.Equal(t, tc.wantCode, e.Code, e.Message)
 			assert.Equal(t, tc.wantField, e.Field)
 		})
@@ -405,7 +408,7 @@ func FuzzDefaultValidator(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, err := DefaultValidator(data)
 		if err != nil {
-			require.NotEqual(t, wsmsg.CodeInternal, wsmsg.AsError(err).Code, err)
+			require.NotEqual(t, proto.CodeInternal, proto.AsError(err).Code, err)
 			return
 		}
 		// A canonical command validates to itself.
@@ -424,10 +427,10 @@ func TestCreateRequests(t *testing.T) {
 		wantCode   string
 		wantField  string
 	}{
-		{"scenario not an object", `{"scenario":[1]}`, http.StatusBadRequest, wsmsg.CodeBadField, "scenario"},
-		{"unknown field", `{"scenaro":{}}`, http.StatusBadRequest, wsmsg.CodeUnknownField, "scenaro"},
-		{"malformed", `{`, http.StatusBadRequest, wsmsg.CodeBadJSON, ""},
-		{"too large", `{"scenario":{"x":"` + strings.Repeat("x", maxCreateBody) + `"}}`, http.StatusRequestEntityTooLarge, wsmsg.CodeOutOfRange, "scenario"},
+		{"scenario not an object", `{"scenario":[1]}`, http.StatusBadRequest, proto.CodeBadField, "scenario"},
+		{"unknown field", `{"scenaro":{}}`, http.StatusBadRequest, proto.CodeUnknownField, "scenaro"},
+		{"malformed", `{`, http.StatusBadRequest, proto.CodeBadJSON, ""},
+		{"too large", `{"scenario":{"x":"` + strings.Repeat("x", maxCreateBody) + `"}}`, http.StatusRequestEntityTooLarge, proto.CodeOutOfRange, "scenario"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -473,7 +476,7 @@ func TestLimits(t *testing.T) {
 	third := f.dial(t, cr.Room)
 	send(t, third, `{"type":"join","role":"student"}`)
 	e := readUntil(t, third, "error")
-	assert.Equal(t, wsmsg.CodeLimitExceeded, e.Code)
+	assert.Equal(t, proto.CodeLimitExceeded, e.Code)
 	assert.Contains(t, e.Message, "2 students is the limit")
 	ce := readClose(t, third)
 	assert.Equal(t, websocket.ClosePolicyViolation, ce.Code)
@@ -483,7 +486,7 @@ func TestLimits(t *testing.T) {
 	join(t, in, RoleInstructor, cr.InstructorToken)
 	second := f.dial(t, cr.Room)
 	send(t, second, fmt.Sprintf(`{"type":"join","role":"instructor","token":%q}`, cr.InstructorToken))
-	assert.Equal(t, wsmsg.CodeLimitExceeded, readUntil(t, second, "error").Code)
+	assert.Equal(t, proto.CodeLimitExceeded, readUntil(t, second, "error").Code)
 
 	for range 3 {
 		send(t, in, commandJSON(`{"type":"pause"}`))
@@ -491,7 +494,7 @@ func TestLimits(t *testing.T) {
 	}
 	send(t, in, commandJSON(`{"type":"pause"}`))
 	e = readUntil(t, in, "error")
-	assert.Equal(t, wsmsg.CodeLimitExceeded, e.Code)
+	assert.Equal(t, proto.CodeLimitExceeded, e.Code)
 	assert.Contains(t, e.Message, "log is full")
 }
 
@@ -510,7 +513,7 @@ func TestCommandRateLimitPerRoom(t *testing.T) {
 		case typeCommand:
 			commands++
 		case "error":
-			assert.Equal(t, wsmsg.CodeRateLimited, m.Code)
+			assert.Equal(t, proto.CodeRateLimited, m.Code)
 			limited++
 		}
 	}

@@ -1,4 +1,4 @@
-package wsmsg
+package proto
 
 import (
 	"encoding/json"
@@ -92,7 +92,7 @@ func TestErrorEncoding(t *testing.T) {
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(e.Encode(), &got))
 	assert.Equal(t, map[string]any{"type": "error", "code": "out_of_range", "field": "rate_hz", "message": "rate_hz must be between 1 and 50"}, got)
-	assert.Equal(t, "out_of_range: field rate_hz: rate_hz must be between 1 and 50", e.Error())
+	assert.Equal(t, "rate_hz: rate_hz must be between 1 and 50", e.Error())
 	assert.Equal(t, "cmd.rate_hz", e.WithFieldPrefix("cmd").Field)
 	assert.Equal(t, "cmd", Errorf(CodeBadJSON, "", "x").WithFieldPrefix("cmd").Field)
 	assert.Equal(t, "rate_hz", e.Field, "WithFieldPrefix copies")

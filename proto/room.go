@@ -1,0 +1,79 @@
+package proto
+
+import "encoding/json"
+
+// Message types of a workshop room's socket, /ws/room/{id}
+// (docs/protocol.md). welcome, command and beacon also cross the page
+// to the game under the same names, with the same fields.
+const (
+	TypeJoin     = "join"
+	TypeCommand  = "command" // client: {cmd}; server: {seq, cmd}
+	TypePing     = "ping"
+	TypeWelcome  = "welcome"
+	TypePong     = "pong"
+	TypePresence = "presence"
+	TypeError    = "error"
+	// Beside the log: the instructor's beacon (relayed to students, not
+	// logged), a student's status and prediction, the roster and the
+	// class's predictions (to instructors), a shared distribution, a
+	// student removed.
+	TypeBeacon      = "beacon"
+	TypeStatus      = "status"
+	TypePredict     = "predict"
+	TypeShare       = "share_predictions"
+	TypeRoster      = "roster"
+	TypePredictions = "predictions"
+	TypeRemove      = "remove"
+)
+
+// Entry is one numbered command of a room's log: the server's command
+// message, and an element of a welcome's log.
+type Entry struct {
+	Seq uint64          `json:"seq"` // from 1, no gaps
+	Cmd json.RawMessage `json:"cmd"` // canonical (play.EncodeCommand)
+}
+
+// Command is the instructor's command for the room: its connection's
+// authority, no token.
+type Command struct {
+	Cmd json.RawMessage `json:"cmd"`
+}
+
+// Beacon is the instructor's periodic word on where the room stands,
+// relayed by the room to its students: after command Seq (a seek to
+// TNs) pane A's digest was Digest (empty: not comparable), the room
+// playing or not at Speed. A following student whose own digest there
+// differs resyncs.
+type Beacon struct {
+	Seq     uint64  `json:"seq"`
+	TNs     int64   `json:"t_ns"`
+	Digest  string  `json:"digest"`
+	Playing bool    `json:"playing"`
+	Speed   float64 `json:"speed"`
+}
+
+// Welcome is the room's answer to a join: the protocol's version, the
+// role joined as, the room's scenario (null: the page's default) and its
+// log after Since, with the room's rules. The server writes Log after
+// the rest (every joiner shares its JSON), so it comes last.
+type Welcome struct {
+	Version     int             `json:"version"`
+	Room        string          `json:"room"`
+	You         string          `json:"you"` // instructor or student
+	Scenario    json.RawMessage `json:"scenario"`
+	Since       uint64          `json:"since"` // the log starts after this seq (0: the whole log)
+	Students    int             `json:"students"`
+	Instructors int             `json:"instructors"`
+	Limits      Limits          `json:"limits"`
+	Log         []Entry         `json:"log,omitempty"`
+}
+
+// Limits tells clients the rules of the room.
+type Limits struct {
+	MaxStudents       int    `json:"max_students"`
+	CommandsPerSecond int    `json:"commands_per_second"`
+	MaxLogEntries     int    `json:"max_log_entries"`
+	MaxCommandBytes   int    `json:"max_command_bytes"`
+	MaxCommandWork    uint64 `json:"max_command_work"`
+	MaxReplayWork     uint64 `json:"max_replay_work"`
+}
