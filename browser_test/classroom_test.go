@@ -192,7 +192,7 @@ func TestWorkshopNoSilentDrift(t *testing.T) {
 	// A page that drifted anyway (a bug; here a beacon that disagrees):
 	// it resyncs from the room's log, says so, and is in step again.
 	seek := eval[map[string]any](a, `window.ringlab.workshop.log.at(-1).cmd`)
-	a.send(map[string]any{"type": "room_beacon", "seq": last, "t_ns": seek["t_ns"], "digest": strings.Repeat("0", 32), "playing": false, "speed": 0})
+	a.send(map[string]any{"type": "beacon", "seq": last, "t_ns": seek["t_ns"], "digest": strings.Repeat("0", 32), "playing": false, "speed": 0})
 	a.waitJS(`window.ringlab.workshop.resyncs === 1 && window.ringlab.workshop.status === "following"`, 30*time.Second)
 	assert.Contains(t, eval[string](a, `document.getElementById("ws-status").textContent + " " + document.getElementById("ws-toast").textContent`), "step with the room")
 	a.settle()

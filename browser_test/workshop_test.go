@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/proto"
 	"ringlab/server/rooms"
 )
 
@@ -152,4 +153,44 @@ func TestWorkshopTutorial(t *testing.T) {
 	stu.waitApplied(4)
 	assert.Equal(t, inst.counters(), stu.counters(), "after a step in the tutorial's world")
 	require.Greater(t, inst.counter("events", 0), 2.0)
+}
+
+// TestWorkshopNewerServer: a page that meets a room's server speaking a
+// newer protocol than its game says so plainly, follows nothing and
+// stops talking to the room, instead of applying a log it may misread.
+func TestWorkshopNewerServer(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	inst.waitJS(`!document.getElementById("workshop-btn").disabled`, 10*time.Second)
+	// The server this page meets is of the next version: its welcome
+	// says so (the page's socket is wrapped to make it say it).
+	newer := proto.Version + 1
+	eval[chromedp.Void](inst, fmt.Sprintf(`(() => {
+		const W = window.WebSocket;
+		const on = Object.getOwnPropertyDescriptor(W.prototype, "onmessage");
+		window.WebSocket = class extends W {
+			set onmessage(f) {
+				on.set.call(this, (e) => {
+					const m = JSON.parse(e.data);
+					if (m.type === "welcome") m.version = %d;
+					f({ data: JSON.stringify(m) });
+				});
+			}
+			get onmessage() { return on.get.call(this); }
+		};
+	})()`, newer))
+	eval[chromedp.Void](inst, `document.getElementById("workshop-btn").click()`)
+	inst.waitJS(`!document.getElementById("workshop-panel").hidden`, 5*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("ws-create").click()`)
+	inst.waitJS(`window.ringlab.workshop.newer === true`, 15*time.Second)
+
+	said := eval[string](inst, `document.getElementById("ws-status").textContent`)
+	assert.Contains(t, said, fmt.Sprintf("version %d of the room protocol and this page version %d", newer, proto.Version))
+	assert.Contains(t, said, "reload the page")
+	assert.False(t, eval[bool](inst, `document.getElementById("ws-toast").hidden`), "said where it is seen")
+	assert.Contains(t, eval[string](inst, `document.getElementById("ws-toast-text").textContent`), "reload the page")
+	inst.settle()
+	assert.True(t, eval[bool](inst, `!window.ringlab.state.room`), "the game follows no room")
+	assert.True(t, eval[bool](inst, `window.ringlab.workshop.conn === null && window.ringlab.workshop.closed`), "the page stopped talking to the room")
+	assert.Equal(t, "disconnected", eval[string](inst, `document.getElementById("workshop-panel").dataset.follow`))
 }

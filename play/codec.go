@@ -110,6 +110,12 @@ type (
 		JSON string `json:"json"`
 		Pane int    `json:"pane,omitempty"`
 	}
+	wXDPObject struct {
+		envelope
+		Name  string `json:"name"`
+		Bytes []byte `json:"bytes"` // base64 in JSON: the shell turns the page's Uint8Array into it
+		Pane  int    `json:"pane,omitempty"`
+	}
 	wCompare struct {
 		envelope
 		On bool `json:"on"`
@@ -333,6 +339,14 @@ func decodeScenario(raw []byte) (In, int, error) {
 	return Scenario{w.JSON, w.Pane}, w.ID, checkPane(w.Pane)
 }
 
+func decodeXDPObject(raw []byte) (In, int, error) {
+	var w wXDPObject
+	if err := proto.Strict(raw, &w); err != nil {
+		return nil, 0, err
+	}
+	return XDPObject{w.Name, w.Bytes, w.Pane}, w.ID, checkPane(w.Pane)
+}
+
 func decodeCompare(raw []byte) (In, int, error) {
 	var w wCompare
 	err := proto.Strict(raw, &w)
@@ -528,15 +542,14 @@ func decodeTarget(raw []byte) (view.Target, int, error) {
 }
 
 // Decode reads one message of the page: a Request around it when it has
-// an id. The xdp_object message carries bytes JSON cannot: the shell
-// reads it (ReadXDPObject).
+// an id.
 func Decode(raw []byte) (In, error) {
 	typ, err := proto.Type(raw)
 	if err != nil {
 		return nil, err
 	}
 	m, ok := inputs[typ]
-	if !ok || m.decode == nil {
+	if !ok {
 		return nil, proto.Errorf(proto.CodeUnknownType, "type", "unknown message type %q", typ)
 	}
 	in, id, err := m.decode(raw)

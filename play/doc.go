@@ -14,7 +14,13 @@
 // One command language serves the link, the page and the rooms: a Step
 // ("e12", {"type":"step","n":12}), Seek, Preset, Set, Play, Pause,
 // TutorialStep and TutorialReveal, with one JSON codec (Decode,
-// ParseCommand, EncodeCommand) and one text form for a link's log.
+// ParseCommand, EncodeCommand) and one text form for a link's log. The
+// registry (registry.go) names every message of the page, the
+// controller and the room once: its name, the same on the room's socket
+// and in postMessage, its Go type, its direction and whether a room
+// numbers it; the codec, the names in errors and on the wire, the room's
+// command set and what each mode takes are read from it. Decoding is
+// package proto's, the one strict decoder of the server's sockets too.
 //
 // Nothing here touches the browser, the screen or the clock
 // (purity_test.go), so the controller is tested natively: the

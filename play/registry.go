@@ -49,9 +49,6 @@ type Message struct {
 	// ByMode marks a room command each role applies its own way
 	// (mode.apply), not the run.
 	ByMode bool
-	// Shell marks an input the shell builds itself, not the codec: bytes
-	// JSON cannot carry, a pointer's moves.
-	Shell bool
 
 	decode func(raw []byte) (In, int, error)
 	encode func(envelope, In) any // a command's canonical form
@@ -79,7 +76,7 @@ var registry = []Message{
 	{Name: "toggle", Type: typeOf[Toggle](), Pace: true, decode: bare(Toggle{})},
 	{Name: "speed", Type: typeOf[Speed](), Pace: true, decode: decodeSpeed},
 	{Name: "scenario", Type: typeOf[Scenario](), Moves: true, decode: decodeScenario},
-	{Name: "xdp_object", Type: typeOf[XDPObject](), Moves: true, Shell: true},
+	{Name: "xdp_object", Type: typeOf[XDPObject](), Moves: true, decode: decodeXDPObject},
 	{Name: "compare", Type: typeOf[Compare](), Moves: true, decode: decodeCompare},
 	{Name: "load", Type: typeOf[Load](), Moves: true, decode: decodeLoad},
 	{Name: "hello", Type: typeOf[Hello](), decode: bare(Hello{})},

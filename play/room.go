@@ -103,7 +103,7 @@ func (c *Controller) welcome(m RoomWelcome) ([]Out, error) {
 	case RoleStudent:
 		next = following{&student{}}
 	default:
-		return nil, fmt.Errorf("room_welcome: role %q: want instructor or student", m.You)
+		return nil, fmt.Errorf("welcome: role %q: want instructor or student", m.You)
 	}
 	r := &c.room
 	if c.continues(m) {

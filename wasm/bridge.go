@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"sync"
 	"syscall/js"
 
@@ -22,8 +23,7 @@ type inbox struct {
 }
 
 // queued is one input waiting for Update: a page's message as JSON for
-// the controller's codec, or one the shell built (a click, a hover, an
-// XDP object's bytes).
+// the controller's codec, or one the shell built (a click, a hover).
 type queued struct {
 	raw []byte
 	in  play.In
@@ -92,8 +92,7 @@ func (b *inbox) listen() {
 			return nil
 		}
 		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "xdp_object" {
-			b.put(queued{in: xdpObject(data)})
-			return nil
+			bytesAsBase64(data)
 		}
 		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "capture" {
 			// The canvas as a PNG: the shell's, not the controller's (it
@@ -139,25 +138,15 @@ func (b *inbox) listen() {
 	win.Get("document").Get("documentElement").Call("addEventListener", "mouseleave", leave)
 }
 
-// xdpObject reads the xdp_object message, whose file is a Uint8Array
-// JSON cannot carry.
-func xdpObject(data js.Value) play.In {
-	win := js.Global()
-	var m play.XDPObject
-	if u8 := data.Get("bytes"); u8.Type() == js.TypeObject && u8.InstanceOf(win.Get("Uint8Array")) {
-		m.Bytes = make([]byte, u8.Get("length").Int())
-		js.CopyBytesToGo(m.Bytes, u8)
+// bytesAsBase64 turns the xdp_object message's file, a Uint8Array JSON
+// cannot carry, into base64, the JSON form of its bytes the codec reads
+// (the message is the page's copy, posted).
+func bytesAsBase64(data js.Value) {
+	if u8 := data.Get("bytes"); u8.Type() == js.TypeObject && u8.InstanceOf(js.Global().Get("Uint8Array")) {
+		buf := make([]byte, u8.Get("length").Int())
+		js.CopyBytesToGo(buf, u8)
+		data.Set("bytes", base64.StdEncoding.EncodeToString(buf))
 	}
-	if n := data.Get("name"); n.Type() == js.TypeString {
-		m.Name = n.String()
-	}
-	if p := data.Get("pane"); p.Type() == js.TypeNumber {
-		m.Pane = p.Int()
-	}
-	if id := data.Get("id"); id.Type() == js.TypeNumber && id.Int() != 0 {
-		return play.Request{ID: id.Int(), In: m}
-	}
-	return m
 }
 
 // postAll sends the controller's messages to the host page.

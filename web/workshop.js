@@ -1,11 +1,14 @@
 // ringlab's workshop client: rooms of `ringlab serve` (docs/protocol.md,
 // "Workshop rooms"). This file is the room's panel and its socket, and
 // nothing more: the game's controller (package play, play/room.go) does
-// the following. It gets the server's welcome and commands
-// (room_welcome, room_command), applies the numbered log in order, takes
+// the following. It gets the server's welcome, commands and beacons
+// under their names on the socket (welcome, command, beacon: one
+// protocol, package proto), applies the numbered log in order, takes
 // over the instructor's controls, and says what to send to the room
-// (room_send) and what to tell the person (note); its state's room part
-// is what the panel shows. The page hooks are ringlab.listen and
+// (command, beacon: sent on as they are) and what to tell the person
+// (note); its state's room part is what the panel shows. A welcome of a
+// newer protocol than the game's is refused by the game (error code
+// "version"): the page says so and stays out of the room. The page hooks are ringlab.listen and
 // ringlab.onServer (app.js).
 //
 // The instructor's token is presented once, in join; commands carry none
@@ -584,7 +587,7 @@
         render();
         // The game gets the whole log: one that continues what it has
         // applied is caught up, not replayed (play/room.go).
-        toGame({ type: "room_welcome", room: m.room, you: m.you, scenario: m.scenario || null, log: ws.log.slice() });
+        toGame(Object.assign({}, m, { since: 0, log: ws.log.slice() }));
         break;
       }
       case "command": {
@@ -592,11 +595,11 @@
         if (m.seq <= last) break;
         ws.log.push({ seq: m.seq, cmd: m.cmd });
         render();
-        toGame({ type: "room_command", seq: m.seq, cmd: m.cmd });
+        toGame(m);
         break;
       }
       case "beacon":
-        toGame({ type: "room_beacon", seq: m.seq, t_ns: m.t_ns, digest: m.digest, playing: m.playing, speed: m.speed });
+        toGame(m);
         break;
       case "presence": {
         const wasAway = ws.away;
@@ -654,15 +657,15 @@
   // the room's state as the game applies it.
   ui.listen((m) => {
     switch (m.type) {
-      case "room_send":
+      case "command":
         if (!ws.conn || ws.conn.readyState !== WebSocket.OPEN) {
           status("Not connected to the room: the command was not sent.", "error");
           return;
         }
-        ws.conn.send(JSON.stringify({ type: "command", cmd: m.cmd }));
+        sendRoom(m);
         break;
-      case "room_beacon":
-        sendRoom({ type: "beacon", seq: m.seq, t_ns: m.t_ns, digest: m.digest, playing: m.playing, speed: m.speed });
+      case "beacon":
+        sendRoom(m);
         break;
       case "note":
         if (m.source === "room") {
@@ -672,6 +675,20 @@
         }
         break;
       case "error":
+        if (m.code === "version") {
+          // A server newer than this page: the game did not follow its
+          // room, and the page stops talking to it and says why (the
+          // address and the token stay for the reload it asks for).
+          clearTimeout(retryTimer);
+          const c = ws.conn;
+          ws.conn = null;
+          if (c) c.close();
+          ws.closed = true;
+          ws.newer = true;
+          status(m.message, "error");
+          render();
+          break;
+        }
         if (/following the room/.test(m.message || "")) {
           showToast(m.message, "info", { label: "Detach", run: () => ui.workshopDetach() });
         }
