@@ -361,7 +361,7 @@
     sel.value = String(i);
     $("ws-qr").src = base + "api/rooms/" + encodeURIComponent(ws.room) + "/qr.png?i=" + i;
     $("ws-ilink").value = (ws.joinURL || location.origin + base + "?room=" + ws.room) + "#instructor=" + ws.token;
-    if (loopbackOnly() && !ws.warnedLoopback) {
+    if (loopbackOnly() && !ws.warnedLoopback && !ws.newer) { // not over why it follows no room
       ws.warnedLoopback = true;
       showToast(loopbackText(), "error");
     }
