@@ -9,9 +9,9 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 # Tests that skip for a missing dependency fail when RINGLAB_CI=1 (.ci/run).
 # The timeout bounds each test binary, not make test: browser_test alone
-# takes 7 to 10 minutes of Chromium on two busy cores (it ran past 12 in
-# one loaded run), while the whole of make test takes about 12.
-TESTFLAGS ?= -count=1 -timeout 20m
+# takes 7 to 10 minutes of Chromium on two busy cores, and ran past 20
+# on a machine loaded with other builds.
+TESTFLAGS ?= -count=1 -timeout 30m
 
 FUZZTIME ?= 30s
 # How long the fuzzer may spend minimizing each new input (Go's default,
@@ -25,7 +25,7 @@ all: build wasm
 
 help:
 	@echo "make run    build the wasm and the binary, then serve the playground on $(ADDR) (make run ADDR=HOST:PORT for another)"
-	@echo "make test   go vet, every Go test under the race detector, the million-packet soak, the wasm build"
+	@echo "make test   gofmt, go vet and staticcheck, every Go test under the race detector, the million-packet soak, the wasm build"
 	@echo "make bench  the engine's Go benchmarks, then bin/ringlab-bench (every target; builds the wasm and bin/ringlab first)"
 	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"
 	@echo "make abuse  the attacks on ringlab serve at full size, with their figures (make test runs their short form)"
@@ -59,6 +59,7 @@ vet:
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	GOOS=js GOARCH=wasm $(GO) vet ./engine/... ./play/... ./wasm/...
+	$(GO) tool staticcheck ./...
 
 # Every test runs under the race detector. The engine is single-threaded
 # by construction (engine/purity_test.go forbids go statements and sync

@@ -337,7 +337,7 @@ func (p *replicaPool) build(rm *room, rep *replica, addr string, lim Limits) err
 	log := rm.Log()
 	entries := make([]play.RoomEntry, len(log))
 	for i, e := range log {
-		entries[i] = play.RoomEntry{Seq: e.Seq, Cmd: e.Cmd}
+		entries[i] = play.RoomEntry(e)
 	}
 	c := play.NewFollower()
 	c.Session().LimitWorlds(p.kept(rm.worldBytes()))
