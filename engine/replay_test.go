@@ -8,6 +8,7 @@ import (
 
 	"ringlab/engine/bpf"
 	"ringlab/engine/device"
+	"ringlab/engine/kernel"
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 )
@@ -61,6 +62,7 @@ func TestReplayVerdicts(t *testing.T) {
 	fates := w.Replay().Fates()
 	assert.Equal(t, 300, countFates(fates, device.OutcomeXDP, bpf.XDPDrop))
 	assert.EqualValues(t, 300, w.Driver.RQ[0].Stats.XDPDrops)
+	assert.Equal(t, "xdp_drop", fates[0].Reason(w.Scenario.KernelVersion()), "a verdict: the model's name, as drops.xdp_drop")
 
 	w = runReplay(t, "xdp-pass", rep)
 	fates = w.Replay().Fates()
@@ -124,6 +126,20 @@ func TestReplayHostDrops(t *testing.T) {
 	assert.Positive(t, dropped)
 	assert.EqualValues(t, w.Driver.RQ[0].Dev.Counters().Drops, dropped)
 	assert.Equal(t, 5000, dropped+countFates(w.Replay().Fates(), device.OutcomeReceived, 0))
+
+	// Each names its reason as the run's counters do (engine/drop): the
+	// tap's full queue, SKB_DROP_REASON_FULL_RING on the preset's kernel,
+	// tap_queue_full before 5.18; an XDP_DROP verdict, the model's own.
+	v := w.Scenario.KernelVersion()
+	names, old := map[string]int{}, map[string]int{}
+	for i := range w.Replay().Fates() {
+		f := &w.Replay().Fates()[i]
+		names[f.Reason(v)]++
+		old[f.Reason(kernel.Version{Major: 5, Minor: 15})]++
+	}
+	assert.Equal(t, map[string]int{"FULL_RING": dropped, "": 5000 - dropped}, names)
+	assert.Equal(t, map[string]int{"tap_queue_full": dropped, "": 5000 - dropped}, old)
+	assert.EqualValues(t, dropped, counter(t, w, "drops.FULL_RING"))
 }
 
 // TestReplayClone: a clone taken mid-replay ends with the same records.

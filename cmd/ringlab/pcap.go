@@ -125,7 +125,7 @@ func pcapFrames(w *engine.World, rep *device.Replay, c *capture.Capture) []pcapF
 			Flow:      describeFrame(p.Data),
 			Queue:     device.ReplayQueue(p.Data, w.Scenario.Queues),
 			ArrivalNS: int64(arrival),
-			Fate:      f.Fate(), Reason: f.Reason(),
+			Fate:      f.Fate(), Reason: f.Reason(w.Scenario.KernelVersion()),
 		}
 		if f.Outcome == device.OutcomeReceived || f.Outcome == device.OutcomeXDP {
 			r.TakenNS = int64(f.Taken)

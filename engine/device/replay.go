@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"ringlab/engine/drop"
+	"ringlab/engine/kernel"
 	"ringlab/engine/sim"
 )
 
@@ -117,6 +119,9 @@ type Fate struct {
 	// TX or REDIRECT and dropped the frame (the trace_xdp_exception path).
 	Action uint8
 	Failed bool
+	// Drop is why the model dropped the frame where the site says
+	// (engine/drop); an XDP_DROP or XDP_ABORTED verdict is its own.
+	Drop drop.Reason
 	// Taken is when the driver took it from the ring.
 	Taken sim.Time
 	// What the program read and wrote of the frame, as offsets from its
@@ -296,7 +301,7 @@ func (t *Traffic) replayDropUntil(at sim.Time, keep int) uint64 {
 	}
 	n := waiting - uint64(keep)
 	for i := uint64(0); i < n; i++ {
-		t.Record(OutcomeHostQueueFull)
+		t.Record(OutcomeHostQueueFull, t.queueFull)
 		t.replayAdvance()
 	}
 	return n
@@ -304,9 +309,10 @@ func (t *Traffic) replayDropUntil(at sim.Time, keep int) uint64 {
 
 // Record sets the outcome of the frame the traffic is at (the next one
 // Advance consumes), for a replay; nothing otherwise.
-func (t *Traffic) Record(o Outcome) {
+func (t *Traffic) Record(o Outcome, why drop.Reason) {
 	if t.rep != nil && t.seq < uint64(len(t.rep.idx)) {
-		t.rep.log.set(t.rep.idx[t.seq], o).Queue = t.rep.q
+		f := t.rep.log.set(t.rep.idx[t.seq], o)
+		f.Queue, f.Drop = t.rep.q, why
 	}
 }
 
@@ -362,31 +368,19 @@ func (f *Fate) Fate() string {
 	return FateDropped
 }
 
-// Reason names why a dropped frame was dropped, "" for one that was not.
-// The names are the model's own, one per place the model drops a
-// replayed frame: this is where the kernel's enum skb_drop_reason names
-// go, for the drops the kernel gives one (an XDP verdict frees no skb,
-// so the kernel names none for those).
-func (f *Fate) Reason() string {
-	switch f.Outcome {
-	case OutcomeHostQueueFull:
-		return "host_queue_full"
-	case OutcomeTooBig:
-		return "frame_too_big"
-	case OutcomeNoBuffer:
-		return "no_rx_buffer"
-	case OutcomeXDP:
-		switch {
-		case f.Failed && f.Action == xdpTx:
-			return "xdp_tx_failed"
-		case f.Failed:
-			return "xdp_redirect_failed"
-		case f.Action == xdpDrop:
-			return "xdp_drop"
-		case f.Action == xdpPass || f.Action == xdpTx || f.Action == xdpRedirect:
-			return ""
+// Reason is why the model dropped the frame, by the name engine/drop
+// gives it at kernel v (the kernel's skb_drop_reason from the release
+// that has one, else the model's); "" when it was not dropped.
+func (f *Fate) Reason(v kernel.Version) string {
+	why := f.Drop
+	if why == drop.None && f.Outcome == OutcomeXDP {
+		switch f.Action {
+		case xdpPass, xdpTx, xdpRedirect:
+		case xdpDrop:
+			why = drop.XDPDrop
+		default:
+			why = drop.XDPAbort // XDP_ABORTED, or a value no verdict has
 		}
-		return "xdp_aborted" // XDP_ABORTED, or a value no verdict has
 	}
-	return ""
+	return drop.Name(why, v)
 }

@@ -235,6 +235,9 @@ func NewRX(q *virtq.Queue, cfg Config, tr *Traffic, costs *sim.Costs) *RX {
 	if r.batch {
 		r.backlogDrop = drop.TapFull
 	}
+	if tr != nil {
+		tr.queueFull = r.backlogDrop // a replayed frame's, past the backlog
+	}
 	if r.vdpa {
 		r.backlog = 0 // frames wait nowhere: see CatchUp
 	}
@@ -407,7 +410,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			// It came off the wire while the device, out of buffers,
 			// waited for the doorbell: nowhere to put it.
 			r.c.NoBufferDrops++
-			r.traffic.Record(OutcomeNoBuffer)
+			r.traffic.Record(OutcomeNoBuffer, drop.NoBuffer)
 			r.c.Reasons.Add(drop.NoBuffer)
 			r.traffic.Advance()
 			continue
@@ -448,7 +451,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 			r.starve(start)
 			if r.vdpa {
 				r.c.NoBufferDrops++
-				r.traffic.Record(OutcomeNoBuffer)
+				r.traffic.Record(OutcomeNoBuffer, drop.NoBuffer)
 				r.c.Reasons.Add(drop.NoBuffer)
 				r.traffic.Advance()
 			}
@@ -474,7 +477,7 @@ func (r *RX) CatchUp(t sim.Time) (irq bool, irqAt sim.Time) {
 		switch {
 		case !fits:
 			r.c.TooBig++
-			r.traffic.Record(OutcomeTooBig)
+			r.traffic.Record(OutcomeTooBig, drop.TooBig)
 			if r.batch {
 				// A drop only for vhost-net: a hardware device returns
 				// the buffers empty and the driver drops (RxLength).

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"ringlab/engine/drop"
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 	"ringlab/engine/transport"
@@ -30,6 +31,9 @@ type Traffic struct {
 	rng      *rand.Rand // random_sizes: the scenario's seeded generator
 	pcg      *rand.PCG  // rng's source, whose state a copy copies
 	size     int        // the next frame's size (drawn at random, or SizeAt(seq)); not a TCP stream's
+	// queueFull is why a replayed frame past the host's backlog is lost
+	// (the tap's or the NIC's queue: NewRX says which).
+	queueFull drop.Reason
 	// tcp is the queue's tcp_stream sender (at most one stream a queue):
 	// it decides when each frame arrives and how many segments it
 	// carries; seq numbers its frames as it does.

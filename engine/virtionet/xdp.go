@@ -70,7 +70,7 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 		if f == xdp.NoFrame {
 			// virtnet_xdp_handler: "convert buff to frame failed for
 			// xdp", XDP_DROP.
-			replayFailed(fate)
+			replayFailed(fate, drop.XDPFrame)
 			rq.xdpDrop(b, drop.XDPFrame)
 			return bpf.XDPDrop, 0, false
 		}
@@ -80,7 +80,7 @@ func (rq *RQ) runXDP(b *rxBuf, n uint32) (bpf.Action, uint32, bool) {
 	case bpf.XDPRedirect:
 		rq.Stats.XDPRedirects++
 		if why := rq.doRedirect(b, uint32(newLen), res.Redirect); why != drop.None {
-			replayFailed(fate)
+			replayFailed(fate, why)
 			rq.xdpDrop(b, why)
 			return bpf.XDPDrop, 0, false
 		}
@@ -491,8 +491,8 @@ func (rq *RQ) replayXDP(b *rxBuf, res *bpf.Result) *device.Fate {
 
 // replayFailed marks a replayed frame whose TX or REDIRECT the driver
 // could not carry out (it drops it).
-func replayFailed(f *device.Fate) {
+func replayFailed(f *device.Fate, why drop.Reason) {
 	if f != nil {
-		f.Failed = true
+		f.Failed, f.Drop = true, why
 	}
 }
