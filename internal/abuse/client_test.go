@@ -63,6 +63,13 @@ func join(t *testing.T, s *server, room createdRoom, role string) (*member, msg)
 	t.Helper()
 	c, code, err := dialRoom(s, room.Room, nil)
 	require.NoError(t, err, "status %d", code)
+	return joinOn(t, c, room, role)
+}
+
+// joinOn joins room as role over the dialled c and returns after the
+// welcome.
+func joinOn(t *testing.T, c *websocket.Conn, room createdRoom, role string) (*member, msg) {
+	t.Helper()
 	m := &member{t: t, c: c, msgs: make(chan msg, 1<<14), done: make(chan struct{})}
 	t.Cleanup(func() { c.Close() })
 	go m.read()

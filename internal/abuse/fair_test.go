@@ -1,7 +1,6 @@
 package abuse
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,18 +66,7 @@ func (f from) join(t *testing.T, room createdRoom, role string) (*member, msg) {
 	t.Helper()
 	c, code, err := f.dial("/ws/room/" + room.Room)
 	require.NoError(t, err, "status %d", code)
-	m := &member{t: t, c: c, msgs: make(chan msg, 1<<14), done: make(chan struct{})}
-	t.Cleanup(func() { c.Close() })
-	go m.read()
-	j := map[string]any{"type": "join", "role": role}
-	if role == "instructor" {
-		j["token"] = room.Token
-		m.token = room.Token
-	}
-	m.send(j)
-	w, ok := m.wait("welcome", 30*time.Second)
-	require.True(t, ok, "no welcome: %v", m.lastErr())
-	return m, w
+	return joinOn(t, c, room, role)
 }
 
 func durPct(d []time.Duration, p int) time.Duration {
@@ -179,21 +167,7 @@ func TestReplayFairness(t *testing.T) {
 // liveHeap reads the server's live heap (as of its last collection)
 // from /metrics.
 func liveHeap(t *testing.T, s *server) int64 {
-	t.Helper()
-	resp, err := http.Get(s.base + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_gc_heap_live_bytes "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			require.NoError(t, err)
-			return int64(f)
-		}
-	}
-	t.Fatal("no go_gc_heap_live_bytes in /metrics")
-	return 0
+	return serverMetric(t, s, "go_gc_heap_live_bytes")
 }
 
 // TestReplicaMemory: eight rooms from two addresses, each with a world

@@ -13,22 +13,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// heapAlloc reads the server's live heap from its /metrics.
-func heapAlloc(t *testing.T, s *server) int64 {
+// serverMetric reads one unlabelled sample of the server's /metrics.
+func serverMetric(t *testing.T, s *server, name string) int64 {
 	t.Helper()
 	resp, err := http.Get(s.base + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_alloc_bytes "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			require.NoError(t, err)
 			return int64(f)
 		}
 	}
-	t.Fatal("no go_memstats_heap_alloc_bytes in /metrics")
+	t.Fatalf("no %s in /metrics", name)
 	return 0
+}
+
+// heapAlloc reads the server's heap, garbage included, from its /metrics.
+func heapAlloc(t *testing.T, s *server) int64 {
+	return serverMetric(t, s, "go_memstats_heap_alloc_bytes")
 }
 
 // TestSilentJoinersHeap: students that join a room with a long log and
