@@ -330,10 +330,6 @@ func (t *TCP) InFlight() int { return t.inflight }
 // Expected is the oldest frame the receiver has not reported.
 func (t *TCP) Expected() uint64 { return t.expected }
 
-// FrameBytes is the size of a frame of segs segments as the receiver gets
-// it (the frame, without FCS).
-func (t *TCP) FrameBytes(segs int) int { return segs*t.cfg.MSS + t.cfg.HdrBytes }
-
 // Next is the next frame: when it reaches the receiver and how many
 // segments it carries. ok is false when nothing will be sent until the
 // receiver reports something (every segment in flight, windows closed).
