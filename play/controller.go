@@ -45,6 +45,7 @@ type Controller struct {
 
 	sinceState, sinceRecord, sinceSeek int64 // wall ns
 	force                              bool  // a state is due
+	changed                            bool  // something changed since the last state
 	syncs                              []int // ids of Sync requests waiting for the work to end
 	outbox                             []Out // what the inputs and the work produced for Ready
 
@@ -53,8 +54,15 @@ type Controller struct {
 
 	w, h   float64 // canvas size (Resize)
 	layout view.Layout
-	laid   [4]int // panes, CPUs, ring size and ring mode the layout was made for
-	phase  float64
+	laid   [4]int  // panes, CPUs, ring size and ring mode the layout was made for
+	phase  float64 // the flow view's animation clock: ticks while something moves
+
+	// drawn is the last Draw made; stirred says an input came since. A
+	// tick with neither an input, nor a world that changed, nor anything
+	// moving hands the shell drawn again with Same set: a page at rest
+	// draws nothing.
+	drawn   *Draw
+	stirred bool
 
 	ring           view.RingView // how the ring view draws (View, view.go)
 	hovering       bool          // the pointer is over the canvas (Hover)
@@ -138,14 +146,18 @@ func (c *Controller) Step(in In) error {
 	if r, ok := in.(Request); ok {
 		id, in = r.ID, r.In
 	}
-	if r, ok := in.(Resize); ok {
-		c.w, c.h = canvasSide(r.W), canvasSide(r.H)
+	if r, ok := in.(Resize); ok { // the shell's every frame
+		w, h := canvasSide(r.W), canvasSide(r.H)
+		c.stirred = c.stirred || w != c.w || h != c.h
+		c.w, c.h = w, h
 		return nil
 	}
 	if h, ok := in.(Hover); ok {
+		c.stirred = c.stirred || c.hovering != !h.Off || h.X != c.hoverX || h.Y != c.hoverY
 		c.hovering, c.hoverX, c.hoverY = !h.Off, h.X, h.Y
 		return nil
 	}
+	c.stirred = true
 	c.force = true
 	outs, err := c.handle(in, id)
 	c.send(outs...)
@@ -526,6 +538,10 @@ type Draw struct {
 	Phase   float64 // ticks so far, for the flow view's animation
 	Live    *LiveDraw
 	Tip     *Tip // what the pointer hovers, explained
+	// Same says nothing here differs from the last Ready's Draw: no
+	// input came, no world changed and nothing moves (not playing, not
+	// working, no live view). The shell may keep the picture it has.
+	Same bool
 }
 
 // DrawPane is one pane's pictures.
@@ -545,7 +561,8 @@ type DrawPane struct {
 // controller's only output.
 func (c *Controller) Ready() Frame {
 	s := c.sess
-	if s.Refresh() {
+	refreshed := s.Refresh()
+	if refreshed {
 		c.selChanged = true
 	}
 	if s.Stopped() != nil && c.playing {
@@ -556,16 +573,22 @@ func (c *Controller) Ready() Frame {
 		c.acc = 0 // too slow to keep up: do not pile up a debt
 	}
 	c.owed, c.accrued = 0, false
-	c.phase++
+	moving := c.playing || c.busy() || c.live != nil || c.watch != nil
+	if moving {
+		c.phase++
+	}
 	out := c.outbox
 	c.outbox = nil
 	if m, ok := c.mode.(*instructor); ok {
 		out = append(out, m.ready(c)...)
 	}
 	idle := !c.busy()
-	if c.force || c.sinceState >= StatePeriod || (len(c.syncs) > 0 && idle) {
+	// A state when asked for, and while things change at most every
+	// StatePeriod; a page at rest gets none.
+	c.changed = c.changed || refreshed || moving
+	if c.force || (c.changed && c.sinceState >= StatePeriod) || (len(c.syncs) > 0 && idle) {
 		out = append(out, c.state())
-		c.sinceState, c.force = 0, false
+		c.sinceState, c.force, c.changed = 0, false, false
 	}
 	if len(c.syncs) > 0 && idle {
 		for _, id := range c.syncs {
@@ -577,7 +600,15 @@ func (c *Controller) Ready() Frame {
 		out = append(out, c.record(c.sel, "live", 0))
 		c.sinceRecord, c.selChanged = 0, false
 	}
-	return Frame{Send: out, Draw: c.draw()}
+	if c.drawn != nil && !refreshed && !moving && !c.stirred && c.Bench() == "" {
+		d := *c.drawn
+		d.Same = true
+		return Frame{Send: out, Draw: d}
+	}
+	c.stirred = false
+	d := c.draw()
+	c.drawn = &d
+	return Frame{Send: out, Draw: d}
 }
 
 func (c *Controller) draw() Draw {

@@ -46,6 +46,7 @@ import (
 //	                          each
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		t.Parallel() // each file its own controllers
 		h := &harness{ctls: map[string]*ctl{}}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			return h.run(t, d)
@@ -854,4 +855,60 @@ func TestReadyIsTheOnlyOutput(t *testing.T) {
 	require.Equal(t, "room", es[0].Source)
 	require.Contains(t, es[0].Message, "command 1: ")
 	require.Contains(t, es[0].Message, "no_such_function")
+}
+
+// TestAtRestDrawsNothing: a paused page that gets no input neither draws
+// (Draw.Same, so the shell keeps its picture) nor gets states; the shell's
+// every-frame Resize to the same size changes nothing; a hover, a step
+// and playing each draw again, and playing sends states at StatePeriod.
+func TestAtRestDrawsNothing(t *testing.T) {
+	c := New("preset=default")
+	c.Ready() // the greeting, as the shell sends it before the game starts
+	require.NoError(t, c.Step(Pause{}))
+	frame := func() (same bool, states int) {
+		c.Step(Resize{W: 800, H: 600})
+		c.Tick(StatePeriod)
+		for c.Work(1 << 12) {
+		}
+		f := c.Ready()
+		for _, o := range f.Send {
+			if _, ok := o.(StateOut); ok {
+				states++
+			}
+		}
+		return f.Draw.Same, states
+	}
+	same, states := frame()
+	require.False(t, same, "the first frame after the pause draws")
+	require.Equal(t, 1, states, "the pause's state")
+	for i := range 5 {
+		same, states = frame()
+		require.True(t, same, "frame %d at rest", i)
+		require.Zero(t, states, "frame %d at rest", i)
+	}
+
+	c.Step(Hover{X: 100, Y: 100})
+	same, _ = frame()
+	require.False(t, same, "a hover draws the tip")
+	c.Step(Hover{X: 100, Y: 100})
+	same, _ = frame()
+	require.True(t, same, "the same hover again changes nothing")
+
+	c.Step(Resize{W: 900, H: 600})
+	f := c.Ready()
+	require.False(t, f.Draw.Same, "a new size draws")
+
+	require.NoError(t, c.Step(Step{Unit: UnitEvent, N: 1}))
+	same, _ = frame()
+	require.False(t, same, "a step draws")
+	same, states = frame()
+	require.True(t, same)
+	require.Zero(t, states)
+
+	require.NoError(t, c.Step(Play{}))
+	for i := range 3 {
+		same, states = frame()
+		require.False(t, same, "frame %d playing", i)
+		require.Equal(t, 1, states, "frame %d playing: a state each StatePeriod", i)
+	}
 }

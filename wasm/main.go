@@ -67,6 +67,9 @@ func main() {
 
 	ebiten.SetWindowTitle("ringlab")
 	ebiten.SetRunnableOnUnfocused(true)
+	// Draw clears the screen itself when it draws, and leaves the last
+	// picture when the controller says nothing changed (play.Draw.Same).
+	ebiten.SetScreenClearedEveryFrame(false)
 	loadmark.Mark("rungame")
 	if err := ebiten.RunGame(g); err != nil {
 		postAll([]play.Out{play.ErrorOut{Source: "game", Message: err.Error()}})

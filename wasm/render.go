@@ -31,15 +31,24 @@ func (g *game) Draw(screen *ebiten.Image) {
 	}
 	bench := g.ctl.Bench()
 	if bench == "empty" {
+		screen.Clear() // Ebitengine's own cost of a frame, presented
 		return
 	}
-	// No Fill: Ebitengine clears the screen to black every frame and the
-	// views are drawn on black; a coloured background would cost a
-	// full-screen pass per frame (software WebGL pays for every pixel).
+	f := &g.frame
+	if f.Same {
+		// Nothing changed since the last picture, which the screen still
+		// holds (main turns Ebitengine's clearing off): after a few such
+		// frames Ebitengine stops presenting, and a page at rest costs
+		// next to no CPU.
+		return
+	}
+	// Clear, no Fill: the views are drawn on black; a coloured background
+	// would cost another full-screen pass per frame (software WebGL pays
+	// for every pixel).
+	screen.Clear()
 	g.b.calls = 0
 	g.b.scale = float32(max(g.dsf, 1))
 	d := &drawer{b: g.b, dst: screen}
-	f := &g.frame
 	if f.Layout == nil || len(f.Panes) == 0 {
 		return
 	}
