@@ -42,32 +42,6 @@ type Row struct {
 	Why     string
 }
 
-// snapshot is what a metric is computed from.
-type snapshot struct {
-	t        sim.Time
-	bytes    uint64
-	appBytes uint64 // payload the applications read
-	txDone   uint64
-	cached   uint64
-	ring     uint64
-	refill   uint64
-	packets  uint64
-}
-
-func (w *World) snap() snapshot {
-	s := snapshot{t: w.Now(), bytes: w.Stack.Counters().Bytes, appBytes: w.Stack.Counters().AppBytes, packets: w.Received()}
-	if w.Devmap != nil {
-		s.txDone = w.Devmap.Next().Completed
-	}
-	for _, p := range w.Pools.List(nil) {
-		r := p.RecycleStats()
-		s.cached += r.Cached
-		s.ring += r.Ring
-		s.refill += p.AllocStats().Refill
-	}
-	return s
-}
-
 // Measure runs a scenario through warmup and window and returns the
 // metric.
 func Measure(s scenario.Scenario, metric string, warmup, window sim.Duration) (float64, error) {
@@ -93,12 +67,12 @@ func MeasureUsage(s scenario.Scenario, metric string, warmup, window sim.Duratio
 	if err := w.RunUntil(sim.Time(warmup)); err != nil {
 		return Measurement{}, err
 	}
-	a, ua := w.snap(), w.usageSnap()
+	a, ua := w.MarkReadout(), w.usageSnap()
 	if err := w.RunUntil(sim.Time(warmup + window)); err != nil {
 		return Measurement{}, err
 	}
-	b, ub := w.snap(), w.usageSnap()
-	v, err := metricValue(metric, a, b)
+	ub := w.usageSnap()
+	v, err := MetricSince(w, metric, &a)
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -106,33 +80,21 @@ func MeasureUsage(s scenario.Scenario, metric string, warmup, window sim.Duratio
 	return Measurement{Value: v, Usage: u, Limit: LimitOf(u)}, nil
 }
 
-// metricValue computes a metric from the snapshots at the window's ends.
-func metricValue(metric string, a, b snapshot) (float64, error) {
-	secs := b.t.Sub(a.t).Seconds()
-	switch metric {
-	case "delivered_gbps":
-		return float64(b.bytes-a.bytes) * 8 / secs / 1e9, nil
-	case "goodput_gbps":
-		return float64(b.appBytes-a.appBytes) * 8 / secs / 1e9, nil
-	case "tx_mpps":
-		return float64(b.txDone-a.txDone) / secs / 1e6, nil
-	case "recycle_cached_share", "recycle_ring_share":
-		total := float64(b.cached - a.cached + b.ring - a.ring)
-		if total == 0 {
-			return 0, nil
-		}
-		if metric == "recycle_cached_share" {
-			return float64(b.cached-a.cached) / total, nil
-		}
-		return float64(b.ring-a.ring) / total, nil
-	case "alloc_refill_per_mpkt":
-		pk := float64(b.packets - a.packets)
-		if pk == 0 {
-			return 0, nil
-		}
-		return float64(b.refill-a.refill) / pk * 1e6, nil
+// MetricParts are the readout's parts a metric is one of: the run's
+// rates and shares (pps, goodput_gbps, tx_mpps, recycle_cached_share,
+// ...), each over a window.
+const MetricParts = PartRun | PartMeasures
+
+// MetricSince reads a metric (a figure of MetricParts) over the window
+// from m to now.
+func MetricSince(w *World, metric string, m *ReadoutMark) (float64, error) {
+	var r Readout
+	w.ReadSince(&r, MetricParts, m)
+	f, ok := r.Get(metric)
+	if !ok || f.Name == "sim_time_ns" || f.Name == "events" || f.Name == "time_us" {
+		return 0, fmt.Errorf("engine: unknown metric %q", metric)
 	}
-	return 0, fmt.Errorf("engine: unknown metric %q", metric)
+	return f.Value, nil
 }
 
 // Reproduce runs every row of scenario.Reproductions and gives each its

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"ringlab/engine/drop"
 	"ringlab/engine/sim"
+	"ringlab/engine/vocab"
 )
 
 // Summary is what `ringlab run` reports about a finished run.
@@ -48,64 +50,82 @@ type DropReason struct {
 	Kernel string `json:"kernel"`
 }
 
-// Summarize reads the world's state.
+// SummaryParts are the readout parts a Summary shows.
+const SummaryParts = PartRun | PartCPUUtil | PartCPUCounters | PartPages | PartTotals | PartQueues
+
+// Summarize reads the world's state: its readout (World.Read, the parts
+// SummaryParts) arranged as `ringlab run` prints it, with the reasons it
+// dropped for and its XDP programs' faults.
 func (w *World) Summarize() Summary {
-	now := w.Now()
-	el := now.Sub(0)
+	var r Readout
+	w.Read(&r, SummaryParts)
+	return SummaryOf(w, &r)
+}
+
+// SummaryOf arranges a readout of the world (at least SummaryParts) as
+// a Summary: nothing in it is computed again.
+func SummaryOf(w *World, r *Readout) Summary {
 	s := Summary{
-		Scenario:  w.Scenario.Name,
-		Mode:      w.Driver.Mode(),
-		SimTimeNS: int64(now),
-		Packets:   w.Received(),
-		Counters:  map[string]uint64{},
-		PagePool:  map[string]uint64{},
-		Pages:     w.Pages(),
-		Events:    w.Sim.Queue.Fired(),
+		Scenario: w.Scenario.Name,
+		Mode:     w.Driver.Mode(),
+		Counters: map[string]uint64{},
+		PagePool: map[string]uint64{},
+		Pages:    map[string]int64{},
 	}
-	var bytes uint64
-	for _, rq := range w.Driver.RQ {
-		bytes += rq.Stats.Bytes
-	}
-	if secs := el.Seconds(); secs > 0 {
-		s.PPS = float64(s.Packets) / secs
-		s.Gbps = float64(bytes) * 8 / secs / 1e9
-	}
-	for i := 0; i < w.Sim.NumCPU(); i++ {
-		s.CPUs = append(s.CPUs, w.Sim.CPU(i).Utilisation(el))
-		cs := w.CPUCounters(i, nil)
-		m := make(map[string]uint64, len(cs))
-		for _, c := range cs {
-			m[c.Name] = c.Value
+	for _, f := range r.Figures {
+		switch f.Part {
+		case PartRun:
+			switch f.Name {
+			case "sim_time_ns":
+				s.SimTimeNS = int64(f.Value)
+			case "events":
+				s.Events = uint64(f.Value)
+			case "pps":
+				s.PPS = f.Value
+			case "gbps":
+				s.Gbps = f.Value
+			}
+		case PartCPUUtil:
+			s.CPUs = append(s.CPUs, f.Value)
+		case PartCPUCounters:
+			for len(s.CPUList) <= f.Index {
+				s.CPUList = append(s.CPUList, nil)
+				s.PerCPU = append(s.PerCPU, map[string]uint64{})
+			}
+			name := strings.TrimPrefix(f.Name, vocab.CPUCounter(f.Index, ""))
+			s.CPUList[f.Index] = append(s.CPUList[f.Index], Counter{name, uint64(f.Value)})
+			s.PerCPU[f.Index][name] = uint64(f.Value)
+		case PartPages:
+			s.Pages[strings.TrimPrefix(f.Name, vocab.Pages(""))] = int64(f.Value)
+		case PartTotals:
+			c := Counter{f.Name, uint64(f.Value)}
+			s.CounterList = append(s.CounterList, c)
+			s.Counters[c.Name] = c.Value
+			if d, _ := vocab.Lookup(c.Name); d.Group == vocab.GroupPagePool {
+				s.PagePoolList = append(s.PagePoolList, c)
+				s.PagePool[c.Name] = c.Value
+			}
+			if c.Name == "rx_packets" {
+				s.Packets = c.Value
+			}
+		case PartQueues:
+			for len(s.Queues) <= f.Index {
+				s.Queues = append(s.Queues, map[string]uint64{})
+			}
+			s.Queues[f.Index][f.Name] = uint64(f.Value)
 		}
-		s.CPUList = append(s.CPUList, cs)
-		s.PerCPU = append(s.PerCPU, m)
-	}
-	s.CounterList = w.Totals()
-	for _, c := range s.CounterList {
-		s.Counters[c.Name] = c.Value
-	}
-	s.PagePoolList = w.PagePoolStats()
-	for _, c := range s.PagePoolList {
-		s.PagePool[c.Name] = c.Value
 	}
 	for _, rq := range w.Driver.RQ {
 		if rq.LastFault.Faulted() {
 			s.XDPFaults = append(s.XDPFaults, fmt.Sprintf("rx%d: %s", rq.Index, rq.LastFault))
 		}
 	}
-	st := w.Stats()
-	for r := drop.Reason(1); r < drop.NumReasons; r++ {
-		if n := st.Drops[r]; n > 0 {
-			s.Drops = append(s.Drops, DropReason{Name: drop.Name(r, st.Kernel), Count: n,
-				Kernel: st.Kernel.String() + ": " + drop.Kernel(r, st.Kernel)})
+	st := &r.Stats
+	for rs := drop.Reason(1); rs < drop.NumReasons; rs++ {
+		if n := st.Drops[rs]; n > 0 {
+			s.Drops = append(s.Drops, DropReason{Name: drop.Name(rs, st.Kernel), Count: n,
+				Kernel: st.Kernel.String() + ": " + drop.Kernel(rs, st.Kernel)})
 		}
-	}
-	for _, q := range w.Queues() {
-		m := map[string]uint64{}
-		for _, c := range q {
-			m[c.Name] = c.Value
-		}
-		s.Queues = append(s.Queues, m)
 	}
 	return s
 }

@@ -672,7 +672,7 @@ func (c *Controller) state() StateOut {
 			}
 		}
 		ps.Perf = p.perf.state(p.Scenario.KernelVersion())
-		for _, m := range p.Metrics {
+		for _, m := range p.Metrics.Figures {
 			ps.Metrics = append(ps.Metrics, [2]any{m.Name, m.Value})
 			if !c.described[m.Name] {
 				c.described[m.Name] = true

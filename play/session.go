@@ -17,7 +17,8 @@ type Pane struct {
 	World    *engine.World
 	Snap     view.Snapshot
 	Rates    view.Rates
-	Metrics  []view.Metric
+	// Metrics are the counters table's figures (engine.PartsTable).
+	Metrics engine.Readout
 	// Events are the newest events of the world that ran while the
 	// session logged them (one at a time or a few a frame: see logging),
 	// each with what it changed, oldest first; at most EventLogSize.
@@ -399,7 +400,7 @@ func (s *Session) Refresh() bool {
 		p.dirty = false
 		p.Snap.Fill(p.World, s.Queue)
 		p.Rates.Sample(p.World)
-		p.Metrics = view.Report(p.World, p.Metrics)
+		p.World.Read(&p.Metrics, engine.PartsTable)
 		p.perf.observe(p.World)
 		any = true
 	}

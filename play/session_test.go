@@ -238,7 +238,7 @@ func runAll(t *testing.T, s *Session, budget int) {
 
 func metrics(s *Session, pane int) map[string]float64 {
 	out := map[string]float64{}
-	for _, m := range s.Panes[pane].Metrics {
+	for _, m := range s.Panes[pane].Metrics.Figures {
 		out[m.Name] = m.Value
 	}
 	return out

@@ -156,6 +156,11 @@ func (s *Session) Lookup(name string) (Value, error) {
 	if v, ok := s.bind[name]; ok {
 		return v, nil
 	}
+	asked := name
+	name = canonical(name)
+	if v, ok := s.bind[name]; ok {
+		return v, nil
+	}
 	if prefix, _, ok := strings.Cut(name, "."); ok {
 		if why, skip := s.skipped[prefix]; skip {
 			return Value{}, &skipError{why}
@@ -173,11 +178,11 @@ func (s *Session) Lookup(name string) (Value, error) {
 	if s.figs != nil {
 		names = append(names, s.figs.sortedNames()...)
 	}
-	msg := fmt.Sprintf("unknown name %s", name)
+	msg := fmt.Sprintf("unknown name %s", asked)
 	if s.world == nil {
 		msg += " (nothing has run yet in this tutorial)"
 	}
-	if sug := suggest(name, names); sug != "" {
+	if sug := suggest(asked, names); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %s?)", sug)
 	}
 	return Value{}, errors.New(msg)

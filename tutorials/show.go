@@ -6,7 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"ringlab/engine"
 	"ringlab/engine/scenario"
+	"ringlab/engine/vocab"
 )
 
 // group prints one of show's groups.
@@ -27,30 +29,25 @@ func (s *Session) group(name string) ([]string, error) {
 	var out []string
 	kv := func(name string, v float64) { out = append(out, fmt.Sprintf("%s = %s", name, FormatNumber(v))) }
 	switch name {
-	case "counters":
-		for _, c := range w.Totals() {
-			kv(c.Name, float64(c.Value))
-		}
-	case "page_pool":
-		for _, c := range w.PagePoolStats() {
-			kv(c.Name, float64(c.Value))
-		}
-	case "queues":
-		for _, q := range w.Queues() {
-			for _, c := range q {
-				kv(c.Name, float64(c.Value))
+	case "counters", "page_pool", "queues", "pages":
+		var r engine.Readout
+		w.Read(&r, engine.PartTotals|engine.PartQueues|engine.PartPages)
+		for _, f := range r.Figures {
+			switch {
+			case name == "counters" && f.Part == engine.PartTotals,
+				name == "queues" && f.Part == engine.PartQueues,
+				name == "pages" && f.Part == engine.PartPages && f.Value != 0:
+			case name == "page_pool" && f.Part == engine.PartTotals:
+				if d, _ := vocab.Lookup(f.Name); d.Group != vocab.GroupPagePool {
+					continue
+				}
+			default:
+				continue
 			}
+			kv(f.Name, f.Value)
 		}
-	case "pages":
-		locs := make([]string, 0)
-		for l, n := range w.Pages() {
-			if n != 0 {
-				locs = append(locs, l)
-			}
-		}
-		sort.Strings(locs)
-		for _, l := range locs {
-			kv("pages."+l, float64(w.Pages()[l]))
+		if name == "pages" {
+			sort.Strings(out) // by location's name
 		}
 	case "ring", "pools":
 		prefix := "rq"

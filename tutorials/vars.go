@@ -1,15 +1,10 @@
 package tutorials
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"sort"
+	"strings"
 
 	"ringlab/engine"
-	"ringlab/engine/pagepool"
-	"ringlab/engine/scenario"
-	"ringlab/engine/sim"
 	"ringlab/engine/vocab"
 )
 
@@ -46,196 +41,35 @@ var figureDocs = [][2]string{
 	{"scenario.PATH", "a field of the world's scenario by its JSON path (scenario.ring_size, scenario.traffic.size)"},
 }
 
-// worldFigures reads every figure of a world.
+// worldFigures are every figure of a world: its readout (engine.World.Read,
+// every part), computed there once for every reader.
 func worldFigures(w *engine.World) Figures {
-	f := Figures{}
-	num := func(name string, v float64) { f[name] = Num(v) }
-	u := func(name string, v uint64) { f[name] = Num(float64(v)) }
-	for _, c := range w.Totals() {
-		u(c.Name, c.Value)
-	}
-	for _, q := range w.Queues() {
-		for _, c := range q {
-			u(c.Name, c.Value)
+	var r engine.Readout
+	w.Read(&r, engine.PartsAll)
+	f := make(Figures, len(r.Figures))
+	for _, fig := range r.Figures {
+		if fig.IsText {
+			f[fig.Name] = Str(fig.Text)
+		} else {
+			f[fig.Name] = Num(fig.Value)
 		}
-	}
-	for loc, n := range w.Pages() {
-		num(vocab.Pages(loc), float64(n))
-	}
-	now := w.Now()
-	el := now.Sub(0)
-	u("sim_time_ns", uint64(now))
-	u("time_ns", uint64(now)) // the older name tutorials use
-	num("time_us", float64(now)/1e3)
-	u("events", w.Sim.Queue.Fired())
-	u("packets", w.Received())
-	var rxBytes uint64
-	for _, rq := range w.Driver.RQ {
-		rxBytes += rq.Stats.Bytes
-	}
-	delivered := w.Stack.Counters().Bytes
-	if secs := el.Seconds(); secs > 0 {
-		num("pps", float64(w.Received())/secs)
-		num("mpps", float64(w.Received())/secs/1e6)
-		num("gbps", float64(rxBytes)*8/secs/1e9)
-		num("delivered_gbps", float64(delivered)*8/secs/1e9)
-	} else {
-		num("pps", 0)
-		num("mpps", 0)
-		num("gbps", 0)
-		num("delivered_gbps", 0)
-	}
-	for i := 0; i < w.Sim.NumCPU(); i++ {
-		num(vocab.CPUUtil(i), w.Sim.CPU(i).Utilisation(el))
-	}
-	// The perf top since the start: every symbol, 0 where nothing was
-	// charged to it (the pseudo-rows have no name a check can spell).
-	var ps engine.PerfSample
-	w.SamplePerf(&ps)
-	if top, err := engine.PerfTop(&engine.PerfSample{}, &ps); err == nil {
-		for i := 0; i < w.Sim.NumCPU(); i++ {
-			for s := sim.Sym(0); s < sim.NumSyms; s++ {
-				if !s.Pseudo() {
-					num(vocab.CPUPerf(i, s.String()), top[i].Share(s.String()))
-				}
-			}
-		}
-	}
-	f["mode"] = Str(w.Driver.Mode())
-	num("big_packets_num_skbfrags", float64(w.Driver.NumSkbFrags()))
-	for _, rq := range w.Driver.RQ {
-		p := vocab.Ring(rq.Index, "")
-		q := rq.VQ
-		num(p+"size", float64(q.Size()))
-		num(p+"num_free", float64(q.NumFree()))
-		num(p+"avail_idx", float64(q.AvailIdx()))
-		num(p+"used_idx", float64(q.UsedIdx()))
-		num(p+"last_used", float64(q.LastUsed()))
-		num(p+"used_event", float64(q.UsedEvent()))
-		num(p+"avail_event", float64(q.AvailEvent()))
-		num(p+"avail_flags", float64(q.AvailFlags()))
-		num(p+"used_flags", float64(q.UsedFlags()))
-		num(p+"num_added", float64(q.NumAdded()))
-		num(p+"free_head", float64(q.FreeHead()))
-		num(p+"callbacks_disabled", b2f(q.CallbacksDisabled()))
-		num(p+"event_idx", b2f(q.EventIdx()))
-		num(p+"indirect", b2f(rq.Indirect()))
-		per := rq.DescPerBuf()
-		posted := rq.PostedDescriptors()
-		num(p+"posted_descriptors", float64(posted))
-		num(p+"descs_per_buffer", float64(per))
-		num(p+"posted_buffers", float64(posted/per))
-		num(p+"ewma", float64(rq.EWMA()))
-		num(p+"mergeable_buf_len", float64(rq.MergeableBufLen()))
-		num(p+"min_buf_len", float64(rq.MinBufLen()))
-		s := &rq.Stats
-		u(p+"irqs", s.IRQs)
-		u(p+"napi_polls", s.NAPIPolls)
-		u(p+"refills", s.Refills)
-		u(p+"alloc_fails", s.AllocFails)
-		u(p+"linearized", s.Linearized)
-		u(p+"copied", s.Copied)
-		u(p+"coalesced", s.Coalesced)
-		u(p+"big_built", s.BigBuilt)
-		u(p+"frag_list", s.FragList)
-		u(p+"xdp_aborted", s.XDPAborted)
-		u(p+"length_errors", s.LengthErrors)
-		dc := rq.Dev.Counters()
-		u(p+"host_packets", dc.Packets)
-		u(p+"host_buffers", dc.Buffers)
-		u(p+"host_drops", dc.Drops)
-		u(p+"host_too_big", dc.TooBig)
-		u(p+"host_starved", dc.Starved)
-		u(p+"host_wakeups", dc.Wakeups)
-		u(p+"host_interrupts", dc.Interrupts)
-	}
-	for _, sq := range w.Driver.SQ {
-		p := vocab.SendRing(sq.Index, "")
-		num(p+"size", float64(sq.VQ.Size()))
-		num(p+"num_free", float64(sq.VQ.NumFree()))
-		num(p+"avail_idx", float64(sq.VQ.AvailIdx()))
-		num(p+"used_idx", float64(sq.VQ.UsedIdx()))
-	}
-	for i, pool := range w.Pools.List(nil) {
-		p := vocab.Pool(i, "")
-		num(p+"cache", float64(pool.CacheLen()))
-		num(p+"ring", float64(pool.Ring().Len()))
-		num(p+"ring_size", float64(pool.Ring().Size()))
-		num(p+"pool_size", float64(pool.Params().PoolSize))
-		num(p+"inflight", float64(pool.Inflight()))
-		u(p+"hold_cnt", pool.HoldCnt())
-		u(p+"release_cnt", pool.ReleaseCnt())
-		u(p+"producer_lock", pool.Ring().ProducerLock.Stats().Acquisitions)
-		u(p+"consumer_lock", pool.Ring().ConsumerLock.Stats().Acquisitions)
-		for j, st := range pool.Stats() {
-			u(p+vocab.PagePoolStat(pagepool.StatNames[j]), st.Value)
-		}
-	}
-	if w.Cpumap != nil {
-		for i := 0; i < w.Sim.NumCPU(); i++ {
-			if w.Cpumap.Has(i) {
-				u(fmt.Sprintf("cpumap%d.consumer_lock", i), w.Cpumap.ConsumerLock(i).Acquisitions)
-			}
-		}
-	}
-	if w.Prog != nil {
-		insns := w.Prog.Instructions()
-		f["xdp.program"] = Str(w.Scenario.XDP.Program)
-		num("xdp.insns", float64(len(insns)))
-		num("xdp.bytes", float64(insns.Size()))
-	}
-	for _, c := range w.Sim.Costs.Table() {
-		num("cost."+c.Name, float64(c.Value))
-	}
-	for k, v := range scenarioFigures(&w.Scenario) {
-		f[k] = v
 	}
 	return f
 }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
+// canonical is the name a figure is read under: name itself, or the
+// number an alias of engine/vocab stands for (time_ns is sim_time_ns),
+// behind a mark's prefix too (off.time_ns is off.sim_time_ns).
+func canonical(name string) string {
+	if c := vocab.Canonical(name); c != name {
+		return c
 	}
-	return 0
-}
-
-// scenarioFigures flattens a scenario's JSON form into scenario.PATH
-// figures: numbers, strings, and booleans as 1 or 0.
-func scenarioFigures(s *scenario.Scenario) Figures {
-	out := Figures{}
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return out
-	}
-	var root any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if dec.Decode(&root) != nil {
-		return out
-	}
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				walk(prefix+"."+k, e)
-			}
-		case []any:
-			for i, e := range x {
-				walk(fmt.Sprintf("%s.%d", prefix, i), e)
-			}
-		case json.Number:
-			f, _ := x.Float64()
-			out[prefix] = Num(f)
-		case string:
-			out[prefix] = Str(x)
-		case bool:
-			out[prefix] = Num(b2f(x))
+	if prefix, rest, ok := strings.Cut(name, "."); ok {
+		if c := vocab.Canonical(rest); c != rest {
+			return prefix + "." + c
 		}
 	}
-	walk("scenario", root)
-	return out
+	return name
 }
 
 // sortedNames returns the figure names in order.

@@ -1,7 +1,6 @@
 package view
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,7 +12,6 @@ import (
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 	"ringlab/engine/virtq"
-	"ringlab/engine/vocab"
 )
 
 // checkSnapshot verifies what every snapshot must hold: the ring's slots
@@ -202,28 +200,5 @@ func TestRatesReadThePagePoolStatsByPlace(t *testing.T) {
 		ppRecycleRingFull: "rx_pp_recycle_ring_full", ppRecycleReleasedRef: "rx_pp_recycle_released_ref",
 	} {
 		assert.Equal(t, want, pagepool.StatNames[i])
-	}
-}
-
-func TestReportNamesEveryCounter(t *testing.T) {
-	w := worldAt(t, "default", 0)
-	require.NoError(t, w.RunPackets(10))
-	m := map[string]float64{}
-	for _, r := range Report(w, nil) {
-		m[r.Name] = r.Value
-	}
-	for _, k := range []string{"sim_time_ns", "events", "pps", "gbps", "cpu0.util", "pages.virtqueue", "rx_packets", "rx_pp_recycle_cached", "page_allocs"} {
-		assert.Contains(t, m, k)
-	}
-	assert.GreaterOrEqual(t, m["rx_packets"], 10.0)
-	assert.LessOrEqual(t, m["cpu0.util"], 1.0, "utilisation is a fraction")
-	for _, k := range KeyMetrics {
-		if !strings.HasPrefix(k, "cpu1") && !strings.HasPrefix(k, "cpu2") {
-			assert.Contains(t, m, k)
-		}
-	}
-	for name := range m {
-		_, ok := vocab.Lookup(name)
-		assert.True(t, ok, "%s is in engine/vocab", name)
 	}
 }

@@ -40,7 +40,7 @@ func Markdown() string {
 		}
 		what := d.Help
 		if d.Same != "" {
-			what += "; the same number as `" + d.Same + "`"
+			what += "; an alias of `" + d.Same + "`: every edge shows the number under that name"
 		}
 		b.WriteString("| `" + d.Name + "` | " + d.Unit + " | " + d.Kind.String() + " | " + strings.ReplaceAll(what, "|", "\\|") + " |\n")
 	}

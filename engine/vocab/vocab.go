@@ -53,8 +53,14 @@ type Desc struct {
 	// Group is the part of the machine the number belongs to: the
 	// sections of docs/numbers.md.
 	Group string `json:"group"`
-	// Same names the number this one is another name of, when a reader
-	// of older text uses it (tutorials' time_ns for sim_time_ns).
+	// Same makes this name an alias: another name of the number Same
+	// names, the canonical one. An alias is what older text spells (the
+	// tutorials' time_ns for sim_time_ns) or what a source reads from
+	// the kernel under another interface's name (netlink's
+	// page_pool.alloc_fast for the ethtool rx_pp_alloc_fast, veth's
+	// rx_xdp_redirect for rx_xdp_redirects). No edge emits an alias:
+	// the sources rename what they read with Canonical, and a reader
+	// given an alias reads the canonical number.
 	Same string `json:"same,omitempty"`
 }
 
@@ -74,6 +80,25 @@ func Lookup(name string) (Desc, bool) {
 		}
 	}
 	return Desc{}, false
+}
+
+// Canonical is the name name stands for: the canonical name of an alias
+// (Desc.Same: "page_pool.alloc_fast" is "rx_pp_alloc_fast"), for a twin's
+// prediction of an alias the prediction of the canonical name, else name
+// itself.
+func Canonical(name string) string {
+	if i, ok := exact[name]; ok {
+		if s := table[i].Same; s != "" {
+			return s
+		}
+		return name
+	}
+	if base, ok := strings.CutPrefix(name, PredictedPrefix); ok {
+		if c := Canonical(base); c != base {
+			return Predicted(c)
+		}
+	}
+	return name
 }
 
 // Names of indexed numbers. Every layer builds them here so that they are
@@ -98,6 +123,10 @@ func SendRing(q int, field string) string { return "sq" + strconv.Itoa(q) + "." 
 
 // Pool is a field of page_pool i: "pool0.cache".
 func Pool(i int, field string) string { return "pool" + strconv.Itoa(i) + "." + field }
+
+// Cpumap is a field of cpumap entry i (the target CPU):
+// "cpumap1.consumer_lock".
+func Cpumap(i int, field string) string { return "cpumap" + strconv.Itoa(i) + "." + field }
 
 // Pages is the number of pages in location loc (mem.Loc's name):
 // "pages.buddy".
