@@ -128,14 +128,14 @@ var liveCharts = []chartDef{
 		{"PASS", "pass", []string{"xdp_pass"}},
 		{"DROP", "xdp_drop", []string{"xdp_drop", "rx_xdp_drops"}},
 		{"TX", "xdp_tx", []string{"xdp_tx", "rx_xdp_tx"}},
-		{"REDIRECT", "redirect", []string{"xdp_redirect", "rx_xdp_redirects", "rx_xdp_redirect"}},
+		{"REDIRECT", "redirect", []string{"xdp_redirect", "rx_xdp_redirects"}},
 	}},
 	{"page_pool/s", "pages", []lineDef{
-		{"alloc fast", "fast", []string{"rx_pp_alloc_fast", "page_pool.alloc_fast"}},
-		{"alloc slow", "slow", []string{"rx_pp_alloc_slow", "page_pool.alloc_slow"}},
-		{"recycle cached", "cache", []string{"rx_pp_recycle_cached", "page_pool.recycle_cached"}},
-		{"recycle ring", "ring", []string{"rx_pp_recycle_ring", "page_pool.recycle_ring"}},
-		{"ring full", "release", []string{"rx_pp_recycle_ring_full", "page_pool.recycle_ring_full"}},
+		{"alloc fast", "fast", []string{"rx_pp_alloc_fast"}},
+		{"alloc slow", "slow", []string{"rx_pp_alloc_slow"}},
+		{"recycle cached", "cache", []string{"rx_pp_recycle_cached"}},
+		{"recycle ring", "ring", []string{"rx_pp_recycle_ring"}},
+		{"ring full", "release", []string{"rx_pp_recycle_ring_full"}},
 	}},
 }
 
@@ -172,15 +172,15 @@ var liveFlow = map[view.Series][]string{
 	view.RxDrops:      {"rx_drops", "rx_dropped"},
 	view.XDPDrop:      {"xdp_drop", "rx_xdp_drops"},
 	view.XDPTx:        {"xdp_tx", "rx_xdp_tx"},
-	view.XDPRedirect:  {"xdp_redirect", "rx_xdp_redirects", "rx_xdp_redirect"},
+	view.XDPRedirect:  {"xdp_redirect", "rx_xdp_redirects"},
 	view.XDPPass:      {"xdp_pass"},
 	view.CpumapPass:   {"cpumap_passed"},
 	view.Delivered:    {"stack_delivered", "UdpInDatagrams"},
 	view.SockDrops:    {"socket_drops", "UdpRcvbufErrors"},
-	view.RecycleCache: {"rx_pp_recycle_cached", "page_pool.recycle_cached"},
-	view.RecycleRing:  {"rx_pp_recycle_ring", "page_pool.recycle_ring"},
-	view.AllocFast:    {"rx_pp_alloc_fast", "page_pool.alloc_fast"},
-	view.AllocSlow:    {"rx_pp_alloc_slow", "page_pool.alloc_slow"},
+	view.RecycleCache: {"rx_pp_recycle_cached"},
+	view.RecycleRing:  {"rx_pp_recycle_ring"},
+	view.AllocFast:    {"rx_pp_alloc_fast"},
+	view.AllocSlow:    {"rx_pp_alloc_slow"},
 	view.PageAllocs:   {"page_allocs"},
 	view.PageFrees:    {"page_frees"},
 }
@@ -197,8 +197,9 @@ type livePoint struct {
 // live source.
 type liveView struct {
 	hello     LiveHello
-	have      map[string]bool // the source's counters
-	tracked   []string        // the names history keeps, in their index order
+	have      map[string]bool   // the source's counters, by canonical name
+	from      map[string]string // the name the source sends each under
+	tracked   []string          // the names history keeps, in their index order
 	index     map[string]int
 	laneNames []string // the per-queue names history keeps
 	laneIndex map[string]int
@@ -280,9 +281,16 @@ func (l *liveView) start(h LiveHello) {
 func (l *liveView) begin(h LiveHello) {
 	l.hello, l.connected, l.statusText = h, true, ""
 	l.resetHistory()
-	l.have = map[string]bool{}
+	// The view reads every number under its canonical name; a source
+	// that still sends an alias (engine/vocab's: page_pool.alloc_fast,
+	// rx_xdp_redirect) is read under the canonical name it stands for.
+	l.have, l.from = map[string]bool{}, map[string]string{}
 	for _, n := range h.Counters {
-		l.have[n] = true
+		c := vocab.Canonical(n)
+		l.have[c] = true
+		if _, dup := l.from[c]; !dup || c == n {
+			l.from[c] = n
+		}
 	}
 	l.index, l.tracked = map[string]int{}, nil
 	track := func(n string) {
@@ -322,7 +330,7 @@ func (l *liveView) snapshot(s LiveSnapshot) error {
 	}
 	p := livePoint{t: s.TMs, v: make([]float64, len(l.tracked))}
 	for i, n := range l.tracked {
-		v, ok := s.Counters[n]
+		v, ok := s.Counters[l.from[n]]
 		if !ok {
 			v = math.NaN()
 		}

@@ -59,8 +59,12 @@ var softnetColumns = [...]struct {
 //     tx_packets, tx_bytes, ...); a total sysfs does not give is their
 //     sum over queues;
 //   - page pools summed: page_pools, page_pool.inflight,
-//     page_pool.inflight_mem, page_pool.alloc_fast ... when the kernel
-//     has CONFIG_PAGE_POOL_STATS;
+//     page_pool.inflight_mem, and when the kernel has
+//     CONFIG_PAGE_POOL_STATS the 11 stats under their canonical names
+//     (rx_pp_alloc_fast ..., which netlink calls alloc-fast);
+//   - every name read under another interface's spelling of a number
+//     under its canonical one (engine/vocab's aliases: veth's
+//     rx_xdp_redirect is rx_xdp_redirects);
 //   - /proc/net/softnet_stat summed over CPUs: softnet.processed,
 //     softnet.dropped, softnet.time_squeeze and, where the kernel prints
 //     them, softnet.received_rps, softnet.flow_limit_count and
@@ -80,7 +84,7 @@ func (s *Sample) Counters() (totals map[string]uint64, queues []map[string]uint6
 				for len(queues) <= q {
 					queues = append(queues, map[string]uint64{})
 				}
-				queues[q][vocab.Total(g[1], g[3])] = c.Value
+				queues[q][vocab.Canonical(vocab.Total(g[1], g[3]))] = c.Value
 				continue
 			}
 		}
@@ -88,7 +92,7 @@ func (s *Sample) Counters() (totals map[string]uint64, queues []map[string]uint6
 			tot[ethtoolName(c.Name)] = c.Value
 			continue
 		}
-		tot[c.Name] = c.Value
+		tot[vocab.Canonical(c.Name)] = c.Value
 	}
 	for _, qs := range s.Queues {
 		for len(queues) <= qs.ID {
@@ -129,8 +133,16 @@ func (s *Sample) Counters() (totals map[string]uint64, queues []map[string]uint6
 	tot["page_pool.inflight"] = inflight
 	tot["page_pool.inflight_mem"] = mem
 	if s.pagePoolStats() {
+		// Netlink's page_pool.alloc_fast ... are aliases of the ethtool
+		// names (rx_pp_alloc_fast): the interface's pools summed by
+		// netlink are the number; a driver's own ethtool count of it, if
+		// it has one, is ethtool.rx_pp_alloc_fast.
 		for i, n := range pagePoolStatNames {
-			tot["page_pool."+n] = stats[i]
+			name := vocab.Canonical("page_pool." + n)
+			if v, had := tot[name]; had {
+				tot[ethtoolName(name)] = v
+			}
+			tot[name] = stats[i]
 		}
 	}
 	tot["softnet.cpus"] = uint64(len(s.Softnet))

@@ -29,11 +29,11 @@ func TestCountersNameEveryNumberOnce(t *testing.T) {
 	assert.Equal(t, map[string]uint64{
 		"rx_packets": 100, "rx_dropped": 2, "ethtool.rx_packets": 101, "rx_csum_good": 7, "rx_kicks": 7,
 		"ethtool_count": 4, "page_pools": 2, "page_pool.inflight": 6, "page_pool.inflight_mem": 6 << 12,
-		"page_pool.alloc_fast": 10, "page_pool.alloc_slow": 0, "page_pool.alloc_slow_ho": 0, "page_pool.alloc_empty": 0,
-		"page_pool.alloc_refill": 0, "page_pool.alloc_waive": 0, "page_pool.recycle_cached": 0,
-		"page_pool.recycle_cache_full": 0, "page_pool.recycle_ring": 2, "page_pool.recycle_ring_full": 0,
-		"page_pool.recycle_released_ref": 0,
-		"softnet.cpus":                   2, "softnet.processed": 110, "softnet.dropped": 1, "softnet.time_squeeze": 2,
+		"rx_pp_alloc_fast": 10, "rx_pp_alloc_slow": 0, "rx_pp_alloc_slow_ho": 0, "rx_pp_alloc_empty": 0,
+		"rx_pp_alloc_refill": 0, "rx_pp_alloc_waive": 0, "rx_pp_recycle_cached": 0,
+		"rx_pp_recycle_cache_full": 0, "rx_pp_recycle_ring": 2, "rx_pp_recycle_ring_full": 0,
+		"rx_pp_recycle_released_ref": 0,
+		"softnet.cpus":               2, "softnet.processed": 110, "softnet.dropped": 1, "softnet.time_squeeze": 2,
 	}, tot)
 	assert.Equal(t, []map[string]uint64{{"rx_kicks": 3}, {"rx_kicks": 4}}, queues)
 	for name := range tot {
@@ -42,6 +42,31 @@ func TestCountersNameEveryNumberOnce(t *testing.T) {
 		}
 		_, ok := vocab.Lookup(name)
 		assert.True(t, ok, "%s is in engine/vocab", name)
+		assert.Equal(t, vocab.Canonical(name), name, "%s: no alias leaves the source", name)
+	}
+}
+
+// TestCountersUseCanonicalNames: a number the kernel reads out under
+// another interface's name (netlink's page_pool.alloc_fast, veth's
+// rx_xdp_redirect) leaves the source under engine/vocab's canonical
+// one; the driver's own ethtool count of a page_pool stat stays, as
+// ethtool.NAME.
+func TestCountersUseCanonicalNames(t *testing.T) {
+	s := &Sample{
+		Stats:     map[string]uint64{"rx_packets": 100},
+		Ethtool:   []Counter{{"rx_queue_0_xdp_redirect", 5}, {"rx_queue_1_xdp_redirect", 6}, {"rx_pp_alloc_fast", 9}},
+		PagePools: []PagePool{{ID: 1, Stats: &PagePoolStats{AllocFast: 11, RecycleRing: 3}}},
+	}
+	tot, queues := s.Counters()
+	assert.Equal(t, []map[string]uint64{{"rx_xdp_redirects": 5}, {"rx_xdp_redirects": 6}}, queues)
+	assert.Equal(t, uint64(11), tot["rx_xdp_redirects"], "the queues' sum, under the canonical name")
+	assert.NotContains(t, tot, "rx_xdp_redirect")
+	assert.Equal(t, uint64(11), tot["rx_pp_alloc_fast"], "netlink's sum over the interface's pools")
+	assert.Equal(t, uint64(9), tot["ethtool.rx_pp_alloc_fast"], "the driver's own, by its name")
+	assert.Equal(t, uint64(3), tot["rx_pp_recycle_ring"])
+	assert.NotContains(t, tot, "page_pool.alloc_fast")
+	for name := range tot {
+		assert.Equal(t, vocab.Canonical(name), name, "%s: no alias leaves the source", name)
 	}
 }
 
@@ -90,7 +115,7 @@ func TestFiguresAreCountersUnderTheTutorialsNames(t *testing.T) {
 	lo := (&Sample{Stats: map[string]uint64{"rx_packets": 1}}).Counters
 	tot, queues := lo()
 	assert.Nil(t, queues)
-	assert.NotContains(t, tot, "page_pool.alloc_fast", "no pool statistics without CONFIG_PAGE_POOL_STATS")
+	assert.NotContains(t, tot, "rx_pp_alloc_fast", "no pool statistics without CONFIG_PAGE_POOL_STATS")
 }
 
 // TestCPUCountersPerSoftnetLine: each CPU's softnet_stat line under the
