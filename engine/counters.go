@@ -445,35 +445,6 @@ func (w *World) Totals() []Counter {
 	return s.Totals(make([]Counter, 0, 48))
 }
 
-// Queues returns each queue pair's ethtool counters under their per-queue
-// names (rx%u_*, tx%u_*).
-func (w *World) Queues() [][]Counter {
-	s := w.Stats()
-	out := make([][]Counter, len(s.Queues))
-	for i := range s.Queues {
-		q := make([]Counter, 0, 14)
-		for _, c := range rqCounters(&s.Queues[i].RX) {
-			q = append(q, Counter{vocab.Queue("rx", i, c.Name), c.Value})
-		}
-		for _, c := range sqCounters(&s.Queues[i].TX) {
-			q = append(q, Counter{vocab.Queue("tx", i, c.Name), c.Value})
-		}
-		out[i] = q
-	}
-	return out
-}
-
-// PagePoolStats sums the 11 page_pool stats over every pool, ethtool
-// names, kernel order.
-func (w *World) PagePoolStats() []Counter {
-	s := w.Stats()
-	out := make([]Counter, pagepool.NumStats)
-	for i, n := range pagepool.StatNames {
-		out[i] = Counter{n, s.PagePool[i]}
-	}
-	return out
-}
-
 // Pages returns how many pages are in each location, by location name.
 func (w *World) Pages() map[string]int64 {
 	out := make(map[string]int64, int(mem.NumLocs))

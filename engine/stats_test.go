@@ -27,10 +27,8 @@ func TestEveryNameIsInTheVocabulary(t *testing.T) {
 		for _, c := range w.Totals() {
 			names = append(names, c.Name)
 		}
-		for _, q := range w.Queues() {
-			for _, c := range q {
-				names = append(names, c.Name)
-			}
+		for _, f := range w.ReadoutOf(PartQueues).Figures {
+			names = append(names, f.Name)
 		}
 		for _, f := range w.traceFigures(nil) {
 			names = append(names, f.Name)

@@ -91,7 +91,12 @@ var liveSpans = []float64{60, 120, 300, 600}
 
 // A lineDef is one line of a chart: its label, its colour's name (the
 // shell's palette) and the counters it can be drawn from, the first the
-// source has.
+// source has. Each is a canonical engine/vocab name (the sources emit
+// no alias: vocab.Canonical); where a line has more than one they are
+// different numbers, the closer first: a lab's verdicts on its own flow
+// (xdp_drop) before the driver's count (rx_xdp_drops), the lab
+// namespace's UDP counters where the engine's stack counters are
+// absent.
 type lineDef struct {
 	label string
 	color string
@@ -164,7 +169,8 @@ var liveLane = []laneDef{
 const maxLaneNumbers = 4
 
 // liveFlow are the counters each series of the flow diagram can be
-// read from: alternatives, the first the source has. The series that
+// read from, the first the source has: canonical names, different
+// numbers in order of preference, as a chart line's (lineDef). The series that
 // are differences or sums are worked out in flowRates.
 var liveFlow = map[view.Series][]string{
 	view.RxPPS:        {"rx_packets"},
