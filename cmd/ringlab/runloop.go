@@ -126,19 +126,12 @@ func (r *runner) finish() error {
 	return nil
 }
 
-// intervalMark is the counters at an interval's start.
+// intervalMark is an interval's start: the world's readout mark (nil:
+// the world's start) and its counters then.
 type intervalMark struct {
 	at       sim.Time
-	received uint64
+	mark     *engine.ReadoutMark
 	counters map[string]uint64
-}
-
-func markInterval(w *engine.World) intervalMark {
-	m := intervalMark{at: w.Now(), received: w.Received(), counters: map[string]uint64{}}
-	for _, c := range w.Totals() {
-		m.counters[c.Name] = c.Value
-	}
-	return m
 }
 
 // intervalLine is one line of --interval: an interval of simulated time,
@@ -153,18 +146,27 @@ type intervalLine struct {
 	Gauges   map[string]uint64 `json:"gauges,omitempty"`
 }
 
-// emit prints the interval from the last mark to now as a JSON line.
+// emit prints the interval from the last mark to now as a JSON line:
+// the world's readout over it (its run part and its totals).
 func (r *runner) emit() error {
-	now := markInterval(r.w)
+	var ro engine.Readout
+	r.w.ReadSince(&ro, engine.PartRun|engine.PartTotals, r.last.mark)
+	mark := r.w.MarkReadout()
+	now := intervalMark{at: r.w.Now(), mark: &mark, counters: map[string]uint64{}}
 	l := intervalLine{
 		StartNS:  int64(r.last.at),
 		EndNS:    int64(now.at),
-		Packets:  now.received - r.last.received,
 		Counters: map[string]uint64{},
 	}
-	if d := now.at.Sub(r.last.at); d > 0 {
-		l.PPS = float64(l.Packets) / time.Duration(d).Seconds()
+	for _, f := range ro.Figures {
+		switch {
+		case f.Name == "pps":
+			l.PPS = f.Value
+		case f.Part == engine.PartTotals:
+			now.counters[f.Name] = uint64(f.Value)
+		}
 	}
+	l.Packets = now.counters["rx_packets"] - r.last.counters["rx_packets"]
 	for name, v := range now.counters {
 		if d, ok := vocab.Lookup(name); ok && d.Kind == vocab.Gauge {
 			if l.Gauges == nil {
