@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"ringlab/engine/pagepool"
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
 	"ringlab/engine/vocab"
@@ -169,4 +170,12 @@ func TestReadSinceIsTheWindow(t *testing.T) {
 	assert.Equal(t, share.Value, v, "a metric is the readout's figure")
 	_, err = MetricSince(w, "rx_packets", &mid)
 	assert.ErrorContains(t, err, "unknown metric", "a counter is not a rate")
+}
+
+// TestReadoutStatIndices: the measures read the page_pool stats they
+// name.
+func TestReadoutStatIndices(t *testing.T) {
+	assert.Equal(t, "rx_pp_alloc_refill", pagepool.StatNames[ppAllocRefill])
+	assert.Equal(t, "rx_pp_recycle_cached", pagepool.StatNames[ppRecycleCached])
+	assert.Equal(t, "rx_pp_recycle_ring", pagepool.StatNames[ppRecycleRing])
 }
