@@ -84,6 +84,7 @@ func checkedAt(t *testing.T, seq int, pages ...*page) {
 // co-instructor on another device; a late joiner lands on the step the
 // room is at, its world the room's.
 func TestWorkshopInstructorReload(t *testing.T) {
+	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	link := createRoom(t, inst)
@@ -147,6 +148,7 @@ func TestWorkshopInstructorReload(t *testing.T) {
 // instructor's beacons confirm each page's digest, and a page whose
 // digest differs resyncs and says so. The status tells the truth.
 func TestWorkshopNoSilentDrift(t *testing.T) {
+	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	link := createRoom(t, inst)
@@ -294,6 +296,7 @@ func (p *page) roster() map[string]rosterRow {
 // with their state (following, detached, gone), the tutorial step they
 // are at and whether its question is revealed.
 func TestWorkshopRoster(t *testing.T) {
+	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	link := createRoom(t, inst)
@@ -335,6 +338,7 @@ func TestWorkshopRoster(t *testing.T) {
 // sees another's answer, and the instructor shows the distribution to the
 // room.
 func TestWorkshopPredictions(t *testing.T) {
+	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	link := createRoom(t, inst)
@@ -388,6 +392,7 @@ func TestWorkshopPredictions(t *testing.T) {
 // histogram has yes and no as its two categories, beside the tutorial
 // panel and above the fold.
 func TestWorkshopPresentation(t *testing.T) {
+	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	view := chromedp.EmulateViewport(1280, 720)

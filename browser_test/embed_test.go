@@ -21,6 +21,7 @@ import (
 // drive it; the address keeps embed=1 as the run changes, and a link
 // opens the run in the full playground.
 func TestEmbed(t *testing.T) {
+	t.Parallel()
 	ts := server(t) // web/ as static files: no ringlab server behind it
 	p := open(t, browser(t), ts.URL, "?preset=default&embed=1")
 	shown := func(sel string) bool {
@@ -51,6 +52,7 @@ func TestEmbed(t *testing.T) {
 // game reads its own frame) and as a WebM clip of the canvas while it
 // plays.
 func TestExportPNGAndClip(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=small-ring")
 	b64 := eval[string](p, `(async () => { const b64 = `+jsBase64+`; return b64(await window.ringlab.capture()); })()`)
@@ -84,6 +86,7 @@ func TestExportPNGAndClip(t *testing.T) {
 // the colour the canvas is seen on, so its labels read on a white slide;
 // what they draw is kept as the game drew it.
 func TestExportedPNGOpaque(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=default&speed=2000")
 	p.waitJS(`window.ringlab.state.position.events > 1000`, 30*time.Second)

@@ -162,7 +162,7 @@ func browser(t testing.TB) context.Context {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
-		// go test -short is the quick pass (ARCHITECTURE.md, Testing):
+		// go test -short is the quick pass (README.md, Testing):
 		// minutes of Chromium are make test's.
 		fmt.Println("browser_test: skipped under -short (make test runs it)")
 		os.Exit(0)

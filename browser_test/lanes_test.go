@@ -73,6 +73,7 @@ func colourCount(img image.Image, r view.Rect, c [3]uint8) int {
 // app/0 taking turns, and the thin row under it each one's waits; no two
 // texts overlap.
 func TestCPULanesDrawWhoRanWhen(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := openAt(t, ts, 1280, 720, floodQuery(t))
 	p.settle()
@@ -102,7 +103,7 @@ func TestCPULanesDrawWhoRanWhen(t *testing.T) {
 	pl := view.PaneLayout{CPUs: view.Rect{X: cr.X, Y: cr.Y, W: cr.W, H: cr.H}}
 	g := view.CPULaneGeom(pl.CPULane(0, 1))
 	require.Positive(t, g.Timeline.W, "the lane has room for its timeline")
-	time.Sleep(300 * time.Millisecond) // a frame of the paused world
+	p.waitPicture() // the paused world drawn
 	img := p.canvasImage()
 	runK, runT := colourCount(img, g.Run, laneKsoftirqd), colourCount(img, g.Run, laneTask)
 	waitK, waitT := colourCount(img, g.Wait, laneKsoftirqd), colourCount(img, g.Wait, laneTask)

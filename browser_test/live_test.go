@@ -244,6 +244,7 @@ func pixelsChanged(a, b image.Image) int {
 // chart's pixels move; the live table has units and meanings, filters
 // and sorts.
 func TestLiveHostChartsMove(t *testing.T) {
+	t.Parallel()
 	site := newLiveSite(t, "host:lo", "sim:default", "twin:host:lo")
 	p := openLive(t, site)
 
@@ -308,6 +309,7 @@ func TestLiveHostChartsMove(t *testing.T) {
 // on the same chart, both following the traffic, and the twin's notes
 // are shown.
 func TestLiveTwinBothSeries(t *testing.T) {
+	t.Parallel()
 	site := newLiveSite(t, "host:lo", "twin:host:lo")
 	p := openLive(t, site)
 	p.waitJS(`window.ringlab.state.live && window.ringlab.state.live.source === "host:lo"`, 30*time.Second)
@@ -391,6 +393,7 @@ func TestLiveServerGoesAway(t *testing.T) {
 // TestLiveLabCharts: as root, the lab (xdp_drop) as the page's source:
 // the XDP chart's DROP line follows the lab's sender.
 func TestLiveLabCharts(t *testing.T) {
+	t.Parallel()
 	testenv.RequireRoot(t)
 	site := newLiveSite(t, "lab:xdp_drop,rate=20000")
 	p := openLive(t, site)
@@ -413,6 +416,7 @@ func TestLiveLabCharts(t *testing.T) {
 // TestWorkshopPanelComesIntoView: the Workshop button opens its panel
 // below the views and brings it into view, its heading focused.
 func TestWorkshopPanelComesIntoView(t *testing.T) {
+	t.Parallel()
 	p := open(t, browser(t), workshopServer(t), "")
 	p.waitJS(`!document.getElementById("workshop-btn").disabled`, 20*time.Second)
 	before := eval[float64](p, `document.getElementById("counters-panel").getBoundingClientRect().top`)

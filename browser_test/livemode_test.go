@@ -17,6 +17,7 @@ import (
 // and counters hidden, the canvas the page's whole width and as tall as
 // the live views want. Back to the simulation, it plays again.
 func TestLiveModeStepsAside(t *testing.T) {
+	t.Parallel()
 	site := newLiveSite(t, "sim:default")
 	ctx := browser(t)
 	require.NoError(t, chromedp.Do(timeout(t, ctx, 10*time.Second), chromedp.EmulateViewport(1280, 720)))
@@ -57,6 +58,7 @@ func TestLiveModeStepsAside(t *testing.T) {
 // rate, not 50/s then 0 then 0; and rows whose rates wobble around the
 // same value keep their order instead of swapping at each snapshot.
 func TestLiveTableSteadyRates(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "")
 	type snap struct {

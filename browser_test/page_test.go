@@ -55,9 +55,17 @@ func eval[T any](p *page, expr string) T {
 	return v
 }
 
-// waitJS polls a JavaScript condition until it holds.
+// minPatience is the least time waitJS gives a condition. The tests run
+// in parallel pages on two cores, often beside other builds: a wait's
+// bound says when to give up on a condition that never holds, never how
+// fast the page must be (speed is the benchmarks' to check).
+const minPatience = 2 * time.Minute
+
+// waitJS polls a JavaScript condition until it holds, for at least
+// minPatience (d when longer).
 func (p *page) waitJS(cond string, d time.Duration) {
 	p.t.Helper()
+	d = max(d, minPatience)
 	deadline := time.Now().Add(d)
 	for {
 		ok, err := chromedp.Run(timeout(p.t, p.ctx, 10*time.Second), chromedp.Evaluate[bool](cond))
@@ -69,6 +77,23 @@ func (p *page) waitJS(cond string, d time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// waitPicture waits until the canvas shows what the page says: the game
+// kept its picture for a tick (nothing changed since it last drew), or,
+// while something moves, drew two more frames.
+func (p *page) waitPicture() {
+	p.t.Helper()
+	const game = `document.getElementById("game").contentWindow`
+	n := eval[float64](p, game+`.ringlabDrawn || 0`)
+	p.waitJS(fmt.Sprintf(`(() => { const g = %s; return g.ringlabAtRest === true || (g.ringlabDrawn || 0) >= %v; })()`, game, n+2), time.Minute)
+}
+
+// playFor waits, while pane A plays, until it has run n more events.
+func (p *page) playFor(n float64) {
+	p.t.Helper()
+	e := eval[float64](p, `window.ringlab.state.position.events`)
+	p.waitJS(fmt.Sprintf(`window.ringlab.state.position.events >= %v`, e+n), time.Minute)
 }
 
 // do runs actions in the tab.
@@ -206,6 +231,7 @@ func (c *consoleErrors) get() []string {
 // of the start (TestLoadPhases measures them over many loads); the target,
 // the first frame within 2 s of navigation, is not asserted.
 func TestPageLoadsCleanAndDraws(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	ctx := freshBrowser(t)
 	errs := watchConsole(ctx)
@@ -226,7 +252,7 @@ func TestPageLoadsCleanAndDraws(t *testing.T) {
 	assert.True(t, p.playing(), "the default preset plays without a click")
 	assert.Equal(t, "default", eval[string](p, `document.getElementById('preset').value`))
 	p.waitJS(`Number(document.querySelector('#counters tr[data-name="events"] td:nth-child(2)').dataset.value) > 2`, 30*time.Second)
-	time.Sleep(1500 * time.Millisecond) // a few frames
+	p.waitPicture()
 	img := p.canvasImage()
 	n := distinctColours(img)
 	t.Logf("the canvas shows %d distinct colours", n)
@@ -243,6 +269,7 @@ func TestPageLoadsCleanAndDraws(t *testing.T) {
 // TestPlayPauseStep: play advances the counters table, pause stops it, a
 // step runs exactly one event, a packet step receives at least one packet.
 func TestPlayPauseStep(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "")
 	require.True(t, p.playing())
@@ -290,6 +317,7 @@ func TestPlayPauseStep(t *testing.T) {
 // opened in a fresh tab, replays to the same counters, and the same
 // further steps keep them equal.
 func TestLinkReproducesRun(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	ctx := browser(t)
 	p := open(t, ctx, ts.URL, "")
@@ -325,6 +353,7 @@ func TestLinkReproducesRun(t *testing.T) {
 // TestCompareShowsTwoPanes: compare mode runs two configurations in
 // lockstep; the panes and the table show their different counters.
 func TestCompareShowsTwoPanes(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=r3-napi-local-off&speed=0")
 	p.pause()
@@ -345,7 +374,7 @@ func TestCompareShowsTwoPanes(t *testing.T) {
 	assert.NotContains(t, paneA, "kernel=6.5")
 	assert.Contains(t, paneB, "kernel=6.5")
 	assert.Contains(t, paneB, "packets/s")
-	time.Sleep(time.Second)
+	p.waitPicture()
 	screenshot(t, p.ctx, "compare")
 	p.do(chromedp.ScrollIntoView(chromedp.ID("compare-panel")))
 	screenshot(t, p.ctx, "compare-panes")
@@ -354,6 +383,7 @@ func TestCompareShowsTwoPanes(t *testing.T) {
 // TestInspectDescriptorByClick: a click on a descriptor of the ring shows
 // its fields in the inspect panel.
 func TestInspectDescriptorByClick(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "")
 	p.pause()
@@ -369,7 +399,7 @@ func TestInspectDescriptorByClick(t *testing.T) {
 	}
 	assert.Regexp(t, `^0x[0-9a-f]+$`, fields["addr"])
 	assert.Contains(t, eval[string](p, `document.querySelector('#inspect .title').textContent`), "descriptor 3")
-	time.Sleep(500 * time.Millisecond)
+	p.waitPicture()
 	screenshot(t, p.ctx, "inspect-descriptor")
 
 	// A page and a CPU, the same way.
@@ -390,6 +420,7 @@ func TestInspectDescriptorByClick(t *testing.T) {
 // TestKeyboard: space toggles play wherever the focus is (the page or the
 // canvas), the right arrow steps, ? opens the help.
 func TestKeyboard(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "")
 	require.True(t, p.playing())
@@ -422,6 +453,7 @@ func TestKeyboard(t *testing.T) {
 // TestXDPObjectFromDisk: an ELF object loaded from disk runs; one the
 // interpreter cannot run shows its error.
 func TestXDPObjectFromDisk(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "")
 	p.pause()
@@ -443,6 +475,7 @@ func TestXDPObjectFromDisk(t *testing.T) {
 // TestExportAndPresets: the counters export as CSV and JSON, and each
 // view of a few presets is photographed.
 func TestExportAndPresets(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "")
 	p.pause()
@@ -459,7 +492,7 @@ func TestExportAndPresets(t *testing.T) {
 		p.waitJS(fmt.Sprintf(`window.ringlab.state.panes[0].name === %q`, preset), 20*time.Second)
 		p.send(map[string]any{"type": "step", "unit": "ns", "n": 2_000_000})
 		p.settle()
-		time.Sleep(700 * time.Millisecond)
+		p.waitPicture()
 		screenshot(t, p.ctx, "preset-"+preset)
 	}
 }
@@ -467,11 +500,12 @@ func TestExportAndPresets(t *testing.T) {
 // TestViewScreenshots photographs each view of the default preset after a
 // few seconds of play, cropped from the page, into test-artifacts/view-*.png.
 func TestViewScreenshots(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=cpumap&speed=2000")
-	time.Sleep(4 * time.Second)
+	p.playFor(8000) // four seconds at its speed: rates to draw
 	p.pause()
-	time.Sleep(500 * time.Millisecond)
+	p.waitPicture()
 	lay := p.request(map[string]any{"type": "layout"})
 	panes, ok := lay["panes"].([]any)
 	require.True(t, ok, "%v", lay)
@@ -500,6 +534,7 @@ func TestViewScreenshots(t *testing.T) {
 // TestServerPresent: when healthz answers "ok", as `ringlab serve` does,
 // the page says the server is there and offers the live backend.
 func TestServerPresent(t *testing.T) {
+	t.Parallel()
 	ts := serverWith(t, func(mux *http.ServeMux) {
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	})
@@ -511,6 +546,7 @@ func TestServerPresent(t *testing.T) {
 // TestLiveTwinSideBySide: a twin source's predicted_<name> counters show
 // beside the measured ones in the live table, not as rows of their own.
 func TestLiveTwinSideBySide(t *testing.T) {
+	t.Parallel()
 	ts := serverWith(t, func(mux *http.ServeMux) {
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 		mux.HandleFunc("/ws/metrics", func(w http.ResponseWriter, r *http.Request) {
@@ -555,6 +591,7 @@ func TestLiveTwinSideBySide(t *testing.T) {
 // rx_xdp_drops; at 6.1 a flooded vhost-net tap queue is the kernel's
 // FULL_RING. The table scrolled to the drops is saved as an artifact.
 func TestCountersShowDropsByReason(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=xdp-drop&speed=2000")
 	p.waitJS(`(() => { const td = document.querySelector('#counters tr[data-name="drops.xdp_drop"] td:nth-child(2)');

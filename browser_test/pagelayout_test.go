@@ -21,6 +21,7 @@ import (
 // side panel beside it runs on), the go-to-event box shows ten digits,
 // and nothing scrolls sideways.
 func TestPageAt1280(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := openAt(t, ts, 1280, 720, "?preset=default&speed=2000")
 	p.pause()
@@ -42,6 +43,7 @@ func TestPageAt1280(t *testing.T) {
 // TestCompareAt800: compare mode in a window 800 px wide: the counters
 // table's extra columns stay inside the page (the page was 879 px wide).
 func TestCompareAt800(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := openAt(t, ts, 800, 900, "?preset=default&cmp=1&b.preset=xdp-drop&log=e100&speed=10")
 	p.waitJS(`document.body.classList.contains("comparing") && document.querySelectorAll("#counters tbody tr").length > 50`, 30*time.Second)
@@ -59,6 +61,7 @@ func TestCompareAt800(t *testing.T) {
 // TestInspectClearsOnNewWorld: a record inspected in one world goes when
 // a preset builds another; the panel says how to pick again.
 func TestInspectClearsOnNewWorld(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=default&log=e30&speed=10")
 	p.settle()
@@ -84,6 +87,7 @@ func TestInspectClearsOnNewWorld(t *testing.T) {
 // TestPerfTopAtTimeZero: at time 0 no time has passed: perf top says so
 // instead of calling the CPU 100 % busy.
 func TestPerfTopAtTimeZero(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=default&log=e40&speed=10")
 	p.settle()
@@ -101,6 +105,7 @@ func TestPerfTopAtTimeZero(t *testing.T) {
 // TestTutorialSurvivesReload: the address names the tutorial and the step
 // on show (not the step's scenario), and a reload opens that step again.
 func TestTutorialSurvivesReload(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?tutorial=descriptor-journey&step=1")
 	stepShown := func(n string) {
@@ -130,6 +135,7 @@ func TestTutorialSurvivesReload(t *testing.T) {
 // TestNoWebGL2: a browser without WebGL2 is told so, in words that name
 // it, instead of "the engine exited".
 func TestNoWebGL2(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	ctx := browser(t)
 	// Every frame's canvases refuse a webgl2 context, as a browser

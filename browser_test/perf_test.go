@@ -43,6 +43,7 @@ func syms(rows []perfRow) []string {
 // and takes its locks (_raw_spin_lock), on 6.5 the pages recycle into the
 // cache (page_pool_recycle_in_cache) and the refill's row is gone.
 func TestPerfTop(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	ctx := browser(t)
 	errs := watchConsole(ctx)

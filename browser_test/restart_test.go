@@ -174,6 +174,7 @@ func TestWorkshopSurvivesARestart(t *testing.T) {
 // step within seconds, in WebAssembly. The bound is generous (the machine
 // is shared); the time is logged.
 func TestLateJoinerAtTheReplayBound(t *testing.T) {
+	t.Parallel()
 	srv := startServeChild(t, t.TempDir())
 	resp, err := http.Post(srv.base+"/api/rooms", "application/json", strings.NewReader(`{"scenario":{"preset":"xdp-drop"}}`))
 	require.NoError(t, err)

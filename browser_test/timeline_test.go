@@ -35,6 +35,7 @@ func (p *page) timed(msg string) float64 {
 // same counters); the scrubber and "go to event" move anywhere the run
 // has been. It logs how long a step back takes in the page.
 func TestStepBack(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=default")
 	p.pause()
@@ -127,6 +128,7 @@ func middle(v []float64) float64 {
 // back; a click on ▸ beside a function runs to the next event that runs
 // it.
 func TestKernelSourcePane(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=cpumap&set=kernel:6.4")
 	p.pause()

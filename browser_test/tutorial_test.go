@@ -16,6 +16,7 @@ import (
 // events after virtnet_open) replaces it and whose checks the game reports
 // as holding; Reveal shows the question's answer.
 func TestTutorialPanel(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?tutorial=descriptor-journey&step=1")
 	p.waitJS(`(() => { const el = document.getElementById("tutorial-panel");
@@ -77,6 +78,7 @@ func TestTutorialPanel(t *testing.T) {
 // in the views (not 0/s), shows its configuration in the panel, and the
 // description line and the preset picker say what runs.
 func TestTutorialStepPlays(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?tutorial=descriptor-journey&step=6")
 	p.waitJS(`(() => { const el = document.getElementById("tutorial-panel");
@@ -109,6 +111,7 @@ func TestTutorialStepPlays(t *testing.T) {
 // answer at Reveal: close within 10 %, right when exact; the checks'
 // tally stays hidden until every question of the step is revealed.
 func TestGradedPrediction(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?tutorial=big-mtu-fix&step=1")
 	p.waitJS(`(() => { const el = document.getElementById("tutorial-panel");
@@ -137,6 +140,7 @@ func TestGradedPrediction(t *testing.T) {
 // javascript: links in cells come out as text (a link refused shows its
 // source).
 func TestTutorialTables(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?tutorial=xdp-verdicts&step=0")
 	p.waitJS(`(() => { const el = document.getElementById("tutorial-panel");
@@ -206,6 +210,7 @@ func TestTutorialTables(t *testing.T) {
 // TestTutorialTableNarrow: 800 px wide, a tutorial's wide table scrolls
 // sideways inside itself; neither the panel nor the page grows.
 func TestTutorialTableNarrow(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := openAt(t, ts, 800, 900, "?tutorial=real-backend&step=0")
 	p.waitJS(`!!document.querySelector("#tut-body .tut-table table")`, 30*time.Second)
@@ -244,6 +249,7 @@ func mustJSON(t *testing.T, v any) string {
 // as a number field that says its unit ("3x" as good as "3"), a sentence
 // in a text box, shown beside the engine's answer and not graded.
 func TestPredictionInputs(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?tutorial=xdp-verdicts&step=1")
 	stepReady := func(n int) {

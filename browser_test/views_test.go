@@ -93,9 +93,10 @@ func frameShot(t *testing.T, p *page, name string) {
 // in the frame it has. The counters table says each row's unit and
 // meaning.
 func TestNarrowLayout(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := openAt(t, ts, 800, 900, "?preset=default&speed=2000")
-	time.Sleep(2 * time.Second) // rates to draw
+	p.playFor(4000) // two seconds at its speed: rates to draw
 	p.pause()
 	fx, fy, fw, fh := p.frameRect()
 	t.Logf("800x900: the canvas is %.0fx%.0f", fw, fh)
@@ -128,7 +129,7 @@ func TestNarrowLayout(t *testing.T) {
 	assert.Empty(t, missing, "rows without a meaning")
 
 	q := openAt(t, ts, 1280, 720, "?preset=default&speed=2000")
-	time.Sleep(2 * time.Second)
+	q.playFor(4000)
 	q.pause()
 	l = q.laidOut(1)
 	t.Logf("1280x720: the canvas is %.0fx%.0f, %s (wants %.0f high)", l.W, l.H, l.Form, l.WantH)
@@ -145,6 +146,7 @@ func TestNarrowLayout(t *testing.T) {
 // side at 1280x720 and one over the other 800 px wide; no two texts
 // overlap.
 func TestCompareKeepsEveryView(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	for _, c := range []struct {
 		w, h int64
@@ -153,7 +155,7 @@ func TestCompareKeepsEveryView(t *testing.T) {
 		p := openAt(t, ts, c.w, c.h, "?preset=default&speed=2000")
 		p.send(map[string]any{"type": "compare", "on": true})
 		p.waitJS(`window.ringlab.state.compare === true`, 20*time.Second)
-		time.Sleep(2 * time.Second)
+		p.playFor(4000)
 		p.pause()
 		l := p.laidOut(2)
 		what := fmt.Sprintf("compare at %dx%d", c.w, c.h)
@@ -224,9 +226,10 @@ func (p *page) viewState() map[string]any {
 // the legend explains it with its unit; a click on a slot in the lines
 // inspects it.
 func TestRing1024Readable(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := openAt(t, ts, 1280, 720, "?preset=r2-mtu9000-after&speed=2000")
-	time.Sleep(2 * time.Second)
+	p.playFor(4000)
 	p.pause()
 	l := p.laidOut(1)
 	v := p.viewState()
@@ -272,7 +275,7 @@ func TestRing1024Readable(t *testing.T) {
 	tip := eval[[]string](p, `window.ringlab.state.view.tip`)
 	t.Logf("the tip: %q", tip)
 	assert.Contains(t, tip[len(tip)-1], "avail->idx", "the meaning, engine/vocab's")
-	time.Sleep(300 * time.Millisecond)
+	p.waitPicture()
 	frameShot(t, p, "ring-1024-tip")
 
 	// A click on a slot in the lines inspects it.

@@ -50,6 +50,7 @@ func (p *page) waitApplied(seq int) {
 // a late joiner replaying the welcome log agrees too; a detached student
 // snaps back to the room's state.
 func TestWorkshopRoom(t *testing.T) {
+	t.Parallel()
 	base := workshopServer(t)
 
 	inst := open(t, browser(t), base, "")
@@ -119,6 +120,7 @@ func TestWorkshopRoom(t *testing.T) {
 // panel; every student's panel follows to the same step and their engines
 // agree, also on the commands that come after it.
 func TestWorkshopTutorial(t *testing.T) {
+	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	link := createRoom(t, inst)
@@ -159,6 +161,7 @@ func TestWorkshopTutorial(t *testing.T) {
 // newer protocol than its game says so plainly, follows nothing and
 // stops talking to the room, instead of applying a log it may misread.
 func TestWorkshopNewerServer(t *testing.T) {
+	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	inst.waitJS(`!document.getElementById("workshop-btn").disabled`, 10*time.Second)

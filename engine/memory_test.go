@@ -33,6 +33,9 @@ func heapOf(t *testing.T, s scenario.Scenario) int64 {
 func TestMemoryEstimate(t *testing.T) {
 	cases := map[string]scenario.Scenario{}
 	for _, p := range scenario.PresetNames() {
+		if testing.Short() && !shortPresets[p] {
+			continue
+		}
 		s, err := scenario.LookupPreset(p)
 		require.NoError(t, err)
 		cases[p] = s

@@ -44,6 +44,13 @@ type game struct {
 
 	lastTick time.Time
 
+	// drawn counts the frames drawn (not kept: play.Draw.Same), and
+	// atRest says the last tick kept its picture; both are on the game's
+	// window (ringlabDrawn, ringlabAtRest) for tests that wait until the
+	// canvas shows what the page says.
+	drawn  int
+	atRest bool
+
 	// Benchmark counters.
 	frames, ticks   uint64
 	benchT0         time.Time

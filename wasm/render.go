@@ -35,6 +35,10 @@ func (g *game) Draw(screen *ebiten.Image) {
 		return
 	}
 	f := &g.frame
+	if f.Same != g.atRest {
+		g.atRest = f.Same
+		js.Global().Set("ringlabAtRest", f.Same)
+	}
 	if f.Same {
 		// Nothing changed since the last picture, which the screen still
 		// holds (main turns Ebitengine's clearing off): after a few such
@@ -46,6 +50,8 @@ func (g *game) Draw(screen *ebiten.Image) {
 	// would cost another full-screen pass per frame (software WebGL pays
 	// for every pixel).
 	screen.Clear()
+	g.drawn++
+	js.Global().Set("ringlabDrawn", g.drawn)
 	g.b.calls = 0
 	g.b.scale = float32(max(g.dsf, 1))
 	d := &drawer{b: g.b, dst: screen}
