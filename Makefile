@@ -8,9 +8,8 @@ ADDR     ?= 127.0.0.1:8080
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 # Tests that skip for a missing dependency fail when RINGLAB_CI=1 (.ci/run).
-# The timeout bounds each test binary, not make test: browser_test alone
-# takes 7 to 10 minutes of Chromium on two busy cores, and ran past 20
-# on a machine loaded with other builds.
+# The timeout bounds each test binary, not make test, with room for a
+# machine loaded with other builds.
 TESTFLAGS ?= -count=1 -timeout 30m
 
 FUZZTIME ?= 30s
@@ -25,7 +24,7 @@ all: build wasm
 
 help:
 	@echo "make run    build the wasm and the binary, then serve the playground on $(ADDR) (make run ADDR=HOST:PORT for another)"
-	@echo "make test   gofmt, go vet and staticcheck, every Go test under the race detector, the million-packet soak, the wasm build"
+	@echo "make test   gofmt, go vet and staticcheck, every Go test under the race detector (-short), then the long ones without it (every preset, the million-packet soak, the browser suite), the tutorials, the wasm build"
 	@echo "make bench  the engine's Go benchmarks, then bin/ringlab-bench (every target; builds the wasm and bin/ringlab first)"
 	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"
 	@echo "make abuse  the attacks on ringlab serve at full size, with their figures (make test runs their short form)"
@@ -61,23 +60,20 @@ vet:
 	GOOS=js GOARCH=wasm $(GO) vet ./engine/... ./play/... ./wasm/...
 	$(GO) tool staticcheck ./...
 
-# Every test runs under the race detector. The engine is single-threaded
-# by construction (engine/purity_test.go forbids go statements and sync
-# there), but its tests run in parallel and the server's goroutines call
-# it. Under the race detector the engine's soak (TestSoakPresets: every
-# preset checked after every event) runs 100,000 packets per preset (a
-# race build tag, engine/soak_race_test.go); the second line runs it for
-# the full million without the detector, and the third the browser cases
-# of ringlab-bench (skipped under the detector: a minute of Chromium
-# time checking a file server). The tests that read the sim source on the
-# wall clock (its rate at 1 to 50 Hz, a real Prometheus's rate() of it)
-# skip under the detector, which slows the engine some 25 times, and run
-# on the fourth line.
+# Two passes. The first runs every package's tests under the race
+# detector with -short: the concurrent code (servers, rooms, the hub, the
+# sources) whole; the engine's preset sweeps on three presets and its
+# soak at 100,000 packets (engine/soak_race_test.go), enough for the
+# detector to see the tests' shared state (engine/purity_test.go forbids
+# go statements and sync in the engine, so it has no races of its own,
+# and the detector slows it some 25 times). The second runs, without the
+# detector, what -short leaves out: the engine's sweeps on every preset
+# and its million-packet soak, the browser suite (browser_test, its cases
+# in parallel pages of one Chromium), the bench's cases and the tests that
+# read the sim source on the wall clock (they skip under the detector).
 test: vet
-	$(GO) test -race $(TESTFLAGS) ./...
-	$(GO) test $(TESTFLAGS) -run '^TestSoakPresets$$' ./engine
-	$(GO) test $(TESTFLAGS) -run '^TestBenchBrowserQuick$$' ./internal/bench
-	$(GO) test $(TESTFLAGS) -run '^(TestSimSourceKeepsTime|TestPrometheusScrapesServe)$$' ./cmd/ringlab
+	$(GO) test -race -short $(TESTFLAGS) ./...
+	$(GO) test $(TESTFLAGS) -parallel 4 ./engine ./browser_test ./internal/bench ./server/rooms ./cmd/ringlab ./tutorials
 	$(GO) run ./cmd/ringlab tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
 
