@@ -62,9 +62,10 @@ func TestSilentJoinersHeap(t *testing.T) {
 		fmt.Sprintf("%d joiners of a room whose log is %d KiB; %.1f KiB each; RSS %+d MiB", n, logBytes>>10, float64(peak)/float64(n)/1024, (s.rss()-rss0)>>20))
 	// The heap read is go_memstats_heap_alloc_bytes, garbage included,
 	// and how much garbage waits for the next GC grows with the server's
-	// live heap (GOGC): linking gopacket's pcapgo, whose layers package
-	// builds its tables at init, took the short form from about 63 KiB
-	// a joiner to 130-140 with no change in what a joiner holds. Half a
+	// live heap (GOGC): while the binary linked gopacket's pcapgo, whose
+	// layers package builds its tables at init, the short form read 130-140
+	// KiB a joiner instead of about 63, with no change in what a joiner
+	// holds. Half a
 	// log per joiner still tells a shared welcome from a copy per joiner
 	// (a whole log each) by a factor of two.
 	assert.Less(t, peak, int64(n)*int64(logBytes)/2, "far less than a copy of the log per joiner (the connection itself costs tens of KiB)")

@@ -6,7 +6,7 @@
 // every error names the byte offset of the record or block it is about
 // (a truncated file, a length that points past the end, a block whose
 // trailing length disagrees), which the buffered readers of the
-// libraries do not know. The writer is gopacket's pcapgo.
+// libraries do not know. The writer is the project's own too (write.go).
 package capture
 
 import (
