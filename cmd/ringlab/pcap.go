@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -35,10 +32,8 @@ type pcapOptions struct {
 	out     string
 }
 
-// loadReplay reads a capture file into frames the engine replays: the
-// first frame arrives at 0, each other at its timestamp's distance from
-// the first (a frame stamped earlier than the first arrives with it; a
-// simple packet block, which has no timestamp, with the frame before).
+// loadReplay reads a capture file into frames the engine replays
+// (capture.Replay).
 func loadReplay(path string, rate float64) (*device.Replay, *capture.Capture, error) {
 	b, err := readInput(path, maxCaptureBytes, "a capture")
 	if err != nil {
@@ -48,105 +43,32 @@ func loadReplay(path string, rate float64) (*device.Replay, *capture.Capture, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(c.Packets) == 0 {
-		return nil, nil, fmt.Errorf("%s: the capture holds no packets", path)
-	}
-	if len(c.Packets) > device.MaxReplayFrames {
-		return nil, nil, fmt.Errorf("%s: %d packets, at most %d", path, len(c.Packets), device.MaxReplayFrames)
-	}
-	rep := &device.Replay{Frames: make([]device.Frame, len(c.Packets)), RatePPS: rate}
-	t0 := c.Packets[0].Time
-	for i, p := range c.Packets {
-		switch {
-		case p.Len < 14:
-			return nil, nil, fmt.Errorf("%s: packet %d at byte offset %d: %d bytes on the wire, shorter than an Ethernet header", path, i+1, p.Offset, p.Len)
-		case p.Len > device.MaxFrameLen:
-			return nil, nil, fmt.Errorf("%s: packet %d at byte offset %d: %d bytes on the wire, more than the %d a received frame may have", path, i+1, p.Offset, p.Len, device.MaxFrameLen)
-		}
-		rep.Frames[i] = device.Frame{At: sim.Duration(max(p.Time-t0, 0)), Len: p.Len, Data: p.Data}
-	}
-	if err := rep.Validate(); err != nil {
+	rep, err := capture.Replay(c, rate)
+	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rep, c, nil
 }
 
-// pcapSpan is a range of a frame's bytes a program read or wrote, from
-// its first byte, hi one past the last, with how many accesses.
-type pcapSpan struct {
-	Lo       int `json:"lo"`
-	Hi       int `json:"hi"`
-	Accesses int `json:"accesses"`
-}
-
-// pcapFrame is one replayed frame's record in the output.
-type pcapFrame struct {
-	N         int       `json:"n"`
-	Offset    int64     `json:"offset"`
-	Len       int       `json:"len"`
-	CapLen    int       `json:"caplen"`
-	Flow      string    `json:"flow"`
-	Queue     int       `json:"queue"`
-	ArrivalNS int64     `json:"arrival_ns"`
-	TakenNS   int64     `json:"taken_ns,omitempty"`
-	Fate      string    `json:"fate"`
-	Verdict   string    `json:"verdict,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
-	Read      *pcapSpan `json:"read,omitempty"`
-	Wrote     *pcapSpan `json:"wrote,omitempty"`
-	HeadMove  int       `json:"head_move,omitempty"`
-	TailMove  int       `json:"tail_move,omitempty"`
-	Insns     int       `json:"insns,omitempty"`
-}
-
 // pcapReport is what a replay did: counts by fate, verdict and reason,
 // and with --pcap-verbose every frame.
 type pcapReport struct {
-	File     string         `json:"file"`
-	Format   string         `json:"format"`
-	RatePPS  float64        `json:"rate_pps,omitempty"`
-	Frames   int            `json:"frames"`
-	Fates    map[string]int `json:"fates"`
-	Verdicts map[string]int `json:"verdicts,omitempty"`
-	Reasons  map[string]int `json:"reasons,omitempty"`
-	Records  []pcapFrame    `json:"records,omitempty"`
+	File     string           `json:"file"`
+	Format   string           `json:"format"`
+	RatePPS  float64          `json:"rate_pps,omitempty"`
+	Frames   int              `json:"frames"`
+	Fates    map[string]int   `json:"fates"`
+	Verdicts map[string]int   `json:"verdicts,omitempty"`
+	Reasons  map[string]int   `json:"reasons,omitempty"`
+	Records  []capture.Record `json:"records,omitempty"`
 }
 
 // pcapFrames is every frame's record.
-func pcapFrames(w *engine.World, rep *device.Replay, c *capture.Capture) []pcapFrame {
-	fates := w.Replay().Fates()
-	out := make([]pcapFrame, len(fates))
-	arrivals := rep.Arrivals()
-	for i := range fates {
-		f, p := &fates[i], &c.Packets[i]
-		arrival := arrivals[i]
-		r := pcapFrame{
-			N: i + 1, Offset: p.Offset, Len: p.Len, CapLen: len(p.Data),
-			Flow:      describeFrame(p.Data),
-			Queue:     device.ReplayQueue(p.Data, w.Scenario.Queues),
-			ArrivalNS: int64(arrival),
-			Fate:      f.Fate(), Reason: f.Reason(w.Scenario.KernelVersion()),
-		}
-		if f.Outcome == device.OutcomeReceived || f.Outcome == device.OutcomeXDP {
-			r.TakenNS = int64(f.Taken)
-		}
-		if f.Outcome == device.OutcomeXDP {
-			r.Verdict = bpf.Action(f.Action).String()
-			r.Insns = int(f.Insns)
-			if f.Loads > 0 {
-				r.Read = &pcapSpan{int(f.ReadLo), int(f.ReadHi), int(f.Loads)}
-			}
-			if f.Stores > 0 {
-				r.Wrote = &pcapSpan{int(f.WriteLo), int(f.WriteHi), int(f.Stores)}
-			}
-			r.HeadMove, r.TailMove = int(f.HeadMove), int(f.TailMove)
-		}
-		out[i] = r
-	}
-	return out
+func pcapFrames(w *engine.World, rep *device.Replay, c *capture.Capture) []capture.Record {
+	return capture.Records(c, rep, w.Replay().Fates(), w.Scenario.Queues, w.Scenario.KernelVersion())
 }
 
-func newPcapReport(path string, c *capture.Capture, rate float64, frames []pcapFrame, verbose bool) pcapReport {
+func newPcapReport(path string, c *capture.Capture, rate float64, frames []capture.Record, verbose bool) pcapReport {
 	r := pcapReport{File: path, Format: string(c.Format), RatePPS: rate, Frames: len(frames), Fates: map[string]int{}}
 	for _, f := range frames {
 		r.Fates[f.Fate]++
@@ -169,118 +91,18 @@ func newPcapReport(path string, c *capture.Capture, rate float64, frames []pcapF
 	return r
 }
 
-// comment is the frame's pcapng comment: its fate, verdict and reason
-// first, then what the program did and when.
-func (f *pcapFrame) comment() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "ringlab: fate=%s", f.Fate)
-	if f.Verdict != "" {
-		fmt.Fprintf(&b, " verdict=%s", f.Verdict)
-	}
-	if f.Reason != "" {
-		fmt.Fprintf(&b, " reason=%s", f.Reason)
-	}
-	fmt.Fprintf(&b, " queue=%d arrival_ns=%d", f.Queue, f.ArrivalNS)
-	if f.TakenNS > 0 {
-		fmt.Fprintf(&b, " taken_ns=%d", f.TakenNS)
-	}
-	if f.Verdict != "" {
-		fmt.Fprintf(&b, " read=%s wrote=%s", f.Read, f.Wrote)
-		if f.HeadMove != 0 || f.TailMove != 0 {
-			fmt.Fprintf(&b, " head_move=%d tail_move=%d", f.HeadMove, f.TailMove)
-		}
-		fmt.Fprintf(&b, " insns=%d", f.Insns)
-	}
-	return b.String()
-}
-
-func (s *pcapSpan) String() string {
-	if s == nil {
-		return "none"
-	}
-	return fmt.Sprintf("%d-%d(%d)", s.Lo, s.Hi-1, s.Accesses)
-}
-
-// line is the frame's --pcap-verbose line.
-func (f *pcapFrame) line() string {
-	s := fmt.Sprintf("#%d %s %d bytes q%d at %s: %s", f.N, f.Flow, f.Len, f.Queue, time.Duration(f.ArrivalNS), f.Fate)
-	if f.Verdict != "" {
-		s += " " + f.Verdict
-	}
-	if f.Reason != "" {
-		s += " (" + f.Reason + ")"
-	}
-	if f.Verdict != "" {
-		s += fmt.Sprintf(", read %s, wrote %s", f.Read, f.Wrote)
-		if f.HeadMove != 0 || f.TailMove != 0 {
-			s += fmt.Sprintf(", head %+d tail %+d", f.HeadMove, f.TailMove)
-		}
-	}
-	return s
-}
-
 // writePcapOut writes every frame as captured to path as pcapng, each
-// with its comment; its time is the capture's first timestamp plus when
-// the driver took it (a frame it never took: when it arrived).
-func writePcapOut(path string, c *capture.Capture, frames []pcapFrame) error {
-	out := make([]capture.Out, len(frames))
-	t0 := c.Packets[0].Time
-	for i := range frames {
-		f, p := &frames[i], &c.Packets[i]
-		at := f.ArrivalNS
-		if f.TakenNS > 0 {
-			at = f.TakenNS
-		}
-		out[i] = capture.Out{Time: t0 + at, Len: p.Len, Data: p.Data, Comment: f.comment()}
-	}
+// with its comment (capture.WriteVerdicts).
+func writePcapOut(path string, c *capture.Capture, frames []capture.Record) error {
 	fh, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := capture.WritePcapng(fh, "ringlab", "ringlab0", out); err != nil {
+	if err := capture.WriteVerdicts(fh, c, frames); err != nil {
 		fh.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return fh.Close()
-}
-
-// describeFrame names a frame's protocol and addresses: "udp
-// 10.1.0.0:10000 > 10.2.0.1:9", "arp", "ethertype 0x88cc".
-func describeFrame(b []byte) string {
-	if len(b) < 14 {
-		return "runt"
-	}
-	typ, l3 := binary.BigEndian.Uint16(b[12:]), 14
-	for (typ == 0x8100 || typ == 0x88a8) && len(b) >= l3+4 {
-		typ, l3 = binary.BigEndian.Uint16(b[l3+2:]), l3+4
-	}
-	var src, dst netip.Addr
-	var proto byte
-	l4 := 0
-	switch {
-	case typ == 0x0806:
-		return "arp"
-	case typ == 0x0800 && len(b) >= l3+20:
-		src, dst = netip.AddrFrom4([4]byte(b[l3+12:])), netip.AddrFrom4([4]byte(b[l3+16:]))
-		proto, l4 = b[l3+9], l3+int(b[l3]&0x0f)*4
-		if binary.BigEndian.Uint16(b[l3+6:])&0x1fff != 0 {
-			l4 = 0 // a later fragment: no ports
-		}
-	case typ == 0x86dd && len(b) >= l3+40:
-		src, dst = netip.AddrFrom16([16]byte(b[l3+8:])), netip.AddrFrom16([16]byte(b[l3+24:]))
-		proto, l4 = b[l3+6], l3+40
-	default:
-		return fmt.Sprintf("ethertype %#04x", typ)
-	}
-	name := map[byte]string{1: "icmp", 6: "tcp", 17: "udp", 58: "icmp6"}[proto]
-	if name == "" {
-		name = fmt.Sprintf("proto %d", proto)
-	}
-	if (proto == 6 || proto == 17) && l4 > 0 && len(b) >= l4+4 {
-		return fmt.Sprintf("%s %s > %s", name,
-			netip.AddrPortFrom(src, binary.BigEndian.Uint16(b[l4:])), netip.AddrPortFrom(dst, binary.BigEndian.Uint16(b[l4+2:])))
-	}
-	return fmt.Sprintf("%s %s > %s", name, src, dst)
 }
 
 // checkPcapFlags says what is wrong with the capture flags beside the
@@ -376,7 +198,7 @@ func (o *runOptions) runPcap(s scenario.Scenario, spec *bpf.CollectionSpec, stdo
 	}
 	if o.pcap.verbose {
 		for i := range frames {
-			fmt.Fprintln(stdout, frames[i].line())
+			fmt.Fprintln(stdout, frames[i].Line())
 		}
 		fmt.Fprintln(stdout)
 	}
