@@ -116,6 +116,17 @@ type (
 		Bytes []byte `json:"bytes"` // base64 in JSON: the shell turns the page's Uint8Array into it
 		Pane  int    `json:"pane,omitempty"`
 	}
+	wPcap struct {
+		envelope
+		Name    string  `json:"name"`
+		Bytes   []byte  `json:"bytes"` // base64 in JSON, as xdp_object's
+		RatePPS float64 `json:"rate_pps,omitempty"`
+		Pane    int     `json:"pane,omitempty"`
+	}
+	wPane struct {
+		envelope
+		Pane int `json:"pane,omitempty"`
+	}
 	wCompare struct {
 		envelope
 		On bool `json:"on"`
@@ -345,6 +356,25 @@ func decodeXDPObject(raw []byte) (In, int, error) {
 		return nil, 0, err
 	}
 	return XDPObject{w.Name, w.Bytes, w.Pane}, w.ID, checkPane(w.Pane)
+}
+
+func decodePcap(raw []byte) (In, int, error) {
+	var w wPcap
+	if err := proto.Strict(raw, &w); err != nil {
+		return nil, 0, err
+	}
+	if !(w.RatePPS >= 0 && w.RatePPS <= 1e10) {
+		return nil, w.ID, proto.Errorf(proto.CodeOutOfRange, "rate_pps", "rate_pps must be 0 (as captured) up to 1e10 packets per second, got %g", w.RatePPS)
+	}
+	return Pcap{w.Name, w.Bytes, w.RatePPS, w.Pane}, w.ID, checkPane(w.Pane)
+}
+
+func decodePcapExport(raw []byte) (In, int, error) {
+	var w wPane
+	if err := proto.Strict(raw, &w); err != nil {
+		return nil, 0, err
+	}
+	return PcapExport{w.Pane}, w.ID, checkPane(w.Pane)
 }
 
 func decodeCompare(raw []byte) (In, int, error) {

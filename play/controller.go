@@ -272,6 +272,31 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 			return nil, err
 		}
 		return nil, c.reconfigure(m.Pane, cf)
+	case Pcap:
+		if m.Pane < 0 || m.Pane >= len(s.Panes) {
+			return nil, fmt.Errorf("pcap: no pane %d", m.Pane)
+		}
+		if len(m.Bytes) == 0 {
+			return nil, errors.New("pcap: the file is empty")
+		}
+		cf, err := s.Panes[m.Pane].Config.WithCapture(m.Name, m.Bytes, m.RatePPS)
+		if err != nil {
+			return nil, err
+		}
+		return nil, c.reconfigure(m.Pane, cf)
+	case PcapExport:
+		if m.Pane < 0 || m.Pane >= len(s.Panes) {
+			return nil, fmt.Errorf("pcap_export: no pane %d", m.Pane)
+		}
+		p := s.Panes[m.Pane]
+		if p.capture == nil {
+			return nil, errors.New("pcap_export: no capture is loaded: load one first")
+		}
+		b, err := p.capture.export(p.World)
+		if err != nil {
+			return nil, fmt.Errorf("pcap_export: %w", err)
+		}
+		return []Out{PcapExportOut{ID: id, Name: exportName(p.Config.CaptureName), Frames: len(p.capture.c.Packets), Bytes: b}}, nil
 	case Compare:
 		if err := s.SetCompare(m.On); err != nil {
 			return nil, err
@@ -435,7 +460,17 @@ func (c *Controller) record(t view.Target, source string, id int) Out {
 	if t.Pane < 0 || t.Pane >= len(c.sess.Panes) {
 		return ErrorOut{Source: "inspect", ID: id, Message: fmt.Sprintf("no pane %d", t.Pane)}
 	}
-	rec, err := view.Inspect(c.sess.Panes[t.Pane].World, c.sess.Queue, t)
+	p := c.sess.Panes[t.Pane]
+	var rec view.Record
+	var err error
+	if t.Kind == KindFrame {
+		if p.capture == nil {
+			return ErrorOut{Source: "inspect", ID: id, Message: fmt.Sprintf("frame: no capture is loaded in pane %d", t.Pane)}
+		}
+		rec, err = p.capture.record(p.World, t)
+	} else {
+		rec, err = view.Inspect(p.World, c.sess.Queue, t)
+	}
 	if err != nil {
 		return ErrorOut{Source: "inspect", ID: id, Message: err.Error()}
 	}
@@ -672,6 +707,9 @@ func (c *Controller) state() StateOut {
 			}
 		}
 		ps.Perf = p.perf.state(p.Scenario.KernelVersion())
+		if p.capture != nil {
+			ps.Capture = p.capture.state(p.World, &p.Config)
+		}
 		for _, m := range p.Metrics.Figures {
 			ps.Metrics = append(ps.Metrics, [2]any{m.Name, m.Value})
 			if !c.described[m.Name] {
@@ -733,6 +771,9 @@ func describe(c *Config) string {
 	}
 	for _, kv := range c.Set {
 		b.WriteString(", " + kv.Key + "=" + kv.Value)
+	}
+	if c.Capture != nil {
+		b.WriteString(", capture " + c.CaptureName)
 	}
 	return b.String()
 }

@@ -98,6 +98,17 @@ type (
 		Bytes []byte
 		Pane  int
 	}
+	// Pcap feeds a pane's device with a capture's frames (pcap or
+	// pcapng) at RatePPS packets per second, 0 as captured (capture.go).
+	Pcap struct {
+		Name    string
+		Bytes   []byte
+		RatePPS float64
+		Pane    int
+	}
+	// PcapExport asks for the pane's capture as pcapng, each frame with
+	// its fate, verdict and drop reason in its comment.
+	PcapExport struct{ Pane int }
 	// Compare turns compare mode on or off.
 	Compare struct{ On bool }
 	// Queue picks the receive queue the ring view shows.
@@ -200,6 +211,8 @@ func (Speed) isIn()          {}
 func (Reset) isIn()          {}
 func (Scenario) isIn()       {}
 func (XDPObject) isIn()      {}
+func (Pcap) isIn()           {}
+func (PcapExport) isIn()     {}
 func (Compare) isIn()        {}
 func (Queue) isIn()          {}
 func (Inspect) isIn()        {}

@@ -107,6 +107,8 @@ type PaneState struct {
 	Rates map[string]float64 `json:"rates,omitempty"`
 	// Perf is the perf top: each CPU's time by kernel function (perf.go).
 	Perf *PerfState `json:"perf,omitempty"`
+	// Capture is the capture feeding its device, absent without one.
+	Capture *CaptureState `json:"capture,omitempty"`
 }
 
 // EventState is one logged event: its number, when and what ran, and
@@ -158,6 +160,15 @@ type InspectOut struct {
 	Source string      `json:"source"` // click, request or live
 	ID     int         `json:"id,omitempty"`
 	Record view.Record `json:"record"`
+}
+
+// PcapExportOut is a pane's capture as pcapng (PcapExport): Bytes
+// (base64 in JSON) to save as Name.
+type PcapExportOut struct {
+	ID     int    `json:"id,omitempty"`
+	Name   string `json:"name"`
+	Frames int    `json:"frames"`
+	Bytes  []byte `json:"bytes"`
 }
 
 // WhereOut says where a thing is drawn.
@@ -276,6 +287,7 @@ type NoteOut struct {
 func (ReadyOut) isOut()          {}
 func (TutorialGradeOut) isOut()  {}
 func (StateOut) isOut()          {}
+func (PcapExportOut) isOut()     {}
 func (InspectOut) isOut()        {}
 func (WhereOut) isOut()          {}
 func (LayoutOut) isOut()         {}

@@ -77,6 +77,8 @@ var registry = []Message{
 	{Name: "speed", Type: typeOf[Speed](), Pace: true, decode: decodeSpeed},
 	{Name: "scenario", Type: typeOf[Scenario](), Moves: true, decode: decodeScenario},
 	{Name: "xdp_object", Type: typeOf[XDPObject](), Moves: true, decode: decodeXDPObject},
+	{Name: "pcap", Type: typeOf[Pcap](), Moves: true, decode: decodePcap},
+	{Name: "pcap_export", Type: typeOf[PcapExport](), decode: decodePcapExport},
 	{Name: "compare", Type: typeOf[Compare](), Moves: true, decode: decodeCompare},
 	{Name: "load", Type: typeOf[Load](), Moves: true, decode: decodeLoad},
 	{Name: "hello", Type: typeOf[Hello](), decode: bare(Hello{})},
@@ -123,6 +125,7 @@ var registry = []Message{
 	{Name: "tutorial_grade", Dir: DirOut, Type: typeOf[TutorialGradeOut]()},
 	{Name: "tutorial_reveal", Dir: DirOut, Type: typeOf[TutorialRevealOut]()},
 	{Name: "live", Dir: DirOut, Type: typeOf[LiveOut]()},
+	{Name: "pcap_export", Dir: DirOut, Type: typeOf[PcapExportOut]()},
 	// For the room the page leads: the page sends them on as they are.
 	{Name: proto.TypeCommand, Dir: DirOut, Type: typeOf[RoomSendOut]()},
 	{Name: proto.TypeBeacon, Dir: DirOut, Type: typeOf[RoomBeaconOut]()},

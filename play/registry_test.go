@@ -31,6 +31,8 @@ var samples = map[string]string{
 	"speed":           `{"type":"speed","eps":100}`,
 	"scenario":        `{"type":"scenario","json":"{}","pane":1}`,
 	"xdp_object":      `{"type":"xdp_object","name":"x.o","bytes":"f0VMRg==","pane":1}`,
+	"pcap":            `{"type":"pcap","name":"c.pcap","bytes":"1MOyoQ==","rate_pps":1000,"pane":1}`,
+	"pcap_export":     `{"type":"pcap_export","pane":1,"id":7}`,
 	"compare":         `{"type":"compare","on":true}`,
 	"load":            `{"type":"load","query":"preset=default"}`,
 	"hello":           `{"type":"hello"}`,

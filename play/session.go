@@ -24,8 +24,9 @@ type Pane struct {
 	// each with what it changed, oldest first; at most EventLogSize.
 	Events []engine.TraceEvent
 
-	perf  perfMarks // the perf top's marks (perf.go)
-	dirty bool
+	perf    perfMarks    // the perf top's marks (perf.go)
+	capture *paneCapture // the capture that feeds its device, nil none (capture.go)
+	dirty   bool
 }
 
 // EventLogSize is how many events a pane's log keeps.
@@ -113,6 +114,17 @@ func newPane(c Config) (*Pane, error) {
 	spec, err := c.ProgramSpec()
 	if err != nil {
 		return nil, err
+	}
+	if c.Capture != nil {
+		pc, err := parseCapture(c.CaptureName, c.Capture, c.CaptureRate)
+		if err != nil {
+			return nil, err
+		}
+		w, err := engine.NewReplay(sc, spec, pc.rep)
+		if err != nil {
+			return nil, fmt.Errorf("capture %q: %w", c.CaptureName, err)
+		}
+		return &Pane{Config: c, Scenario: sc, World: w, capture: pc, dirty: true}, nil
 	}
 	w, err := engine.NewWithXDP(sc, spec) // spec is nil without an object: the library's program
 	if err != nil {

@@ -30,6 +30,12 @@ type Config struct {
 	// xdp=object:NAME, and ObjectName is NAME.
 	Object     []byte
 	ObjectName string
+	// Capture is a capture file (pcap or pcapng) the person loaded,
+	// named CaptureName, whose frames feed the device in place of the
+	// generator, at CaptureRate packets per second (0: as captured).
+	Capture     []byte
+	CaptureName string
+	CaptureRate float64
 }
 
 // State is everything a link carries: the configuration (two of them in
@@ -182,6 +188,8 @@ func (c *Config) Value(key string) (string, error) {
 //	preset=NAME | scenario=BASE64URL(JSON)
 //	set=KEY:VALUE,KEY:VALUE      parameters in the order they were set
 //	obj=BASE64URL(ELF)           a loaded XDP object
+//	pcap=BASE64URL(FILE)         a loaded capture; pcap_name=NAME and
+//	                             pcap_rate=PPS (when not as captured)
 //	cmp=1                        compare mode; b.preset, b.scenario, b.set
 //	                             and b.obj describe the second configuration
 //	log=e12.p1.t5000             the command log
@@ -209,6 +217,13 @@ func (st State) Encode() string {
 		}
 		if c.Object != nil && c.usesObject() {
 			add(prefix+"obj", base64.RawURLEncoding.EncodeToString(c.Object))
+		}
+		if c.Capture != nil {
+			add(prefix+"pcap", base64.RawURLEncoding.EncodeToString(c.Capture))
+			add(prefix+"pcap_name", c.CaptureName)
+			if c.CaptureRate > 0 {
+				add(prefix+"pcap_rate", strconv.FormatFloat(c.CaptureRate, 'g', -1, 64))
+			}
 		}
 	}
 	conf("", &st.A)
@@ -252,7 +267,7 @@ func DecodeState(query string) (State, error) {
 	}
 	known := map[string]bool{"cmp": true, "log": true, "speed": true}
 	conf := func(prefix string, def *Config) (Config, error) {
-		for _, k := range []string{"preset", "scenario", "set", "obj"} {
+		for _, k := range []string{"preset", "scenario", "set", "obj", "pcap", "pcap_name", "pcap_rate"} {
 			known[prefix+k] = true
 		}
 		var c Config
@@ -320,6 +335,39 @@ func DecodeState(query string) (State, error) {
 			if !c.usesObject() {
 				return c, fmt.Errorf("%w: %sobj given without xdp=object:NAME in %sset", ErrParam, prefix, prefix)
 			}
+		}
+		pcap, hasPcap, err := one(prefix + "pcap")
+		if err != nil {
+			return c, err
+		}
+		pname, hasName, err := one(prefix + "pcap_name")
+		if err != nil {
+			return c, err
+		}
+		prate, hasRate, err := one(prefix + "pcap_rate")
+		if err != nil {
+			return c, err
+		}
+		switch {
+		case hasPcap:
+			if len(pcap) > MaxCapture*4/3+4 {
+				return c, fmt.Errorf("%w: %spcap: longer than %d bytes", ErrParam, prefix, MaxCapture)
+			}
+			b, err := base64.RawURLEncoding.DecodeString(pcap)
+			if err != nil {
+				return c, fmt.Errorf("%w: %spcap: not base64url: %v", ErrParam, prefix, err)
+			}
+			rate := 0.0
+			if hasRate {
+				if rate, err = strconv.ParseFloat(prate, 64); err != nil || !(rate > 0 && rate <= 1e10) {
+					return c, fmt.Errorf("%w: %spcap_rate: %q is not a rate of packets per second above 0, up to 1e10", ErrParam, prefix, prate)
+				}
+			}
+			if c, err = c.WithCapture(pname, b, rate); err != nil {
+				return c, err
+			}
+		case hasName || hasRate:
+			return c, fmt.Errorf("%w: %spcap_name and %spcap_rate need %spcap", ErrParam, prefix, prefix, prefix)
 		}
 		if _, err := c.Build(); err != nil {
 			return c, err

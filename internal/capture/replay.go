@@ -118,7 +118,7 @@ func record(c *Capture, i int, arrival sim.Time, f *device.Fate, queues int, v k
 		r.TakenNS = int64(f.Taken)
 	}
 	if f.Outcome == device.OutcomeXDP {
-		r.Verdict = bpf.Action(f.Action).String()
+		r.Verdict = VerdictOf(f)
 		r.Insns = int(f.Insns)
 		if f.Loads > 0 {
 			r.Read = &Span{int(f.ReadLo), int(f.ReadHi), int(f.Loads)}
@@ -130,6 +130,10 @@ func record(c *Capture, i int, arrival sim.Time, f *device.Fate, queues int, v k
 	}
 	return r
 }
+
+// VerdictOf names the XDP verdict of a frame the program ran on
+// (Outcome OutcomeXDP): XDP_PASS, XDP_DROP, ...
+func VerdictOf(f *device.Fate) string { return bpf.Action(f.Action).String() }
 
 // Comment is the frame's pcapng comment: its fate, verdict and reason
 // first, then what the program did and when.
