@@ -91,7 +91,7 @@ func (b *inbox) listen() {
 		if data.Type() != js.TypeObject {
 			return nil
 		}
-		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "xdp_object" {
+		if t := data.Get("type"); t.Type() == js.TypeString && (t.String() == "xdp_object" || t.String() == "pcap") {
 			bytesAsBase64(data)
 		}
 		if t := data.Get("type"); t.Type() == js.TypeString && t.String() == "capture" {
@@ -138,7 +138,7 @@ func (b *inbox) listen() {
 	win.Get("document").Get("documentElement").Call("addEventListener", "mouseleave", leave)
 }
 
-// bytesAsBase64 turns the xdp_object message's file, a Uint8Array JSON
+// bytesAsBase64 turns the xdp_object and pcap messages' file, a Uint8Array JSON
 // cannot carry, into base64, the JSON form of its bytes the codec reads
 // (the message is the page's copy, posted).
 func bytesAsBase64(data js.Value) {

@@ -220,6 +220,7 @@
     fillCounters(st);
     fillEvents(st);
     fillEventsMore(st);
+    fillCapture(st);
     fillTimeline(st);
     if (st.compare) fillCompare(st);
     // The address follows the run (at most twice a second while playing:
@@ -677,6 +678,78 @@
     showStatus("Loading " + f.name + "…", "info");
     send({ type: "xdp_object", name: f.name, pane: 0, bytes: new Uint8Array(buf) });
   }));
+  // ---- capture ----
+
+  const maxCapture = 256 * 1024; // play.MaxCapture: a link carries it
+  $("pcap-file").addEventListener("change", (e) => {
+    const f = e.target.files && e.target.files[0];
+    if (f && f.size > maxCapture) {
+      showStatus(`${f.name}: ${intFmt.format(f.size)} bytes, at most ${intFmt.format(maxCapture)} (256 KiB) in the page; ringlab run --pcap takes larger captures.`, "error");
+      e.target.value = "";
+      return;
+    }
+    readFile(e.target, (f, buf) => {
+      const rate = Number($("pcap-rate").value) || 0;
+      showStatus("Loading " + f.name + "…", "info");
+      ui.request({ type: "pcap", name: f.name, pane: 0, rate_pps: rate, bytes: new Uint8Array(buf) }).then((m) => {
+        if (m.type !== "error") showStatus(`Loaded ${f.name}: its frames feed the device.`, "info");
+      });
+    });
+  });
+  // fillCapture shows pane A's capture: its frames counted by fate,
+  // verdict and reason, and the latest decided.
+  function fillCapture(st) {
+    const c = st.panes[0].capture;
+    $("pcap-export").disabled = !c;
+    const key = c ? JSON.stringify(c) : "";
+    if (key === ui.captureKey) return;
+    ui.captureKey = key;
+    const ol = $("capture-frames");
+    ol.textContent = "";
+    if (!c) {
+      $("capture-summary").textContent = "No capture loaded: the scenario's generator sends the traffic.";
+      return;
+    }
+    const counts = (m) => Object.entries(m || {}).sort().map(([k, v]) => `${k} ${intFmt.format(v)}`).join(", ");
+    let text = `${c.name} (${c.format}), ${intFmt.format(c.frames)} frames ` +
+      (c.rate_pps ? `at ${intFmt.format(c.rate_pps)} packets/s` : "at their captured times") +
+      `: ${intFmt.format(c.decided)} decided. Fates: ${counts(c.fates)}.`;
+    if (c.verdicts) text += ` Verdicts: ${counts(c.verdicts)}.`;
+    if (c.reasons) text += ` Drop reasons: ${counts(c.reasons)}.`;
+    $("capture-summary").textContent = text;
+    for (const r of c.rows || []) {
+      const li = document.createElement("li");
+      li.dataset.index = String(r.index);
+      li.dataset.verdict = r.verdict || "";
+      li.tabIndex = 0;
+      li.title = "Inspect this frame";
+      const head = document.createElement("strong");
+      head.textContent = `#${r.index + 1} ${r.fate}` + (r.verdict ? " " + r.verdict : "") + (r.reason ? ` (${r.reason})` : "");
+      const sub = document.createElement("span");
+      sub.textContent = `${r.flow}, ${intFmt.format(r.len)} bytes`;
+      li.append(head, sub);
+      ol.appendChild(li);
+    }
+  }
+  function inspectFrame(e) {
+    const li = e.target.closest("li[data-index]");
+    if (!li) return;
+    send({ type: "inspect", kind: "frame", index: Number(li.dataset.index), pane: 0 });
+  }
+  $("capture-frames").addEventListener("click", inspectFrame);
+  $("capture-frames").addEventListener("keydown", (e) => { if (e.key === "Enter") inspectFrame(e); });
+  $("pcap-export").addEventListener("click", () => {
+    ui.request({ type: "pcap_export", pane: 0 }).then((m) => {
+      if (m.type !== "pcap_export") return; // an error: the status says it
+      const bin = atob(m.bytes);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      ui.lastExport = { name: m.name, bytes };
+      saveBlob(m.name, new Blob([bytes], { type: "application/octet-stream" }));
+      showStatus(`Saved ${intFmt.format(m.frames)} frames with their verdicts as ${m.name}.`, "info");
+    });
+  });
+
   $("scenario-file").addEventListener("change", (e) => readFile(e.target, (f, buf) => {
     send({ type: "scenario", pane: 0, json: new TextDecoder().decode(buf) });
   }));
