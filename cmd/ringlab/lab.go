@@ -257,6 +257,10 @@ func labReport(ctx context.Context, readerGone <-chan struct{}, l *labsrc.Lab, r
 	fmt.Fprintf(stdout, "the program counted %d of them: pass %d, drop %d, tx %d, redirect %d, aborted %d; %d other frames\n",
 		s.Totals["xdp_packets_counted"], s.Totals["xdp_pass"], s.Totals["xdp_drop"], s.Totals["xdp_tx"],
 		s.Totals["xdp_redirect"], s.Totals["xdp_aborted"], s.Totals["xdp_other_packets"])
+	if runs, ok := s.Totals["xdp_prog_run_count"]; ok {
+		fmt.Fprintf(stdout, "the kernel ran the program %d times, %d ns a run (BPF run-time stats, on while the lab ran)\n",
+			runs, s.Totals["xdp_prog_time_per_run_ns"])
+	}
 	fmt.Fprintf(stdout, "the receiving socket got %d\n\n", s.Totals["lab_received_packets"])
 	order := slices.Clone(info.Counters)
 	for n := range s.Totals {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -68,6 +69,7 @@ type Lab struct {
 	snmp    *snmpFile          // side b's /proc/net/snmp
 	nlA     *netlink.Handle    // route netlink in side a, to read lab-a's statistics
 	drops   *dropWatch         // the kernel's drops by reason in both sides; nil when it cannot be read
+	stats   io.Closer          // BPF run-time stats, on from before the program is attached until Close; nil when the kernel refused
 	snd     *sender            // nil until started
 	rcv     *receiver          // nil until started
 	stop    chan struct{}      // closed to stop snd and rcv
@@ -127,6 +129,15 @@ func New(c Config) (*Lab, error) {
 		notes = append(notes, "no drops by reason: "+err.Error())
 	} else {
 		l.drops = d
+	}
+	// BPF run-time stats (the kernel's bpf_stats_enabled key, as
+	// BPF_ENABLE_STATS holds it: bpf_enable_runtime_stats), on before the
+	// program is attached so that its run count is every frame it saw,
+	// and off again when the lab closes. They are the kernel's switch
+	// for every program while on; the lab reads its own program's alone.
+	if l.stats, err = ebpf.EnableStats(unix.BPF_STATS_RUN_TIME); err != nil {
+		l.stats = nil
+		notes = append(notes, "no BPF run-time stats (xdp_prog_run_count, xdp_prog_run_time_ns): "+err.Error()+" (they need Linux 5.8)")
 	}
 	mode, err := l.attach()
 	if err != nil {
@@ -412,7 +423,7 @@ func (l *Lab) stopTraffic() {
 
 // Counter names of the lab itself, in Info order, before lab-b's.
 var (
-	flowCounters    = append(verdictNames[:], "xdp_packets_counted", "xdp_bytes_counted", "xdp_other_packets")
+	flowCounters    = append(verdictNames[:], "xdp_packets_counted", "xdp_bytes_counted", "xdp_other_packets", "xdp_prog_run_count", "xdp_prog_run_time_ns", "xdp_prog_time_per_run_ns")
 	trafficCounters = []string{"lab_sent_packets", "lab_sent_bytes", "lab_send_errors", "lab_send_blocked", "lab_a_tx_packets", "lab_a_tx_dropped", "lab_received_packets", "lab_received_bytes"}
 )
 
@@ -448,6 +459,7 @@ func (l *Lab) describe(first metrics.Sample, mode string, notes []string) metric
 		fmt.Sprintf("namespaces %s (sender, %s %s) and %s (%s %s, XDP %s); program %s, %d pps of %d-byte UDP frames to port %d",
 			l.name[0], ifA, addrA, l.name[1], ifB, addrB, mode, l.cfg.Program, l.cfg.Rate, l.cfg.Size, FlowPort),
 		"xdp_* verdict counters count the lab's own flow only (IPv4 UDP to the flow port), read from the program's map; xdp_other_packets counts any other frame the program saw",
+		"xdp_prog_run_count and xdp_prog_run_time_ns are the kernel's BPF run-time stats of the lab's program "+progName+" (the library program runs inside it), on only while the lab runs; xdp_prog_time_per_run_ns is their ratio since it was attached",
 		"bytes: xdp_bytes_counted and lab_sent_bytes count whole Ethernet frames; veth's rx_bytes and rx_xdp_bytes count them without the 14-byte Ethernet header",
 		"Udp* are the receiving namespace's /proc/net/snmp UDP counters (UdpRcvbufErrors: datagrams lost to a full socket buffer)",
 	)
@@ -559,6 +571,19 @@ func (l *Lab) sampleLocked() (metrics.Sample, error) {
 			return metrics.Sample{}, err
 		}
 	}
+	if l.stats != nil {
+		// bpf_prog_get_stats: run_cnt and run_time_ns summed over CPUs,
+		// counted in __bpf_prog_run while the stats are on.
+		st, err := l.coll.Programs[progName].Stats()
+		if err != nil {
+			return metrics.Sample{}, fmt.Errorf("lab: run-time stats of %s: %w", progName, err)
+		}
+		tot["xdp_prog_run_count"] = st.RunCount
+		tot["xdp_prog_run_time_ns"] = uint64(st.Runtime.Nanoseconds())
+		if st.RunCount > 0 {
+			tot["xdp_prog_time_per_run_ns"] = uint64(st.Runtime.Nanoseconds()) / st.RunCount
+		}
+	}
 	if err := l.snmp.readUDP(tot); err != nil {
 		return metrics.Sample{}, fmt.Errorf("lab: %s: %w", l.name[1], err)
 	}
@@ -653,6 +678,10 @@ func (l *Lab) Close() error {
 	}
 	if l.xdp != nil {
 		errs = append(errs, l.xdp.Close())
+	}
+	if l.stats != nil {
+		errs = append(errs, l.stats.Close())
+		l.stats = nil
 	}
 	if l.coll != nil {
 		l.coll.Close()
