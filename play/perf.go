@@ -35,6 +35,12 @@ type PerfState struct {
 	// ringlab reproduce and ringlab run use (engine.LimitOf); nil until
 	// the pane has a window.
 	Limit *engine.Limit `json:"limit,omitempty"`
+	// XDPNsPerRun is the model's time in bpf_prog_run_xdp per run of the
+	// program over the window (its rows' time on every CPU over the
+	// runs the driver counted, rx_xdp_packets); 0 when the program did
+	// not run in it. The page sets the real program's beside it (a lab's
+	// BPF run-time stats).
+	XDPNsPerRun float64 `json:"xdp_ns_per_run,omitempty"`
 }
 
 // PerfCPUState is one CPU's top symbols: by share of the window, the
@@ -67,6 +73,9 @@ type perfMarks struct {
 	// prev is a mark, not the zero sample of the start.
 	prevU, lastU engine.UsageMark
 	limit        *engine.Limit
+	// The program's runs (rx_xdp_packets summed over the queues) at
+	// prev, last and the latest refresh.
+	prevXDP, lastXDP, curXDP uint64
 }
 
 // observe samples w at a refresh and rolls the marks. A world that went
@@ -75,11 +84,17 @@ func (m *perfMarks) observe(w *engine.World) {
 	w.SamplePerf(&m.cur)
 	if m.cur.T < m.last.T || m.cur.T < m.prev.T || len(m.last.CPUs) != len(m.cur.CPUs) && m.last.CPUs != nil {
 		m.prev, m.last = engine.PerfSample{}, engine.PerfSample{}
+		m.prevXDP, m.lastXDP = 0, 0
 	}
 	curU := w.MarkUsage()
+	m.curXDP = 0
+	for _, rq := range w.Driver.RQ {
+		m.curXDP += rq.Stats.XDPPackets
+	}
 	if m.cur.T.Sub(m.last.T) >= PerfWindow {
 		m.prev, m.last = m.last, copySample(m.prev, &m.cur)
 		m.prevU, m.lastU = m.lastU, curU
+		m.prevXDP, m.lastXDP = m.lastXDP, m.curXDP
 	}
 	m.limit = nil
 	if m.prev.CPUs != nil && m.prev.T < m.cur.T {
@@ -113,6 +128,13 @@ func (m *perfMarks) state(v kernel.Version) *PerfState {
 	}
 	out := &PerfState{WindowNs: int64(m.cur.T.Sub(m.prev.T)), AtNs: int64(m.cur.T), Limit: m.limit}
 	out.NoTime = out.WindowNs <= 0
+	if runs := m.curXDP - m.prevXDP; runs > 0 && m.curXDP >= m.prevXDP && !out.NoTime {
+		var share float64
+		for _, pc := range win {
+			share += pc.Share(sim.SymBPFProgRunXDP.String())
+		}
+		out.XDPNsPerRun = share * float64(out.WindowNs) / float64(runs)
+	}
 	for i, pc := range win {
 		rows := pc.Rows
 		if len(rows) == 0 {

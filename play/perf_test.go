@@ -88,3 +88,30 @@ func TestPerfStateSaysWhatLimits(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"limit":{"kind":"cpu"`)
 }
+
+// TestPerfXDPTimePerRun: the model's time a run of the XDP program over
+// the window is the bpf_prog_run_xdp rows' time over the runs the driver
+// counted in it: the cost table's per-program charge and more (the
+// instructions run), the same for every run of a constant program, and
+// none without a program.
+func TestPerfXDPTimePerRun(t *testing.T) {
+	c := New("preset=xdp-drop&speed=0")
+	c.Step(Step{UnitPacket, 5000})
+	settleC(t, c)
+	p := c.state().Panes[0].Perf
+	require.NotNil(t, p)
+	costs := c.sess.Panes[0].World.Sim.Costs
+	assert.GreaterOrEqual(t, p.XDPNsPerRun, float64(costs.XDPProg), "at least the dispatcher's charge a run")
+	assert.Less(t, p.XDPNsPerRun, float64(costs.XDPProg)+1000, "and a few instructions more, not thousands")
+	// The same world a window later: xdp_drop costs the same every run.
+	first := p.XDPNsPerRun
+	t.Logf("the model: %.1f ns a run of xdp_drop (the dispatcher's charge %d ns)", first, costs.XDPProg)
+	c.Step(Step{UnitPacket, 5000})
+	settleC(t, c)
+	assert.InDelta(t, first, c.state().Panes[0].Perf.XDPNsPerRun, first*0.01)
+
+	c = New("preset=default&speed=0")
+	c.Step(Step{UnitPacket, 200})
+	settleC(t, c)
+	assert.Zero(t, c.state().Panes[0].Perf.XDPNsPerRun, "no program, no run")
+}

@@ -151,6 +151,7 @@
     const t = Date.parse(m.time);
     if (t > 0) ui.send({ type: "live_snapshot", seq: m.seq || 0, t_ms: t, counters: m.counters || {}, queues: m.queues || [] });
     fillTable(m);
+    if (ui.perfReal) ui.perfReal(); // the real program's cost beside the perf top's XDP row (perf.js)
   }
 
   // ---- the picker ----
@@ -381,6 +382,7 @@
     $("live-panel").hidden = true;
     $("live-btn").setAttribute("aria-pressed", "false");
     ui.send({ type: "live_off" });
+    if (ui.perfReal) ui.perfReal(); // the real program's lines go with the source
   }
 
   $("live-btn").addEventListener("click", () => (live.on ? stop() : start()));

@@ -81,7 +81,60 @@
         box.append(t);
       }
     });
+    xdpPerRun = panes.length ? panes[0].perf.xdp_ns_per_run || 0 : 0;
+    fillReal();
   }
+
+  // The real program beside the model's: while the live view follows a
+  // lab (or a twin of one), its program's BPF run-time stats
+  // (xdp_prog_run_count, xdp_prog_run_time_ns) over about the last second
+  // of snapshots, else since it was attached, in a row under each
+  // bpf_prog_run_xdp row and in a line above the tables.
+  let xdpPerRun = 0; // the model's ns a run over its window (pane A)
+  const nsFmt = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1 });
+  const intFmt = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+  function fillReal() {
+    const line = $("perf-real");
+    for (const tr of box.querySelectorAll("tr.perf-real")) tr.remove();
+    const live = window.ringlab.live;
+    const last = live && live.on && live.last && live.last.counters;
+    const shown = !!last && typeof last.xdp_prog_run_count === "number";
+    document.body.classList.toggle("live-xdp", shown);
+    if (!shown) {
+      line.hidden = true;
+      line.textContent = "";
+      return;
+    }
+    let perRun = last.xdp_prog_time_per_run_ns, rate = -1, over = "since it was attached";
+    const rs = live.recent || [];
+    if (rs.length >= 2) {
+      const a = rs[0].counters, b = rs[rs.length - 1].counters;
+      const runs = b.xdp_prog_run_count - a.xdp_prog_run_count, ns = b.xdp_prog_run_time_ns - a.xdp_prog_run_time_ns;
+      const secs = (rs[rs.length - 1].t - rs[0].t) / 1000;
+      if (runs > 0 && ns >= 0 && secs > 0) {
+        perRun = ns / runs;
+        rate = runs / secs;
+        over = `over the last ${nsFmt.format(secs)} s`;
+      }
+    }
+    const src = live.source || "the live source";
+    const real = `${nsFmt.format(perRun || 0)} ns a run ${over}` + (rate >= 0 ? `, ${intFmt.format(rate)} runs/s` : "") +
+      `; ${intFmt.format(last.xdp_prog_run_count)} runs in all`;
+    line.textContent = `The real program (${src}, the kernel's BPF run-time stats): ${real}. ` +
+      (xdpPerRun > 0 ? `The model's bpf_prog_run_xdp: ${nsFmt.format(xdpPerRun)} ns a run over its window.` :
+        "The simulation runs no XDP program to set beside it.");
+    line.hidden = false;
+    for (const tr of box.querySelectorAll('tr[data-sym="bpf_prog_run_xdp"]')) {
+      const row = document.createElement("tr");
+      row.className = "perf-real";
+      const td = document.createElement("td");
+      td.colSpan = 3;
+      td.textContent = `↳ model ${nsFmt.format(xdpPerRun)} ns a run · real ${nsFmt.format(perRun || 0)} ns a run (${src})`;
+      row.append(td);
+      tr.after(row);
+    }
+  }
+  window.ringlab.perfReal = fillReal; // live.js calls it on each snapshot
 
   window.ringlab.listen((m) => { if (m.type === "state") fill(m); });
 })();
