@@ -53,7 +53,7 @@ func TestPerfTopShowsTheLabProgramsCost(t *testing.T) {
 	prev := eval[string](p, `document.querySelector('#perf-cpus tr.perf-real').previousElementSibling.dataset.sym`)
 	assert.Equal(t, "bpf_prog_run_xdp", prev, "the real program's row follows the model's XDP row")
 	assert.Contains(t, row, "model "+strings.TrimSuffix(fmt.Sprintf("%.1f", model), ".0")+" ns a run")
-	assert.Contains(t, row, "(lab:xdp_drop)")
+	assert.Contains(t, row, "(lab xdp_drop)")
 	line := eval[string](p, `document.getElementById("perf-real").textContent`)
 	assert.Contains(t, line, "the kernel's BPF run-time stats): 86 ns a run over the last")
 	assert.True(t, strings.Contains(line, "10,000 runs/s"), "runs a second over the window: %s", line)

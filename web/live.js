@@ -128,6 +128,7 @@
       live.recent = [];
     }
     live.source = m.source;
+    live.labels = pickLabels(m.labels);
     live.staleSince = 0;
     markStale(false);
     fillPicker(m.sources || [], m.source);

@@ -117,7 +117,10 @@
         over = `over the last ${nsFmt.format(secs)} s`;
       }
     }
-    const src = live.source || "the live source";
+    // The program by name ("lab xdp_drop", "twin of lab xdp_drop"), not
+    // the whole spec: the row is narrow.
+    const lb = live.labels || {};
+    const src = lb.program ? (lb.kind === "twin" ? "twin of lab " : "lab ") + lb.program : live.source || "the live source";
     const real = `${nsFmt.format(perRun || 0)} ns a run ${over}` + (rate >= 0 ? `, ${intFmt.format(rate)} runs/s` : "") +
       `; ${intFmt.format(last.xdp_prog_run_count)} runs in all`;
     line.textContent = `The real program (${src}, the kernel's BPF run-time stats): ${real}. ` +

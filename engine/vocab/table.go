@@ -378,7 +378,7 @@ var table = concat(
 		c("xdp_other_packets", "packets", "packets the program saw that are not the lab's flow"),
 		c("xdp_prog_run_count", "runs", "times the kernel ran the lab's XDP program, from its BPF run-time stats (bpf_prog_info run_cnt; the stats are on only while the lab runs)"),
 		c("xdp_prog_run_time_ns", "ns", "time the kernel spent in the lab's XDP program, from its BPF run-time stats (bpf_prog_info run_time_ns)"),
-		g("xdp_prog_time_per_run_ns", "ns", "xdp_prog_run_time_ns / xdp_prog_run_count since the program was attached: the real program's time per packet"),
+		g("xdp_prog_time_per_run_ns", "ns", "the lab's XDP program's time a run since it was attached (xdp_prog_run_time_ns / xdp_prog_run_count): the real program's time per packet"),
 		c("proto_count_*", "packets", "xdp_count_proto's per-protocol count (udp, tcp, icmp)"),
 		c("udp_drop_count", "packets", "xdp_drop_udp_port's drops"),
 		c("lab_sent_packets", "packets", "frames the lab's sender wrote"),
