@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"ringlab/engine/bpf"
 	"ringlab/engine/kernel"
@@ -441,6 +442,15 @@ func setXDP(s *Scenario, v string) error {
 	if v == XDPNone {
 		s.XDP = nil
 		s.Next = nil
+		return nil
+	}
+	if name, ok := strings.CutPrefix(v, ObjectPrefix); ok {
+		// A loaded object file: its bytes travel beside the scenario (the
+		// page's upload, the CLI's --xdp-object), never in it.
+		if name == "" {
+			return errors.New("object: wants the object's name")
+		}
+		s.XDP = &XDP{Object: name}
 		return nil
 	}
 	known := false

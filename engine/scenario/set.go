@@ -39,9 +39,10 @@ type Change struct {
 // --set). TEXT is JSON, except that for a field holding a string a text
 // that is not a JSON string is the string itself: kernel=6.10 is "6.10"
 // (as JSON it would be the number 6.1), driver.buffer_source=page_frag is
-// "page_frag". mtu=9000 stays the number 9000.
+// "page_frag". mtu=9000 stays the number 9000. A leading dot (.kernel=6.10)
+// reads the text as the field's, the same way.
 func TextChange(path, text string) Change {
-	if k, ok := FieldKind(path); ok && k == reflect.String {
+	if k, ok := FieldKind(strings.TrimPrefix(path, ".")); ok && k == reflect.String {
 		var str string
 		if err := json.Unmarshal([]byte(text), &str); err != nil {
 			quoted, _ := json.Marshal(text)
@@ -51,15 +52,6 @@ func TextChange(path, text string) Change {
 	return Change{Path: path, Value: json.RawMessage(text)}
 }
 
-// ParseChange reads KEY=TEXT: a knob or a path (TextChange).
-func ParseChange(kv string) (Change, error) {
-	path, text, ok := strings.Cut(kv, "=")
-	if !ok || path == "" {
-		return Change{}, fmt.Errorf("%q: want KEY=VALUE (cpus=2, traffic.size=128)", kv)
-	}
-	return TextChange(path, text), nil
-}
-
 // Apply makes the changes in order, then validates the result once:
 // changes that only make sense together (driver.buffer_source=page_frag
 // with driver.dma=ring) can be made together. A change whose path is a
@@ -67,14 +59,38 @@ func ParseChange(kv string) (Change, error) {
 // consequences (SetKnob); any other path sets that field of the JSON
 // form alone, and a leading dot spells a raw path where a knob has the
 // same name (.cpus=2 sets cpus and nothing else). An error names the
-// path it comes from.
+// path it comes from; Recipe.Build also names the change's place.
 func Apply(s Scenario, changes ...Change) (Scenario, error) {
+	out, f := apply(s, changes)
+	if f == nil {
+		return out, nil
+	}
+	if f.validation && !f.named {
+		// Validation names another field (fewer cpus put consumer.cpu
+		// out of range): say which changes caused it.
+		return s, fmt.Errorf("%s: %w", strings.Join(f.paths, ", "), f.err)
+	}
+	return s, f.err
+}
+
+// applyFault is why apply failed: the error, the change at fault (at,
+// -1 when none can be named) and the paths the changes set.
+type applyFault struct {
+	err        error
+	at         int
+	paths      []string
+	validation bool // the result did not validate
+	named      bool // the validation error begins with the path of change at
+}
+
+// apply makes the changes and validates the result; see Apply.
+func apply(s Scenario, changes []Change) (Scenario, *applyFault) {
 	cur := s
 	var paths []string
 	for i := 0; i < len(changes); {
 		if key, ok := knobChange(changes[i]); ok {
 			if err := SetKnob(&cur, key, knobText(changes[i].Value)); err != nil {
-				return s, err
+				return s, &applyFault{err: err, at: i}
 			}
 			paths = append(paths, key)
 			i++
@@ -87,21 +103,24 @@ func Apply(s Scenario, changes ...Change) (Scenario, error) {
 			}
 			j++
 		}
-		next, raw, err := applyRaw(cur, changes[i:j])
+		next, raw, at, err := applyRaw(cur, changes[i:j])
 		if err != nil {
-			return s, err
+			if at >= 0 {
+				at += i
+			}
+			return s, &applyFault{err: err, at: at, paths: raw}
 		}
 		cur, paths, i = next, append(paths, raw...), j
 	}
 	if err := cur.Validate(); err != nil {
-		for _, p := range paths {
-			if strings.HasPrefix(err.Error(), p) {
-				return s, err
+		f := &applyFault{err: err, at: -1, paths: paths, validation: true}
+		for i := len(paths) - 1; i >= 0; i-- {
+			if strings.HasPrefix(err.Error(), paths[i]) {
+				f.at, f.named = i, true
+				break
 			}
 		}
-		// Validation names another field (fewer cpus put consumer.cpu
-		// out of range): say which change caused it.
-		return s, fmt.Errorf("%s: %w", strings.Join(paths, ", "), err)
+		return s, f
 	}
 	for _, p := range paths {
 		cur.Fitted = dropFitted(cur.Fitted, p)
@@ -134,50 +153,51 @@ func knobText(v json.RawMessage) string {
 }
 
 // applyRaw makes raw-path changes on s's JSON form, without validating
-// the result; it returns the paths it set.
-func applyRaw(s Scenario, changes []Change) (Scenario, []string, error) {
+// the result; it returns the paths it set, and on error the index of the
+// change at fault (-1 when the error names none of them).
+func applyRaw(s Scenario, changes []Change) (Scenario, []string, int, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
-		return s, nil, err
+		return s, nil, -1, err
 	}
 	var root any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&root); err != nil {
-		return s, nil, err
+		return s, nil, -1, err
 	}
 	paths := make([]string, 0, len(changes))
-	for _, c := range changes {
+	for i, c := range changes {
 		path := strings.TrimPrefix(c.Path, ".")
 		if err := setPath(root, path, c.Value); err != nil {
-			return s, nil, err
+			return s, nil, i, err
 		}
 		paths = append(paths, path)
 	}
 	out, err := json.Marshal(root)
 	if err != nil {
-		return s, nil, err
+		return s, nil, -1, err
 	}
 	ns, err := decodeUnchecked(bytes.NewReader(out))
 	var fe *FieldError
 	switch {
 	case err == nil:
 	case errors.As(err, &fe) && fe.Reason == "unknown field":
-		for _, p := range paths {
-			if segs := strings.Split(p, "."); len(segs) > 0 && containsSeg(segs, fe.Field) {
-				return s, nil, fmt.Errorf("%s: the scenario has no field %q", p, fe.Field)
+		for i := len(paths) - 1; i >= 0; i-- {
+			if segs := strings.Split(paths[i], "."); containsSeg(segs, fe.Field) {
+				return s, nil, i, fmt.Errorf("%s: the scenario has no field %q", paths[i], fe.Field)
 			}
 		}
-		return s, nil, fmt.Errorf("%s: the scenario has no field %q", strings.Join(paths, ", "), fe.Field)
+		return s, nil, -1, fmt.Errorf("%s: the scenario has no field %q", strings.Join(paths, ", "), fe.Field)
 	default:
-		for _, p := range paths {
-			if strings.HasPrefix(err.Error(), p) {
-				return s, nil, err
+		for i := len(paths) - 1; i >= 0; i-- {
+			if strings.HasPrefix(err.Error(), paths[i]) {
+				return s, nil, i, err
 			}
 		}
-		return s, nil, fmt.Errorf("%s: %w", strings.Join(paths, ", "), err)
+		return s, nil, -1, fmt.Errorf("%s: %w", strings.Join(paths, ", "), err)
 	}
-	return ns, paths, nil
+	return ns, paths, -1, nil
 }
 
 func containsSeg(segs []string, name string) bool {
