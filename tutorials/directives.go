@@ -1,7 +1,7 @@
 package tutorials
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -93,18 +93,11 @@ func parseDirective(text string) (Directive, error) {
 		if !ok || path == "" || val == "" {
 			return d, fmt.Errorf("set: want set field.path=value, as in set traffic.rate_pps=1000000")
 		}
-		for _, seg := range strings.Split(strings.TrimPrefix(path, "."), ".") { // .cpus: the raw field, not the knob
-			if seg == "" {
-				return d, fmt.Errorf("set: bad path %q", path)
-			}
+		c, err := scenario.ParseChange(path + "=" + val) // as --set reads it
+		if err != nil {
+			return d, fmt.Errorf("set: %v", err)
 		}
-		d.Path = path
-		if json.Valid([]byte(val)) {
-			d.Value = json.RawMessage(val)
-		} else {
-			b, _ := json.Marshal(val) // a bare word is a string
-			d.Value = b
-		}
+		d.Path, d.Value = c.Path, c.Value
 	case OpRun:
 		return parseRun(d, rest)
 	case OpShow:
@@ -395,8 +388,9 @@ func (p *parser) finishStep(step *Step) {
 		}
 	}
 	var (
-		scen       *scenario.Scenario
-		sawOther   bool // a directive other than preset/set
+		rec        *scenario.Recipe // the step's world: its preset, or the previous step's recipe, then its sets
+		setLines   []int            // the line of each change of rec
+		sawOther   bool             // a directive other than preset/set
 		question   *Directive
 		checks     int
 		needsWorld bool
@@ -410,32 +404,27 @@ func (p *parser) finishStep(step *Step) {
 				continue
 			}
 			if d.Op == OpPreset {
-				if scen != nil {
+				if rec != nil {
 					p.errf(d.Line, "preset: a step has one preset, before its set lines")
 					continue
 				}
-				s, err := scenario.LookupPreset(d.Name)
-				if err != nil {
-					p.errf(d.Line, "preset: %v", err)
-					continue
-				}
-				scen = &s
+				rec, setLines = &scenario.Recipe{Preset: d.Name}, nil
 				continue
 			}
-			if scen == nil {
-				if p.scen == nil {
+			if rec == nil {
+				if p.recipe == nil {
 					p.errf(d.Line, "set: no scenario yet: start with preset NAME")
 					continue
 				}
-				s := *p.scen
-				scen = &s
+				r := p.recipe.With()
+				rec = &r
+				setLines = make([]int, len(r.Changes)) // the previous steps' sets: at this line
+				for j := range setLines {
+					setLines[j] = d.Line
+				}
 			}
-			s, err := scenario.Set(*scen, d.Path, d.Value)
-			if err != nil {
-				p.errf(d.Line, "set: %v", err)
-				continue
-			}
-			*scen = s
+			rec.Changes = append(rec.Changes, scenario.Change{Path: d.Path, Value: d.Value})
+			setLines = append(setLines, d.Line)
 			continue
 		case OpQuestion:
 			if question != nil {
@@ -456,7 +445,7 @@ func (p *parser) finishStep(step *Step) {
 			needsWorld = true
 		case OpMeasure, OpCompare:
 			if d.Config == ConfigScenario || d.ConfigB == ConfigScenario {
-				if scen == nil && p.scen == nil {
+				if rec == nil && p.recipe == nil {
 					p.errf(d.Line, "%s: no scenario yet: start with preset NAME", d.Op)
 				}
 			}
@@ -469,11 +458,19 @@ func (p *parser) finishStep(step *Step) {
 	if checks == 0 {
 		p.errf(step.Line, "step %d has no check or answer: say what the reader should see, and let the engine confirm it", step.Number)
 	}
-	if scen != nil {
-		step.Scenario = scen
-		p.scen = scen
+	if rec != nil {
+		s, err := rec.Build()
+		switch ce, ok := errors.AsType[*scenario.ChangeError](err); {
+		case ok:
+			p.errf(setLines[ce.Index], "set: %v", ce.Err)
+		case err != nil:
+			p.errf(step.Line, "preset: %v", err)
+		default:
+			step.Recipe, step.Scenario = rec, &s
+			p.recipe = rec
+		}
 	} else if needsWorld || p.readsWorld(step) {
-		if p.scen == nil {
+		if p.recipe == nil {
 			p.errf(step.Line, "step %d runs or reads the world but no step so far has a scenario: start with preset NAME", step.Number)
 		}
 		step.Continues = true

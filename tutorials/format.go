@@ -50,8 +50,10 @@ type Step struct {
 	// a ringlab block, then more prose ... so a reader can show the text
 	// that follows a block after the block has run.
 	Segments []Segment `json:"segments"`
-	// Scenario is the scenario the step builds its world from, resolved
-	// from its preset and set directives; nil when the step has neither.
+	// Recipe is the step's world as its preset and set directives write
+	// it: its preset, or the previous step's recipe, then its sets in
+	// order; nil when the step has neither. Scenario is what it builds.
+	Recipe   *scenario.Recipe   `json:"recipe,omitempty"`
 	Scenario *scenario.Scenario `json:"scenario,omitempty"`
 	// Continues is true when the step has no scenario of its own but
 	// reads or runs the world the previous step left: a browser that
@@ -88,8 +90,8 @@ type Directive struct {
 	Text string `json:"text"`
 
 	Name  string          `json:"name,omitempty"`  // preset, mark, measure, compare (as), host (as)
-	Path  string          `json:"path,omitempty"`  // set
-	Value json.RawMessage `json:"value,omitempty"` // set, as JSON
+	Path  string          `json:"path,omitempty"`  // set: a knob or a JSON path (scenario.ParseChange)
+	Value json.RawMessage `json:"value,omitempty"` // set, canonical (scenario.ParseChange)
 
 	Packets    uint64 `json:"packets,omitempty"`     // run
 	DurationNS int64  `json:"duration_ns,omitempty"` // run

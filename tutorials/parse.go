@@ -28,8 +28,8 @@ type parser struct {
 	file string
 	errs ErrorList
 	t    *Tutorial
-	// scenario in effect after the previous step (nil before any).
-	scen *scenario.Scenario
+	// the recipe of the world after the previous step (nil before any).
+	recipe *scenario.Recipe
 	// binds are the names measure, compare, mark and host bind so far:
 	// exact names (measure) and prefixes before a dot (the others).
 	binds, prefixes map[string]bool

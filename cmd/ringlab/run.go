@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -210,12 +212,13 @@ func (o *runOptions) run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ringlab run: "+msg)
 		return exitUsage
 	}
-	s, err := loadScenario(args[0])
+	rec, err := recipeOf(args[0], sets)
 	if err != nil {
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 		return exitUsage
 	}
-	if s, err = sets.apply(s); err != nil {
+	s, err := buildRecipe(rec, sets)
+	if err != nil {
 		fmt.Fprintf(stderr, "ringlab run: %v\n", err)
 		return exitUsage
 	}
@@ -448,42 +451,50 @@ preset NAME).
 Example: ringlab run --set kernel=6.0 --set mtu=4000 --set traffic.size=4014 r2-mtu9000-after
 `
 
-// setFlags collects --set KEY=VALUE, in order.
-type setFlags []scenario.Change
+// setFlags collects --set KEY=VALUE, in order: the changes of the run's
+// recipe (scenario.Recipe), read by scenario.ParseChange.
+type setFlags []string
 
-func (f *setFlags) String() string {
-	var b strings.Builder
-	for i, c := range *f {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s=%s", c.Path, c.Value)
-	}
-	return b.String()
-}
+func (f *setFlags) String() string { return strings.Join(*f, " ") }
 
 // Type names --set's value in help (pflag.Value).
 func (f *setFlags) Type() string { return "KEY=VALUE" }
 
 func (f *setFlags) Set(v string) error {
-	c, err := scenario.ParseChange(v)
-	if err != nil {
-		return err
-	}
-	*f = append(*f, c)
+	*f = append(*f, v)
 	return nil
 }
 
-// apply makes every change on s, then validates once (scenario.Apply).
-func (f setFlags) apply(s scenario.Scenario) (scenario.Scenario, error) {
-	if len(f) == 0 {
-		return s, nil
+// recipeOf is the recipe a run builds: the preset or scenario file arg
+// names, then the --set changes in order. An error names the --set at
+// fault and its place.
+func recipeOf(arg string, sets []string) (scenario.Recipe, error) {
+	r := scenario.Recipe{Preset: arg}
+	if !slices.Contains(scenario.PresetNames(), arg) {
+		s, err := loadScenario(arg)
+		if err != nil {
+			return r, err
+		}
+		r = scenario.Recipe{Scenario: &s}
 	}
-	s, err := scenario.Apply(s, f...)
-	if err != nil {
-		return s, fmt.Errorf("--set %w", err)
+	for i, kv := range sets {
+		c, err := scenario.ParseChange(kv)
+		if err != nil {
+			return r, fmt.Errorf("--set %s (change %d): %w", kv, i+1, err)
+		}
+		r.Changes = append(r.Changes, c)
 	}
-	return s, nil
+	return r, nil
+}
+
+// buildRecipe builds the run's scenario (scenario.Recipe.Build), a change
+// refused named as the --set it came from.
+func buildRecipe(r scenario.Recipe, sets []string) (scenario.Scenario, error) {
+	s, err := r.Build()
+	if ce, ok := errors.AsType[*scenario.ChangeError](err); ok && ce.Index < len(sets) {
+		return s, fmt.Errorf("--set %s (change %d): %w", sets[ce.Index], ce.Index+1, ce.Err)
+	}
+	return s, err
 }
 
 // loadObject reads an XDP ELF object.

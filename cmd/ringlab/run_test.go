@@ -202,13 +202,11 @@ func TestRunSet(t *testing.T) {
 	assert.GreaterOrEqual(t, s.Packets, uint64(200))
 	assert.Zero(t, s.Counters["rx_pp_alloc_fast"], "page_frag, not page_pool")
 
-	var applied setFlags
-	for _, kv := range []string{"kernel=6.10", "mtu=9000", "traffic.size=9014", "driver.buffer_source=page_frag", "driver.dma=ring"} {
-		require.NoError(t, applied.Set(kv))
-	}
-	sc, err := loadScenario("default")
+	sets := []string{"kernel=6.10", "mtu=9000", "traffic.size=9014", "driver.buffer_source=page_frag", "driver.dma=ring"}
+	r, err := recipeOf("default", sets)
 	require.NoError(t, err)
-	sc, err = applied.apply(sc)
+	assert.Equal(t, "default "+strings.Join(sets, " "), r.String(), "the recipe spells its changes as --set does")
+	sc, err := buildRecipe(r, sets)
 	require.NoError(t, err)
 	assert.Equal(t, "6.10", sc.Kernel)
 	assert.Equal(t, 9000, sc.MTU)
@@ -218,12 +216,12 @@ func TestRunSet(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--set", "traffic.sise=1"}, `--set traffic.sise: the scenario has no field "sise"`},
-		{[]string{"--set", "ring_size=100"}, `--set ring_size="100": want a power of two`},
-		{[]string{"--set", ".ring_size=100"}, "--set ring_size: 100: want a power of two"},
-		{[]string{"--set", "mtu=big"}, `--set mtu="big": not a whole number`},
-		{[]string{"--set", ".mtu=big"}, "--set mtu: the value big is not JSON"},
-		{[]string{"--set", "kernel=6.99"}, `--set kernel="6.99": kernel version 6.99`},
+		{[]string{"--set", "traffic.sise=1"}, `--set traffic.sise=1 (change 1): traffic.sise: the scenario has no field "sise"`},
+		{[]string{"--set", "mtu=1500", "--set", "ring_size=100"}, `--set ring_size=100 (change 2): ring_size="100": want a power of two`},
+		{[]string{"--set", ".ring_size=100"}, "--set .ring_size=100 (change 1): ring_size: 100: want a power of two"},
+		{[]string{"--set", "mtu=big"}, `--set mtu=big (change 1): mtu="big": not a whole number`},
+		{[]string{"--set", ".mtu=big"}, "--set .mtu=big (change 1): mtu: the value big is not JSON"},
+		{[]string{"--set", "kernel=6.99"}, `--set kernel=6.99 (change 1): kernel="6.99": kernel version 6.99`},
 		{[]string{"--set", "mtu"}, `"mtu": want KEY=VALUE`},
 		{[]string{"--set", "=1"}, `"=1": want KEY=VALUE`},
 	} {
