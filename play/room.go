@@ -214,23 +214,11 @@ func (c *Controller) replay() ([]Out, error) {
 			return nil, err
 		}
 	}
-	var base Config
-	var preset struct {
-		Preset string `json:"preset"`
+	rec, err := scenario.DecodeRecipe(r.scenario) // null, a recipe, or a whole scenario
+	if err != nil {
+		return nil, fmt.Errorf("the room's scenario: %w", err)
 	}
-	var fields map[string]json.RawMessage
-	switch {
-	case len(r.scenario) == 0 || string(r.scenario) == "null":
-		base = DefaultConfig()
-	case json.Unmarshal(r.scenario, &fields) == nil && len(fields) == 1 && json.Unmarshal(r.scenario, &preset) == nil && preset.Preset != "":
-		base = Config{Preset: preset.Preset}
-	default:
-		sc, err := scenario.DecodeBytes(r.scenario)
-		if err != nil {
-			return nil, fmt.Errorf("the room's scenario: %w", err)
-		}
-		base = Config{Scenario: &sc}
-	}
+	base := configOf(rec)
 	cfg, from, outs := c.checkpoint(base)
 	if err := c.reconfigure(0, cfg); err != nil {
 		if from == 0 {

@@ -1,6 +1,9 @@
 package play
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -179,7 +182,7 @@ func TestStateRoundTrip(t *testing.T) {
 			assert.Equal(t, got, again, "a leading ? and the page's own keys are ignored")
 		})
 	}
-	assert.Contains(t, tests[6].st.Encode(), "set=xdp:object%3Axdp_filter.o", "object names are kept link-safe")
+	assert.Contains(t, tests[6].st.Encode(), "recipe=default+xdp=object:xdp_filter.o&", "object names are kept link-safe")
 }
 
 func TestDecodeStateErrors(t *testing.T) {
@@ -200,6 +203,15 @@ func TestDecodeStateErrors(t *testing.T) {
 		{"obj=AAAA", "without xdp=object"},
 		{"set=xdp:object%3Ax.o", "bytes are missing"},
 		{"set=xdp:object%3Ax.o&obj=AAAA", "XDP object"},
+		{"recipe=default&preset=default", "recipe and preset are exclusive"},
+		{"recipe=default&set=mtu:1500", "recipe and set are exclusive"},
+		{"recipe=nope", "no preset named"},
+		{"recipe=default+ring_size", `recipe: change 1 (ring_size=): "ring_size": want KEY=VALUE`},
+		{"recipe=default+mtu=1500+ring_size=63", `recipe: change 2 (ring_size=63): ring_size="63": want a power of two`},
+		{"recipe=default+traffic.sise=1", `recipe: change 1 (traffic.sise=1): traffic.sise: the scenario has no field "sise"`},
+		{"recipe=default+xdp=object:x.o", "bytes are missing"},
+		{"recipe=default&obj=AAAA", "without xdp=object"},
+		{"cmp=1&b.recipe=default+cpus=0", "compare: play: bad parameter: b.recipe: change 1 (cpus=0)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.q, func(t *testing.T) {
@@ -210,7 +222,51 @@ func TestDecodeStateErrors(t *testing.T) {
 	}
 }
 
+// TestOldLinks: a link written before recipes (preset=, scenario=,
+// set=KEY:VALUE,...) opens the same run as the recipe= link it is
+// written as now, and a link's recipe spells its changes as --set does.
+func TestOldLinks(t *testing.T) {
+	custom := scenario.Default()
+	custom.RingSize = 64
+	js, err := json.Marshal(custom)
+	require.NoError(t, err)
+	b64 := base64.RawURLEncoding.EncodeToString(js)
+	for _, tc := range []struct{ old, now string }{
+		{"preset=default", "recipe=default"},
+		{"preset=default&set=ring_size:64,page_pool:off,rate_pps:2500.5&speed=10", "recipe=default+ring_size=64+page_pool=off+rate_pps=2500.5&speed=10"},
+		{"preset=cpumap&set=kernel:6.10&log=e12", "recipe=cpumap+kernel=6.10&log=e12"},
+		{"scenario=" + b64 + "&set=mtu:4000", "recipe=scenario:" + b64 + "+mtu=4000"},
+		{"preset=r3-napi-local-off&cmp=1&b.set=kernel:6.5", "recipe=r3-napi-local-off&cmp=1&b.recipe=r3-napi-local-off+kernel=6.5"},
+		{"set=ring_size:32", "recipe=default+ring_size=32"},
+	} {
+		t.Run(tc.old, func(t *testing.T) {
+			old, err := DecodeState(tc.old)
+			require.NoError(t, err)
+			assert.Equal(t, tc.now, old.Encode())
+			now, err := DecodeState(tc.now)
+			require.NoError(t, err)
+			assert.Equal(t, old, now)
+			a, err := old.A.Build()
+			require.NoError(t, err)
+			b, err := now.A.Build()
+			require.NoError(t, err)
+			assert.Equal(t, a, b, "the same world")
+		})
+	}
+	// Any recipe a CLI takes is a link: raw paths, JSON values, strings
+	// with spaces.
+	st, err := DecodeState("recipe=" + url.QueryEscape(`default .cpus=1 traffic={"size":128} description="a b"`))
+	require.NoError(t, err)
+	s, err := st.A.Build()
+	require.NoError(t, err)
+	assert.Equal(t, 128, s.Traffic.Size)
+	assert.Equal(t, "a b", s.Description)
+	assert.Equal(t, `recipe=default+.cpus=1+traffic=%7B%22size%22:128%7D+description=%22a+b%22`, st.Encode())
+}
+
 func FuzzDecodeState(f *testing.F) {
+	f.Add("recipe=default+ring_size=64+traffic.sizes=%5B64,128%5D&log=e12.p1&speed=10")
+	f.Add("recipe=scenario:e30+cpus=2&cmp=1&b.recipe=xdp-drop")
 	f.Add("preset=default&set=ring_size:64&log=e12.p1&speed=10")
 	f.Add("cmp=1&b.set=kernel:6.4&log=t5000")
 	f.Add("scenario=e30&log=p3")

@@ -3,7 +3,7 @@ package play
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -67,41 +67,69 @@ func (c *Config) presetName() string {
 	return c.Preset
 }
 
-// Base returns the scenario the configuration starts from.
-func (c *Config) Base() (scenario.Scenario, error) {
+// Recipe is the configuration as engine/scenario writes a world down:
+// its preset or scenario, then its parameters as changes in order (a
+// parameter KV{K, V} is the change K=V, as --set spells it).
+func (c *Config) Recipe() scenario.Recipe {
+	r := scenario.Recipe{Preset: c.presetName(), Scenario: c.Scenario}
 	if c.Scenario != nil {
-		s := *c.Scenario
-		return s, nil
-	}
-	name := c.Preset
-	if name == "" {
-		name = "default"
-	}
-	return scenario.LookupPreset(name)
-}
-
-// Build returns the configuration's scenario, validated.
-func (c *Config) Build() (scenario.Scenario, error) {
-	s, err := c.Base()
-	if err != nil {
-		return scenario.Scenario{}, err
+		r.Preset = ""
 	}
 	for _, kv := range c.Set {
-		if kv.Key == "xdp" && strings.HasPrefix(kv.Value, objectPrefix) {
-			if c.Object == nil {
-				return scenario.Scenario{}, fmt.Errorf("%w: xdp=%s: the object's bytes are missing (load the file again)", ErrParam, kv.Value)
-			}
-			s.XDP = &scenario.XDP{Object: strings.TrimPrefix(kv.Value, objectPrefix)}
-			continue
+		ch, err := scenario.ParseChange(kv.Key + "=" + kv.Value)
+		if err != nil {
+			ch = scenario.TextChange(kv.Key, kv.Value) // refused by Build, naming it
 		}
-		if err := SetParam(&s, kv.Key, kv.Value); err != nil {
-			return scenario.Scenario{}, err
+		r.Changes = append(r.Changes, ch)
+	}
+	return r
+}
+
+// configOf is the configuration of a recipe: its base, and its changes
+// as parameters.
+func configOf(r scenario.Recipe) Config {
+	c := Config{Preset: r.Preset, Scenario: r.Scenario}
+	if c.Preset == "" && c.Scenario == nil {
+		c.Preset = scenario.DefaultPreset
+	}
+	for _, ch := range r.Changes {
+		k, v, _ := strings.Cut(ch.String(), "=")
+		c.Set = append(c.Set, KV{k, v})
+		if name, ok := strings.CutPrefix(v, objectPrefix); ok && k == "xdp" {
+			c.ObjectName = name
 		}
 	}
-	if err := s.Validate(); err != nil {
-		return scenario.Scenario{}, err
+	return c
+}
+
+// Base returns the scenario the configuration starts from.
+func (c *Config) Base() (scenario.Scenario, error) { return c.Recipe().Base() }
+
+// Build returns the configuration's scenario, validated: its recipe
+// built (scenario.Recipe.Build), a parameter refused said as the page
+// says it.
+func (c *Config) Build() (scenario.Scenario, error) {
+	if c.usesObject() && c.Object == nil {
+		return scenario.Scenario{}, fmt.Errorf("%w: xdp=%s: the object's bytes are missing (load the file again)", ErrParam, c.xdpValue())
 	}
-	return s, nil
+	s, err := c.Recipe().Build()
+	if ce, ok := errors.AsType[*scenario.ChangeError](err); ok {
+		if _, knob := errors.AsType[*scenario.KnobError](ce.Err); knob {
+			return scenario.Scenario{}, paramErr(ce.Err)
+		}
+		return scenario.Scenario{}, ce.Err
+	}
+	return s, err
+}
+
+// xdpValue is the value of the configuration's last xdp parameter.
+func (c *Config) xdpValue() string {
+	for i := len(c.Set) - 1; i >= 0; i-- {
+		if c.Set[i].Key == "xdp" {
+			return c.Set[i].Value
+		}
+	}
+	return ""
 }
 
 // ProgramSpec returns the loaded object's collection, or nil without one.
@@ -116,18 +144,14 @@ func (c *Config) ProgramSpec() (*bpf.CollectionSpec, error) {
 	return spec, nil
 }
 
-func (c *Config) usesObject() bool {
-	for _, kv := range c.Set {
-		if kv.Key == "xdp" {
-			return strings.HasPrefix(kv.Value, objectPrefix)
-		}
-	}
-	return false
-}
+func (c *Config) usesObject() bool { return strings.HasPrefix(c.xdpValue(), objectPrefix) }
 
 // With returns a copy of c with key set to value (moved to the end of Set
 // if it was set before). It checks that the result builds.
 func (c Config) With(key, value string) (Config, error) {
+	if !scenario.IsKnob(key) { // the page's parameters are the knobs; a link may carry any change
+		return c, paramErr(&scenario.KnobError{Key: key, Value: value, Unknown: true})
+	}
 	out := c.clone()
 	out.Set = out.Set[:0]
 	for _, kv := range c.Set {
@@ -185,36 +209,26 @@ func (c *Config) Value(key string) (string, error) {
 // Encode writes the state as a URL query (without the "?"), keys in a fixed
 // order, so equal states give equal links:
 //
-//	preset=NAME | scenario=BASE64URL(JSON)
-//	set=KEY:VALUE,KEY:VALUE      parameters in the order they were set
+//	recipe=PRESET+KEY=VALUE+...  the configuration's recipe in its text
+//	                             form (scenario.Recipe: a preset or
+//	                             scenario:BASE64URL(JSON), then the
+//	                             parameters changed in order, as --set
+//	                             spells them), spaces as "+"
 //	obj=BASE64URL(ELF)           a loaded XDP object
 //	pcap=BASE64URL(FILE)         a loaded capture; pcap_name=NAME and
 //	                             pcap_rate=PPS (when not as captured)
-//	cmp=1                        compare mode; b.preset, b.scenario, b.set
-//	                             and b.obj describe the second configuration
+//	cmp=1                        compare mode; b.recipe, b.obj and b.pcap
+//	                             describe the second configuration
 //	log=e12.p1.t5000             the command log
 //	speed=10                     events per second, 0 as fast as it goes
+//
+// DecodeState also reads the links written before recipes (preset=,
+// scenario=, set=KEY:VALUE,...).
 func (st State) Encode() string {
 	var parts []string
 	add := func(k, v string) { parts = append(parts, k+"="+escape(v)) }
 	conf := func(prefix string, c *Config) {
-		if c.Scenario != nil {
-			b, _ := json.Marshal(c.Scenario)
-			add(prefix+"scenario", base64.RawURLEncoding.EncodeToString(b))
-		} else {
-			p := c.Preset
-			if p == "" {
-				p = "default"
-			}
-			add(prefix+"preset", p)
-		}
-		if len(c.Set) > 0 {
-			kvs := make([]string, len(c.Set))
-			for i, kv := range c.Set {
-				kvs[i] = escape(kv.Key) + ":" + escape(kv.Value)
-			}
-			parts = append(parts, prefix+"set="+strings.Join(kvs, ","))
-		}
+		parts = append(parts, prefix+"recipe="+escapeRecipe(c.Recipe().String()))
 		if c.Object != nil && c.usesObject() {
 			add(prefix+"obj", base64.RawURLEncoding.EncodeToString(c.Object))
 		}
@@ -267,59 +281,30 @@ func DecodeState(query string) (State, error) {
 	}
 	known := map[string]bool{"cmp": true, "log": true, "speed": true}
 	conf := func(prefix string, def *Config) (Config, error) {
-		for _, k := range []string{"preset", "scenario", "set", "obj", "pcap", "pcap_name", "pcap_rate"} {
+		for _, k := range configKeys {
 			known[prefix+k] = true
 		}
 		var c Config
-		preset, hasPreset, err := one(prefix + "preset")
+		text, hasRecipe, err := one(prefix + "recipe")
 		if err != nil {
 			return c, err
 		}
-		sc, hasScenario, err := one(prefix + "scenario")
-		if err != nil {
-			return c, err
-		}
-		switch {
-		case hasPreset && hasScenario:
-			return c, fmt.Errorf("%w: %spreset and %sscenario are exclusive", ErrParam, prefix, prefix)
-		case hasScenario:
-			if len(sc) > MaxScenarioJSON*4/3+4 {
-				return c, fmt.Errorf("%w: %sscenario: longer than %d bytes", ErrParam, prefix, MaxScenarioJSON)
+		if hasRecipe {
+			for _, k := range []string{"preset", "scenario", "set"} {
+				if _, old := vals[prefix+k]; old {
+					return c, fmt.Errorf("%w: %srecipe and %s%s are exclusive", ErrParam, prefix, prefix, k)
+				}
 			}
-			b, err := base64.RawURLEncoding.DecodeString(sc)
+			if len(text) > MaxRecipeText {
+				return c, fmt.Errorf("%w: %srecipe: longer than %d bytes", ErrParam, prefix, MaxRecipeText)
+			}
+			r, err := scenario.ParseRecipe(text)
 			if err != nil {
-				return c, fmt.Errorf("%w: %sscenario: not base64url: %v", ErrParam, prefix, err)
+				return c, fmt.Errorf("%w: %srecipe: %v", ErrParam, prefix, err)
 			}
-			s, err := scenario.DecodeBytes(b)
-			if err != nil {
-				return c, fmt.Errorf("%sscenario: %w", prefix, err)
-			}
-			c.Scenario = &s
-		case hasPreset:
-			c.Preset = preset
-		default:
-			c.Preset, c.Scenario = def.Preset, def.Scenario
-		}
-		set, _, err := one(prefix + "set")
-		if err != nil {
+			c = configOf(r)
+		} else if c, err = oldConfig(prefix, def, one); err != nil {
 			return c, err
-		}
-		if set != "" {
-			seen := map[string]bool{}
-			for _, item := range strings.Split(set, ",") {
-				k, v, ok := strings.Cut(item, ":")
-				if !ok {
-					return c, fmt.Errorf("%w: %sset: %q is not KEY:VALUE", ErrParam, prefix, item)
-				}
-				if seen[k] {
-					return c, fmt.Errorf("%w: %sset: %s given twice", ErrParam, prefix, k)
-				}
-				seen[k] = true
-				c.Set = append(c.Set, KV{k, v})
-				if k == "xdp" && strings.HasPrefix(v, objectPrefix) {
-					c.ObjectName = strings.TrimPrefix(v, objectPrefix)
-				}
-			}
 		}
 		obj, hasObj, err := one(prefix + "obj")
 		if err != nil {
@@ -333,7 +318,7 @@ func DecodeState(query string) (State, error) {
 				return c, fmt.Errorf("%w: %sobj: not base64url: %v", ErrParam, prefix, err)
 			}
 			if !c.usesObject() {
-				return c, fmt.Errorf("%w: %sobj given without xdp=object:NAME in %sset", ErrParam, prefix, prefix)
+				return c, fmt.Errorf("%w: %sobj given without xdp=object:NAME in %srecipe", ErrParam, prefix, prefix)
 			}
 		}
 		pcap, hasPcap, err := one(prefix + "pcap")
@@ -370,6 +355,10 @@ func DecodeState(query string) (State, error) {
 			return c, fmt.Errorf("%w: %spcap_name and %spcap_rate need %spcap", ErrParam, prefix, prefix, prefix)
 		}
 		if _, err := c.Build(); err != nil {
+			_, rerr := c.Recipe().Build()
+			if ce, ok := errors.AsType[*scenario.ChangeError](rerr); ok {
+				return c, fmt.Errorf("%w: %srecipe: %v", ErrParam, prefix, ce) // which change of the link
+			}
 			return c, err
 		}
 		if _, err := c.ProgramSpec(); err != nil {
@@ -395,7 +384,7 @@ func DecodeState(query string) (State, error) {
 		}
 		st.B = &b
 	} else {
-		for _, k := range []string{"preset", "scenario", "set", "obj"} {
+		for _, k := range configKeys {
 			known["b."+k] = false
 		}
 	}
@@ -421,6 +410,91 @@ func DecodeState(query string) (State, error) {
 		}
 	}
 	return st, nil
+}
+
+// configKeys are the query keys of a configuration (after a prefix):
+// the recipe, the object and the capture, and the keys of the links
+// before recipes.
+var configKeys = []string{"recipe", "obj", "pcap", "pcap_name", "pcap_rate", "preset", "scenario", "set"}
+
+// MaxRecipeText bounds a link's recipe: a whole scenario and a few
+// kilobytes of changes.
+const MaxRecipeText = MaxScenarioJSON*4/3 + 4 + 4<<10
+
+// oldConfig reads a configuration from a link written before recipes:
+// preset=NAME or scenario=BASE64URL(JSON), then set=KEY:VALUE,KEY:VALUE.
+func oldConfig(prefix string, def *Config, one func(string) (string, bool, error)) (Config, error) {
+	var c Config
+	preset, hasPreset, err := one(prefix + "preset")
+	if err != nil {
+		return c, err
+	}
+	sc, hasScenario, err := one(prefix + "scenario")
+	if err != nil {
+		return c, err
+	}
+	switch {
+	case hasPreset && hasScenario:
+		return c, fmt.Errorf("%w: %spreset and %sscenario are exclusive", ErrParam, prefix, prefix)
+	case hasScenario:
+		if len(sc) > MaxScenarioJSON*4/3+4 {
+			return c, fmt.Errorf("%w: %sscenario: longer than %d bytes", ErrParam, prefix, MaxScenarioJSON)
+		}
+		b, err := base64.RawURLEncoding.DecodeString(sc)
+		if err != nil {
+			return c, fmt.Errorf("%w: %sscenario: not base64url: %v", ErrParam, prefix, err)
+		}
+		s, err := scenario.DecodeBytes(b)
+		if err != nil {
+			return c, fmt.Errorf("%sscenario: %w", prefix, err)
+		}
+		c.Scenario = &s
+	case hasPreset:
+		c.Preset = preset
+	default:
+		c.Preset, c.Scenario = def.Preset, def.Scenario
+	}
+	set, _, err := one(prefix + "set")
+	if err != nil {
+		return c, err
+	}
+	if set != "" {
+		seen := map[string]bool{}
+		for _, item := range strings.Split(set, ",") {
+			k, v, ok := strings.Cut(item, ":")
+			if !ok {
+				return c, fmt.Errorf("%w: %sset: %q is not KEY:VALUE", ErrParam, prefix, item)
+			}
+			if seen[k] {
+				return c, fmt.Errorf("%w: %sset: %s given twice", ErrParam, prefix, k)
+			}
+			seen[k] = true
+			c.Set = append(c.Set, KV{k, v})
+			if k == "xdp" && strings.HasPrefix(v, objectPrefix) {
+				c.ObjectName = strings.TrimPrefix(v, objectPrefix)
+			}
+		}
+	}
+	return c, nil
+}
+
+// escapeRecipe writes a recipe's text in a query value: spaces as "+",
+// the characters of KEY=VALUE, a path and a version kept plainly, the
+// rest percent-encoded.
+func escapeRecipe(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ':
+			b.WriteByte('+')
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.~=:,", c) >= 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 // escape percent-encodes what a query value cannot hold, keeping the
