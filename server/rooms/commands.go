@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 
 	"ringlab/engine/scenario"
 	"ringlab/play"
@@ -51,11 +53,14 @@ func DefaultScenario(raw json.RawMessage) (json.RawMessage, error) {
 	return checkScenario(raw, MaxWorldBytes)
 }
 
-// checkScenario accepts nothing (the page's default scenario), a preset
-// ({"preset": NAME}) or a scenario that engine/scenario's validator takes
+// checkScenario accepts nothing (the page's default scenario), a recipe
+// ({"preset": NAME, "set": [CHANGE, ...]} or {"scenario": {...}, "set":
+// [...]}, scenario.Recipe's JSON form, each change as --set spells it)
+// or a whole scenario that engine/scenario's validator takes
 // (docs/scenario.md), whose world a browser tab can hold: at most budget
-// bytes as scenario.MemoryEstimate counts them. It returns the scenario
-// compacted.
+// bytes as scenario.MemoryEstimate counts them. It returns the recipe in
+// canonical form (a bare preset is {"preset": NAME}, as before recipes),
+// or the whole scenario compacted.
 func checkScenario(raw json.RawMessage, budget int64) (json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -68,16 +73,17 @@ func checkScenario(raw json.RawMessage, budget int64) (json.RawMessage, error) {
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, proto.Errorf(proto.CodeBadJSON, "", "%v", err)
 	}
-	var sc scenario.Scenario
-	var preset struct {
-		Preset string `json:"preset"`
-	}
-	if proto.Strict(raw, &preset) == nil {
-		s, err := scenario.LookupPreset(preset.Preset)
+	out := buf.Bytes()
+	var rec scenario.Recipe
+	if scenario.IsRecipeJSON(raw) {
+		r, err := decodeRecipe(raw)
 		if err != nil {
-			return nil, proto.Errorf(proto.CodeNotFound, "preset", "%v", err)
+			return nil, err
 		}
-		sc = s
+		rec = r
+		if out, err = json.Marshal(rec); err != nil {
+			return nil, proto.Errorf(proto.CodeInternal, "", "%v", err)
+		}
 	} else {
 		// Names exactly and once (engine/scenario's decoder takes "Seed"
 		// for "seed" and the last of two), then the engine's validator.
@@ -87,38 +93,70 @@ func checkScenario(raw json.RawMessage, budget int64) (json.RawMessage, error) {
 		}
 		s, err := scenario.DecodeBytes(raw)
 		if err != nil {
-			if fe, ok := errors.AsType[*scenario.FieldError](err); ok {
-				return nil, proto.Errorf(proto.CodeBadField, fe.Field, "%s", fe.Reason)
-			}
-			return nil, proto.Errorf(proto.CodeBadField, "", "%v", err)
+			return nil, fieldError(err)
 		}
-		sc = s
+		rec = scenario.Recipe{Scenario: &s}
+	}
+	sc, err := rec.Build()
+	if ce, ok := errors.AsType[*scenario.ChangeError](err); ok {
+		return nil, proto.Errorf(proto.CodeBadField, fmt.Sprintf("set.%d", ce.Index), "%v", ce)
+	} else if err != nil {
+		return nil, fieldError(err)
+	}
+	if sc.XDP != nil && sc.XDP.Object != "" {
+		return nil, proto.Errorf(proto.CodeBadField, "", "xdp=%s%s: an XDP object file does not travel with a room; students' pages have only the library's programs", scenario.ObjectPrefix, sc.XDP.Object)
 	}
 	if est := sc.MemoryEstimate(); est > budget {
 		return nil, proto.Errorf(proto.CodeLimitExceeded, "", "this world needs about %d MiB in every student's browser tab; a room's world has at most %d MiB (memory_pages, ring sizes, queues and CPUs make it)", est>>20, budget>>20)
 	}
-	return buf.Bytes(), nil
+	return out, nil
+}
+
+// decodeRecipe reads a recipe's JSON form, names exactly and once
+// (proto's strict decoder), then as engine/scenario reads it.
+func decodeRecipe(raw json.RawMessage) (scenario.Recipe, error) {
+	var exact struct {
+		Preset   string          `json:"preset"`
+		Scenario json.RawMessage `json:"scenario"`
+		Set      []string        `json:"set"`
+	}
+	if err := proto.Strict(raw, &exact); err != nil {
+		return scenario.Recipe{}, err
+	}
+	if len(exact.Scenario) > 0 && string(exact.Scenario) != "null" {
+		var sc scenario.Scenario
+		if err := proto.Strict(exact.Scenario, &sc); err != nil {
+			return scenario.Recipe{}, proto.AsError(err).WithFieldPrefix("scenario")
+		}
+	}
+	if exact.Preset != "" && !slices.Contains(scenario.PresetNames(), exact.Preset) {
+		_, err := scenario.LookupPreset(exact.Preset)
+		return scenario.Recipe{}, proto.Errorf(proto.CodeNotFound, "preset", "%v", err)
+	}
+	r, err := scenario.DecodeRecipe(raw)
+	if err != nil {
+		return scenario.Recipe{}, fieldError(err)
+	}
+	return r, nil
+}
+
+// fieldError is an engine/scenario error as a refusal naming its field.
+func fieldError(err error) error {
+	if fe, ok := errors.AsType[*scenario.FieldError](err); ok {
+		return proto.Errorf(proto.CodeBadField, fe.Field, "%s", fe.Reason)
+	}
+	return proto.Errorf(proto.CodeBadField, "", "%v", err)
 }
 
 // scenarioBytes is the MemoryEstimate of a room's scenario (checked when
 // the room was made; the page's default for none, MaxWorldBytes for one
 // that no longer builds).
 func scenarioBytes(raw json.RawMessage) int64 {
-	raw = bytes.TrimSpace(raw)
-	var preset struct {
-		Preset string `json:"preset"`
+	rec, err := scenario.DecodeRecipe(raw)
+	if err != nil {
+		return MaxWorldBytes
 	}
-	var sc scenario.Scenario
-	var err error
-	switch {
-	case len(raw) == 0 || string(raw) == "null":
-		def := play.DefaultConfig()
-		sc, err = def.Build()
-	case proto.Strict(raw, &preset) == nil:
-		sc, err = scenario.LookupPreset(preset.Preset)
-	default:
-		sc, err = scenario.DecodeBytes(raw)
-	}
+	sc, err := rec.Build()
 	if err != nil {
 		return MaxWorldBytes
 	}

@@ -114,8 +114,12 @@ type (
 		JoinURL  string   `json:"join_url"`
 		JoinURLs []string `json:"join_urls"`
 	}
+	// createRequest is a room's starting world: a scenario (a recipe's
+	// JSON form, or a whole scenario: checkScenario), or a recipe in its
+	// text form, as a link carries it (scenario.ParseRecipe).
 	createRequest struct {
 		Scenario json.RawMessage `json:"scenario"`
+		Recipe   string          `json:"recipe"`
 	}
 )
 

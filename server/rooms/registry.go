@@ -7,6 +7,7 @@
 package rooms
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -27,6 +28,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/skip2/go-qrcode"
 
+	"ringlab/engine/scenario"
 	"ringlab/proto"
 	"ringlab/server/fairshare"
 	"ringlab/server/ratelimit"
@@ -702,9 +704,26 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	scenario, err := r.opts.Scenario(cr.Scenario)
+	raw, field := cr.Scenario, "scenario"
+	if cr.Recipe != "" {
+		if len(bytes.TrimSpace(cr.Scenario)) > 0 {
+			httpError(w, http.StatusBadRequest, proto.Errorf(proto.CodeBadField, "recipe", "recipe and scenario are exclusive"))
+			return
+		}
+		rec, err := scenario.ParseRecipe(cr.Recipe)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, proto.Errorf(proto.CodeBadField, "recipe", "%v", err))
+			return
+		}
+		if raw, err = json.Marshal(rec); err != nil {
+			httpError(w, http.StatusInternalServerError, proto.Errorf(proto.CodeInternal, "recipe", "%v", err))
+			return
+		}
+		field = "recipe"
+	}
+	world, err := r.opts.Scenario(raw)
 	if err != nil {
-		e := proto.AsError(err).WithFieldPrefix("scenario")
+		e := proto.AsError(err).WithFieldPrefix(field)
 		status := http.StatusBadRequest
 		if e.Code == proto.CodeLimitExceeded {
 			status = http.StatusRequestEntityTooLarge
@@ -712,11 +731,11 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		httpError(w, status, e)
 		return
 	}
-	if len(scenario) > MaxScenarioBytes {
+	if len(world) > MaxScenarioBytes {
 		httpError(w, http.StatusRequestEntityTooLarge, proto.Errorf(proto.CodeOutOfRange, "scenario", "a scenario has at most %d bytes", MaxScenarioBytes))
 		return
 	}
-	id, token, err := r.Create(remoteHost(req), scenario)
+	id, token, err := r.Create(remoteHost(req), world)
 	switch {
 	case errors.Is(err, ErrLimit):
 		status := http.StatusTooManyRequests

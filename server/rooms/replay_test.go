@@ -280,3 +280,44 @@ func TestRoomNeverBroadcastsWhatItsReplicaRefused(t *testing.T) {
 		assert.JSONEq(t, `{"type":"until","func":"virtnet_poll"}`, string(m.Cmd))
 	}
 }
+
+// TestRoomRecipes: a room starts from a recipe, given in its text form
+// (as a link carries it) or its JSON form, and every welcome carries it
+// in canonical JSON ({"preset": NAME} alone for a bare preset, as before
+// recipes); a change refused is named by its place.
+func TestRoomRecipes(t *testing.T) {
+	f := newFixture(t, Options{})
+	for _, tc := range []struct{ body, want string }{
+		{`{"recipe":"default cpus=2 page_pool=off"}`, `{"preset":"default","set":["cpus=2","page_pool=off"]}`},
+		{`{"scenario":{"preset":"default","set":["cpus=\"2\"", ".mtu=1400"]}}`, `{"preset":"default","set":["cpus=2",".mtu=1400"]}`},
+		{`{"recipe":"xdp-drop"}`, `{"preset":"xdp-drop"}`},
+	} {
+		cr := f.create(t, tc.body)
+		in := f.dial(t, cr.Room)
+		w := join(t, in, RoleInstructor, cr.InstructorToken)
+		assert.Equal(t, tc.want, string(w.Scenario), tc.body)
+	}
+	for _, tc := range []struct {
+		name, body string
+		code       string
+		field      string
+	}{
+		{"a change refused in the text", `{"recipe":"default mtu=1500 ring_size=100"}`, proto.CodeBadField, "recipe.set.1"},
+		{"a change refused in JSON", `{"scenario":{"preset":"default","set":["ring_size=100"]}}`, proto.CodeBadField, "scenario.set.0"},
+		{"a change that does not read", `{"scenario":{"preset":"default","set":["cpus"]}}`, proto.CodeBadField, "scenario.set.0"},
+		{"an unknown preset in the text", `{"recipe":"nope cpus=2"}`, proto.CodeBadField, "recipe"},
+		{"an unknown preset in JSON", `{"scenario":{"preset":"nope"}}`, proto.CodeNotFound, "scenario.preset"},
+		{"a field in another case", `{"scenario":{"preset":"default","Set":["cpus=2"]}}`, proto.CodeUnknownField, "scenario.Set"},
+		{"both forms", `{"recipe":"default","scenario":{"preset":"default"}}`, proto.CodeBadField, "recipe"},
+		{"an object file", `{"recipe":"default xdp=object:a.o"}`, proto.CodeBadField, "recipe"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := f.post(t, tc.body)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
+			var e rmsg
+			require.NoError(t, json.Unmarshal(b, &e))
+			assert.Equal(t, tc.code, e.Code, e.Message)
+			assert.Equal(t, tc.field, e.Field, e.Message)
+		})
+	}
+}
