@@ -455,3 +455,18 @@ func TestWorkshopPresentation(t *testing.T) {
 	assert.Contains(t, eval[string](stu[1], banner), "instructor away")
 	screenshot(t, stu[0].ctx, "workshop-1280x720-student-detached")
 }
+
+// TestWorkshopRoomStartsFromRecipe: a room created from a page whose
+// parameters were changed starts every student's page from that
+// configuration, the preset and its changes (the link's recipe), not
+// from the preset alone.
+func TestWorkshopRoomStartsFromRecipe(t *testing.T) {
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "?recipe=default+page_pool=off&speed=0")
+	inst.setParam(0, "ring_size", "64")
+	link := createRoom(t, inst)
+	s := joinStudent(t, link, "")
+	s.waitJS(`window.ringlab.state.panes[0].params.ring_size === "64" && window.ringlab.state.panes[0].params.page_pool === "off"`, 30*time.Second)
+	assert.Equal(t, "recipe=default+page_pool=off+ring_size=64", strings.SplitN(eval[string](s, `window.ringlab.state.query`), "&", 2)[0])
+	inStep(t, 0, inst, s)
+}

@@ -331,7 +331,7 @@ func TestLinkReproducesRun(t *testing.T) {
 	p.settle()
 	link := eval[string](p, `location.href`)
 	t.Logf("link: %s", link)
-	require.Contains(t, link, "set=ring_size:32")
+	require.Contains(t, link, "recipe=default+ring_size=32&")
 	require.Contains(t, link, "log=e")
 	want := p.counters()
 	require.NotEmpty(t, want)

@@ -404,13 +404,16 @@
   async function createRoom() {
     status("Creating a room…", "info");
     const st = ui.state;
-    const preset = (st && st.panes && st.panes[0] && st.panes[0].preset) || ($("preset") && $("preset").value) || "";
+    // The room starts from pane A's world: the recipe its link carries
+    // (a preset or scenario, then the parameters changed), forwarded as
+    // it is; the server reads and checks it.
+    const recipe = (st && st.query && new URLSearchParams(st.query).get("recipe")) || ($("preset") && $("preset").value) || "";
     let r, body;
     try {
       r = await fetch(base + "api/rooms", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(preset ? { scenario: { preset } } : {}),
+        body: JSON.stringify(recipe ? { recipe } : {}),
       });
       body = await r.json().catch(() => ({}));
     } catch (e) {

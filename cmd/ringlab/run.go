@@ -445,9 +445,10 @@ field a knob shares its name with (.cpus=1). VALUE is JSON (9000, true,
 object, array or null is always the field's); a bare word is a string, so
 kernel=6.10 is "6.10" and not the number 6.1. The sets apply in order and
 the result is validated once, so changes that only make sense together can
-be made together; an error names the knob or the path. Setting a field the
-preset declares fitted drops that declaration (see "fitted" in ringlab
-preset NAME).
+be made together; an error names the --set at fault and its place. Setting
+a field the preset declares fitted drops that declaration (see "fitted" in
+ringlab preset NAME). The preset and the sets are a recipe, written the same
+in a page's link (?recipe=PRESET+KEY=VALUE+...), a room and a tutorial.
 Example: ringlab run --set kernel=6.0 --set mtu=4000 --set traffic.size=4014 r2-mtu9000-after
 `
 
