@@ -194,38 +194,31 @@ func (c *Controller) playWatch() bool {
 	return false
 }
 
-// stepConfig says in words what step n runs: the preset and set lines of
-// step i+1, the last up to n with a scenario: "Tutorial 3 (...), step 2:
-// preset r2-mtu9000-after; set kernel=6.1."
+// stepConfig says in words what step n runs: the recipe of step i+1, the
+// last up to n with a scenario (its preset, then every set since it):
+// "Tutorial 3 (...), step 2: preset r2-mtu9000-after; set kernel=6.1."
 func stepConfig(t *tutorials.Tutorial, i, n int) string {
 	st := &t.Steps[i]
-	var preset string
-	var sets []string
-	for _, d := range st.Directives {
-		switch d.Op {
-		case tutorials.OpPreset:
-			preset = d.Name
-		case tutorials.OpSet:
-			sets = append(sets, strings.TrimSpace(strings.TrimPrefix(d.Text, "set ")))
-		}
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Tutorial %d (%s), step %d: ", t.Number, t.Title, n)
 	if st.Number != n {
 		fmt.Fprintf(&b, "step %d's world, run on: ", st.Number)
 	}
-	switch {
-	case preset != "":
-		b.WriteString("preset " + preset)
-	default:
-		b.WriteString("the previous step's scenario")
+	if st.Recipe == nil {
+		b.WriteString("the step's scenario.")
+		return b.String()
+	}
+	b.WriteString("preset " + st.Recipe.Preset)
+	var sets []string
+	for _, ch := range st.Recipe.Changes {
+		sets = append(sets, ch.String())
 	}
 	if len(sets) > 0 {
 		b.WriteString("; set " + strings.Join(sets, ", "))
 	}
 	b.WriteString(".")
-	if preset != "" && len(sets) == 0 {
-		if p, err := scenario.LookupPreset(preset); err == nil && p.Description != "" {
+	if len(sets) == 0 {
+		if p, err := scenario.LookupPreset(st.Recipe.Preset); err == nil && p.Description != "" {
 			b.WriteString(" " + p.Description)
 		}
 	}
