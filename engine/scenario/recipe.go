@@ -31,6 +31,11 @@ type Recipe struct {
 // DefaultPreset is the preset of a recipe that names none.
 const DefaultPreset = "default"
 
+// MaxChanges bounds a recipe's changes: a recipe comes from links and
+// rooms' requests, and building one costs a pass over the scenario per
+// change.
+const MaxChanges = 64
+
 // ScenarioPrefix begins the text form's base when it is a whole scenario:
 // scenario:BASE64URL(JSON), unpadded.
 const ScenarioPrefix = "scenario:"
@@ -182,6 +187,9 @@ func ParseRecipe(text string) (Recipe, error) {
 	if err != nil {
 		return Recipe{}, err
 	}
+	if len(toks)-1 > MaxChanges {
+		return Recipe{}, fmt.Errorf("recipe: %d changes: at most %d", len(toks)-1, MaxChanges)
+	}
 	for i, tok := range toks[1:] {
 		c, err := ParseChange(tok)
 		if err != nil {
@@ -263,9 +271,13 @@ func (r Recipe) Base() (Scenario, error) {
 // Build makes the changes on the base in order and validates the result
 // once (Apply). A change refused is a *ChangeError naming its place, key
 // and value; when the result does not validate and the error names no
-// change's field, the change blamed is the first after which the base
-// and the changes so far do not validate.
+// change's field, the change blamed is one after which the base and the
+// changes so far stop validating (found by bisection). A recipe has at
+// most MaxChanges changes.
 func (r Recipe) Build() (Scenario, error) {
+	if len(r.Changes) > MaxChanges {
+		return Scenario{}, fmt.Errorf("recipe: %d changes: at most %d", len(r.Changes), MaxChanges)
+	}
 	s, err := r.Base()
 	if err != nil {
 		return Scenario{}, err
@@ -282,13 +294,18 @@ func (r Recipe) Build() (Scenario, error) {
 	}
 	at := f.at
 	if at < 0 {
-		at = len(r.Changes) - 1
-		for k := range r.Changes {
-			if _, g := apply(s, r.Changes[:k+1]); g != nil {
-				at = k
-				break
+		// The whole fails; find k where the first k changes build and the
+		// first k+1 do not.
+		lo, hi := 0, len(r.Changes)-1 // the first hi+1 fail
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if _, g := apply(s, r.Changes[:mid+1]); g != nil {
+				hi = mid
+			} else {
+				lo = mid + 1
 			}
 		}
+		at = hi
 	}
 	k, v := r.Changes[at].keyValue()
 	return Scenario{}, &ChangeError{Index: at, Key: k, Value: v, Err: f.err}
@@ -358,6 +375,9 @@ func (r *Recipe) UnmarshalJSON(b []byte) error {
 		return &FieldError{Field: "preset", Reason: err.Error()}
 	default:
 		out.Preset = j.Preset
+	}
+	if len(j.Set) > MaxChanges {
+		return &FieldError{Field: "set", Reason: fmt.Sprintf("%d changes: at most %d", len(j.Set), MaxChanges)}
 	}
 	for i, text := range j.Set {
 		c, err := ParseChange(text)

@@ -3,6 +3,7 @@ package scenario
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,6 +98,7 @@ func TestRecipeErrorsNameTheChange(t *testing.T) {
 		{"default cpus", 0, "cpus", `"cpus": want KEY=VALUE`},
 		{"default cpus=2 .mtu=big", 1, ".mtu", "change 2 (.mtu=big): mtu: the value big is not JSON"},
 		{"default traffic..size=1", 0, "traffic..size", "empty segment"},
+		{"default" + strings.Repeat(" mtu=1500", MaxChanges+1), -1, "", "at most 64"},
 	} {
 		t.Run("parse "+tc.in, func(t *testing.T) {
 			_, err := ParseRecipe(tc.in)
@@ -183,6 +185,7 @@ func TestRecipeJSON(t *testing.T) {
 		`{"set":["cpus=2"]}`:                        "preset",
 		`{"preset":"default","scenario":{}}`:        "preset",
 		`{"preset":"default","colour":1}`:           "colour",
+		`{"preset":"default","set":["mtu=1500"` + strings.Repeat(`,"mtu=1500"`, MaxChanges) + `]}`: "set",
 	} {
 		_, err := DecodeRecipe([]byte(in))
 		fe, ok := errors.AsType[*FieldError](err)
@@ -237,4 +240,25 @@ func FuzzRecipe(f *testing.F) {
 		}
 		_, _ = r.Build() // errors are fine; a panic is not
 	})
+}
+
+// BenchmarkRecipeBuildWorst: the most a recipe costs to build (a room's
+// request, a link): MaxChanges changes alternating knobs and raw paths,
+// each raw one a pass over the scenario's JSON form, refused at the end
+// by a validation no change's field names, so the change to blame is
+// bisected.
+func BenchmarkRecipeBuildWorst(b *testing.B) {
+	var changes []Change
+	for i := 0; len(changes) < MaxChanges-1; i++ {
+		changes = append(changes, Change{Path: "ring_size", Value: jsonString("256")}, Change{Path: "traffic.size", Value: json.RawMessage("128")})
+	}
+	changes = append(changes[:MaxChanges-1], Change{Path: ".cpus", Value: json.RawMessage("1")})
+	r := Recipe{Preset: "r4-page-pool-other-cpu", Changes: changes}
+	if _, err := r.Build(); err == nil {
+		b.Fatal("want the last change refused")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = r.Build()
+	}
 }
