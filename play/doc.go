@@ -6,7 +6,9 @@
 // Ready, its only output, returns one result per tick: what to draw
 // (Draw) and what to send the page (Out), what the inputs answered
 // included. It holds the run's State (configuration
-// and command log, the link's form of it), the Session that replays a
+// and command log, the link's form of it: each configuration a
+// scenario.Recipe, the text `ringlab run --set` and rooms take too), the
+// Session that replays a
 // log in budgets of events (compare mode: two worlds in lockstep), the
 // one table of parameters, the tutorial being read and the room
 // followed.
