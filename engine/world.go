@@ -1,8 +1,3 @@
-// Package engine builds a world from a scenario and runs it: the machine
-// (CPUs, memory, page pools), the virtio_net driver and its device, XDP
-// with its maps, and the stack that consumes packets. A world advances only
-// when driven (Step, RunUntil, RunPackets); what it did is read through
-// counters named as the kernel names them.
 package engine
 
 import (

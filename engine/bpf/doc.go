@@ -19,4 +19,11 @@
 // Nothing here does I/O, reads the clock or uses global randomness: time
 // comes from the caller's Clock and the CPU id from the Input, so equal
 // inputs give equal results. Kernel-touching code lives only in tests.
+//
+// The maps are the kernel's array, per-CPU array, hash, devmap and
+// cpumap. The program library (progs.go) is written with cilium/ebpf/asm
+// and checked against the real kernel by the root-only tests
+// (kernel_linux_test.go, kernel_diff_linux_test.go). On request a
+// program records each run's packet loads and stores
+// (TracePacketAccess); the accesses then take the checked path.
 package bpf

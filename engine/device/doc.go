@@ -12,4 +12,17 @@
 // landed during those 5 µs and no others. No event is scheduled per packet;
 // the world schedules one only for an interrupt the driver is waiting for
 // (NextLanding) and the backend's wake-up after a kick.
+//
+// Only the first WindowSize bytes of a buffer are stored (the virtio_net
+// header and the frame's first 256 bytes); the rest is generated on read.
+// A vDPA hardware virtqueue has no host queue: it drops what it cannot
+// place. A device is built from a Config, which ConfigOf decodes from
+// the scenario once.
+//
+// In place of the generator, a Replay feeds a capture's frames
+// (replay.go): each on the queue its flow hashes to, at its captured time
+// or at a rate, its bytes as captured; a ReplayLog keeps every frame's
+// Fate (dropped by the host, taken by the driver, its XDP verdict and
+// what the program read and wrote, its fate and drop reason by name).
+// docs/internals.md follows a frame from here to the application.
 package device

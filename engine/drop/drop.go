@@ -20,8 +20,13 @@
 // an XDP verdict, a hardware queue) or because the engine bounds what the
 // kernel does not (a socket queue of at most SocketQueueLimit skbs).
 //
-// The package is a leaf beside engine/kernel: plain data, no allocation
-// on the hot path (Counts is an array indexed by Reason).
+// Each reason's Info names the kernel function that drops. Every part
+// keeps its Counts beside its own drop counters; the world sums them into
+// drops.NAME (engine/vocab's drops group), and its invariant check holds
+// the sum by reason to the parts' drop counters.
+//
+// The package sits on engine/kernel and engine/vocab: plain data, no
+// allocation on the hot path (Counts is an array indexed by Reason).
 package drop
 
 import (

@@ -5,6 +5,16 @@
 //
 // The table is the "Versions" table of docs/kernel.md: every behaviour names
 // the release it first shipped in and the kernel function that carries it.
+// The releases run from Oldest (4.10, the first virtio_net with XDP) to
+// Newest (7.0).
+//
+// The package also holds the table of the kernel functions the engine's
+// code cites (funcs.go): Funcs, each with its name, file and what it does
+// as the engine models it, which traced events name; FuncLine, the file
+// and line of its definition at a release, from funclines_gen.go, which
+// `go run ./scripts/funclines -git KERNEL_GIT_DIR` writes from a Linux git
+// directory's tags; and SourceURL, that line at that release in Elixir,
+// or Elixir's identifier search for a release whose source was not read.
 package kernel
 
 import (

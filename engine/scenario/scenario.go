@@ -2,7 +2,15 @@
 // negotiated features, driver choices, XDP program, traffic and costs. A
 // Scenario validates with errors that name the field and the reason, and
 // decodes from JSON refusing unknown fields. It builds nothing: the engine
-// builds a world from it.
+// builds a world from it. docs/scenario.md is the format.
+//
+// Knobs (knobs.go) is the one table of named settings, each with the
+// consequences the kernel forces, which the page shows as its parameters.
+// Set and Apply change a scenario by a knob's name or a field's JSON path
+// (the page's parameters, the tutorials' set and `ringlab run --set`). The
+// package also holds the presets (presets.go, docs/presets.md), with the
+// fields they fitted (Fitted), and the table of published results with
+// each row's published mechanism (seeds.go, docs/published.md).
 package scenario
 
 import "ringlab/engine/kernel"

@@ -21,6 +21,26 @@
 // transfer when the CPU touching it changes. Contention is therefore not
 // written down anywhere: it appears when several CPUs use the same
 // resource.
+//
+// Tasks sleep until Sim.Wake (try_to_wake_up) and share their CPU under
+// the kernel's fair scheduler, CFS until 6.5 and EEVDF from 6.6
+// (sched.go: slices, wakeup preemption, need_resched). Every cost a CPU
+// pays goes through CPU.Charge(sym, d), which also adds d to the CPU's
+// profile, a fixed array indexed by Sym (sym.go), one slot per kernel
+// function perf would show.
+//
+// The cost table. Time is virtual and advances only through the Queue;
+// every cost comes from Costs, and costs.go lists each constant with its
+// kind and source: Sourced, an Estimate, or Fitted on one published
+// result, which it names (docs/costs.md is generated from it). A
+// scenario may override a cost; an override fitted on a result is
+// declared in the scenario's "fitted" with the row it was fitted on (no
+// preset has one today: R4's buddy_per_page is fitted in the table
+// itself).
+//
+// Fail is a world's one sink of internal errors (the first sticks;
+// components hold no error of their own). docs/internals.md tells how
+// time works across the engine and where a CPU's time is charged.
 package sim
 
 // Time is an instant of virtual time, in nanoseconds since the start of the

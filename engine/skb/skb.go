@@ -4,6 +4,15 @@
 // allocated them; the path that frees them (skb_release_data,
 // napi_pp_put_page, put_page); and TCP's merging of a new skb into the
 // tail of a socket's receive queue (skb_try_coalesce).
+//
+// GRO (gro.go) is a NAPI instance's held skb, into which a TCP stream's
+// in-order frames merge (napi_gro_receive). The Stack (stack.go) consumes
+// what GRO passes up: in softirq, on another CPU (RPS), or on a socket
+// after the protocol's receive, once per skb where NET_RX runs, read by
+// an application thread per CPU, a task with recvmsg's copy and deferred
+// frees. Sockets are bounded by sk_rcvbuf; TCP's receive queue merges
+// skbs into its tail unless a packet socket's clones prevent it; a
+// SocketObserver hears what a stream's sockets take and read.
 package skb
 
 import (

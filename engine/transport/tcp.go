@@ -17,6 +17,12 @@
 // and rttvar, at least TCP_RTO_MIN past the srtt. TSO packets are sized
 // by the pacing rate (tcp_tso_autosize); pacing itself is left out;
 // docs/scenario.md lists the simplifications.
+//
+// The sender's application (app.go) writes into it, each write costing
+// tcp_sendmsg, and Nagle and autocorking decide what those writes become
+// on the sender's line. WinFromSpace is tcp_win_from_space. The world
+// (engine/stream.go) tells the sender what each socket takes and the
+// window it advertises, and wakes the driver when the window opens.
 package transport
 
 import (

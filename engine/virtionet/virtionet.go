@@ -3,7 +3,15 @@
 // or mergeable buffers from page_frag, the page allocator or a page_pool;
 // NAPI polling with a budget and refill; XDP with every verdict; an XDP
 // send queue per queue pair; the per-queue counters with their ethtool
-// names.
+// names. Refill runs in NAPI, and before 6.19 falls back to refill_work
+// in process context.
+//
+// A driver is built (New) from a Config, which ConfigOf decodes from the
+// scenario once with its kernel's dated behaviours, and an Env of the
+// world's parts, so the package's tests build a driver without a world.
+// RQ.CheckPosted is the cheap check the engine's every-event checker runs
+// on each chain just posted. docs/internals.md follows a packet through
+// Driver.Poll.
 package virtionet
 
 import (

@@ -1,6 +1,16 @@
 // Package virtq models a virtio 1.x split virtqueue, driver and device side,
 // as drivers/virtio/virtio_ring.c keeps it: descriptor table, avail and used
-// rings as plain data plus the driver's private bookkeeping.
+// rings as plain data plus the driver's private bookkeeping, with the
+// event index (VIRTIO_RING_F_EVENT_IDX: used_event, avail_event) and
+// indirect descriptors.
+//
+// What the device writes is checked as virtio_ring checks it, and never
+// panics: a used id out of range or not the head of a posted buffer marks
+// the queue broken (BAD_RING, Broken) and GetBuf returns nothing more; a
+// bad used length is returned as written, for the driver to count as its
+// drop (rx_length_errors). Check walks everything the queue owns;
+// CheckCounts and CheckHead are the cheap parts the engine's
+// every-event checker runs.
 package virtq
 
 import (

@@ -12,6 +12,15 @@
 // pattern: N stands for an index (rxN_packets, cpuN.util) and * for any
 // rest (cost.*, scenario.*).
 //
+// Another name of a number is an alias the table declares (Desc.Same):
+// netlink's page_pool.alloc_fast for rx_pp_alloc_fast, the tutorials'
+// older time_ns for sim_time_ns. The sources emit the canonical name
+// (Canonical), and a reader given an alias reads the number it stands
+// for. The builders of indexed names (Queue, Ring, Pool, Pages, CPUUtil,
+// CPUCounter, CPUPerf, Drops, ...) spell rx0_kicks, rq0.num_free,
+// cpu1.util, pages.skb or drops.FULL_RING the one way. docs/numbers.md
+// is generated from the table (markdown.go); a test holds it current.
+//
 // The package is a leaf: plain data and pure functions, for every layer.
 package vocab
 

@@ -3,6 +3,12 @@
 // frames to a kthread on another CPU, and the devmap that sends them out of
 // another device (include/net/xdp.h, net/core/xdp.c, kernel/bpf/cpumap.c,
 // kernel/bpf/devmap.c).
+//
+// An xdp_frame carries a multi-buffer frame's frags. The cpumap keeps a
+// bulk queue per pair of CPUs and a ptr_ring per target, drained by its
+// kthread into skbs, which recycle to their page_pool from 6.4
+// (skb_mark_for_recycle); the devmap keeps a bulk queue per CPU and the
+// next device's transmit ring with its TX completion.
 package xdp
 
 import (
