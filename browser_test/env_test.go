@@ -3,6 +3,8 @@
 // between them. The tests build main.wasm themselves into a temporary
 // directory, so they work from a fresh clone; they skip without Chromium
 // (fail with RINGLAB_CI=1). Screenshots go to test-artifacts/.
+// TestLoadPhases (RINGLAB_LOADS=N) measures the page's start phase by
+// phase, next to an empty Ebitengine program (testdata/emptygame).
 package browsertest
 
 import (

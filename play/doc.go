@@ -24,8 +24,26 @@
 // command set and what each mode takes are read from it. Decoding is
 // package proto's, the one strict decoder of the server's sockets too.
 //
-// Nothing here touches the browser, the screen or the clock
-// (purity_test.go), so the controller is tested natively: the
-// transcripts in testdata pin what every input gives. The wasm shell
+// StepJSON takes the page's JSON. A session goes back by restoring a
+// checkpoint and replaying from it (timeline.go: World.Clone marks every
+// MarkWork units of engine work, thinned where the run is not, and a
+// near mark before each move back; LimitWorlds bounds the worlds a
+// session keeps, Worlds counts them). The page's parameters (params.go)
+// are engine/scenario's knobs. The page's place toward a workshop room is
+// a mode with a step function of its own that sees the inputs before the
+// run (mode.go: local, instructor, following, detached), swapped as raft
+// swaps a node's role; the registry says what each room command does to
+// the run (moves it, sets its pace) and the mode applies it. The live
+// view of a server's source (live.go) is another step while it is on,
+// the simulation paused meanwhile: ten minutes of the snapshots the page
+// passes on, each number under its canonical engine/vocab name, and what
+// the canvas draws of them.
+//
+// Nothing here touches the browser, the screen or the clock, and nothing
+// it depends on outside the standard library reaches syscall/js or
+// Ebitengine (purity_test.go, for linux and js/wasm): all of the
+// playground's logic is here and tested natively, and wasm/ and web/
+// only bridge and render. The transcripts in testdata pin what every
+// input gives (`go test ./play -update` rewrites them). The wasm shell
 // (wasm/) bridges it to postMessage and draws what it says.
 package play

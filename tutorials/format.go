@@ -6,6 +6,12 @@
 // checks that the engine must satisfy. The parsed form is plain data (JSON)
 // so a browser can step through it; a Session runs it on the engine,
 // deterministically. README.md describes the format for authors.
+//
+// The ten walkthroughs are embedded (embed.go) in the binary and the
+// wasm. A reader's prediction is graded by the kind its question
+// declares: yes/no, a choice, a number in a unit, or text (predict.go,
+// grade.go). `ringlab tutorial check`, which make test runs, runs every
+// tutorial's checks.
 package tutorials
 
 import (

@@ -4,10 +4,14 @@
 // Ebitengine shell around the playground's controller (package play) and
 // the postMessage bridge to the host page (web/index.html; web/README.md
 // lists the messages). It holds no logic of the playground: it passes the
-// page's messages to the controller, tells it the wall time of each tick,
-// runs its work until the tick's time budget is spent, posts what it says
-// to send and draws what it says to draw (the engine/view snapshots, in
-// batches). Build it with `make wasm`.
+// page's messages to the controller undecoded, tells it the wall time of
+// each tick, runs its work until the tick's time budget is spent, posts
+// what its Ready says to send (and nothing else of the controller's) and
+// draws what it says to draw (the engine/view snapshots, or the live
+// views of play.LiveDraw, in batches: one DrawTriangles per layer,
+// batch.go). Build it with `make wasm`; Go optimises it with the
+// default.pgo beside this file, a CPU profile of the engine's preset
+// benchmarks that `make pgo` remakes.
 //
 // With ?bench=empty Draw draws nothing, with ?bench=view it draws the
 // default view, and window.ringlabBench holds frames and ticks per second,

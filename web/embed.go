@@ -1,4 +1,9 @@
-// Package web holds the page's files, embedded into the ringlab binary.
+// Package web holds the page's files, embedded into the ringlab binary:
+// plain HTML, CSS and JS. index.html is the page (app.js, tutorial.js);
+// game.html hosts the game (wasm/, the shell around package play);
+// workshop.js and live.js hold the server's room and metrics sockets,
+// perf.js the perf top panel. README.md lists the page<->game messages
+// and the stages of the start.
 package web
 
 import "embed"

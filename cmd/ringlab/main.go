@@ -7,7 +7,14 @@
 // --packets=1000), help goes to stdout when asked for (-h, --help,
 // `ringlab help CMD`) and to stderr after a usage error. One tree of
 // commands and flags gives the help, the shell completion (`ringlab
-// completion bash|zsh`) and the man page (`ringlab man`).
+// completion bash|zsh|fish`) and the man page (`ringlab man`).
+//
+// The commands: run (a capture replayed with --pcap: pcap.go), reproduce,
+// preset, serve, lab, tutorial, numbers, version, completion, man and
+// help. The benchmarks are another binary, cmd/ringlab-bench, so that
+// this one does not link chromedp. Go optimises this binary with the
+// default.pgo beside this file, a CPU profile of the engine's preset
+// benchmarks that `make pgo` remakes.
 package main
 
 import (

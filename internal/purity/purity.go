@@ -1,7 +1,8 @@
 // Package purity checks that Go code stays pure: no forbidden imports,
-// no goroutines, no wall clock, no global randomness. The engine's test
-// (engine/purity_test.go) and the controller's (play/purity_test.go) use
-// it, each with its own list.
+// no goroutines, no wall clock, no global randomness (Check), and no
+// forbidden package among a package's dependencies (Deps). The engine's
+// test (engine/purity_test.go) and the controller's (play/purity_test.go)
+// use it, each with its own list.
 package purity
 
 import (

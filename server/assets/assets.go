@@ -1,6 +1,7 @@
 // Package assets serves the page's static files from an fs.FS: main.wasm
-// from its gzipped copy, no directory listings, nothing outside the
-// files, and a page that says how to build the wasm when it is missing.
+// from its gzipped copy (decompressed once, for the clients that refuse
+// gzip), no directory listings, nothing outside the files, and a page
+// that says how to build the wasm when it is missing.
 package assets
 
 import (

@@ -7,7 +7,8 @@
 // closed for a newcomer: the class that is in stays in, and a host that
 // opens idle connections by the thousand only displaces its own and other
 // idle ones. A newcomer finding nothing idle to displace is answered 503
-// and closed.
+// and closed. The total stays within the process's file descriptor limit
+// (FDBudget).
 package connlimit
 
 import (

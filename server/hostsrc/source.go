@@ -1,7 +1,8 @@
 // Package hostsrc reads, and never changes, the receive-path counters of a
 // real network interface: sysfs statistics, the driver's ethtool statistics,
 // netlink page pools and per-queue statistics (qstats-get), and
-// /proc/net/softnet_stat.
+// /proc/net/softnet_stat, whose lines are also the sample's counters per
+// CPU (metrics.Sample.CPUs). docs/numbers.md lists what it reads.
 package hostsrc
 
 import (

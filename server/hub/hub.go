@@ -2,6 +2,14 @@
 // /ws/metrics: one sampler goroutine per (source, rate) shared by its
 // clients, and per client a mailbox of the newest few snapshots, so a slow
 // client skips snapshots instead of holding anyone up.
+//
+// Each connection is a wspeer (one reader and one writer, a bounded
+// kernel send buffer, write deadlines the writer's progress decides),
+// admitted by fairshare, its messages decoded strictly (package proto)
+// and rate-limited, and the log lines of refusals throttled (package
+// ratelimit). A failing source is tried again with a backoff of at most
+// MaxRetryInterval, its clients told once per distinct failure.
+// docs/protocol.md documents the messages.
 package hub
 
 import (

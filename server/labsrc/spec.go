@@ -5,6 +5,11 @@
 // the veth's counters and what the kernel says of its page pools. It only
 // ever touches the namespaces and interfaces it created, and removes them on
 // Close and, after a crash, when the next lab opens.
+//
+// The kernel's drops by reason in the lab's own namespaces come from a
+// raw tracepoint program on skb:kfree_skb (drops_linux.go), its
+// argument offsets read from the kernel's BTF. docs/lab.md describes the
+// lab, its counters and its cleanup.
 package labsrc
 
 import (

@@ -1,6 +1,11 @@
 // Package metrics defines the Source interface every metric backend (the
-// simulation, a host interface, the lab) implements, and a registry that
-// opens sources by name.
+// simulation, a host interface, the lab, a twin) implements, with its one
+// concurrency rule (one goroutine at a time; sharing goes through
+// Serialized), and a registry that opens sources by name. A sample's
+// counters may also come per CPU (Sample.CPUs). A Pool keeps one open
+// source per spec, shared by the clients and closed DefaultLinger after
+// the last gives it back; the specs the server pins at its start (a lab)
+// are opened by the server only.
 package metrics
 
 import (

@@ -5,7 +5,12 @@
 // HELP from engine/vocab and labels that stay the same while the
 // source's options change (source kind, device, program, preset, queue,
 // cpu); a twin's predictions are the same family as what they predict,
-// with origin="predicted".
+// with origin="predicted". The drops by reason are one family,
+// ringlab_drops_total, with a reason label; the machine's softnet_stat
+// numbers carry no device label and come from a host or sim source only.
+// `ringlab serve` serves the text format, or OpenMetrics when the
+// scraper asks; the output passes `promtool check metrics`.
+// docs/prometheus.md has a scrape configuration and queries.
 package promexp
 
 import (

@@ -1,4 +1,7 @@
-// Package ratelimit provides a token bucket for limiting client messages.
+// Package ratelimit provides a token bucket for limiting client messages
+// (Bucket, and Guard, which tells a client once per run of refusals and
+// closes it after a long run) and a Throttle for log lines, such as the
+// servers' refusals.
 package ratelimit
 
 import "time"

@@ -3,7 +3,16 @@
 // engine on the same scenario and command log. What a room may hold and
 // cost is bounded (rooms per address and in all, connections per address,
 // in all and per room, the work every browser replays), and rooms and
-// their logs outlive the process when a Store keeps them.
+// their logs outlive the process when a Store keeps them (a state
+// directory, a checksummed file per room).
+//
+// Before a command is numbered it is applied to the server's replica of
+// the room's world (replica.go), the controller every student's page
+// runs (play.NewFollower), so the server knows what it costs every
+// browser to replay and which world it leaves, and refuses what no
+// browser could follow. The messages are proto's, named by play's registry;
+// the welcome carries the protocol's version. docs/protocol.md documents
+// every message and limit.
 package rooms
 
 import (

@@ -1,5 +1,10 @@
 // Package simsrc is the "sim" metric source: an engine world running
 // natively, advanced with the wall clock, sampled like a real interface.
+// A clock goroutine of its own advances the world between samples; a
+// sample's time is the wall time its simulated clock stands for, so its
+// rates are the world's whoever reads it how often; it uses at most half
+// a core (MaxDuty). Each sample carries the engine's counters per CPU
+// too (World.CPUCounters).
 package simsrc
 
 import (

@@ -1,7 +1,9 @@
 // Package twinsrc is the "twin" metric source: a real source (a host
 // interface, a lab) next to an engine world whose traffic follows the rate
 // and frame size measured on it, so that predicted and measured counters
-// can be read side by side.
+// can be read side by side: the engine's under predicted_NAME
+// (PredictedPrefix) next to the real NAME. docs/lab.md ("Twin") says
+// more.
 package twinsrc
 
 import (
