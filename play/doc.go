@@ -37,7 +37,9 @@
 // view of a server's source (live.go) is another step while it is on,
 // the simulation paused meanwhile: ten minutes of the snapshots the page
 // passes on, each number under its canonical engine/vocab name, and what
-// the canvas draws of them.
+// the canvas draws of them. A capture the person loads (capture.go,
+// internal/capture) feeds a pane's device in place of its generator, as
+// `ringlab run --pcap` does, each frame's fate in the state.
 //
 // Nothing here touches the browser, the screen or the clock, and nothing
 // it depends on outside the standard library reaches syscall/js or

@@ -7,8 +7,12 @@
 // Knobs (knobs.go) is the one table of named settings, each with the
 // consequences the kernel forces, which the page shows as its parameters.
 // Set and Apply change a scenario by a knob's name or a field's JSON path
-// (the page's parameters, the tutorials' set and `ringlab run --set`). The
-// package also holds the presets (presets.go, docs/presets.md), with the
+// (the page's parameters, the tutorials' set and `ringlab run --set`). A
+// Recipe (recipe.go) is a preset or a whole scenario then changes in
+// order, each spelled as --set takes it, in one text form (ParseRecipe,
+// String) and a JSON form for rooms; Build names the change at fault
+// (ChangeError). Links, rooms, tutorial steps and `ringlab run --set`
+// all build their worlds through it. The package also holds the presets (presets.go, docs/presets.md), with the
 // fields they fitted (Fitted), and the table of published results with
 // each row's published mechanism (seeds.go, docs/published.md).
 package scenario

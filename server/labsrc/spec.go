@@ -8,8 +8,10 @@
 //
 // The kernel's drops by reason in the lab's own namespaces come from a
 // raw tracepoint program on skb:kfree_skb (drops_linux.go), its
-// argument offsets read from the kernel's BTF. docs/lab.md describes the
-// lab, its counters and its cleanup.
+// argument offsets read from the kernel's BTF. Its program's run count
+// and time come from the kernel's BPF run-time stats
+// (bpf_enable_runtime_stats), on only while the lab runs. docs/lab.md
+// describes the lab, its counters and its cleanup.
 package labsrc
 
 import (
