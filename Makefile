@@ -73,7 +73,7 @@ vet:
 # read the sim source on the wall clock (they skip under the detector).
 test: vet
 	$(GO) test -race -short $(TESTFLAGS) ./...
-	$(GO) test $(TESTFLAGS) -parallel 4 ./engine ./browser_test ./internal/bench ./server/rooms ./cmd/ringlab ./tutorials
+	$(GO) test $(TESTFLAGS) -parallel 2 ./engine ./browser_test ./internal/bench ./server/rooms ./cmd/ringlab ./tutorials
 	$(GO) run ./cmd/ringlab tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
 

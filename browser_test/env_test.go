@@ -200,7 +200,7 @@ func artifact(t testing.TB, name string, b []byte) string {
 // screenshot saves the whole viewport as test-artifacts/name.png.
 func screenshot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
-	b, err := chromedp.Run(timeout(t, ctx, 30*time.Second), chromedp.CaptureScreenshot())
+	b, err := chromedp.Run(timeout(t, ctx, minPatience), chromedp.CaptureScreenshot())
 	require.NoError(t, err)
 	artifact(t, name+".png", b)
 }

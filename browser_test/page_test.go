@@ -42,7 +42,7 @@ func open(t *testing.T, ctx context.Context, base, q string) *page {
 func openURL(t *testing.T, ctx context.Context, url string) *page {
 	t.Helper()
 	p := &page{t: t, ctx: ctx, url: url}
-	require.NoError(t, chromedp.Do(timeout(t, ctx, 30*time.Second), chromedp.Navigate(p.url)))
+	require.NoError(t, chromedp.Do(timeout(t, ctx, minPatience), chromedp.Navigate(p.url)))
 	p.waitJS(`document.body.dataset.ready === "1"`, 60*time.Second)
 	return p
 }
@@ -50,12 +50,13 @@ func openURL(t *testing.T, ctx context.Context, url string) *page {
 // eval evaluates a JavaScript expression (awaiting a promise) into T.
 func eval[T any](p *page, expr string) T {
 	p.t.Helper()
-	v, err := chromedp.Run(timeout(p.t, p.ctx, 60*time.Second), chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	v, err := chromedp.Run(timeout(p.t, p.ctx, minPatience), chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	require.NoError(p.t, err, "evaluate %s", expr)
 	return v
 }
 
-// minPatience is the least time waitJS gives a condition. The tests run
+// minPatience is the least time waitJS gives a condition, and what a
+// navigation, an evaluation or a screenshot may take. The tests run
 // in parallel pages on two cores, often beside other builds: a wait's
 // bound says when to give up on a condition that never holds, never how
 // fast the page must be (speed is the benchmarks' to check).
@@ -99,7 +100,7 @@ func (p *page) playFor(n float64) {
 // do runs actions in the tab.
 func (p *page) do(actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
-	require.NoError(p.t, chromedp.Do(timeout(p.t, p.ctx, 60*time.Second), actions...))
+	require.NoError(p.t, chromedp.Do(timeout(p.t, p.ctx, minPatience), actions...))
 }
 
 // counter reads a row of the counters table (pane 0: A, 1: B); -1 when

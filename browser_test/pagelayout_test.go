@@ -147,7 +147,7 @@ func TestNoWebGL2(t *testing.T) {
 		};
 	})()`})
 	require.NoError(t, err)
-	require.NoError(t, chromedp.Do(timeout(t, ctx, 30*time.Second), chromedp.Navigate(ts.URL+"/index.html")))
+	require.NoError(t, chromedp.Do(timeout(t, ctx, minPatience), chromedp.Navigate(ts.URL+"/index.html")))
 	p := &page{t: t, ctx: ctx, url: ts.URL}
 	p.waitJS(`document.getElementById("status").className === "error" && document.getElementById("status").textContent.includes("WebGL2")`, 60*time.Second)
 	msg := eval[string](p, `document.getElementById("status").textContent`)
