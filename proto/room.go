@@ -24,6 +24,9 @@ const (
 	TypeRoster      = "roster"
 	TypePredictions = "predictions"
 	TypeRemove      = "remove"
+	// TypeClass is the instructor's word on the class (its size, who may
+	// join) and the server's answer to the instructors.
+	TypeClass = "class"
 )
 
 // Entry is one numbered command of a room's log: the server's command
@@ -65,7 +68,23 @@ type Welcome struct {
 	Students    int             `json:"students"`
 	Instructors int             `json:"instructors"`
 	Limits      Limits          `json:"limits"`
-	Log         []Entry         `json:"log,omitempty"`
+	// Class is the room's class: its size, who may join and, to
+	// instructors only, the invitation the join link carries.
+	Class *Class  `json:"class,omitempty"`
+	Log   []Entry `json:"log,omitempty"`
+}
+
+// Class is what a room admits: at most Size students, and when
+// InvitationOnly only those whose connection carries Invite (the join
+// link's invite=, which instructors alone are told).
+type Class struct {
+	Size           int    `json:"size"`
+	InvitationOnly bool   `json:"invitation_only"`
+	Invite         string `json:"invite,omitempty"`
+	// Reserved is the seats the server holds for the class and its
+	// instructors while the room is in use (the server's answer to a
+	// class message).
+	Reserved int `json:"reserved,omitempty"`
 }
 
 // Limits tells clients the rules of the room.

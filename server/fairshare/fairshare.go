@@ -9,6 +9,8 @@
 // kept every other student out, issue 27) give way to each new address
 // down to their share, and a class that holds less than its share is
 // never touched: k addresses each keep Total/k whatever the others do.
+// The total may change (SetTotal): rooms in use reserve places for their
+// class, and the others share what is left.
 package fairshare
 
 import "sync"
@@ -94,6 +96,43 @@ func (s *Shares) Admit(addr string) (*Slot, Verdict) {
 		f()
 	}
 	return sl, Admitted
+}
+
+// SetTotal changes the total (the places left over when some are
+// reserved elsewhere). When more are held than the new total, the
+// newest connections of the address holding most are evicted until they
+// fit: the places were promised to someone else.
+func (s *Shares) SetTotal(total int) {
+	s.mu.Lock()
+	s.total = max(total, 0)
+	var evicted []func()
+	for s.n > s.total {
+		top, most := "", 0
+		for a, sl := range s.held {
+			if len(sl) > most || len(sl) == most && a < top {
+				top, most = a, len(sl)
+			}
+		}
+		q := s.held[top]
+		victim := q[len(q)-1]
+		victim.evicted = true
+		s.releaseLocked(victim)
+		s.evict++
+		if victim.onEvict != nil {
+			evicted = append(evicted, victim.onEvict)
+		}
+	}
+	s.mu.Unlock()
+	for _, f := range evicted {
+		f()
+	}
+}
+
+// Total returns the places there are now.
+func (s *Shares) Total() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
 }
 
 // SetEvict sets what evicting sl's connection does (close it); when sl

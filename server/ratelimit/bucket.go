@@ -23,9 +23,8 @@ func New(ratePerSecond float64, burst int) *Bucket {
 	return &Bucket{rate: ratePerSecond, burst: float64(burst), tokens: float64(burst)}
 }
 
-// Allow reports whether an event at time now may proceed, and takes a token
-// if so. Times before the previous call count as no time passing.
-func (b *Bucket) Allow(now time.Time) bool {
+// refill adds the tokens gained until now.
+func (b *Bucket) refill(now time.Time) {
 	if !b.last.IsZero() {
 		if dt := now.Sub(b.last).Seconds(); dt > 0 {
 			b.tokens = min(b.burst, b.tokens+dt*b.rate)
@@ -34,6 +33,38 @@ func (b *Bucket) Allow(now time.Time) bool {
 	if b.last.IsZero() || now.After(b.last) {
 		b.last = now
 	}
+}
+
+// Ready reports whether an event at now would be allowed, taking nothing.
+func (b *Bucket) Ready(now time.Time) bool {
+	b.refill(now)
+	return b.tokens >= 1
+}
+
+// Full reports whether the bucket holds its burst at now (it is as a
+// new one would be).
+func (b *Bucket) Full(now time.Time) bool {
+	b.refill(now)
+	return b.tokens >= b.burst
+}
+
+// Wait returns how long from now until an event would be allowed (0 if
+// one is now; for ever, as an hour, when the rate is 0).
+func (b *Bucket) Wait(now time.Time) time.Duration {
+	b.refill(now)
+	if b.tokens >= 1 {
+		return 0
+	}
+	if b.rate <= 0 {
+		return time.Hour
+	}
+	return time.Duration((1 - b.tokens) / b.rate * float64(time.Second))
+}
+
+// Allow reports whether an event at time now may proceed, and takes a token
+// if so. Times before the previous call count as no time passing.
+func (b *Bucket) Allow(now time.Time) bool {
+	b.refill(now)
 	if b.tokens < 1 {
 		return false
 	}

@@ -163,7 +163,7 @@ func TestRosterAndClassPredictions(t *testing.T) {
 func TestJoinLinksAndQR(t *testing.T) {
 	f := newFixture(t, Options{})
 	cr := f.create(t, "")
-	assert.Equal(t, []string{f.srv.URL + "/?room=" + cr.Room}, cr.JoinURLs, "the request's host without bases")
+	assert.Equal(t, []string{f.srv.URL + "/?room=" + cr.Room + "&invite=" + cr.Invite}, cr.JoinURLs, "the request's host without bases, the invitation in it")
 	f.reg.SetJoinBases([]string{"http://192.168.1.10:8080/", "http://10.0.0.2:8080/"})
 	resp, err := http.Get(f.srv.URL + "/api/rooms/" + cr.Room)
 	require.NoError(t, err)
@@ -234,7 +234,7 @@ func TestQRCodesAreKeptAndRateLimited(t *testing.T) {
 func TestTwoHundredStudents(t *testing.T) {
 	const students, commands = 200, 20
 	f := newFixture(t, Options{Limits: Limits{MaxConnsPerAddr: 1024}})
-	cr := f.create(t, "")
+	cr := f.create(t, `{"class_size":200}`)
 	inst := f.dial(t, cr.Room)
 	join(t, inst, RoleInstructor, cr.InstructorToken)
 

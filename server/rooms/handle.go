@@ -1,6 +1,7 @@
 package rooms
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -34,7 +35,7 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 		r.join(rm, m, data)
 	case typeCommand:
 		r.command(rm, m, data)
-	case typeBeacon, typeStatus, typePredict, typeShare, typeRemove:
+	case typeBeacon, typeStatus, typePredict, typeShare, typeRemove, typeClass:
 		r.side(rm, m, typ, data)
 	case typePing:
 		var p pingMsg
@@ -44,7 +45,7 @@ func (r *Registry) handle(rm *room, m *member, kind int, data []byte) bool {
 		}
 		m.peer.Send(mustMarshal(pongMsg{Type: typePong}))
 	default:
-		m.reply(proto.Errorf(proto.CodeUnknownType, "type", "unknown message type %q; /ws/room takes join, command, beacon, status, predict, share_predictions, remove and ping", typ))
+		m.reply(proto.Errorf(proto.CodeUnknownType, "type", "unknown message type %q; /ws/room takes join, command, beacon, status, predict, share_predictions, remove, class and ping", typ))
 	}
 	return m.role != ""
 }
@@ -115,6 +116,9 @@ func (r *Registry) join(rm *room, m *member, data []byte) {
 		return
 	}
 	m.joined.Store(true)
+	if j.Role == RoleInstructor { // the room is in use: its seats reserved
+		r.updateSeats(rm)
+	}
 }
 
 // command checks that m joined as instructor, then the command, and logs
@@ -179,8 +183,43 @@ func (r *Registry) commit(rm *room, addr string, cmd json.RawMessage) *proto.Err
 			return proto.Errorf(proto.CodeInternal, "", "the command could not be stored, so it was not sent: %v", err)
 		}
 	}
+	first := !rm.wasCommanded()
 	rm.append(e, now)
+	if first {
+		r.updateSeats(rm)
+	}
 	return nil
+}
+
+// class applies the instructor's class message: checked, stored, then
+// told to every instructor with the seats it holds.
+func (r *Registry) class(rm *room, m *member, c classSetMsg) {
+	if c.Size != nil && (*c.Size < 1 || *c.Size > r.lim.MaxStudents) {
+		m.reply(proto.Errorf(proto.CodeOutOfRange, "size", "a class has from 1 to %d students (the server's --room-students), not %d", r.lim.MaxStudents, *c.Size))
+		return
+	}
+	rm.cmdMu.Lock() // one change of the class at a time, stored in order
+	rec := rm.classRecord()
+	if c.Size != nil {
+		rec.ClassSize = *c.Size
+	}
+	if c.InvitationOnly != nil {
+		rec.Open = !*c.InvitationOnly
+	}
+	if c.NewInvite || rec.Invite == "" && !rec.Open {
+		rec.Invite = rand.Text()
+	}
+	if r.opts.Store != nil {
+		if err := r.opts.Store.SetClass(rm.id, rec); err != nil {
+			rm.cmdMu.Unlock()
+			r.log.Error("storing a room's class", "room", rm.id, "err", err)
+			m.reply(proto.Errorf(proto.CodeInternal, "", "the class could not be stored, so it is as it was: %v", err))
+			return
+		}
+	}
+	rm.setClass(rec)
+	rm.cmdMu.Unlock()
+	rm.offerClass(r.updateSeats(rm))
 }
 
 // What join's client and name may be.
@@ -204,7 +243,7 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 		return
 	}
 	want := RoleStudent
-	if typ == typeBeacon || typ == typeShare || typ == typeRemove {
+	if typ == typeBeacon || typ == typeShare || typ == typeRemove || typ == typeClass {
 		want = RoleInstructor
 	}
 	if m.role != want {
@@ -212,6 +251,13 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 		return
 	}
 	switch typ {
+	case typeClass:
+		var c classSetMsg
+		if err := proto.Strict(data, &c); err != nil {
+			m.reply(proto.AsError(err))
+			return
+		}
+		r.class(rm, m, c)
 	case typeRemove:
 		var rmv removeMsg
 		if err := proto.Strict(data, &rmv); err != nil {

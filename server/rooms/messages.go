@@ -21,6 +21,7 @@ const (
 	typeRoster      = proto.TypeRoster
 	typePredictions = proto.TypePredictions
 	typeRemove      = proto.TypeRemove
+	typeClass       = proto.TypeClass
 )
 
 // Roles a client may join as.
@@ -42,6 +43,21 @@ type (
 		// Name is what the instructor's roster shows.
 		Client *string `json:"client"`
 		Name   *string `json:"name"`
+	}
+	// classSetMsg is the instructor's: the class size, whether only the
+	// invitation admits students, a new invitation (the old one admits
+	// nobody new). The server answers every instructor with the class.
+	classSetMsg struct {
+		Type           string `json:"type"`
+		Size           *int   `json:"size"`
+		InvitationOnly *bool  `json:"invitation_only"`
+		NewInvite      bool   `json:"new_invite"`
+	}
+	// classInfo is the server's: the room's class, to its instructors,
+	// with the seats reserved for it while it is in use.
+	classInfo struct {
+		Type string `json:"type"`
+		proto.Class
 	}
 	// removeMsg is the instructor's: the student whose roster entry has
 	// this client leaves the room and may not join again.
@@ -108,6 +124,11 @@ type (
 		JoinURLs        []string `json:"join_urls"`
 		WebSocketPath   string   `json:"ws_path"`
 		InstructorToken string   `json:"instructor_token"`
+		// Invite is what a student's connection carries (the join
+		// links' invite=).
+		Invite         string `json:"invite"`
+		ClassSize      int    `json:"class_size"`
+		InvitationOnly bool   `json:"invitation_only"`
 	}
 	roomInfo struct {
 		Room     string   `json:"room"`
@@ -120,6 +141,11 @@ type (
 	createRequest struct {
 		Scenario json.RawMessage `json:"scenario"`
 		Recipe   string          `json:"recipe"`
+		// ClassSize is the class's students at most (default
+		// Limits.ClassSize); InvitationOnly false lets the plain room id
+		// admit students (default true).
+		ClassSize      *int  `json:"class_size"`
+		InvitationOnly *bool `json:"invitation_only"`
 	}
 )
 

@@ -56,20 +56,35 @@ const (
 	// MaxRoomsPerAddr is how many of them one address may have created:
 	// an instructor needs one or two, a squatter gets no more.
 	MaxRoomsPerAddr = 4
-	// MaxStudentsPerRoom is how many student connections a room takes.
+	// MaxStudentsPerRoom is the most students a room's class may have:
+	// the cap of the class size an instructor sets.
 	MaxStudentsPerRoom = 400
+	// ClassSize is a room's class size unless its instructor sets one
+	// (at creation, class_size, or later, a class message): a large
+	// class. A room in use reserves its class size in seats.
+	ClassSize = 60
+	// CreatesPerMinute and CreatesPerMinutePerAddr bound room creation,
+	// token buckets of that many a minute, as many at once (sixteen
+	// addresses made all 64 rooms in 0.22 s, issue 27). Past them the
+	// creation is refused 429 with Retry-After.
+	CreatesPerMinute        = 16
+	CreatesPerMinutePerAddr = 4
 	// MaxInstructorsPerRoom is how many connections may join with the
 	// token (the instructor's laptop and a projector, say).
 	MaxInstructorsPerRoom = 4
 	// MaxConns and MaxConnsPerAddr bound the room connections served at
 	// once, joined or not, in all and from one remote address (a class
-	// behind one NAT is one address). Over MaxConnsPerAddr the upgrade
-	// is refused 429. When MaxConns are served, an address holding less
-	// than its share (MaxConns over the addresses holding connections,
-	// its own counted) takes the place of the newest connection of the
-	// address holding most, which is closed with 1013; otherwise it is
-	// refused 503 (package fairshare). A few hosts cannot keep a class
-	// out: k addresses each keep MaxConns/k.
+	// behind one NAT is one address). Each room in use reserves its
+	// class size and its instructors of MaxConns (at most 7/8 of it
+	// together) for the connections that carry its invitation, which
+	// MaxConnsPerAddr does not count (seats.go). The rest is shared:
+	// over MaxConnsPerAddr the upgrade is refused 429; when all of it
+	// is taken, an address holding less than its share (the shared
+	// places over the addresses holding them, its own counted) takes
+	// the place of the newest connection of the address holding most,
+	// which is closed with 1013; otherwise it is refused 503 (package
+	// fairshare). A few hosts cannot keep a class out: not of a room in
+	// use, and k addresses each keep a k-th of the rest.
 	MaxConns        = 2048
 	MaxConnsPerAddr = 512
 	// CommandsPerSecond is each room's command rate (and burst): enough for
@@ -170,6 +185,7 @@ type Limits struct {
 	MaxRooms          int
 	MaxRoomsPerAddr   int
 	MaxStudents       int
+	ClassSize         int
 	MaxInstructors    int
 	MaxConns          int
 	MaxConnsPerAddr   int
@@ -187,6 +203,10 @@ type Limits struct {
 	WorkPerSecond     uint64
 	MaxWorldBytes     int64
 	MaxReplicaBytes   int64
+	// CreatesPerMinute and CreatesPerMinutePerAddr bound room creation
+	// over HTTP (POST /api/rooms).
+	CreatesPerMinute        int
+	CreatesPerMinutePerAddr int
 	// WriteWait is each connection's write deadline (wspeer.WriteWait).
 	WriteWait time.Duration
 }
@@ -210,6 +230,10 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxRooms, MaxRooms)
 	def(&l.MaxRoomsPerAddr, MaxRoomsPerAddr)
 	def(&l.MaxStudents, MaxStudentsPerRoom)
+	def(&l.ClassSize, min(ClassSize, l.MaxStudents))
+	l.ClassSize = min(l.ClassSize, l.MaxStudents)
+	def(&l.CreatesPerMinute, CreatesPerMinute)
+	def(&l.CreatesPerMinutePerAddr, CreatesPerMinutePerAddr)
 	def(&l.MaxInstructors, MaxInstructorsPerRoom)
 	def(&l.MaxConns, MaxConns)
 	def(&l.MaxConnsPerAddr, MaxConnsPerAddr)
@@ -266,9 +290,13 @@ type Registry struct {
 	rooms     map[string]*room
 	byAddr    map[string]int       // rooms per creating address
 	peers     map[*member]struct{} // every connection, joined or not
-	// conns are the connections being served, by remote address, each
-	// its fair share of MaxConns when it is reached (fairshare).
-	shares *fairshare.Shares
+	// seats are the connections being served: each room in use its
+	// reservation, the others their address's fair share of the rest.
+	seats *seats
+	// creates and createsBy are room creation's token buckets, in all
+	// and by address (guarded by mu).
+	creates   *ratelimit.Bucket
+	createsBy map[string]*ratelimit.Bucket
 
 	conns       sync.WaitGroup
 	quit        chan struct{}
@@ -308,7 +336,9 @@ func New(opts Options) (*Registry, error) {
 		rooms:       map[string]*room{},
 		byAddr:      map[string]int{},
 		peers:       map[*member]struct{}{},
-		shares:      fairshare.New(lim.MaxConns, lim.MaxConnsPerAddr),
+		seats:       newSeats(lim.MaxConns, lim.MaxConnsPerAddr),
+		creates:     ratelimit.New(float64(lim.CreatesPerMinute)/60, lim.CreatesPerMinute),
+		createsBy:   map[string]*ratelimit.Bucket{},
 		quit:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
 		refusals:    ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
@@ -336,6 +366,7 @@ func New(opts Options) (*Registry, error) {
 			rm.restored(now)
 			r.rooms[s.ID] = rm
 			r.byAddr[s.Creator]++
+			r.seats.reserve(rm, rm.wantSeats(now))
 		}
 		if len(loaded.Rooms) > 0 || len(loaded.SetAside) > 0 {
 			r.log.Info("rooms restored", "count", len(loaded.Rooms), "set_aside", len(loaded.SetAside), "store", opts.Store.Path())
@@ -406,8 +437,8 @@ func (r *Registry) SetJoinBases(bases []string) {
 
 // joinURLs are a room's join links, the preferred first: the request's
 // own host unless it is loopback (an instructor browsing on the server's
-// machine), then the server's bases.
-func (r *Registry) joinURLs(req *http.Request, id string) []string {
+// machine), then the server's bases; with invite= when invite is given.
+func (r *Registry) joinURLs(req *http.Request, id, invite string) []string {
 	r.mu.Lock()
 	bases := append([]string(nil), r.joinBases...)
 	r.mu.Unlock()
@@ -422,6 +453,9 @@ func (r *Registry) joinURLs(req *http.Request, id string) []string {
 	out := make([]string, len(bases))
 	for i, b := range bases {
 		out[i] = strings.TrimSuffix(b, "/") + "/?room=" + id
+		if invite != "" {
+			out[i] += "&invite=" + invite
+		}
 	}
 	return out
 }
@@ -441,14 +475,15 @@ func isLoopback(hostport string) bool {
 }
 
 // handleInfo serves GET /api/rooms/{id}: the room's join links (an
-// instructor's page that reloads asks again).
+// instructor's page that reloads asks again), without the invitation,
+// which only the instructors are told.
 func (r *Registry) handleInfo(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("id")
 	if r.lookup(id) == nil {
 		httpError(w, http.StatusNotFound, proto.Errorf(proto.CodeNotFound, "", "no room %q", id))
 		return
 	}
-	urls := r.joinURLs(req, id)
+	urls := r.joinURLs(req, id, "")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(mustMarshal(roomInfo{Room: id, JoinURL: urls[0], JoinURLs: urls}))
@@ -518,15 +553,22 @@ func (q *qrCache) get(url, addr string, now time.Time) (png []byte, ok bool, err
 	return png, true, nil
 }
 
-// handleQR serves GET /api/rooms/{id}/qr.png[?i=N]: a QR code of the
-// room's join link (the N-th of join_urls, the first by default).
+// handleQR serves GET /api/rooms/{id}/qr.png[?i=N][&invite=INVITE]: a
+// QR code of the room's join link (the N-th of join_urls, the first by
+// default), with the room's invitation when the request names it.
 func (r *Registry) handleQR(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("id")
-	if r.lookup(id) == nil {
+	rm := r.lookup(id)
+	if rm == nil {
 		httpError(w, http.StatusNotFound, proto.Errorf(proto.CodeNotFound, "", "no room %q", id))
 		return
 	}
-	urls := r.joinURLs(req, id)
+	invite := req.URL.Query().Get("invite")
+	if invite != "" && !rm.inviteIs(invite) {
+		httpError(w, http.StatusBadRequest, proto.Errorf(proto.CodeBadField, "invite", "invite is not room %s's invitation (its instructor may have made a new one)", id))
+		return
+	}
+	urls := r.joinURLs(req, id, invite)
 	i := 0
 	if v := req.URL.Query().Get("i"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -552,39 +594,129 @@ func (r *Registry) handleQR(w http.ResponseWriter, req *http.Request) {
 }
 
 // Create makes a room for a creator address with a scenario already
-// checked and returns its id and instructor token.
+// checked and the default class, and returns its id and instructor
+// token.
 func (r *Registry) Create(addr string, scenario json.RawMessage) (id, token string, err error) {
+	c, err := r.CreateClass(addr, scenario, ClassOptions{})
+	return c.ID, c.Token, err
+}
+
+// ClassOptions are a new room's class.
+type ClassOptions struct {
+	Size int  // students at most; 0: Limits.ClassSize; past MaxStudents: MaxStudents
+	Open bool // the plain room id admits students, not only the invitation
+}
+
+// Created is a new room: its id, the instructor's token, the invitation
+// of its students and its class.
+type Created struct {
+	ID, Token, Invite string
+	ClassSize         int
+	Open              bool
+}
+
+// CreateClass makes a room with a class. When MaxRooms exist, a room not
+// in use (no instructor connected, nothing commanded lately) gives its
+// place: one of the address holding most of them, the oldest; rooms in
+// use are never evicted.
+func (r *Registry) CreateClass(addr string, scenario json.RawMessage, class ClassOptions) (Created, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
-		return "", "", ErrClosed
-	}
-	if len(r.rooms) >= r.lim.MaxRooms {
-		return "", "", fmt.Errorf("%w: %d rooms exist", ErrLimit, r.lim.MaxRooms)
+		r.mu.Unlock()
+		return Created{}, ErrClosed
 	}
 	if r.byAddr[addr] >= r.lim.MaxRoomsPerAddr {
-		return "", "", fmt.Errorf("%w: %s has created %d rooms, the most one address may have", ErrLimit, addr, r.lim.MaxRoomsPerAddr)
+		r.mu.Unlock()
+		return Created{}, fmt.Errorf("%w: %s has created %d rooms, the most one address may have", ErrLimit, addr, r.lim.MaxRoomsPerAddr)
 	}
-	id = newID()
+	now := r.opts.Now()
+	var evicted *room
+	if len(r.rooms) >= r.lim.MaxRooms {
+		evicted = r.unusedLocked(now)
+		if evicted == nil {
+			r.mu.Unlock()
+			return Created{}, fmt.Errorf("%w: %d rooms exist, all in use", ErrLimit, r.lim.MaxRooms)
+		}
+		r.removeLocked(evicted)
+		evicted.close("the room gave its place to a new one: nobody used it")
+	}
+	id := newID()
 	for r.rooms[id] != nil {
 		id = newID()
 	}
-	token = rand.Text() // 26 base32 characters: 130 random bits
-	sum := sha256.Sum256([]byte(token))
-	now := r.opts.Now()
-	s := StoredRoom{ID: id, TokenHash: sum[:], Scenario: scenario, Creator: addr, Created: now, Active: now}
+	c := Created{ID: id, Token: rand.Text(), Invite: rand.Text(), ClassSize: classSizeOr(class.Size, r.lim), Open: class.Open} // 130 random bits each
+	sum := sha256.Sum256([]byte(c.Token))
+	s := StoredRoom{ID: id, TokenHash: sum[:], Scenario: scenario, Creator: addr, Created: now, Active: now,
+		ClassSize: c.ClassSize, Invite: c.Invite, Open: c.Open}
+	var err error
 	if r.opts.Store != nil {
 		// Written before the answer: a room whose token was handed out
 		// survives a restart.
-		if err := r.opts.Store.Create(s); err != nil {
-			return "", "", err
+		err = r.opts.Store.Create(s)
+	}
+	if err == nil {
+		rm := newRoom(s, r.lim, now)
+		rm.clock = r.opts.Now
+		r.rooms[id] = rm
+		r.byAddr[addr]++
+	}
+	r.mu.Unlock()
+	if evicted != nil {
+		r.forget(evicted)
+		r.log.Info("room evicted: not in use, its place given to a new room", "room", evicted.id, "creator", evicted.creator)
+	}
+	if err != nil {
+		return Created{}, err
+	}
+	return c, nil
+}
+
+// unusedLocked picks the room a new one takes the place of: one not in
+// use, of the creator holding most such rooms, the oldest of them; nil
+// when every room is in use.
+func (r *Registry) unusedLocked(now time.Time) *room {
+	by := map[string][]*room{}
+	for _, rm := range r.rooms {
+		if rm.unused(now) {
+			by[rm.creator] = append(by[rm.creator], rm)
 		}
 	}
-	rm := newRoom(s, r.lim, now)
-	rm.clock = r.opts.Now
-	r.rooms[id] = rm
-	r.byAddr[addr]++
-	return id, token, nil
+	var pick []*room
+	for _, l := range by {
+		if len(l) > len(pick) || len(l) == len(pick) && l[0].creator < pick[0].creator {
+			pick = l
+		}
+	}
+	if pick == nil {
+		return nil
+	}
+	return slices.MinFunc(pick, func(a, b *room) int { return a.created.Compare(b.created) })
+}
+
+// removeLocked takes rm out of the registry (its creator's count too).
+func (r *Registry) removeLocked(rm *room) {
+	delete(r.rooms, rm.id)
+	if r.byAddr[rm.creator]--; r.byAddr[rm.creator] <= 0 {
+		delete(r.byAddr, rm.creator)
+	}
+}
+
+// forget lets a room taken out of the registry go: its replica, its
+// seats and its file.
+func (r *Registry) forget(rm *room) {
+	r.replicas.drop(rm)
+	r.seats.reserve(rm, 0)
+	if r.opts.Store != nil {
+		if err := r.opts.Store.Delete(rm.id); err != nil {
+			r.log.Warn("deleting a room", "room", rm.id, "err", err)
+		}
+	}
+}
+
+// updateSeats sets rm's reservation to what it wants now (its class
+// while it is in use) and returns what it got.
+func (r *Registry) updateSeats(rm *room) int {
+	return r.seats.reserve(rm, rm.wantSeats(r.opts.Now()))
 }
 
 // newID returns a room id: 64 random bits in hex. Ids are not secret (they
@@ -603,24 +735,21 @@ func newID() string {
 func (r *Registry) Sweep() int {
 	now := r.opts.Now()
 	r.mu.Lock()
-	var gone []*room
-	for id, rm := range r.rooms {
+	var gone, kept []*room
+	for _, rm := range r.rooms {
 		if rm.expire(now) {
-			delete(r.rooms, id)
-			if r.byAddr[rm.creator]--; r.byAddr[rm.creator] <= 0 {
-				delete(r.byAddr, rm.creator)
-			}
+			r.removeLocked(rm)
 			gone = append(gone, rm)
+		} else {
+			kept = append(kept, rm)
 		}
 	}
 	r.mu.Unlock()
 	for _, rm := range gone {
-		r.replicas.drop(rm)
-		if r.opts.Store != nil {
-			if err := r.opts.Store.Delete(rm.id); err != nil {
-				r.log.Warn("deleting an expired room", "room", rm.id, "err", err)
-			}
-		}
+		r.forget(rm)
+	}
+	for _, rm := range kept { // a room no longer in use gives its seats back
+		r.updateSeats(rm)
 	}
 	return len(gone)
 }
@@ -713,6 +842,17 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
+	class := ClassOptions{}
+	if cr.ClassSize != nil {
+		if *cr.ClassSize < 1 || *cr.ClassSize > r.lim.MaxStudents {
+			httpError(w, http.StatusBadRequest, proto.Errorf(proto.CodeOutOfRange, "class_size", "class_size is from 1 to %d students (the server's --room-students), got %d", r.lim.MaxStudents, *cr.ClassSize))
+			return
+		}
+		class.Size = *cr.ClassSize
+	}
+	if cr.InvitationOnly != nil {
+		class.Open = !*cr.InvitationOnly
+	}
 	raw, field := cr.Scenario, "scenario"
 	if cr.Recipe != "" {
 		if len(bytes.TrimSpace(cr.Scenario)) > 0 {
@@ -730,6 +870,12 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		}
 		field = "recipe"
 	}
+	if wait, ok := r.allowCreate(remoteHost(req)); !ok {
+		r.logRefusal("room creation refused: over the rate", "remote", req.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
+		httpError(w, http.StatusTooManyRequests, proto.Errorf(proto.CodeRateLimited, "", "more rooms created than the server makes (%d a minute, %d from one address): try again in %v", r.lim.CreatesPerMinute, r.lim.CreatesPerMinutePerAddr, wait.Round(time.Second)))
+		return
+	}
 	world, err := r.opts.Scenario(raw)
 	if err != nil {
 		e := proto.AsError(err).WithFieldPrefix(field)
@@ -744,7 +890,8 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		httpError(w, http.StatusRequestEntityTooLarge, proto.Errorf(proto.CodeOutOfRange, "scenario", "a scenario has at most %d bytes", MaxScenarioBytes))
 		return
 	}
-	id, token, err := r.Create(remoteHost(req), world)
+	created, err := r.CreateClass(remoteHost(req), world, class)
+	id, token := created.ID, created.Token
 	switch {
 	case errors.Is(err, ErrLimit):
 		status := http.StatusTooManyRequests
@@ -754,7 +901,7 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		}
 		r.mu.Unlock()
 		r.logRefusal("room creation refused", "remote", req.RemoteAddr, "err", err)
-		httpError(w, status, proto.Errorf(proto.CodeLimitExceeded, "", "%v; try again when a room has expired", err))
+		httpError(w, status, proto.Errorf(proto.CodeLimitExceeded, "", "%v; try again when a room is no longer in use", err))
 		return
 	case errors.Is(err, ErrClosed):
 		httpError(w, http.StatusServiceUnavailable, proto.Errorf(proto.CodeUnavailable, "", "%v", err))
@@ -768,13 +915,46 @@ func (r *Registry) handleCreate(w http.ResponseWriter, req *http.Request) {
 		httpError(w, http.StatusInsufficientStorage, proto.Errorf(proto.CodeInternal, "", "the server could not store the room (its log says why): tell whoever runs it; waiting will not help"))
 		return
 	}
-	urls := r.joinURLs(req, id)
-	r.log.Info("room created", "room", id, "remote", req.RemoteAddr)
+	urls := r.joinURLs(req, id, created.Invite)
+	r.log.Info("room created", "room", id, "remote", req.RemoteAddr, "class_size", created.ClassSize, "invitation_only", !created.Open)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store") // the answer holds the token
 	w.WriteHeader(http.StatusCreated)
 	w.Write(mustMarshal(createResponse{Room: id, JoinURL: urls[0], JoinURLs: urls,
-		WebSocketPath: "/ws/room/" + id, InstructorToken: token}))
+		WebSocketPath: "/ws/room/" + id, InstructorToken: token,
+		Invite: created.Invite, ClassSize: created.ClassSize, InvitationOnly: !created.Open}))
+}
+
+// createAddrsKept bounds the per-address creation buckets kept; past it
+// the full ones go (a full bucket is what a new one would be).
+const createAddrsKept = 4096
+
+// allowCreate takes a token of room creation for addr, from its bucket
+// and the server's; refused, it returns how long until one is there.
+func (r *Registry) allowCreate(addr string) (time.Duration, bool) {
+	now := r.opts.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.createsBy[addr]
+	if b == nil {
+		if len(r.createsBy) >= createAddrsKept {
+			for a, o := range r.createsBy {
+				if o.Full(now) {
+					delete(r.createsBy, a)
+				}
+			}
+		}
+		b = ratelimit.New(float64(r.lim.CreatesPerMinutePerAddr)/60, r.lim.CreatesPerMinutePerAddr)
+		r.createsBy[addr] = b
+	}
+	if !b.Ready(now) {
+		return b.Wait(now), false
+	}
+	if !r.creates.Allow(now) {
+		return r.creates.Wait(now), false
+	}
+	b.Allow(now)
+	return 0, true
 }
 
 func httpError(w http.ResponseWriter, status int, e *proto.Error) {
@@ -800,25 +980,29 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 	r.conns.Add(1)
 	r.mu.Unlock()
 	defer r.conns.Done()
-	slot, verdict := r.shares.Admit(addr)
+	// A connection that carries the room's invitation takes one of its
+	// reserved seats (while it is in use and one is free); any other
+	// shares the rest.
+	invited := rm.inviteOK(req.URL.Query().Get("invite"))
+	st, verdict := r.seats.admit(rm, addr, invited)
 	switch verdict {
 	case fairshare.Full:
 		r.logRefusal("room websocket refused: too many connections, and its address holds its share", "remote", req.RemoteAddr, "limit", r.lim.MaxConns)
-		httpError(w, http.StatusServiceUnavailable, proto.Errorf(proto.CodeLimitExceeded, "", "too many room connections (%d), and %s holds its share of them", r.lim.MaxConns, addr))
+		httpError(w, http.StatusServiceUnavailable, proto.Errorf(proto.CodeLimitExceeded, "", "too many room connections (%d, the rooms in use holding their reservations), and %s holds its share of the rest", r.lim.MaxConns, addr))
 		return
 	case fairshare.OverAddress:
 		r.logRefusal("room websocket refused: too many connections from one address", "remote", req.RemoteAddr, "limit", r.lim.MaxConnsPerAddr)
 		httpError(w, http.StatusTooManyRequests, proto.Errorf(proto.CodeLimitExceeded, "", "too many room connections from %s (%d)", addr, r.lim.MaxConnsPerAddr))
 		return
 	}
-	defer r.shares.Release(slot)
+	defer r.seats.release(st)
 
 	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
 		r.logRefusal("room websocket refused", "remote", req.RemoteAddr, "origin", req.Header.Get("Origin"), "err", err)
 		return
 	}
-	m := &member{addr: addr, guard: ratelimit.NewGuard(msgRatePerSecond, msgBurst)}
+	m := &member{addr: addr, invited: invited, guard: ratelimit.NewGuard(msgRatePerSecond, msgBurst)}
 	m.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, MailboxLen: mailboxLen, WriteWait: r.lim.WriteWait,
 		Ping: func() bool { return r.allow(m) }})
 	r.mu.Lock()
@@ -829,7 +1013,7 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	// Another address below its share may take this connection's place
 	// when every place is taken (the newest of the address holding most).
-	r.shares.SetEvict(slot, func() { m.peer.Abort(websocket.CloseTryAgainLater, evictedReason) })
+	r.seats.onEvict(st, func() { m.peer.Abort(websocket.CloseTryAgainLater, evictedReason) })
 
 	// The timer's goroutine only queues a close; Stop below ends its
 	// ownership when the connection ends first.
@@ -844,7 +1028,9 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 		}
 	})
 	joinTimer.Stop()
-	rm.leave(m, r.opts.Now())
+	if rm.leave(m, r.opts.Now()) {
+		r.updateSeats(rm)
+	}
 	r.mu.Lock()
 	delete(r.peers, m)
 	r.mu.Unlock()

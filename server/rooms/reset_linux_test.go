@@ -59,7 +59,7 @@ func TestNonReadingMembersAreReset(t *testing.T) {
 			rm := f.reg.lookup(cr.Room)
 			require.Eventually(t, underLock(rm, func() bool { return rm.instructors == 0 }), readWait, time.Millisecond, "the instructor left")
 
-			stu := wstest.DialSmallBuffer(t, wstest.URL(f.srv.URL, "/ws/room/"+cr.Room))
+			stu := wstest.DialSmallBuffer(t, wstest.URL(f.srv.URL, "/ws/room/"+cr.Room+"?invite="+cr.Invite))
 			require.NoError(t, stu.WriteMessage(websocket.TextMessage, []byte(`{"type":"join","role":"student"}`)))
 			require.Eventually(t, underLock(rm, func() bool {
 				for m := range rm.members {

@@ -28,6 +28,9 @@ type member struct {
 	role  string           // "" until joined; the role is the connection's authority
 
 	joined atomic.Bool // role is set (read by the join timer)
+	// invited: the connection's upgrade carried the room's invitation
+	// (or the room admits its plain id); set before it reads.
+	invited bool
 
 	// Guarded by the room's mu once joined.
 	client      string // the page's own id (join's client), or one the room gave
@@ -45,6 +48,7 @@ type room struct {
 	tokenHash []byte // SHA-256 of the instructor token
 	scenario  json.RawMessage
 	creator   string
+	created   time.Time
 	lim       Limits
 
 	cmdMu sync.Mutex
@@ -75,6 +79,11 @@ type room struct {
 	claimBy   time.Time
 	commanded bool
 	commands  *ratelimit.Bucket
+	// The class: at most classSize students; when open is false only
+	// connections that carried invite join as students.
+	classSize int
+	invite    string
+	open      bool
 
 	clock       func() time.Time
 	joinedCount int                               // students who ever joined (their default names)
@@ -104,7 +113,8 @@ func newRoom(s StoredRoom, lim Limits, now time.Time) *room {
 		active = now
 	}
 	return &room{
-		id: s.ID, tokenHash: s.TokenHash, scenario: s.Scenario, creator: s.Creator, lim: lim,
+		id: s.ID, tokenHash: s.TokenHash, scenario: s.Scenario, creator: s.Creator, created: s.Created, lim: lim,
+		classSize: classSizeOr(s.ClassSize, lim), invite: s.Invite, open: s.Open || s.Invite == "",
 		members:     map[*member]struct{}{},
 		gone:        map[string]RosterEntry{},
 		goneFrom:    map[string]string{},
@@ -118,6 +128,85 @@ func newRoom(s StoredRoom, lim Limits, now time.Time) *room {
 		commands: ratelimit.New(float64(lim.CommandsPerSecond), lim.CommandsPerSecond),
 		worldEst: scenarioBytes(s.Scenario),
 		work:     workBucket{rate: float64(lim.WorkPerSecond), burst: float64(lim.MaxCommandWork), tokens: float64(lim.MaxCommandWork)},
+	}
+}
+
+// classSizeOr is n within the server's cap, or the default class size
+// for 0.
+func classSizeOr(n int, lim Limits) int {
+	if n <= 0 {
+		n = lim.ClassSize
+	}
+	return min(n, lim.MaxStudents)
+}
+
+// inviteOK reports whether a connection that carried invite may join as
+// a student (any connection, when the room admits its plain id).
+func (r *room) inviteOK(invite string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.open || invite != "" && subtle.ConstantTimeCompare([]byte(invite), []byte(r.invite)) == 1
+}
+
+// classLocked is the room's class as a member of role sees it: the
+// invitation to instructors only.
+func (r *room) classLocked(role string) *proto.Class {
+	c := &proto.Class{Size: r.classSize, InvitationOnly: !r.open}
+	if role == RoleInstructor {
+		c.Invite = r.invite
+	}
+	return c
+}
+
+// inUseLocked reports whether the room is in use at now: an instructor
+// connected, or commanded and not idle (a command or an instructor
+// there within IdleExpiry). A room in use keeps its seats reserved and
+// is never evicted for a new one.
+func (r *room) inUseLocked(now time.Time) bool {
+	return r.instructors > 0 || r.commanded && (now.Sub(r.lastCommand) < r.lim.IdleExpiry || now.Sub(r.lastLeft) < r.lim.IdleExpiry)
+}
+
+// wantSeats is what the room reserves at now: its class and its
+// instructors while it is in use, nothing otherwise.
+func (r *room) wantSeats(now time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || !r.inUseLocked(now) {
+		return 0
+	}
+	return r.classSize + r.lim.MaxInstructors
+}
+
+// unused reports whether the room may give its place to a new one: not
+// in use and not closed.
+func (r *room) unused(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.closed && !r.inUseLocked(now)
+}
+
+// inviteIs reports whether invite is the room's invitation.
+func (r *room) inviteIs(invite string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.invite != "" && subtle.ConstantTimeCompare([]byte(invite), []byte(r.invite)) == 1
+}
+
+// close ends the room (taken out of the registry): no more joins, and
+// its members are told why and disconnected.
+func (r *room) close(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closeLocked(reason)
+}
+
+func (r *room) closeLocked(reason string) {
+	r.closed = true
+	if r.rosterDue != nil {
+		r.rosterDue.Stop()
+	}
+	for m := range r.members {
+		m.peer.Abort(websocket.CloseNormalClosure, reason)
 	}
 }
 
@@ -138,8 +227,11 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 	}
 	switch role {
 	case RoleStudent:
-		if r.students >= r.lim.MaxStudents {
-			return proto.Errorf(proto.CodeLimitExceeded, "", "room %s is full: %d students is the limit", r.id, r.lim.MaxStudents)
+		if !r.open && !m.invited {
+			return proto.Errorf(proto.CodeForbidden, "invite", "room %s admits the students it invited: open the join link or QR code its instructor shows", r.id)
+		}
+		if r.students >= r.classSize {
+			return proto.Errorf(proto.CodeLimitExceeded, "", "room %s is full: its class is %d students (its instructor sets the class size)", r.id, r.classSize)
 		}
 		if client != "" && r.removed[client] {
 			return proto.Errorf(proto.CodeForbidden, "", "the instructor removed this student from room %s", r.id)
@@ -180,7 +272,8 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 		Students: r.students, Instructors: r.instructors, Limits: proto.Limits{
 			MaxStudents: r.lim.MaxStudents, CommandsPerSecond: r.lim.CommandsPerSecond,
 			MaxLogEntries: r.lim.MaxLogEntries, MaxCommandBytes: r.lim.MaxCommandBytes,
-			MaxCommandWork: r.lim.MaxCommandWork, MaxReplayWork: r.lim.MaxReplayWork}})
+			MaxCommandWork: r.lim.MaxCommandWork, MaxReplayWork: r.lim.MaxReplayWork},
+		Class: r.classLocked(role)})
 	head = append(head[:len(head)-1], `,"log":[`...)
 	var log []byte
 	if since < uint64(len(r.log)) {
@@ -200,12 +293,13 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 	return nil
 }
 
-// leave removes m (if it is still a member).
-func (r *room) leave(m *member, now time.Time) {
+// leave removes m (if it is still a member) and reports whether it was
+// an instructor (the room's use may have changed).
+func (r *room) leave(m *member, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.members[m]; !ok {
-		return
+		return false
 	}
 	r.removeLocked(m)
 	if m.role == RoleInstructor && r.instructors == 0 {
@@ -213,6 +307,35 @@ func (r *room) leave(m *member, now time.Time) {
 	}
 	r.presenceLocked()
 	r.rosterLocked()
+	return m.role == RoleInstructor
+}
+
+// classRecord is the room's class as the store keeps it.
+func (r *room) classRecord() ClassRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return ClassRecord{ClassSize: r.classSize, Invite: r.invite, Open: r.open}
+}
+
+// setClass applies a class its store has.
+func (r *room) setClass(c ClassRecord) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.classSize, r.invite, r.open = c.ClassSize, c.Invite, c.Open
+}
+
+// offerClass tells every instructor the class, with reserved seats.
+func (r *room) offerClass(reserved int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.classLocked(RoleInstructor)
+	c.Reserved = reserved
+	msg := mustMarshal(classInfo{Type: typeClass, Class: *c})
+	for m := range r.members {
+		if m.role == RoleInstructor {
+			m.peer.Offer(msg)
+		}
+	}
 }
 
 func (r *room) removeLocked(m *member) {
@@ -275,6 +398,13 @@ func (r *room) admit(cmd json.RawMessage, now time.Time) *proto.Error {
 		return proto.Errorf(proto.CodeRateLimited, "", "more than %d commands per second in this room: command dropped", r.lim.CommandsPerSecond)
 	}
 	return nil
+}
+
+// wasCommanded reports whether a command was ever logged.
+func (r *room) wasCommanded() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.commanded
 }
 
 // nextSeq is the seq the next command gets.
@@ -642,13 +772,7 @@ func (r *room) expire(now time.Time) bool {
 	if !idle && !unclaimed && !quiet {
 		return false
 	}
-	r.closed = true
-	if r.rosterDue != nil {
-		r.rosterDue.Stop()
-	}
-	for m := range r.members {
-		m.peer.Abort(websocket.CloseNormalClosure, "the room expired: nobody commanded it")
-	}
+	r.closeLocked("the room expired: nobody commanded it")
 	return true
 }
 

@@ -62,11 +62,17 @@ type fixture struct {
 	reg   *Registry
 	srv   *httptest.Server
 	clock *fakeClock
+
+	mu      sync.Mutex
+	invites map[string]string // the rooms it created, their invitations
 }
 
 func newFixture(t *testing.T, opts Options) *fixture {
-	f := &fixture{clock: &fakeClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}}
+	f := &fixture{clock: &fakeClock{t: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}, invites: map[string]string{}}
 	opts.Now = f.clock.Now
+	if opts.Limits.CreatesPerMinute == 0 { // tests create rooms by the dozen; TestRoomCreationRate sets its own
+		opts.Limits.CreatesPerMinute, opts.Limits.CreatesPerMinutePerAddr = 1e6, 1e6
+	}
 	reg, err := New(opts)
 	require.NoError(t, err)
 	f.reg = reg
@@ -100,10 +106,28 @@ func (f *fixture) create(t *testing.T, body string) createResponse {
 	assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
 	var cr createResponse
 	require.NoError(t, json.Unmarshal(b, &cr))
+	f.mu.Lock()
+	f.invites[cr.Room] = cr.Invite
+	f.mu.Unlock()
 	return cr
 }
 
+// dial opens a connection to room, with its invitation when f created
+// it (as a join link has it).
 func (f *fixture) dial(t *testing.T, room string) *websocket.Conn {
+	t.Helper()
+	f.mu.Lock()
+	inv := f.invites[room]
+	f.mu.Unlock()
+	path := "/ws/room/" + room
+	if inv != "" {
+		path += "?invite=" + inv
+	}
+	return wstest.Dial(t, wstest.URL(f.srv.URL, path))
+}
+
+// dialPlain opens a connection to room without an invitation.
+func (f *fixture) dialPlain(t *testing.T, room string) *websocket.Conn {
 	t.Helper()
 	return wstest.Dial(t, wstest.URL(f.srv.URL, "/ws/room/"+room))
 }
@@ -119,7 +143,7 @@ func readUntil(t *testing.T, c *websocket.Conn, typ string) rmsg {
 		if m.Type == typ {
 			return m
 		}
-		if m.Type == typeRoster || m.Type == typePredictions {
+		if m.Type == typeRoster || m.Type == typePredictions || m.Type == typeClass {
 			continue
 		}
 		require.Equal(t, typePresence, m.Type, "unexpected %+v while waiting for %s", m, typ)
@@ -161,7 +185,7 @@ func TestWorkshopEveryoneSeesTheSameNumberedLog(t *testing.T) {
 	f := newFixture(t, Options{})
 	cr := f.create(t, `{"scenario":{ "preset" : "small-ring" }}`)
 	assert.Len(t, cr.Room, 16)
-	assert.Equal(t, f.srv.URL+"/?room="+cr.Room, cr.JoinURL)
+	assert.Equal(t, f.srv.URL+"/?room="+cr.Room+"&invite="+cr.Invite, cr.JoinURL)
 	assert.Equal(t, "/ws/room/"+cr.Room, cr.WebSocketPath)
 	assert.GreaterOrEqual(t, len(cr.InstructorToken)*5, 128, "base32 token of at least 128 bits")
 
@@ -462,11 +486,14 @@ func TestCreateRequests(t *testing.T) {
 func TestLimits(t *testing.T) {
 	f := newFixture(t, Options{Limits: Limits{MaxRooms: 2, MaxStudents: 2, MaxInstructors: 1, MaxLogEntries: 3}})
 	cr := f.create(t, "")
-	f.create(t, "")
+	cr2 := f.create(t, "")
+	in := f.dial(t, cr.Room) // both in use: never evicted
+	join(t, in, RoleInstructor, cr.InstructorToken)
+	join(t, f.dial(t, cr2.Room), RoleInstructor, cr2.InstructorToken)
 	resp, b := f.post(t, "")
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Contains(t, string(b), `"code":"limit_exceeded"`)
-	assert.Contains(t, string(b), "2 rooms exist")
+	assert.Contains(t, string(b), "2 rooms exist, all in use")
 	_, _, err := f.reg.Create("192.0.2.7", nil)
 	assert.ErrorIs(t, err, ErrLimit, "the total binds every address")
 
@@ -477,13 +504,11 @@ func TestLimits(t *testing.T) {
 	send(t, third, `{"type":"join","role":"student"}`)
 	e := readUntil(t, third, "error")
 	assert.Equal(t, proto.CodeLimitExceeded, e.Code)
-	assert.Contains(t, e.Message, "2 students is the limit")
+	assert.Contains(t, e.Message, "its class is 2 students")
 	ce := readClose(t, third)
 	assert.Equal(t, websocket.ClosePolicyViolation, ce.Code)
 	assert.Contains(t, ce.Text, "room "+cr.Room+" is full")
 
-	in := f.dial(t, cr.Room)
-	join(t, in, RoleInstructor, cr.InstructorToken)
 	second := f.dial(t, cr.Room)
 	send(t, second, fmt.Sprintf(`{"type":"join","role":"instructor","token":%q}`, cr.InstructorToken))
 	assert.Equal(t, proto.CodeLimitExceeded, readUntil(t, second, "error").Code)
@@ -626,7 +651,7 @@ func TestSlowStudentIsDisconnectedNotWaitedFor(t *testing.T) {
 	good := f.dial(t, cr.Room)
 	join(t, good, RoleStudent, "")
 
-	slow := wstest.DialSmallBuffer(t, wstest.URL(f.srv.URL, "/ws/room/"+cr.Room))
+	slow := wstest.DialSmallBuffer(t, wstest.URL(f.srv.URL, "/ws/room/"+cr.Room+"?invite="+cr.Invite))
 	join(t, slow, RoleStudent, "")
 
 	// Readers for the instructor and the good student, so only slow stalls.

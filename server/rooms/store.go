@@ -38,13 +38,28 @@ type StoredRoom struct {
 	Created   time.Time       `json:"created"`
 	// Active is when the room was last commanded (or created).
 	Active time.Time `json:"active"`
+	// The class (a class record later in the file replaces them): its
+	// size (0: the server's default), the invitation a student's
+	// connection carries, and whether the plain room id admits students
+	// too (a room stored before invitations, with none, does).
+	ClassSize int    `json:"class_size,omitempty"`
+	Invite    string `json:"invite,omitempty"`
+	Open      bool   `json:"open,omitempty"`
+}
+
+// ClassRecord is a room's class as its instructor last set it.
+type ClassRecord struct {
+	ClassSize int    `json:"class_size"`
+	Invite    string `json:"invite"`
+	Open      bool   `json:"open"`
 }
 
 // Store keeps each room in a file of its own in a directory, ID.room: a
 // sequence of records, each a 4-byte length, the CRC-32C of its payload
 // and the payload; the first is the room (StoredRoom in JSON), each next
 // one a command of its log (its seq, the time it was committed, the
-// command). A command is written and fsync'd before it is broadcast, so
+// command) or the room's class as its instructor set it (ClassRecord in
+// JSON, the last one holding). A command is written and fsync'd before it is broadcast, so
 // a server killed mid-workshop and started again has every room and every
 // command it acknowledged.
 //
@@ -116,6 +131,7 @@ const (
 	maxRecord    = 4 << 20 // a record's payload: a room or a command, far less
 	kindRoom     = 'R'
 	kindCommand  = 'C'
+	kindClass    = 'K'
 	commandHead  = 1 + 8 + 8 // kind, seq, Unix nanoseconds
 	roomSuffix   = ".room"
 )
@@ -275,6 +291,27 @@ func (s *Store) Append(id string, e Entry, at time.Time) error {
 		return fmt.Errorf("rooms store: room %s: %w", id, err)
 	}
 	rf.last = e.Seq
+	return nil
+}
+
+// SetClass records a room's class (its size, invitation and whether its
+// plain id admits students) and returns once it is on disk.
+func (s *Store) SetClass(id string, c ClassRecord) error {
+	s.mu.Lock()
+	rf := s.rooms[id]
+	s.mu.Unlock()
+	if rf == nil {
+		return fmt.Errorf("rooms store: no room %s", id)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if err := rf.write(frame(nil, append([]byte{kindClass}, b...))); err != nil {
+		return fmt.Errorf("rooms store: room %s: %w", id, err)
+	}
 	return nil
 }
 
@@ -458,6 +495,12 @@ func parseRoomFile(data []byte) (room StoredRoom, log []Entry, good int, err err
 			if !roomPattern.MatchString(room.ID) {
 				return StoredRoom{}, log, off, fmt.Errorf("%w: the room record names room %q", errDamaged, room.ID)
 			}
+		case len(p) > 0 && p[0] == kindClass:
+			var c ClassRecord
+			if err := json.Unmarshal(p[1:], &c); err != nil {
+				return room, log, off, fmt.Errorf("%w: record %d at byte %d, a class: %v", errDamaged, n, off, err)
+			}
+			room.ClassSize, room.Invite, room.Open = c.ClassSize, c.Invite, c.Open
 		default:
 			if len(p) < commandHead || p[0] != kindCommand {
 				return room, log, off, fmt.Errorf("%w: record %d at byte %d is not a command", errDamaged, n, off)

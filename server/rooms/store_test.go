@@ -51,7 +51,7 @@ func TestRoomsSurviveARestart(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	defer reg.Close(context.Background())
-	g := &fixture{reg: reg, srv: srv, clock: f.clock}
+	g := &fixture{reg: reg, srv: srv, clock: f.clock, invites: f.invites}
 
 	require.Equal(t, 1, reg.Len())
 	assert.Equal(t, want, reg.lookup(cr.Room).Log(), "every acknowledged command")
