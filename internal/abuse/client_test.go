@@ -50,7 +50,7 @@ func wsURL(s *server, path string) string { return "ws://" + s.addr + path }
 // status when the upgrade is refused.
 func dialRoom(s *server, id string, header http.Header) (*websocket.Conn, int, error) {
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-	c, resp, err := d.Dial(wsURL(s, "/ws/room/"+id), header)
+	c, resp, err := d.Dial(wsURL(s, roomPath(id)), header)
 	code := 0
 	if resp != nil {
 		code = resp.StatusCode
@@ -187,7 +187,7 @@ type silentJoiner struct {
 func joinSilently(t *testing.T, s *server, room string) *silentJoiner {
 	t.Helper()
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
-	c, _, err := d.Dial(wsURL(s, "/ws/room/"+room), nil)
+	c, _, err := d.Dial(wsURL(s, roomPath(room)), nil)
 	require.NoError(t, err)
 	require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(`{"type":"join","role":"student"}`)))
 	j := &silentJoiner{c: c, local: c.LocalAddr().(*net.TCPAddr).Port, stop: make(chan struct{})}

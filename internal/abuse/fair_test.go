@@ -45,6 +45,7 @@ func (f from) createRoom(t *testing.T, scenario string) (createdRoom, int) {
 	var c createdRoom
 	if resp.StatusCode == http.StatusCreated {
 		require.NoError(t, json.Unmarshal(b, &c))
+		invites.Store(c.Room, c.Invite)
 	}
 	return c, resp.StatusCode
 }
@@ -64,7 +65,7 @@ func (f from) dial(path string) (*websocket.Conn, int, error) {
 // joinFrom is join from f's address.
 func (f from) join(t *testing.T, room createdRoom, role string) (*member, msg) {
 	t.Helper()
-	c, code, err := f.dial("/ws/room/" + room.Room)
+	c, code, err := f.dial(roomPath(room.Room))
 	require.NoError(t, err, "status %d", code)
 	return joinOn(t, c, room, role)
 }
@@ -220,8 +221,7 @@ func TestFewHostsCannotFillTheRooms(t *testing.T) {
 	t.Parallel()
 	total, perAddr := scale(80, 2048), scale(20, 512)
 	s := startServer(t, "--room-conns", strconv.Itoa(total), "--room-conns-per-addr", strconv.Itoa(perAddr), "--room-students", strconv.Itoa(2*total))
-	room, code := s.createRoom(`{"preset":"default"}`)
-	require.Equal(t, http.StatusCreated, code)
+	room := from{s, classAddr}.createClass(t, 2*total)
 	var mu sync.Mutex
 	var held []*websocket.Conn
 	t.Cleanup(func() {
@@ -236,7 +236,7 @@ func TestFewHostsCannotFillTheRooms(t *testing.T) {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				c, _, err := f.dial("/ws/room/" + room.Room)
+				c, _, err := f.dial(roomPath(room.Room))
 				if err != nil {
 					return
 				}

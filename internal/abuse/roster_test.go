@@ -21,7 +21,7 @@ func dialRoomFrom(s *server, id string, local *net.TCPAddr) (*websocket.Conn, er
 		nd := net.Dialer{LocalAddr: local}
 		return nd.DialContext(ctx, network, addr)
 	}}
-	c, _, err := d.Dial(wsURL(s, "/ws/room/"+id), nil)
+	c, _, err := d.Dial(wsURL(s, roomPath(id)), nil)
 	return c, err
 }
 

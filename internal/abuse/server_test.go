@@ -320,9 +320,22 @@ func (s *server) post(path, body string, header map[string]string) (int, []byte)
 
 // createdRoom is POST /api/rooms's answer.
 type createdRoom struct {
-	Room  string `json:"room"`
-	Token string `json:"instructor_token"`
-	Join  string `json:"join_url"`
+	Room   string `json:"room"`
+	Token  string `json:"instructor_token"`
+	Join   string `json:"join_url"`
+	Invite string `json:"invite"` // what a student's connection carries
+}
+
+// invites are the invitations of the rooms the suite created, by room.
+var invites sync.Map
+
+// roomPath is the path of room id's socket, with its invitation when the
+// suite created it (as its join link has it).
+func roomPath(id string) string {
+	if inv, ok := invites.Load(id); ok && inv.(string) != "" {
+		return "/ws/room/" + id + "?invite=" + inv.(string)
+	}
+	return "/ws/room/" + id
 }
 
 // createRoom creates a room with scenario (JSON, "" for none).
@@ -336,6 +349,7 @@ func (s *server) createRoom(scenario string) (createdRoom, int) {
 	var c createdRoom
 	if code == http.StatusCreated {
 		require.NoError(s.t, json.Unmarshal(b, &c))
+		invites.Store(c.Room, c.Invite)
 	}
 	return c, code
 }

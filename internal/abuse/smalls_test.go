@@ -100,7 +100,7 @@ func TestInvalidUTF8(t *testing.T) {
 	s := startServer(t)
 	room, code := s.createRoom("")
 	require.Equal(t, http.StatusCreated, code)
-	for _, path := range []string{"/ws/metrics", "/ws/room/" + room.Room} {
+	for _, path := range []string{"/ws/metrics", roomPath(room.Room)} {
 		d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 		c, _, err := d.Dial(wsURL(s, path), nil)
 		require.NoError(t, err)
