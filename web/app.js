@@ -226,14 +226,16 @@
     // The address follows the run (at most twice a second while playing:
     // browsers throttle frequent history changes).
     const now = performance.now();
-    // A room's page keeps its room there (workshop.js sets ui.room), so a
-    // reload comes back to it.
+    // A room's page keeps its room there (workshop.js sets ui.room, and
+    // ui.roomInvite, the invitation its join link carried), so a reload
+    // comes back to it.
     // A tutorial's step (tutorial.js sets ui.tutorial) is named by its
     // tutorial and step, not by the scenario it built: a reload opens the
     // step again (a room's page is the room's, which restores it).
     const base = ui.tutorial && !ui.room ?
       "tutorial=" + encodeURIComponent(ui.tutorial.name) + "&step=" + ui.tutorial.step : st.query;
-    const q = base + (embedMode ? "&embed=1" : "") + (ui.room ? "&room=" + encodeURIComponent(ui.room) : "");
+    const q = base + (embedMode ? "&embed=1" : "") + (ui.room ? "&room=" + encodeURIComponent(ui.room) +
+      (ui.roomInvite ? "&invite=" + encodeURIComponent(ui.roomInvite) : "") : "");
     if (!benchMode && st.query !== undefined && "?" + q !== location.search &&
         (!st.playing || now - ui.urlAt > 500)) {
       history.replaceState(null, "", location.pathname + "?" + q);
@@ -534,6 +536,7 @@
     // reload: workshop.js).
     const u = new URL(location.href);
     u.searchParams.delete("room");
+    u.searchParams.delete("invite");
     const link = u.href;
     try {
       await navigator.clipboard.writeText(link);

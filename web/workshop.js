@@ -20,8 +20,10 @@
 //
 // The instructor keeps the room: its token is kept in sessionStorage by
 // room (a reload, a tab closed and reopened), and the instructor link
-// (?room=ID#instructor=TOKEN) opens it on another device, for a
-// co-instructor too. The page tells the room what a student is
+// (?room=ID&invite=INVITE#instructor=TOKEN) opens it on another device,
+// for a co-instructor too. A join link carries the room's invitation
+// (invite=), which the page's socket presents (/ws/room/ID?invite=) and
+// its address keeps for a reload; instructors learn it in their welcome. The page tells the room what a student is
 // (following, detached, resyncing; its tutorial step) for the
 // instructor's roster, and sends its predictions at a tutorial question;
 // the instructor sees the class's distribution and may show it to the
@@ -33,12 +35,17 @@
   const ui = window.ringlab;
   if (!ui) return;
   const roomParam = new URLSearchParams(location.search).get("room");
+  // The room's invitation, which its join link and QR code carry: the
+  // room admits the students whose connection carries it.
+  const inviteParam = new URLSearchParams(location.search).get("invite") || "";
   const base = location.pathname.replace(/[^/]*$/, "");
 
   const ws = {
     room: "",          // the room's id
     role: "",          // "instructor" or "student" once welcomed
     token: "",         // the instructor's token
+    invite: "",        // the room's invitation (join links, the socket's invite=)
+    classSize: 0,      // the room's class size (the welcome's class)
     joinURL: "",       // the preferred join link (the server's LAN address)
     joinURLs: [],
     log: [],           // [{seq, cmd}] as received, gap-free
@@ -334,7 +341,7 @@
     $("ws-join").hidden = !lead;
     $("ws-lead").hidden = !lead;
     $("ws-roster-box").hidden = !lead;
-    $("ws-link").value = ws.joinURL;
+    $("ws-link").value = withInvite(ws.joinURL);
     const lo = lead && loopbackOnly();
     $("ws-loopback").hidden = !lo;
     $("ws-loopback").textContent = lo ? loopbackText() : "";
@@ -345,6 +352,17 @@
     panel.dataset.seq = $("ws-seq").textContent;
     panel.dataset.applied = String(ws.applied);
     panel.dataset.follow = fs;
+  }
+
+  // withInvite is a join link with the room's invitation in it (the
+  // server's GET /api/rooms/ID gives the links without it).
+  function withInvite(u) {
+    if (!u || !ws.invite) return u;
+    try {
+      const x = new URL(u);
+      x.searchParams.set("invite", ws.invite);
+      return x.href;
+    } catch (e) { return u; }
   }
 
   function renderLinks() {
@@ -359,8 +377,8 @@
     sel.hidden = ws.joinURLs.length < 2;
     const i = Math.max(0, ws.joinURLs.indexOf(ws.joinURL));
     sel.value = String(i);
-    $("ws-qr").src = base + "api/rooms/" + encodeURIComponent(ws.room) + "/qr.png?i=" + i;
-    $("ws-ilink").value = (ws.joinURL || location.origin + base + "?room=" + ws.room) + "#instructor=" + ws.token;
+    $("ws-qr").src = base + "api/rooms/" + encodeURIComponent(ws.room) + "/qr.png?i=" + i + (ws.invite ? "&invite=" + encodeURIComponent(ws.invite) : "");
+    $("ws-ilink").value = withInvite(ws.joinURL || location.origin + base + "?room=" + ws.room) + "#instructor=" + ws.token;
     if (loopbackOnly() && !ws.warnedLoopback && !ws.newer) { // not over why it follows no room
       ws.warnedLoopback = true;
       showToast(loopbackText(), "error");
@@ -391,6 +409,7 @@
     if (roomParam && !ws.conn) {
       panel.hidden = false;
       const token = tokens()[roomParam] || "";
+      ws.invite = inviteParam;
       connect(roomParam, token ? "instructor" : "student", token);
     }
   };
@@ -426,6 +445,7 @@
     }
     ws.joinURLs = body.join_urls || [body.join_url];
     ws.joinURL = body.join_url || location.origin + base + "?room=" + encodeURIComponent(body.room);
+    ws.invite = body.invite || "";
     keepToken(body.room, body.instructor_token);
     connect(body.room, "instructor", body.instructor_token);
   }
@@ -442,7 +462,8 @@
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     let conn;
     try {
-      conn = new WebSocket(proto + "//" + location.host + base + "ws/room/" + encodeURIComponent(room));
+      conn = new WebSocket(proto + "//" + location.host + base + "ws/room/" + encodeURIComponent(room) +
+        (ws.invite ? "?invite=" + encodeURIComponent(ws.invite) : ""));
     } catch (e) {
       status("Cannot open the room: " + e.message, "error");
       return;
@@ -473,9 +494,10 @@
       ws.closed = true;
       ws.conn = null;
       render();
-      // The room said it is over (expired, full) or the instructor
-      // removed this student: nothing to come back to.
-      if (/expired|full|removed/.test(e.reason || "")) {
+      // The room said it is over (expired, full), or this page was not
+      // invited, or the instructor removed this student: nothing to come
+      // back to.
+      if (/expired|full|removed|invited|gave its place/.test(e.reason || "")) {
         ws.gone = true;
         status(`Disconnected from room ${room}: ${e.reason} (code ${e.code}).`, "error");
         return;
@@ -516,7 +538,8 @@
     ws.conn = null;
     if (c) c.close();
     keepToken(ws.room, "");
-    Object.assign(ws, { role: "", room: "", token: "", log: [], applied: 0, attached: true, playing: false, roster: [], predictions: [], shared: null });
+    Object.assign(ws, { role: "", room: "", token: "", invite: "", log: [], applied: 0, attached: true, playing: false, roster: [], predictions: [], shared: null });
+    ui.roomInvite = "";
     ui.send({ type: "room_leave" });
     status("Left the room.", "info");
     render();
@@ -530,7 +553,7 @@
       status("Select the link and copy it.", "info");
     }
   }
-  $("ws-copy").addEventListener("click", () => copy(ws.joinURL, "Join link"));
+  $("ws-copy").addEventListener("click", () => copy(withInvite(ws.joinURL), "Join link"));
   $("ws-icopy").addEventListener("click", () => copy($("ws-ilink").value, "Instructor link"));
   $("ws-qr-big").addEventListener("click", () => {
     const full = document.createElement("div");
@@ -583,6 +606,11 @@
         ws.students = m.students || 0;
         ws.instructors = m.instructors || 0;
         ws.away = ws.role === "student" && ws.instructors === 0;
+        if (m.class) {
+          ws.classSize = m.class.size || 0;
+          if (m.class.invite) ws.invite = m.class.invite;
+        }
+        ui.roomInvite = ws.invite; // app.js keeps it in the address
         const where = m.you === "instructor" ? " (this tab keeps the role: a reload comes back as instructor)" : "";
         status(back ? `Back in room ${m.room} as ${m.you}: caught up to command ${ws.log.length ? ws.log[ws.log.length - 1].seq : 0}.` : `In room ${m.room} as ${m.you}${where}.`, "info", back);
         if (ws.away) showToast("The instructor is away: the room waits for them.", "info");
@@ -615,6 +643,12 @@
         render();
         break;
       }
+      case "class": // the instructor's: the class as it is now
+        ws.classSize = m.size || 0;
+        if (m.invite) ws.invite = m.invite;
+        ui.roomInvite = ws.invite;
+        renderLinks();
+        break;
       case "roster":
         ws.roster = m.roster || [];
         renderRoster();
@@ -629,7 +663,7 @@
         renderPredictions();
         break;
       case "error": {
-        const what = {
+        const what = m.field === "invite" ? "Not invited" : {
           forbidden: "Forbidden: only the instructor's connection commands the room",
           rate_limited: "Too fast: the room dropped a command (rate limited); wait a moment",
           limit_exceeded: "The room refused: over a limit",
