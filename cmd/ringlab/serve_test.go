@@ -160,12 +160,13 @@ func TestServeEndToEnd(t *testing.T) {
 		Room            string `json:"room"`
 		JoinURL         string `json:"join_url"`
 		InstructorToken string `json:"instructor_token"`
+		Invite          string `json:"invite"`
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&created))
 	resp.Body.Close()
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
-	assert.Equal(t, s.base+"/?room="+created.Room, created.JoinURL)
-	roomWS := s.dial(t, "/ws/room/"+created.Room)
+	assert.Equal(t, s.base+"/?room="+created.Room+"&invite="+created.Invite, created.JoinURL)
+	roomWS := s.dial(t, "/ws/room/"+created.Room+"?invite="+created.Invite)
 	require.NoError(t, roomWS.WriteMessage(websocket.TextMessage, []byte(`{"type":"join","role":"student"}`)))
 	assert.Equal(t, "welcome", readJSON(t, roomWS)["type"])
 

@@ -11,9 +11,11 @@
 // joiners of a long log, a page rejoining under new ids, the small
 // protocol slips, SIGKILLs while commands flow, rooms replaying seeks to
 // their limit beside an instructor's, replicas of large worlds with
-// their marks, and four hosts holding every room connection. Each test logs
-// FIGURE lines (the figures the note quotes) and holds the bound the fix
-// sets.
+// their marks, four hosts holding every room connection, students past
+// a class size or without its invitation, sixteen hosts flooding one
+// room while a class joins another, and sixteen hosts asking for every
+// room at once. Each test logs FIGURE lines (the figures the note
+// quotes) and holds the bound the fix sets.
 //
 // Every loop is bounded in count and time. `make test` runs the short
 // form (tens of connections, seconds); `make abuse` (RINGLAB_ABUSE=full)
