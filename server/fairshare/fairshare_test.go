@@ -81,3 +81,25 @@ func TestReleaseAndEvictOnce(t *testing.T) {
 	_, v = s.Admit("a")
 	assert.Equal(t, OverAddress, v)
 }
+
+// TestSetTotalEvictsTheLargest: a smaller total evicts the newest
+// connections of the address holding most until the rest fits.
+func TestSetTotalEvictsTheLargest(t *testing.T) {
+	s := New(10, 10)
+	var evicted []string
+	for i := range 6 {
+		sl, v := s.Admit("a")
+		require.Equal(t, Admitted, v)
+		s.SetEvict(sl, func() { evicted = append(evicted, fmt.Sprint("a", i)) })
+	}
+	for range 2 {
+		sl, _ := s.Admit("b")
+		s.SetEvict(sl, func() { evicted = append(evicted, "b") })
+	}
+	s.SetTotal(5)
+	assert.Equal(t, []string{"a5", "a4", "a3"}, evicted, "the newest of the address holding most")
+	assert.Equal(t, 5, s.Stats().Held)
+	_, v := s.Admit("c")
+	assert.Equal(t, Admitted, v, "a newcomer below its share of the new total")
+	assert.Equal(t, []string{"a5", "a4", "a3", "a2"}, evicted)
+}
