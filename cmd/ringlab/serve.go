@@ -158,7 +158,7 @@ until SIGINT or SIGTERM. docs/protocol.md describes the protocol.`,
 	fs.IntVar(&cfg.rooms.MaxConnsPerAddr, "room-conns-per-addr", rooms.MaxConnsPerAddr, "room connections from one address (a class behind one NAT is one address)")
 	fs.DurationVar(&cfg.rooms.IdleExpiry, "room-idle", rooms.IdleExpiry, "a room expires after this long with no instructor connected and no command")
 	fs.IntVar(&cfg.replicaMiB, "room-replica-mib", rooms.MaxReplicaBytes>>20, "MiB the server's replicas of the rooms' worlds may hold together (each counted with its marks), least recently used dropped first")
-	fs.IntVar(&cfg.metricClients, "metric-clients", hub.DefaultMaxClients, "/ws/metrics clients at once; past it an address below its share takes the place of the newest client of the address holding most")
+	fs.IntVar(&cfg.metricClients, "metric-clients", hub.DefaultMaxClients, "/ws/metrics clients at once; half of them reserved for the students and instructors in rooms in use (one each, by address); past it an address below its share takes the place of the newest client of the address holding most")
 	fs.IntVar(&cfg.metricClientsPerAddr, "metric-clients-per-addr", hub.DefaultMaxClientsPerAddr, "/ws/metrics clients from one address")
 	c.RegisterFlagCompletionFunc("source", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return reg.Kinds(), cobra.ShellCompDirectiveNoFileComp
@@ -323,8 +323,10 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 			}
 		}
 	}
+	var roomReg *rooms.Registry // set below, before anything is served
 	metricsHub, err := hub.New(hub.Options{Default: src, Open: pool.Open, Sources: cfg.sources, Origins: origins, Logger: log,
-		MaxClients: cfg.metricClients, MaxClientsPerAddr: cfg.metricClientsPerAddr})
+		MaxClients: cfg.metricClients, MaxClientsPerAddr: cfg.metricClientsPerAddr,
+		Classes: func(addr string) int { return roomReg.ClassMembers(addr) }})
 	if err != nil {
 		return err
 	}
@@ -332,7 +334,7 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 	if cfg.replicaMiB > 0 {
 		roomLim.MaxReplicaBytes = int64(cfg.replicaMiB) << 20
 	}
-	roomReg, err := rooms.New(rooms.Options{Origins: origins, Logger: log, Store: store, Limits: roomLim})
+	roomReg, err = rooms.New(rooms.Options{Origins: origins, Logger: log, Store: store, Limits: roomLim})
 	if err != nil {
 		metricsHub.Close(context.Background())
 		return err

@@ -329,3 +329,85 @@ func TestRoomCreationBurst(t *testing.T) {
 		assert.Equal(t, "command", r.Type, "room %s in use is never evicted: %s", id, r.Raw)
 	}
 }
+
+// TestClassKeepsItsLiveView: sixteen addresses hold every /ws/metrics
+// client the server takes; a class in a room in use (its students behind
+// one address) still opens one live view each (issue 27: five addresses
+// filled the 4096; fair shares alone leave a class a seventeenth).
+func TestClassKeepsItsLiveView(t *testing.T) {
+	t.Parallel()
+	const attackers = 16
+	total, perAddr, class := scale(40, 4096), scale(10, 1024), scale(10, 300)
+	s := startServer(t, "--metric-clients", strconv.Itoa(total), "--metric-clients-per-addr", strconv.Itoa(perAddr))
+	teacher := from{s, classAddr}
+	room := teacher.createClass(t, class)
+	inst, _ := teacher.join(t, room, "instructor")
+	defer inst.c.Close()
+	var mu sync.Mutex
+	var held []*websocket.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	keep := func(c *websocket.Conn) {
+		go func() {
+			for {
+				if _, _, err := c.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+		mu.Lock()
+		held = append(held, c)
+		mu.Unlock()
+	}
+	for range class {
+		c, why, _ := teacher.tryJoin(roomPath(room.Room))
+		require.NotNil(t, c, "the class joins its room: %s", why)
+		mu.Lock()
+		held = append(held, c)
+		mu.Unlock()
+	}
+	flood := 0
+	var wg sync.WaitGroup
+	for i := range attackers {
+		wg.Go(func() {
+			for range perAddr + perAddr/4 {
+				if c, _, err := (from{s, attacker(i)}).dial("/ws/metrics"); err == nil {
+					keep(c)
+					mu.Lock()
+					flood++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	figure(t, "metric clients sixteen addresses opened", float64(flood), "clients", fmt.Sprintf("the server takes %d, %d from an address", total, perAddr))
+	got := 0
+	var lat []time.Duration
+	for range class {
+		start := time.Now()
+		c, _, err := teacher.dial("/ws/metrics")
+		if err != nil {
+			continue
+		}
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, _, err := c.ReadMessage(); err != nil { // its hello
+			c.Close()
+			continue
+		}
+		c.SetReadDeadline(time.Time{})
+		lat = append(lat, time.Since(start))
+		keep(c)
+		got++
+	}
+	figure(t, "the class's live views that opened", float64(got), "clients", fmt.Sprintf("of %d; fds %d; live heap %d MiB", class, s.fds(), liveHeap(t, s)>>20))
+	if len(lat) > 0 {
+		figure(t, "a live view's open to its hello", float64(durPct(lat, 50).Microseconds())/1000, "ms p50", fmt.Sprintf("p99 %v", durPct(lat, 99)))
+	}
+	assert.Equal(t, class, got, "every student of the class gets its live view")
+}

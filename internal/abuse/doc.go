@@ -13,8 +13,8 @@
 // their limit beside an instructor's, replicas of large worlds with
 // their marks, four hosts holding every room connection, students past
 // a class size or without its invitation, sixteen hosts flooding one
-// room while a class joins another, and sixteen hosts asking for every
-// room at once. Each test logs FIGURE lines (the figures the note
+// room while a class joins another or opens its live views, and sixteen
+// hosts asking for every room at once. Each test logs FIGURE lines (the figures the note
 // quotes) and holds the bound the fix sets.
 //
 // Every loop is bounded in count and time. `make test` runs the short

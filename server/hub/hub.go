@@ -127,6 +127,15 @@ type Options struct {
 	// client of the address holding most (closed with 1013), and one
 	// holding its share is refused 503 (package fairshare).
 	MaxClients, MaxClientsPerAddr int
+	// Classes, when set, says how many members an address has in
+	// workshop rooms in use (a class's pages, behind one NAT perhaps):
+	// that many of its clients take places of the share reserved for
+	// classes, half of MaxClients, outside its fair share and its
+	// per-address maximum; so a few hosts holding every client leave a
+	// class its live view (issue 27: five addresses filled the 4096).
+	// Reserving a place evicts the newest client of the address holding
+	// most when every place is taken.
+	Classes func(addr string) int
 }
 
 // Hub serves /ws/metrics. Its zero value is not usable; use New.
@@ -144,6 +153,10 @@ type Hub struct {
 	sources  map[string]*sourceRef
 	shares   *fairshare.Shares             // connections being served, by remote address
 	rates    map[string]map[samplerKey]int // per address, its clients on each pair at another rate than the default
+
+	resMu   sync.Mutex
+	resBy   map[string]int // clients in the classes' share, by address
+	resHeld int
 
 	conns sync.WaitGroup // one per connection being served
 	loops sync.WaitGroup // one per sampler goroutine
@@ -176,6 +189,7 @@ func New(opts Options) (*Hub, error) {
 		clients:  map[*client]struct{}{},
 		samplers: map[samplerKey]*sampler{},
 		rates:    map[string]map[samplerKey]int{},
+		resBy:    map[string]int{},
 		sources:  map[string]*sourceRef{info.Name: {spec: info.Name, src: def, info: info, pinned: true}},
 		refusals: ratelimit.NewThrottle(refusalLogPeriod, refusalLogBurst),
 	}
@@ -203,6 +217,36 @@ func New(opts Options) (*Hub, error) {
 	return h, nil
 }
 
+// takeReserved takes a place of the classes' share for a client from
+// addr when its members in rooms in use (Options.Classes) hold fewer of
+// them, and the share is not all taken; the shared places shrink by it.
+func (h *Hub) takeReserved(addr string) bool {
+	if h.opts.Classes == nil {
+		return false
+	}
+	members := h.opts.Classes(addr)
+	h.resMu.Lock()
+	defer h.resMu.Unlock()
+	if h.resBy[addr] >= members || h.resHeld >= h.opts.MaxClients/2 {
+		return false
+	}
+	h.resBy[addr]++
+	h.resHeld++
+	h.shares.SetTotal(h.opts.MaxClients - h.resHeld) // under resMu: in order
+	return true
+}
+
+// releaseReserved gives a place of the classes' share back.
+func (h *Hub) releaseReserved(addr string) {
+	h.resMu.Lock()
+	defer h.resMu.Unlock()
+	if h.resBy[addr]--; h.resBy[addr] <= 0 {
+		delete(h.resBy, addr)
+	}
+	h.resHeld--
+	h.shares.SetTotal(h.opts.MaxClients - h.resHeld)
+}
+
 // ServeHTTP upgrades the request and serves the client until it leaves.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	addr := remoteHost(r)
@@ -215,7 +259,12 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.conns.Add(1)
 	h.mu.Unlock()
 	defer h.conns.Done()
-	slot, verdict := h.shares.Admit(addr)
+	reserved := h.takeReserved(addr)
+	var slot *fairshare.Slot
+	verdict := fairshare.Admitted
+	if !reserved {
+		slot, verdict = h.shares.Admit(addr)
+	}
 	switch verdict {
 	case fairshare.Full:
 		h.logRefusal("metrics websocket refused: too many clients, and its address holds its share", "remote", r.RemoteAddr, "limit", h.opts.MaxClients)
@@ -226,7 +275,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("too many connections from %s (%d)", addr, h.opts.MaxClientsPerAddr), http.StatusTooManyRequests)
 		return
 	}
-	defer h.shares.Release(slot)
+	if reserved {
+		defer h.releaseReserved(addr)
+	} else {
+		defer h.shares.Release(slot)
+	}
 
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
@@ -237,7 +290,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: replyQueueLen, MailboxLen: snapshotMailbox, Ping: func() bool { return h.allow(c) }})
 	// An address below its share may take this connection's place when
 	// every place is taken (the newest of the address holding most).
-	h.shares.SetEvict(slot, func() { c.peer.Abort(websocket.CloseTryAgainLater, evictedReason) })
+	if slot != nil {
+		h.shares.SetEvict(slot, func() { c.peer.Abort(websocket.CloseTryAgainLater, evictedReason) })
+	}
 	if !h.register(c) {
 		c.peer.Abort(websocket.CloseGoingAway, closeGoingAway)
 	} else {

@@ -713,6 +713,27 @@ func (r *Registry) forget(rm *room) {
 	}
 }
 
+// ClassMembers returns how many members addr has in the rooms in use:
+// the server's metric clients reserve that many places for it (a class's
+// pages, each with its live view). A nil registry has none.
+func (r *Registry) ClassMembers(addr string) int {
+	if r == nil {
+		return 0
+	}
+	now := r.opts.Now()
+	r.mu.Lock()
+	rms := make([]*room, 0, len(r.rooms))
+	for _, rm := range r.rooms {
+		rms = append(rms, rm)
+	}
+	r.mu.Unlock()
+	n := 0
+	for _, rm := range rms {
+		n += rm.membersFrom(addr, now)
+	}
+	return n
+}
+
 // updateSeats sets rm's reservation to what it wants now (its class
 // while it is in use) and returns what it got.
 func (r *Registry) updateSeats(rm *room) int {

@@ -91,6 +91,7 @@ type room struct {
 	goneOrder   []string                          // oldest first
 	goneFrom    map[string]string                 // the address each gone student was at
 	live        map[string]int                    // student connections now, by address
+	liveInst    map[string]int                    // instructor connections now, by address
 	peak        map[string]int                    // the most there were at once, by address
 	removed     map[string]bool                   // clients the instructor removed: they may not join again
 	removedList []string                          // oldest first
@@ -119,6 +120,7 @@ func newRoom(s StoredRoom, lim Limits, now time.Time) *room {
 		gone:        map[string]RosterEntry{},
 		goneFrom:    map[string]string{},
 		live:        map[string]int{},
+		liveInst:    map[string]int{},
 		peak:        map[string]int{},
 		removed:     map[string]bool{},
 		predictions: map[questionKey]map[string]string{},
@@ -164,6 +166,17 @@ func (r *room) classLocked(role string) *proto.Class {
 // is never evicted for a new one.
 func (r *room) inUseLocked(now time.Time) bool {
 	return r.instructors > 0 || r.commanded && (now.Sub(r.lastCommand) < r.lim.IdleExpiry || now.Sub(r.lastLeft) < r.lim.IdleExpiry)
+}
+
+// membersFrom is how many members addr has in the room while it is in
+// use (none otherwise).
+func (r *room) membersFrom(addr string, now time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || !r.inUseLocked(now) {
+		return 0
+	}
+	return r.live[addr] + r.liveInst[addr]
 }
 
 // wantSeats is what the room reserves at now: its class and its
@@ -255,6 +268,7 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 			return proto.Errorf(proto.CodeLimitExceeded, "", "room %s has %d instructor connections already, the limit", r.id, r.lim.MaxInstructors)
 		}
 		r.instructors++
+		r.liveInst[m.addr]++
 	}
 	m.role = role
 	r.members[m] = struct{}{}
@@ -374,6 +388,9 @@ func (r *room) removeLocked(m *member) {
 		}
 	case RoleInstructor:
 		r.instructors--
+		if r.liveInst[m.addr]--; r.liveInst[m.addr] <= 0 {
+			delete(r.liveInst, m.addr)
+		}
 	}
 }
 
