@@ -29,8 +29,8 @@ var classAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 2, 2)}
 // without one, so the test measures what they do.
 func (f from) createClass(t *testing.T, size int) createdRoom {
 	t.Helper()
-	client := &http.Client{Transport: &http.Transport{DialContext: f.dialer().DialContext}, Timeout: 30 * time.Second}
 	for _, body := range []string{fmt.Sprintf(`{"class_size":%d}`, size), ""} {
+		client := &http.Client{Transport: &http.Transport{DialContext: f.dialer().DialContext, DisableKeepAlives: true}, Timeout: 30 * time.Second}
 		resp, err := client.Post(f.s.base+"/api/rooms", "application/json", strings.NewReader(body))
 		require.NoError(t, err)
 		var c createdRoom
