@@ -27,6 +27,7 @@ func createRoom(t *testing.T, inst *page) string {
 	inst.waitApplied(0)
 	link := eval[string](inst, `document.getElementById("ws-link").value`)
 	require.Contains(t, link, "?room=")
+	require.Contains(t, link, "&invite=", "the join link carries the room's invitation")
 	return link
 }
 

@@ -563,7 +563,7 @@
     img.src = $("ws-qr").src;
     img.alt = "QR code of the join link";
     const p = document.createElement("p");
-    p.textContent = ws.joinURL;
+    p.textContent = withInvite(ws.joinURL);
     full.append(img, p);
     if (loopbackOnly()) {
       const w = document.createElement("p");
