@@ -20,6 +20,7 @@ const (
 	StatePeriod  = 125_000_000   // a state at least this often, about 8 a second
 	RecordPeriod = 250_000_000   // the selection's live inspect record at most this often
 	SeekPeriod   = 1_000_000_000 // an instructor's seek while the room plays
+	StatusPeriod = 300_000_000   // a student's status for the roster at most this often
 )
 
 // Controller is the playground's logic, driven the way a raft node is:
@@ -43,11 +44,13 @@ type Controller struct {
 	owed    uint64  // whole events owed this tick
 	accrued bool    // owed is this tick's
 
-	sinceState, sinceRecord, sinceSeek int64 // wall ns
-	force                              bool  // a state is due
-	changed                            bool  // something changed since the last state
-	syncs                              []int // ids of Sync requests waiting for the work to end
-	outbox                             []Out // what the inputs and the work produced for Ready
+	sinceState, sinceRecord, sinceSeek int64         // wall ns
+	sinceStatus                        int64         // wall ns since the last status for the roster
+	statusSent                         *proto.Status // the last one, nil none since the welcome
+	force                              bool          // a state is due
+	changed                            bool          // something changed since the last state
+	syncs                              []int         // ids of Sync requests waiting for the work to end
+	outbox                             []Out         // what the inputs and the work produced for Ready
 
 	sel        view.Target
 	selChanged bool
@@ -186,6 +189,9 @@ func (c *Controller) StepJSON(raw []byte) error {
 // handle gives in to the live view's step while it is on, to the room
 // mode's (mode.go), then to the run.
 func (c *Controller) handle(in In, id int) ([]Out, error) {
+	if m, ok := in.(TutorialReveal); ok {
+		c.revealed(m) // the panel revealed it
+	}
 	if c.live != nil {
 		if outs, taken, err := c.live.step(c, in); taken {
 			return outs, err
@@ -363,6 +369,8 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		return nil, errors.New("room_detach: only a student detaches")
 	case RoomSnap:
 		return nil, errors.New("room_snap: only a student snaps back")
+	case RoomLog:
+		return []Out{RoomLogOut{ID: id, Log: append([]RoomEntry{}, c.room.log...)}}, nil
 	case LiveHello:
 		// The simulation steps aside while the canvas shows the source:
 		// paused, to play again on live_off if it was playing.
@@ -485,6 +493,7 @@ func (c *Controller) Tick(elapsed int64) {
 	c.sinceState += c.gap
 	c.sinceRecord += c.gap
 	c.sinceSeek += c.gap
+	c.sinceStatus += c.gap
 	if f, ok := c.mode.(following); ok {
 		f.wall += c.gap
 	}
@@ -616,6 +625,9 @@ func (c *Controller) Ready() Frame {
 	c.outbox = nil
 	if m, ok := c.mode.(*instructor); ok {
 		out = append(out, m.ready(c)...)
+	}
+	if st, ok := c.status(); ok {
+		out = append(out, st)
 	}
 	idle := !c.busy()
 	// A state when asked for, and while things change at most every
@@ -825,5 +837,5 @@ func ringModeKey(m view.RingMode) int {
 }
 
 // errFollowing refuses what would take a following student's world off
-// the room's.
-var errFollowing = errors.New("you are following the room: detach first to run a step of your own")
+// the room's; its code tells the page to offer a detach.
+var errFollowing = proto.Errorf(proto.CodeFollowing, "", "you are following the room: detach first to run a step of your own")

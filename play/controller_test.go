@@ -521,7 +521,11 @@ func (h *harness) print(name string, outs []Out) string {
 		case SyncedOut:
 			fmt.Fprintf(&b, "synced %d\n", m.ID)
 		case ErrorOut:
-			fmt.Fprintf(&b, "error from %s: %s\n", m.Source, m.Message)
+			code := ""
+			if m.Code != "" {
+				code = " (" + m.Code + ")"
+			}
+			fmt.Fprintf(&b, "error from %s%s: %s\n", m.Source, code, m.Message)
 		case TutorialsOut:
 			var names []string
 			for _, t := range m.Tutorials {
@@ -555,7 +559,13 @@ func (h *harness) print(name string, outs []Out) string {
 			}
 			fmt.Fprintf(&b, "beacon after seq %d at t=%d: %s, playing=%v\n", m.Seq, m.TNs, digest, m.Playing)
 		case NoteOut:
-			fmt.Fprintf(&b, "note (%s): %s\n", m.Source, m.Text)
+			code := ""
+			if m.Code != "" {
+				code = ", " + m.Code
+			}
+			fmt.Fprintf(&b, "note (%s%s): %s\n", m.Source, code, m.Text)
+		case RoomStatusOut:
+			fmt.Fprintf(&b, "status %s, applied %d, tutorial %q step %d revealed=%v\n", m.State, m.Applied, m.Tutorial, m.Step, m.Revealed)
 		case LiveOut:
 			var names []string
 			for n, d := range m.Numbers {

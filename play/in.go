@@ -138,10 +138,12 @@ type (
 // The workshop room the page is in: its socket's messages, which
 // web/workshop.js passes on under their names there (proto).
 type (
-	// RoomWelcome is the room's welcome: this page's role ("instructor"
-	// or "student"), the room's scenario (nil: the page's default) and
-	// its log so far (the page passes on the whole log it has). The
-	// controller replays the log from the scenario.
+	// RoomWelcome is the room's welcome, as the socket said it: this
+	// page's role ("instructor" or "student"), the room's scenario (nil:
+	// the page's default) and its log after Since. The controller
+	// replays the log from the scenario, or, when the welcome continues
+	// the log it holds (a reconnect that asked for the log after the
+	// last command it has, RoomState.Seq), appends what it missed.
 	RoomWelcome proto.Welcome
 	// RoomCommand is a numbered command the room broadcast.
 	RoomCommand proto.Entry
@@ -157,6 +159,8 @@ type (
 	// RoomSnap brings a detached student back: the room's scenario, then
 	// its whole log.
 	RoomSnap struct{}
+	// RoomLog asks for the room's log as the controller holds it.
+	RoomLog struct{}
 )
 
 // RoomEntry is one command of a room's log: its number and the command in
@@ -225,6 +229,7 @@ func (DigestReq) isIn()      {}
 func (Tutorials) isIn()      {}
 func (Tutorial) isIn()       {}
 func (RoomWelcome) isIn()    {}
+func (RoomLog) isIn()        {}
 func (RoomCommand) isIn()    {}
 func (RoomLeave) isIn()      {}
 func (RoomBeacon) isIn()     {}

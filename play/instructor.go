@@ -33,7 +33,8 @@ func (m *instructor) step(c *Controller, in In, id int) ([]Out, bool, error) {
 	r := &c.room
 	switch in := in.(type) {
 	case RoomCommand:
-		return c.logRoom(in), true, nil
+		outs, err := c.logRoom(RoomEntry(in))
+		return outs, true, err
 	case TutorialStep:
 		if r.replaying {
 			return nil, false, nil
@@ -180,7 +181,7 @@ func (m *instructor) apply(c *Controller, seq uint64, in In) ([]Out, error) {
 		}
 	case TutorialReveal:
 		if r.replaying {
-			return []Out{TutorialRevealOut(in)}, nil
+			return []Out{c.revealed(in)}, nil
 		}
 	}
 	return nil, nil

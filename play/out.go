@@ -277,10 +277,24 @@ type RoomSendOut proto.Command
 // time, so a seek there would not land on the same state).
 type RoomBeaconOut proto.Beacon
 
+// RoomStatusOut is a student's status for the instructor's roster
+// (proto.Status), which the page sends on to the room as it is: sent
+// when it changes, at most every StatusPeriod, and again after every
+// welcome (the room forgets a connection's status when it drops).
+type RoomStatusOut proto.Status
+
+// RoomLogOut answers RoomLog: the room's log as this page holds it.
+type RoomLogOut struct {
+	ID  int         `json:"id,omitempty"`
+	Log []RoomEntry `json:"log"`
+}
+
 // NoteOut is a sentence for the person: why the room took over or
-// refused what they did.
+// refused what they did. Code says which, for the page to act on
+// (proto's: following, a following student's page kept its world).
 type NoteOut struct {
 	Source string `json:"source"` // room, or until (how a search for a function ended)
+	Code   string `json:"code,omitempty"`
 	Text   string `json:"text"`
 }
 
@@ -301,3 +315,5 @@ func (TutorialRevealOut) isOut() {}
 func (RoomSendOut) isOut()       {}
 func (RoomBeaconOut) isOut()     {}
 func (NoteOut) isOut()           {}
+func (RoomStatusOut) isOut()     {}
+func (RoomLogOut) isOut()        {}

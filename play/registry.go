@@ -103,6 +103,7 @@ var registry = []Message{
 	{Name: "room_leave", Type: typeOf[RoomLeave](), decode: bare(RoomLeave{})},
 	{Name: "room_detach", Type: typeOf[RoomDetach](), decode: bare(RoomDetach{})},
 	{Name: "room_snap", Type: typeOf[RoomSnap](), decode: bare(RoomSnap{})},
+	{Name: "room_log", Type: typeOf[RoomLog](), decode: bare(RoomLog{})},
 	// A server's live source, passed on by the page (live.go).
 	{Name: "live_hello", Type: typeOf[LiveHello](), decode: decodeLiveHello},
 	{Name: "live_snapshot", Type: typeOf[LiveSnapshot](), decode: decodeLiveSnapshot},
@@ -126,9 +127,11 @@ var registry = []Message{
 	{Name: "tutorial_reveal", Dir: DirOut, Type: typeOf[TutorialRevealOut]()},
 	{Name: "live", Dir: DirOut, Type: typeOf[LiveOut]()},
 	{Name: "pcap_export", Dir: DirOut, Type: typeOf[PcapExportOut]()},
-	// For the room the page leads: the page sends them on as they are.
+	// For the room: the page sends them on as they are.
 	{Name: proto.TypeCommand, Dir: DirOut, Type: typeOf[RoomSendOut]()},
 	{Name: proto.TypeBeacon, Dir: DirOut, Type: typeOf[RoomBeaconOut]()},
+	{Name: proto.TypeStatus, Dir: DirOut, Type: typeOf[RoomStatusOut]()},
+	{Name: "room_log", Dir: DirOut, Type: typeOf[RoomLogOut]()},
 }
 
 // Indexes of the registry.

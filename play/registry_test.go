@@ -56,6 +56,7 @@ var samples = map[string]string{
 	"room_leave":    `{"type":"room_leave"}`,
 	"room_detach":   `{"type":"room_detach"}`,
 	"room_snap":     `{"type":"room_snap"}`,
+	"room_log":      `{"type":"room_log","id":7}`,
 	"live_hello":    `{"type":"live_hello","source":"host:eth0","counters":["rx_packets"],"labels":{"kind":"host","device":"eth0"},"rate_hz":10}`,
 	"live_snapshot": `{"type":"live_snapshot","seq":1,"t_ms":1780000000000,"counters":{"rx_packets":1}}`,
 	"live_status":   `{"type":"live_status","connected":false,"text":"gone"}`,
@@ -142,6 +143,19 @@ func TestRegistryRoundTrips(t *testing.T) {
 	require.NoError(t, proto.Strict(b, &sent), "%s", b)
 	assert.Equal(t, proto.TypeCommand, sent.Type)
 	assert.JSONEq(t, string(cmd), string(sent.Cmd))
+
+	// A student's status, as the controller writes it, is what the
+	// room's socket takes.
+	st := RoomStatusOut{State: "following", Applied: 4, Tutorial: "descriptor-journey", Step: 2, Revealed: true}
+	b, err = MarshalOut(st)
+	require.NoError(t, err)
+	var status struct {
+		Type string `json:"type"`
+		proto.Status
+	}
+	require.NoError(t, proto.Strict(b, &status), "%s", b)
+	assert.Equal(t, proto.TypeStatus, status.Type)
+	assert.Equal(t, proto.Status(st), status.Status)
 
 	// The room's welcome and its numbered command, as the server writes
 	// them, are the game's inputs.

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"ringlab/engine/scenario"
+	"ringlab/proto"
 	"ringlab/tutorials"
 )
 
@@ -73,11 +74,7 @@ func (c *Controller) roomPending() bool {
 // roomState is the page's picture of the room.
 func (c *Controller) roomState() RoomState {
 	r := &c.room
-	var seq uint64
-	if n := len(r.log); n > 0 {
-		seq = r.log[n-1].Seq
-	}
-	st := RoomState{Room: r.id, Role: c.mode.role(), Playing: r.playing, Seq: seq, Applied: r.applied, Replaying: r.replaying}
+	st := RoomState{Room: r.id, Role: c.mode.role(), Playing: r.playing, Seq: r.last(), Applied: r.applied, Replaying: r.replaying}
 	c.mode.describe(&st)
 	return st
 }
@@ -106,13 +103,51 @@ func (c *Controller) welcome(m RoomWelcome) ([]Out, error) {
 		return nil, fmt.Errorf("welcome: role %q: want instructor or student", m.You)
 	}
 	r := &c.room
-	if c.continues(m) {
-		r.log = append(r.log, m.Log[len(r.log):]...)
-		return c.drainRoom(), nil
+	c.statusSent = nil // the room forgot this connection's status: say it again
+	if m.Since > 0 {
+		// A reconnect asked for the log after the last command it holds.
+		if !c.follows(m) || m.Since > r.last() {
+			return nil, proto.Errorf(proto.CodeBadState, "since", "the room's log after command %d, and this page holds commands up to %d of room %q: join again for the whole log", m.Since, r.last(), r.id)
+		}
+		return c.logRoom(m.Log...)
 	}
-	c.room = room{id: m.Room, scenario: m.Scenario, log: append([]RoomEntry(nil), m.Log...)}
+	if c.continues(m) {
+		return c.logRoom(m.Log...)
+	}
+	c.room = room{id: m.Room, scenario: m.Scenario}
+	if err := c.room.add(m.Log...); err != nil {
+		c.leave()
+		return nil, err
+	}
 	c.mode = next
 	return c.replay()
+}
+
+// last is the seq of the last command the room's log holds, 0 when it
+// holds none: what a reconnect asks the log after (RoomState.Seq).
+func (r *room) last() uint64 {
+	if n := len(r.log); n > 0 {
+		return r.log[n-1].Seq
+	}
+	return 0
+}
+
+// add appends the entries of es the log does not hold yet: a seq the
+// log has is a duplicate (a welcome overlapping what the page had, a
+// broadcast that crossed a reconnect), dropped; a seq past the next one
+// is a gap, refused.
+func (r *room) add(es ...RoomEntry) error {
+	for _, e := range es {
+		last := r.last()
+		if e.Seq <= last {
+			continue
+		}
+		if e.Seq != last+1 {
+			return proto.Errorf(proto.CodeBadState, "seq", "command %d after command %d: the room's log has a gap", e.Seq, last)
+		}
+		r.log = append(r.log, e)
+	}
+	return nil
 }
 
 // leave is the room left: the page's run is its own again.
@@ -121,22 +156,29 @@ func (c *Controller) leave() {
 	c.mode = local{}
 }
 
-// logRoom takes a command the room numbered and broadcast, and applies
-// what is due.
-func (c *Controller) logRoom(m RoomCommand) []Out {
-	r := &c.room
-	if n := len(r.log); n > 0 && m.Seq <= r.log[n-1].Seq {
-		return nil // already have it
+// logRoom takes commands the room numbered and broadcast, once each (by
+// seq), and applies what is due. A gap in the numbering (a command
+// lost) is refused: the room's log is applied whole or not at all.
+func (c *Controller) logRoom(es ...RoomEntry) ([]Out, error) {
+	if err := c.room.add(es...); err != nil {
+		return nil, err
 	}
-	r.log = append(r.log, RoomEntry(m))
-	return c.drainRoom()
+	return c.drainRoom(), nil
 }
 
-// continues reports whether a welcome is the room c already follows with
-// a log that begins with c's (what the page gets when it reconnects).
+// follows reports whether a welcome is of the room c follows, in the same
+// role, on the same scenario.
+func (c *Controller) follows(m RoomWelcome) bool {
+	r := &c.room
+	return c.inRoom() && r.id == m.Room && c.mode.role() == m.You && string(r.scenario) == string(m.Scenario)
+}
+
+// continues reports whether a welcome with the whole log is the room c
+// already follows with a log that begins with c's (what the page gets
+// when it reconnects without asking for the rest only).
 func (c *Controller) continues(m RoomWelcome) bool {
 	r := &c.room
-	if !c.inRoom() || r.id != m.Room || c.mode.role() != m.You || string(r.scenario) != string(m.Scenario) || len(m.Log) < len(r.log) {
+	if !c.follows(m) || len(m.Log) < len(r.log) {
 		return false
 	}
 	for i, e := range r.log {
@@ -279,7 +321,7 @@ func (c *Controller) checkpoint(base Config) (Config, int, []Out) {
 		}
 		for i := lastStep + 1; i < from; i++ {
 			if m, ok := cmds[i].(TutorialReveal); ok {
-				outs = append(outs, TutorialRevealOut(m))
+				outs = append(outs, c.revealed(m))
 			}
 		}
 	}
@@ -309,6 +351,9 @@ func (c *Controller) drainRoom() []Out {
 		r.replaying = false
 		c.force = true
 		if f, ok := c.mode.(following); ok {
+			if f.resyncing {
+				outs = append(outs, note(fmt.Sprintf("Resynced: back in step with the room (command %d).", r.applied))...)
+			}
 			f.resyncing = false
 			outs = append(outs, f.checkBeacon(c)...) // the one a late joiner's welcome came with
 		}

@@ -150,3 +150,218 @@ func TestRoomReset(t *testing.T) {
 	_, _, err = RoomReset(cur, Preset{Name: "nope"})
 	assert.Error(t, err)
 }
+
+// roomLogOf is the room's log as the controller answers a room_log
+// request, by seq.
+func roomLogOf(t *testing.T, c *Controller) []uint64 {
+	t.Helper()
+	require.NoError(t, c.Step(Request{ID: 9, In: RoomLog{}}))
+	for _, o := range c.Ready().Send {
+		if l, ok := o.(RoomLogOut); ok && l.ID == 9 {
+			seqs := []uint64{}
+			for _, e := range l.Log {
+				seqs = append(seqs, e.Seq)
+			}
+			return seqs
+		}
+	}
+	t.Fatal("no room_log answer")
+	return nil
+}
+
+// TestRoomDedupeBySeq: the controller keeps the room's log once per seq,
+// whatever the page passes on twice (a broadcast that crossed a
+// reconnect, a welcome overlapping what it has), and refuses a gap
+// rather than apply a log with a command missing.
+func TestRoomDedupeBySeq(t *testing.T) {
+	scen := json.RawMessage(`{"preset":"default"}`)
+	c := New("speed=0")
+	require.NoError(t, c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:2]}))
+	settleC(t, c)
+	for _, e := range roomLog[:4] { // 1 and 2 again, then 3 and 4
+		require.NoError(t, c.Step(RoomCommand(e)))
+	}
+	require.NoError(t, c.Step(RoomCommand(roomLog[3])))
+	settleC(t, c)
+	assert.Equal(t, []uint64{1, 2, 3, 4}, roomLogOf(t, c), "each command once")
+	assert.Equal(t, uint64(4), c.RoomApplied())
+	// The page that applied 1..4 twice over is where one that got them
+	// once is.
+	once := New("speed=0")
+	once.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:4]})
+	settleC(t, once)
+	assert.Equal(t, once.Digest(), c.Digest())
+
+	// A gap: command 6 after 4 is refused with a code, and not logged.
+	err := c.Step(RoomCommand(roomLog[5]))
+	require.Error(t, err)
+	assert.Equal(t, "bad_state", codeOf(err))
+	assert.Equal(t, []uint64{1, 2, 3, 4}, roomLogOf(t, c))
+}
+
+// TestReconnectResumesFromLastSeq: the controller says where a reconnect
+// resumes (its state's seq, the last command it holds); a welcome with
+// the log after it, as the server answers a join with since, is
+// appended and applied without a replay, and leaves the page where one
+// that never dropped is. A welcome after a command the page does not
+// hold is refused with a code (the page joins again for the whole log).
+func TestReconnectResumesFromLastSeq(t *testing.T) {
+	scen := json.RawMessage(`{"preset":"default"}`)
+	c := New("speed=0")
+	c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:6]})
+	settleC(t, c)
+	since := c.roomState().Seq
+	require.Equal(t, uint64(6), since, "where a join resumes")
+	w := c.sess.Panes[0].World
+	// The welcome overlaps by one (a state a tick old said 5): still once.
+	require.NoError(t, c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Since: since - 1, Log: roomLog[since-1:]}))
+	settleC(t, c)
+	assert.Equal(t, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, roomLogOf(t, c))
+	assert.Equal(t, uint64(len(roomLog)), c.RoomApplied())
+	never := New("speed=0")
+	never.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:6]})
+	settleC(t, never)
+	for _, e := range roomLog[6:] {
+		never.Step(RoomCommand(e))
+	}
+	settleC(t, never)
+	assert.Equal(t, never.Digest(), c.Digest(), "caught up, as if it never dropped")
+
+	// Caught up, not replayed: the world of the last reset (the set of
+	// command 7) is the one that ran on.
+	w = c.sess.Panes[0].World
+	require.NoError(t, c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Since: 11}))
+	settleC(t, c)
+	assert.Same(t, w, c.sess.Panes[0].World, "nothing new: nothing replayed")
+
+	// The log after a command this page does not hold, or of another
+	// room: refused, the page's room untouched.
+	for _, wl := range []RoomWelcome{
+		{Room: "r", You: RoleStudent, Scenario: scen, Since: 20, Log: entries(`{"type":"step"}`)},
+		{Room: "other", You: RoleStudent, Scenario: scen, Since: 3},
+	} {
+		err := c.Step(wl)
+		require.Error(t, err)
+		assert.Equal(t, "bad_state", codeOf(err))
+		assert.Equal(t, uint64(11), c.roomState().Seq)
+	}
+}
+
+// statuses returns the student status messages of a tick of ms, after
+// working until the controller has applied everything it was given
+// (those ticks of no wall time: their statuses are returned too).
+func statuses(c *Controller, ms int64) []RoomStatusOut {
+	var out []RoomStatusOut
+	keep := func(f Frame) {
+		for _, o := range f.Send {
+			if s, ok := o.(RoomStatusOut); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	for i := 0; i < 100_000; i++ {
+		c.Tick(0)
+		if !c.Work(1 << 16) {
+			break
+		}
+		keep(c.Ready())
+	}
+	c.Tick(ms * 1e6)
+	keep(c.Ready())
+	return out
+}
+
+// TestStudentStatusForTheRoster: a student's status for the instructor's
+// roster is the controller's: what it is to the room (replaying,
+// following, detached), the last command applied, the tutorial step its
+// panel shows and whether that step's questions are all revealed; sent
+// when it changes, at most every StatusPeriod, again after a welcome,
+// never by an instructor's page or a follower without one.
+func TestStudentStatusForTheRoster(t *testing.T) {
+	scen := json.RawMessage(`{"preset":"default"}`)
+	c := New("speed=0")
+	c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: entries(`{"type":"step","n":5}`)})
+	c.Tick(0)
+	var first []RoomStatusOut
+	for _, o := range c.Ready().Send {
+		if s, ok := o.(RoomStatusOut); ok {
+			first = append(first, s)
+		}
+	}
+	require.Len(t, first, 1, "the first status at once")
+	assert.Equal(t, "replaying", first[0].State)
+	st := statuses(c, 400)
+	require.Len(t, st, 1)
+	assert.Equal(t, RoomStatusOut{State: "following", Applied: 1}, st[0])
+	assert.Empty(t, statuses(c, 400), "nothing changed: nothing sent")
+
+	// The room's tutorial step, then the instructor's reveal of its one
+	// question (descriptor-journey's step 2 asks one).
+	c.Step(RoomCommand{Seq: 2, Cmd: json.RawMessage(`{"type":"tutorial_step","tutorial":"descriptor-journey","step":2}`)})
+	st = statuses(c, 400)
+	require.Len(t, st, 1)
+	assert.Equal(t, RoomStatusOut{State: "following", Applied: 2, Tutorial: "descriptor-journey", Step: 2}, st[0])
+	c.Step(RoomCommand{Seq: 3, Cmd: json.RawMessage(`{"type":"tutorial_reveal","tutorial":"descriptor-journey","step":2,"question":0}`)})
+	st = statuses(c, 400)
+	require.Len(t, st, 1)
+	assert.True(t, st[0].Revealed, "the room's reveal: %+v", st[0])
+	// A change within a period of the last waits for its end.
+	c.Step(RoomDetach{})
+	assert.Empty(t, statuses(c, 100), "within StatusPeriod of the last")
+	st = statuses(c, 250)
+	require.Len(t, st, 1)
+	assert.Equal(t, RoomStatusOut{State: "detached", Applied: 3, Tutorial: "descriptor-journey", Step: 2, Revealed: true}, st[0])
+
+	// A detached student's panel is its own: its step, unrevealed.
+	c.Step(TutorialStep{Tutorial: "descriptor-journey", Step: 4})
+	st = statuses(c, 400)
+	require.Len(t, st, 1)
+	assert.Equal(t, RoomStatusOut{State: "detached", Applied: 3, Tutorial: "descriptor-journey", Step: 4}, st[0])
+	// The person reveals the question there.
+	c.Step(TutorialReveal{Tutorial: "descriptor-journey", Step: 4, Question: 0})
+	st = statuses(c, 400)
+	require.Len(t, st, 1)
+	assert.True(t, st[0].Revealed, "%+v", st[0])
+
+	// A reconnect's welcome: the room forgot the status, so it goes again.
+	c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Since: 3})
+	st = statuses(c, 16)
+	require.Len(t, st, 1, "again after a welcome")
+	assert.Equal(t, "detached", st[0].State)
+
+	// An instructor's page and the server's follower send none.
+	inst := New("speed=0")
+	inst.Step(RoomWelcome{Room: "r", You: RoleInstructor, Scenario: scen})
+	settleC(t, inst)
+	assert.Empty(t, statuses(inst, 400))
+	f := NewFollower()
+	f.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen})
+	assert.Empty(t, statuses(f, 400))
+}
+
+// TestResyncSaysWhenDone: a following student that drifted resyncs and,
+// once back in step, the controller says so (the page shows the note).
+func TestResyncSaysWhenDone(t *testing.T) {
+	scen := json.RawMessage(`{"preset":"default"}`)
+	c := New("speed=0")
+	c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: entries(`{"type":"step","n":5}`)})
+	settleC(t, c)
+	c.Step(RoomBeacon{Seq: 1, Digest: "00"})
+	var notes []string
+	for i := 0; i < 1000; i++ {
+		c.Tick(16e6)
+		more := c.Work(1 << 16)
+		for _, o := range c.Ready().Send {
+			if n, ok := o.(NoteOut); ok {
+				notes = append(notes, n.Text)
+			}
+		}
+		if !more && !c.room.replaying {
+			break
+		}
+	}
+	require.Len(t, notes, 2, "%q", notes)
+	assert.Contains(t, notes[0], "drifted")
+	assert.Equal(t, "Resynced: back in step with the room (command 1).", notes[1])
+	assert.Equal(t, 1, c.roomState().Resyncs)
+}

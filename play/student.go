@@ -1,6 +1,10 @@
 package play
 
-import "fmt"
+import (
+	"fmt"
+
+	"ringlab/proto"
+)
 
 // student is what a student's page keeps beside the room's log, following
 // it or not. Students run no clock of their own: they follow the
@@ -61,7 +65,8 @@ func (following) applies() bool { return true }
 func (f following) step(c *Controller, in In, id int) ([]Out, bool, error) {
 	switch in := in.(type) {
 	case RoomCommand:
-		return c.logRoom(in), true, nil
+		outs, err := c.logRoom(RoomEntry(in))
+		return outs, true, err
 	case RoomBeacon:
 		f.beacon = &in
 		outs := f.checkBeacon(c)
@@ -89,7 +94,7 @@ func (f following) step(c *Controller, in In, id int) ([]Out, bool, error) {
 	if id != 0 {
 		return nil, true, errFollowing
 	}
-	return note("You are following the room: detach to explore on your own."), true, nil
+	return []Out{NoteOut{Source: "room", Code: proto.CodeFollowing, Text: "You are following the room: detach to explore on your own."}}, true, nil
 }
 
 // owes is what a following student may play of owed events from fired:
@@ -130,7 +135,7 @@ func (f following) apply(c *Controller, seq uint64, in In) ([]Out, error) {
 	case TutorialStep:
 		return c.roomTutorialStep(in)
 	case TutorialReveal:
-		return []Out{TutorialRevealOut(in)}, nil
+		return []Out{c.revealed(in)}, nil
 	}
 	return nil, nil
 }
@@ -196,6 +201,23 @@ func (f following) checkBeacon(c *Controller) []Out {
 	return nil
 }
 
+// status is a student's status for the instructor's roster, when one is
+// due: it changed since the last one sent (or none was since the
+// welcome) and StatusPeriod has passed since.
+func (c *Controller) status() (RoomStatusOut, bool) {
+	if c.mode.role() != RoleStudent || c.headless {
+		return RoomStatusOut{}, false
+	}
+	r := c.roomState()
+	st := proto.Status{State: r.Status, Applied: r.Applied}
+	st.Tutorial, st.Step, st.Revealed = c.tut.at()
+	if c.statusSent != nil && (*c.statusSent == st || c.sinceStatus < StatusPeriod) {
+		return RoomStatusOut{}, false
+	}
+	c.statusSent, c.sinceStatus = &st, 0
+	return RoomStatusOut(st), true
+}
+
 func (f following) describe(st *RoomState) {
 	st.Attached, st.Resyncs, st.Checked = true, f.resyncs, f.checked
 	switch {
@@ -218,7 +240,8 @@ func (detached) applies() bool { return false }
 func (d detached) step(c *Controller, in In, _ int) ([]Out, bool, error) {
 	switch in := in.(type) {
 	case RoomCommand:
-		return c.logRoom(in), true, nil
+		outs, err := c.logRoom(RoomEntry(in))
+		return outs, true, err
 	case RoomBeacon, RoomDetach:
 		return nil, true, nil // a snap back replays the log: no beacon to check
 	case RoomSnap:

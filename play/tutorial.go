@@ -21,6 +21,38 @@ type tutorialRun struct {
 	name string
 	t    *tutorials.Tutorial
 	sess *tutorials.Session
+	// step is the step the panel shows (from 1; 0 none yet), and
+	// revealed its questions the panel revealed: what a student's status
+	// tells the roster.
+	step     int
+	revealed map[int]bool
+}
+
+// at is the tutorial step the panel shows and whether every question of
+// it is revealed ("", 0 when none ran).
+func (r *tutorialRun) at() (name string, step int, all bool) {
+	if r.t == nil || r.step < 1 || r.step > len(r.t.Steps) {
+		return "", 0, false
+	}
+	asked := r.t.Steps[r.step-1].Questions()
+	all = asked > 0
+	for q := range asked {
+		all = all && r.revealed[q]
+	}
+	return r.name, r.step, all
+}
+
+// revealed notes that the panel reveals question m (the room's
+// instructor revealed it, or the person did) and returns what tells the
+// panel.
+func (c *Controller) revealed(m TutorialReveal) TutorialRevealOut {
+	if c.tut.name == m.Tutorial && c.tut.step == m.Step {
+		if c.tut.revealed == nil {
+			c.tut.revealed = map[int]bool{}
+		}
+		c.tut.revealed[m.Question] = true
+	}
+	return TutorialRevealOut(m)
 }
 
 func (c *Controller) tutorialInfo(in In, id int) ([]Out, error) {
@@ -240,11 +272,13 @@ func (c *Controller) tutorialPanel(name string, n int, fromRoom bool) (TutorialS
 	t := c.tut.t
 	out := TutorialStepOut{Tutorial: t.Name, Step: n, Steps: len(t.Steps), Room: true}
 	if n == 0 && fromRoom {
+		c.tut.step, c.tut.revealed = 0, nil
 		return out, nil
 	}
 	if n < 1 || n > len(t.Steps) {
 		return TutorialStepOut{}, fmt.Errorf("tutorial_step: %s has steps 1 to %d, not %d", t.Name, len(t.Steps), n)
 	}
+	c.tut.step, c.tut.revealed = n, nil
 	if c.headless {
 		return out, nil
 	}

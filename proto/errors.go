@@ -22,6 +22,7 @@ const (
 	CodeNotFound      = "not_found"      // no such room or source
 	CodeBadState      = "bad_state"      // a message that is valid but not now
 	CodeVersion       = "version"        // a message of a newer protocol than this end speaks
+	CodeFollowing     = "following"      // a following student's page: what would take its world off the room's (detach first)
 	CodeInternal      = "internal"       // the server's fault
 )
 

@@ -55,6 +55,19 @@ type Beacon struct {
 	Speed   float64 `json:"speed"`
 }
 
+// Status is what a student's page is to the room, for the instructor's
+// roster: following, detached, replaying or resyncing, the last command
+// it applied, the tutorial step its panel shows and whether every
+// question of that step is revealed. The page's controller writes it
+// (play's status message) and the page sends it on as it is.
+type Status struct {
+	State    string `json:"state"`
+	Applied  uint64 `json:"applied"`
+	Tutorial string `json:"tutorial"`
+	Step     int    `json:"step"`
+	Revealed bool   `json:"revealed"`
+}
+
 // Welcome is the room's answer to a join: the protocol's version, the
 // role joined as, the room's scenario (null: the page's default) and its
 // log after Since, with the room's rules. The server writes Log after

@@ -67,6 +67,18 @@ type Step struct {
 	Continues bool `json:"continues"`
 }
 
+// Questions is how many questions the step asks (question directives):
+// the reader reveals them by their index, from 0.
+func (s *Step) Questions() int {
+	n := 0
+	for i := range s.Directives {
+		if s.Directives[i].Op == OpQuestion {
+			n++
+		}
+	}
+	return n
+}
+
 // Segment is a run of prose or one ringlab block of a step.
 type Segment struct {
 	Prose      string `json:"prose,omitempty"`

@@ -65,14 +65,11 @@ type (
 		Type   string `json:"type"`
 		Client string `json:"client"`
 	}
-	// statusMsg is a student's state for the roster.
+	// statusMsg is a student's state for the roster (proto's, as the
+	// page's controller writes it).
 	statusMsg struct {
-		Type     string `json:"type"`
-		State    string `json:"state"`
-		Applied  uint64 `json:"applied"`
-		Tutorial string `json:"tutorial"`
-		Step     int    `json:"step"`
-		Revealed bool   `json:"revealed"`
+		Type string `json:"type"`
+		proto.Status
 	}
 	// predictMsg is a student's prediction at a tutorial question.
 	predictMsg struct {

@@ -258,7 +258,7 @@ func (r *room) join(m *member, role string, since uint64, client, name string) *
 			name = fmt.Sprintf("student %d", r.joinedCount)
 		}
 		m.client, m.name = client, name
-		m.status = statusMsg{State: "replaying"}
+		m.status = statusMsg{Status: proto.Status{State: "replaying"}}
 		r.forgetGoneLocked(client)
 		r.live[m.addr]++
 		r.peak[m.addr] = max(r.peak[m.addr], r.live[m.addr])
