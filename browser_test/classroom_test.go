@@ -184,9 +184,7 @@ func TestWorkshopNoSilentDrift(t *testing.T) {
 	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
 	inst.waitJS(fmt.Sprintf(`window.ringlab.state.playing && window.ringlab.state.position.events > %v + 20`, from), 30*time.Second)
 	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
-	inst.waitJS(`(() => { const w = window.ringlab.workshop, l = w.log[w.log.length - 1];
-		return !window.ringlab.state.playing && l.cmd.type === "seek" && w.log[w.log.length - 2].cmd.type === "pause" && w.applied === l.seq; })()`, 20*time.Second)
-	last := eval[int](inst, `window.ringlab.workshop.log.at(-1).seq`)
+	last := inst.waitPausedAtSeek(true, 20*time.Second)
 	for _, s := range []*page{a, b} {
 		s.waitJS(fmt.Sprintf(`window.ringlab.workshop.checked === %d`, last), 20*time.Second)
 		assert.Equal(t, inst.digest(), s.digest())
@@ -194,7 +192,7 @@ func TestWorkshopNoSilentDrift(t *testing.T) {
 
 	// A page that drifted anyway (a bug; here a beacon that disagrees):
 	// it resyncs from the room's log, says so, and is in step again.
-	seek := eval[map[string]any](a, `window.ringlab.workshop.log.at(-1).cmd`)
+	seek := a.roomLog()[last-1].Cmd
 	a.send(map[string]any{"type": "beacon", "seq": last, "t_ns": seek["t_ns"], "digest": strings.Repeat("0", 32), "playing": false, "speed": 0})
 	a.waitJS(`window.ringlab.workshop.resyncs === 1 && window.ringlab.workshop.status === "following"`, 30*time.Second)
 	assert.Contains(t, eval[string](a, `document.getElementById("ws-status").textContent + " " + document.getElementById("ws-toast").textContent`), "step with the room")
@@ -270,9 +268,7 @@ func TestWorkshopSmoothFollow(t *testing.T) {
 	screenshot(t, s.ctx, "workshop-smooth-follow-student")
 
 	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
-	inst.waitJS(`(() => { const w = window.ringlab.workshop, l = w.log[w.log.length - 1];
-		return !window.ringlab.state.playing && l.cmd.type === "seek" && w.applied === l.seq; })()`, 20*time.Second)
-	last := eval[int](inst, `window.ringlab.workshop.log.at(-1).seq`)
+	last := inst.waitPausedAtSeek(false, 20*time.Second)
 	s.waitApplied(last)
 	s.waitJS(`!window.ringlab.state.playing`, 10*time.Second)
 	assert.Equal(t, inst.digest(), s.digest(), "where the instructor paused")

@@ -135,7 +135,7 @@ func TestWorkshopSurvivesARestart(t *testing.T) {
 	inst.send(map[string]any{"type": "step", "unit": "packet", "n": 30})
 	inst.waitApplied(4)
 	stu.waitApplied(4)
-	before := eval[int](inst, `window.ringlab.workshop.log.length`)
+	before := len(inst.roomLog())
 	require.Equal(t, 4, before, "four acknowledged commands")
 
 	srv.kill()
@@ -155,7 +155,10 @@ func TestWorkshopSurvivesARestart(t *testing.T) {
 	inst.waitApplied(6)
 	stu.waitApplied(6)
 	assert.Equal(t, "6", eval[string](stu, `document.getElementById("ws-seq").textContent`), "numbering went on after the four acknowledged commands")
-	seqs := eval[[]int](stu, `window.ringlab.workshop.log.map((e) => e.seq)`)
+	var seqs []int
+	for _, e := range stu.roomLog() {
+		seqs = append(seqs, e.Seq)
+	}
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, seqs, "no command lost, none twice")
 	stu.waitJS(`document.getElementById("tut-step-title").textContent.startsWith("Step 3:")`, 30*time.Second)
 	inst.settle()

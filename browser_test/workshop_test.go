@@ -44,6 +44,41 @@ func (p *page) waitApplied(seq int) {
 	p.settle()
 }
 
+// roomEntry is one command of a room's log.
+type roomEntry struct {
+	Seq int            `json:"seq"`
+	Cmd map[string]any `json:"cmd"`
+}
+
+// roomLog is the room's log as the page's game holds it (its room_log
+// answer: the page keeps none of its own).
+func (p *page) roomLog() []roomEntry {
+	p.t.Helper()
+	return eval[[]roomEntry](p, `window.ringlab.request({type: "room_log"}).then((r) => r.log || [])`)
+}
+
+// waitPausedAtSeek waits until the instructor's page has paused the room
+// and applied the seek that pins where (after the pause command when
+// afterPause), and returns that seek's seq.
+func (p *page) waitPausedAtSeek(afterPause bool, d time.Duration) int {
+	p.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if eval[bool](p, `!window.ringlab.state.playing`) {
+			l := p.roomLog()
+			n := len(l)
+			if n >= 2 && l[n-1].Cmd["type"] == "seek" && (!afterPause || l[n-2].Cmd["type"] == "pause") &&
+				eval[int](p, `window.ringlab.workshop.applied`) == l[n-1].Seq {
+				return l[n-1].Seq
+			}
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("timed out after %s waiting for the room to pause at a seek", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestWorkshopRoom: an instructor creates a room in the page, a student
 // opens the join link; the instructor's preset, parameter and steps reach
 // the student's engine through the room, so both counters tables agree;
@@ -100,9 +135,7 @@ func TestWorkshopRoom(t *testing.T) {
 	inst.waitJS(`window.ringlab.state.playing === true`, 10*time.Second)
 	time.Sleep(2500 * time.Millisecond)
 	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
-	inst.waitJS(`(() => { const w = window.ringlab.workshop, l = w.log[w.log.length - 1];
-		return !window.ringlab.state.playing && l.cmd.type === "seek" && w.log[w.log.length - 2].cmd.type === "pause" && w.applied === l.seq; })()`, 20*time.Second)
-	last := eval[int](inst, `window.ringlab.workshop.log[window.ringlab.workshop.log.length - 1].seq`)
+	last := inst.waitPausedAtSeek(true, 20*time.Second)
 	require.Greater(t, last, 6, "play, seeks, pause, seek")
 	inst.settle()
 	late.waitApplied(last)

@@ -88,6 +88,12 @@ func (b *inbox) listen() {
 			return nil
 		}
 		data := ev.Get("data")
+		if data.Type() == js.TypeString {
+			// A frame passed on verbatim (a room's socket's): its bytes
+			// are the message.
+			b.put(queued{raw: []byte(data.String())})
+			return nil
+		}
 		if data.Type() != js.TypeObject {
 			return nil
 		}

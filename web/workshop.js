@@ -1,31 +1,39 @@
 // ringlab's workshop client: rooms of `ringlab serve` (docs/protocol.md,
 // "Workshop rooms"). This file is the room's panel and its socket, and
 // nothing more: the game's controller (package play, play/room.go) does
-// the following. It gets the server's welcome, commands and beacons
-// under their names on the socket (welcome, command, beacon: one
-// protocol, package proto), applies the numbered log in order, takes
-// over the instructor's controls, and says what to send to the room
-// (command, beacon: sent on as they are) and what to tell the person
-// (note); its state's room part is what the panel shows. A welcome of a
-// newer protocol than the game's is refused by the game (error code
-// "version"): the page says so and stays out of the room. The page hooks are ringlab.listen and
-// ringlab.onServer (app.js).
+// the following. The room's frames cross this file verbatim both ways:
+// the server's welcome, commands and beacons go to the game as they
+// came (one protocol, package proto), and what the game says to send
+// (command, beacon, a student's status for the roster) goes to the room
+// as it is. The controller keeps the room's log (once per seq), applies
+// it in order, takes over the instructor's controls, says what to tell
+// the person (note, error: matched here by their code, never their
+// words), and where a reconnect resumes (its state's room.seq); its
+// state's room part is what the panel shows. A welcome of a newer
+// protocol than the game's is refused by the game (error code
+// "version"): the page says so and stays out of the room. The page hooks
+// are ringlab.listen and ringlab.onServer (app.js).
 //
 // The instructor's token is presented once, in join; commands carry none
 // (the connection that joined with it is the instructor). A connection
 // that drops (a restart of the server, a network hiccup) is made again
 // with backoff, 0.5 s doubling to 15 s, and the join asks for the log
-// after the last command the page has (since): the game catches up with
-// what it missed instead of replaying the room from the start.
+// after the last command the game holds (since): the game catches up
+// with what it missed instead of replaying the room from the start. A
+// join the room refuses for good (no such room, a full one, a student
+// the instructor removed, a token it does not take: codes not_found,
+// limit_exceeded, forbidden) ends the reconnecting.
 //
 // The instructor keeps the room: its token is kept in sessionStorage by
 // room (a reload, a tab closed and reopened), and the instructor link
 // (?room=ID&invite=INVITE#instructor=TOKEN) opens it on another device,
 // for a co-instructor too. A join link carries the room's invitation
 // (invite=), which the page's socket presents (/ws/room/ID?invite=) and
-// its address keeps for a reload; instructors learn it in their welcome. The page tells the room what a student is
-// (following, detached, resyncing; its tutorial step) for the
-// instructor's roster, and sends its predictions at a tutorial question;
+// its address keeps for a reload; instructors learn it in their welcome.
+// The game tells the room what a student is (following, detached,
+// resyncing; its tutorial step: the status message) for the
+// instructor's roster; the page sends a student's predictions at a
+// tutorial question;
 // the instructor sees the class's distribution and may show it to the
 // room. Notices are toasts at the top, where they are seen.
 "use strict";
@@ -48,7 +56,7 @@
     classSize: 0,      // the room's class size (the welcome's class)
     joinURL: "",       // the preferred join link (the server's LAN address)
     joinURLs: [],
-    log: [],           // [{seq, cmd}] as received, gap-free
+    seq: 0,            // the last command the game holds (its state): where a reconnect resumes
     applied: 0,        // seq of the last command the game applied (its state)
     attached: true,    // a detached student explores; the log still grows
     playing: false,    // the room's play/pause (the game's state)
@@ -74,7 +82,7 @@
   };
   const RETRY_FIRST_MS = 500;
   const RETRY_MAX_MS = 15000;
-  const STATUS_EVERY_MS = 300;
+  const JOIN_FINAL = ["not_found", "limit_exceeded", "forbidden"]; // a join's refusals that stand
   const TOKENS = "ringlab.rooms";   // sessionStorage: {room: token}
   let retryTimer = 0;
   ui.workshop = ws; // for tests and the curious
@@ -335,7 +343,7 @@
     $("ws-follow").className = "st-" + fs;
     $("ws-instructor").textContent = ws.instructors > 0 ? (ws.instructors > 1 ? `here (${ws.instructors} connections)` : "here") : "away (the room waits for them)";
     $("ws-students").textContent = String(ws.students);
-    $("ws-seq").textContent = String(ws.log.length ? ws.log[ws.log.length - 1].seq : 0);
+    $("ws-seq").textContent = String(ws.seq);
     $("ws-playing").textContent = ws.playing ? "playing" : "paused";
     const lead = ws.role === "instructor";
     $("ws-join").hidden = !lead;
@@ -450,14 +458,17 @@
     connect(body.room, "instructor", body.instructor_token);
   }
 
-  function connect(room, role, token, resume) {
+  // connect opens the room's socket and joins; resume asks for the log
+  // after the last command the game holds (whole: the whole log again).
+  function connect(room, role, token, resume, whole) {
     if (ws.conn) { const c = ws.conn; ws.conn = null; c.close(); }
     clearTimeout(retryTimer);
     if (!resume) {
-      Object.assign(ws, { room, token, log: [], applied: 0, attached: true, playing: false, error: "", retries: 0, reconnects: 0, gone: false,
+      Object.assign(ws, { room, token, seq: 0, applied: 0, attached: true, playing: false, error: "", retries: 0, reconnects: 0, gone: false,
         roster: [], predictions: [], shared: null, status: "", checked: 0 });
       ws.joinRole = role;
     }
+    ws.welcomed = false;
     ws.closed = false;
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     let conn;
@@ -480,28 +491,22 @@
         const name = $("ws-name").value.trim() || storedName();
         if (name) join.name = name;
       }
-      if (resume && ws.log.length) join.since = ws.log[ws.log.length - 1].seq;
+      if (resume && !whole && ws.seq) join.since = ws.seq;
       conn.send(JSON.stringify(join));
-      lastStatus = "";
     };
     conn.onmessage = (e) => {
       let m;
       try { m = JSON.parse(e.data); } catch (err) { return; }
-      onRoomMessage(m);
+      if (m && typeof m.type === "string") onRoomMessage(e.data, m);
     };
     conn.onclose = (e) => {
       if (ws.conn !== conn) return;
       ws.closed = true;
       ws.conn = null;
       render();
-      // The room said it is over (expired, full), or this page was not
-      // invited, or the instructor removed this student: nothing to come
-      // back to.
-      if (/expired|full|removed|invited|gave its place/.test(e.reason || "")) {
-        ws.gone = true;
-        status(`Disconnected from room ${room}: ${e.reason} (code ${e.code}).`, "error");
-        return;
-      }
+      // The room refused the join for good (its error's code said so):
+      // nothing to come back to.
+      if (ws.gone) return;
       retry(room, role, token, opened, e);
     };
     conn.onerror = () => {}; // onclose reports
@@ -538,7 +543,7 @@
     ws.conn = null;
     if (c) c.close();
     keepToken(ws.room, "");
-    Object.assign(ws, { role: "", room: "", token: "", invite: "", log: [], applied: 0, attached: true, playing: false, roster: [], predictions: [], shared: null });
+    Object.assign(ws, { role: "", room: "", token: "", invite: "", seq: 0, applied: 0, attached: true, playing: false, roster: [], predictions: [], shared: null });
     ui.roomInvite = "";
     ui.send({ type: "room_leave" });
     status("Left the room.", "info");
@@ -584,22 +589,17 @@
     if (ws.role === "student" && ws.conn) connect(ws.room, "student", "", true);
   });
 
-  // The server's messages: the room's ones go on to the game, which
-  // applies them once it has sent its first state (messages posted
-  // before it runs would be lost).
-  function onRoomMessage(m) {
+  // The server's messages: the room's frames (welcome, command, beacon)
+  // go on to the game as they came, once it has sent its first state
+  // (messages posted before it runs would be lost); the game keeps the
+  // log, drops what it has already and knows where a reconnect resumes.
+  // The rest (presence, roster, predictions, error) is the panel's.
+  function onRoomMessage(raw, m) {
     switch (m.type) {
       case "welcome": {
-        const back = ws.role === m.you && ws.log.length > 0;
-        const last = ws.log.length ? ws.log[ws.log.length - 1].seq : 0;
-        if (back && m.since === last) {
-          // A reconnect: the log after the last command we have.
-          ws.log = ws.log.concat(m.log || []);
-          ws.reconnects++;
-        } else {
-          ws.log = (m.log || []).slice();
-          if (back) ws.reconnects++;
-        }
+        const back = ws.role === m.you && (ws.joins || 0) > 0;
+        if (back) ws.reconnects++;
+        ws.welcomed = true;
         ws.role = m.you;
         ws.retries = 0;
         ws.joins = (ws.joins || 0) + 1;
@@ -612,25 +612,16 @@
         }
         ui.roomInvite = ws.invite; // app.js keeps it in the address
         const where = m.you === "instructor" ? " (this tab keeps the role: a reload comes back as instructor)" : "";
-        status(back ? `Back in room ${m.room} as ${m.you}: caught up to command ${ws.log.length ? ws.log[ws.log.length - 1].seq : 0}.` : `In room ${m.room} as ${m.you}${where}.`, "info", back);
+        status(back ? `Back in room ${m.room} as ${m.you}: catching up from command ${m.since}.` : `In room ${m.room} as ${m.you}${where}.`, "info", back);
         if (ws.away) showToast("The instructor is away: the room waits for them.", "info");
         if (m.you === "instructor") fetchLinks();
         render();
-        // The game gets the whole log: one that continues what it has
-        // applied is caught up, not replayed (play/room.go).
-        toGame(Object.assign({}, m, { since: 0, log: ws.log.slice() }));
+        toGame(raw);
         break;
       }
-      case "command": {
-        const last = ws.log.length ? ws.log[ws.log.length - 1].seq : 0;
-        if (m.seq <= last) break;
-        ws.log.push({ seq: m.seq, cmd: m.cmd });
-        render();
-        toGame(m);
-        break;
-      }
+      case "command":
       case "beacon":
-        toGame(m);
+        toGame(raw);
         break;
       case "presence": {
         const wasAway = ws.away;
@@ -663,6 +654,11 @@
         renderPredictions();
         break;
       case "error": {
+        // A join refused for good: no more reconnecting.
+        if (!ws.welcomed && JOIN_FINAL.includes(m.code)) {
+          ws.gone = true;
+          if (m.code === "not_found") keepToken(ws.room, "");
+        }
         const what = m.field === "invite" ? "Not invited" : {
           forbidden: "Forbidden: only the instructor's connection commands the room",
           rate_limited: "Too fast: the room dropped a command (rate limited); wait a moment",
@@ -675,7 +671,6 @@
     }
   }
 
-  let resynced = false; // a resync is under way: say when it is done
   let ready = Promise.resolve();
   function toGame(msg) {
     ready = ready.then(gameReady).then(() => ui.send(msg));
@@ -690,8 +685,10 @@
     if (ws.conn && ws.conn.readyState === WebSocket.OPEN) ws.conn.send(JSON.stringify(msg));
   }
 
-  // What the game says: commands for the room, notes for the person, and
-  // the room's state as the game applies it.
+  // What the game says: the room's frames (command, beacon, a student's
+  // status), sent on as they are; notes and errors for the person, by
+  // their code; and the room's state as the game applies it.
+  const offerDetach = (text) => showToast(text, "info", { label: "Detach", run: () => ui.workshopDetach() });
   ui.listen((m) => {
     switch (m.type) {
       case "command":
@@ -702,16 +699,22 @@
         sendRoom(m);
         break;
       case "beacon":
+      case "status":
         sendRoom(m);
         break;
       case "note":
         if (m.source === "room") {
-          const following = /following the room/.test(m.text);
           status(m.text, "info", true);
-          if (following && ws.role === "student") showToast(m.text, "info", { label: "Detach", run: () => ui.workshopDetach() });
+          if (m.code === "following" && ws.role === "student") offerDetach(m.text);
         }
         break;
       case "error":
+        if (m.source === "welcome" && m.code === "bad_state" && ws.conn) {
+          // The game holds no log the welcome continues: join again for
+          // the whole of it.
+          connect(ws.room, ws.joinRole, ws.token, true, true);
+          break;
+        }
         if (m.code === "version") {
           // A server newer than this page: the game did not follow its
           // room, and the page stops talking to it and says why (the
@@ -726,9 +729,7 @@
           render();
           break;
         }
-        if (/following the room/.test(m.message || "")) {
-          showToast(m.message, "info", { label: "Detach", run: () => ui.workshopDetach() });
-        }
+        if (m.code === "following") offerDetach(m.message);
         break;
       case "state": {
         const r = m.room;
@@ -737,55 +738,23 @@
         // "following" again for a moment: the detach the page shows stands.
         if (ws.detaching && r.attached) return;
         ws.detaching = false;
+        ws.seq = r.seq;
         ws.applied = r.applied;
         ws.replaying = r.replaying;
         ws.attached = r.attached;
         ws.playing = r.playing;
-        if ((r.resyncs || 0) > ws.resyncs) resynced = true;
-        if (resynced && r.status === "following") {
-          resynced = false;
-          status(`Resynced: back in step with the room (command ${r.applied}).`, "info", true);
-        }
         ws.status = r.status || "";
         ws.checked = r.checked || 0;
         ws.resyncs = r.resyncs || 0;
         render();
-        reportStatus();
         break;
       }
       case "tutorial_step":
       case "tutorial_reveal":
-        setTimeout(() => { reportStatus(); renderPredictions(); }, 0);
+        setTimeout(renderPredictions, 0);
         break;
     }
   });
-
-  // ---- a student's status, for the instructor's roster ----
-
-  let lastStatus = "";
-  let statusTimer = 0;
-  function tutorialAt() {
-    const t = window.ringlabTutorial;
-    const reveals = document.querySelectorAll("#tut-body .tut-reveal");
-    return {
-      tutorial: t && t.t ? t.t.name : "",
-      step: t && t.t ? t.step : 0,
-      revealed: reveals.length > 0 && Array.from(reveals).every((b) => b.dataset.revealed === "1"),
-    };
-  }
-  function reportStatus() {
-    if (ws.role !== "student" || !ws.conn) return;
-    if (statusTimer) return;
-    statusTimer = setTimeout(() => {
-      statusTimer = 0;
-      const st = Object.assign({ type: "status", state: ws.status || (ws.attached ? "following" : "detached"), applied: ws.applied }, tutorialAt());
-      const s = JSON.stringify(st);
-      if (s === lastStatus) return;
-      lastStatus = s;
-      sendRoom(st);
-    }, STATUS_EVERY_MS);
-  }
-  document.addEventListener("click", (e) => { if (e.target.closest && e.target.closest(".tut-reveal")) reportStatus(); });
 
   function renderRoster() {
     const tb = $("ws-roster").tBodies[0];
@@ -988,7 +957,6 @@
     ui.send({ type: "room_detach" });
     status("Detached: explore freely; the room's commands are kept for when you snap back.", "info", true);
     render();
-    reportStatus();
   });
   $("ws-snap").addEventListener("click", () => {
     ws.attached = true;
