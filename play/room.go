@@ -213,11 +213,9 @@ func RoomReset(cur Config, in In) (next Config, reset bool, err error) {
 		if err != nil || m.Step < 1 || m.Step > len(t.Steps) {
 			return cur, false, err
 		}
-		for i := m.Step - 1; i >= 0; i-- {
-			if sc := t.Steps[i].Scenario; sc != nil {
-				cp := *sc
-				return Config{Scenario: &cp}, true, nil
-			}
+		if p := t.PathTo(m.Step); p.Scenario != nil {
+			cp := *p.Scenario
+			return Config{Scenario: &cp}, true, nil
 		}
 	}
 	return cur, false, nil

@@ -2,9 +2,7 @@ package play
 
 import (
 	"fmt"
-	"strings"
 
-	"ringlab/engine/scenario"
 	"ringlab/tutorials"
 )
 
@@ -92,68 +90,54 @@ func (c *Controller) tutorialStep(name string, n, id int, fromRoom bool) (Tutori
 		return out, nil
 	}
 	t := c.tut.t
-	// Pane A: the same world.
-	first := -1
-	for i := n - 1; i >= 0; i-- {
-		if t.Steps[i].Scenario != nil {
-			first = i
-			break
-		}
-	}
-	if first >= 0 {
-		if len(c.sess.Panes) > 1 {
-			if err := c.sess.SetCompare(false); err != nil {
-				return TutorialStepOut{}, err
-			}
-		}
-		sc := *t.Steps[first].Scenario
-		// The world says what it is: the tutorial's step and the
-		// configuration its directives gave it (the preset's own words
-		// would describe the preset, not what the set lines changed).
-		sc.Name = fmt.Sprintf("%s step %d", t.Name, n)
-		sc.Description = stepConfig(t, first, n)
-		if err := c.reconfigure(0, Config{Scenario: &sc}); err != nil {
-			return TutorialStepOut{}, err
-		}
-		var watch *tutorials.Directive // the step's last run, when it asks to be watched
-		for i := first; i < n; i++ {
-			for j := range t.Steps[i].Directives {
-				d := &t.Steps[i].Directives[j]
-				if d.Op != tutorials.OpRun {
-					continue
-				}
-				if watch != nil {
-					c.queueRun(watch)
-					watch = nil
-				}
-				// In a room every browser jumps: a run played at each one's
-				// own pace would let the room's next command land midway.
-				if d.Watch && i == n-1 && !c.inRoom() {
-					watch = d
-					continue
-				}
-				c.queueRun(d)
-			}
-		}
+	// Pane A: the same world (tutorials' path to it).
+	p := t.PathTo(n)
+	if p.From < 0 {
 		c.playing = false
-		if watch != nil {
-			c.watchRun(watch)
-		}
 		return out, nil
 	}
+	if len(c.sess.Panes) > 1 {
+		if err := c.sess.SetCompare(false); err != nil {
+			return TutorialStepOut{}, err
+		}
+	}
+	sc := *p.Scenario
+	// The world says what it is: the tutorial's step and the
+	// configuration its directives gave it (the preset's own words
+	// would describe the preset, not what the set lines changed).
+	sc.Name = fmt.Sprintf("%s step %d", t.Name, n)
+	sc.Description = t.Describe(p, n)
+	if err := c.reconfigure(0, Config{Scenario: &sc}); err != nil {
+		return TutorialStepOut{}, err
+	}
+	var watch *tutorials.RunSpec // the step's last run, when it asks to be watched
+	for _, r := range p.Runs {
+		if watch != nil {
+			c.queueRun(*watch)
+			watch = nil
+		}
+		// In a room every browser jumps: a run played at each one's
+		// own pace would let the room's next command land midway.
+		if r.Watch && r.Step == n-1 && !c.inRoom() {
+			watch = &r.RunSpec
+			continue
+		}
+		c.queueRun(r.RunSpec)
+	}
 	c.playing = false
+	if watch != nil {
+		c.watchRun(*watch)
+	}
 	return out, nil
 }
 
-// queueRun queues a run directive as a step of pane A.
-func (c *Controller) queueRun(d *tutorials.Directive) {
-	switch {
-	case d.Packets > 0:
-		c.sess.Do(Step{UnitPacket, d.Packets})
-	case d.DurationNS > 0:
-		c.sess.Do(Step{UnitNs, uint64(d.DurationNS)})
-	case d.Events > 0:
-		c.sess.Do(Step{UnitEvent, d.Events})
+// stepUnits are the session's units of a tutorial's runs.
+var stepUnits = map[tutorials.RunUnit]Unit{tutorials.RunEvents: UnitEvent, tutorials.RunPackets: UnitPacket, tutorials.RunTime: UnitNs}
+
+// queueRun queues a tutorial's run as a step of pane A.
+func (c *Controller) queueRun(r tutorials.RunSpec) {
+	if r.N > 0 {
+		c.sess.Do(Step{stepUnits[r.Unit], r.N})
 	}
 }
 
@@ -172,12 +156,9 @@ type watchRun struct {
 	set    bool    // the watch set the speed
 }
 
-// watchRun plays d (events=N or packets=N) after what is queued.
-func (c *Controller) watchRun(d *tutorials.Directive) {
-	w := &watchRun{unit: UnitEvent, n: d.Events}
-	if d.Packets > 0 {
-		w.unit, w.n = UnitPacket, d.Packets
-	}
+// watchRun plays r (events=N or packets=N) after what is queued.
+func (c *Controller) watchRun(r tutorials.RunSpec) {
+	w := &watchRun{unit: stepUnits[r.Unit], n: r.N}
 	c.watch = w
 	if c.sess.Speed <= 0 || c.sess.Speed > WatchSpeed {
 		w.speed, w.set = c.sess.Speed, true
@@ -224,37 +205,6 @@ func (c *Controller) playWatch() bool {
 		return false
 	}
 	return false
-}
-
-// stepConfig says in words what step n runs: the recipe of step i+1, the
-// last up to n with a scenario (its preset, then every set since it):
-// "Tutorial 3 (...), step 2: preset r2-mtu9000-after; set kernel=6.1."
-func stepConfig(t *tutorials.Tutorial, i, n int) string {
-	st := &t.Steps[i]
-	var b strings.Builder
-	fmt.Fprintf(&b, "Tutorial %d (%s), step %d: ", t.Number, t.Title, n)
-	if st.Number != n {
-		fmt.Fprintf(&b, "step %d's world, run on: ", st.Number)
-	}
-	if st.Recipe == nil {
-		b.WriteString("the step's scenario.")
-		return b.String()
-	}
-	b.WriteString("preset " + st.Recipe.Preset)
-	var sets []string
-	for _, ch := range st.Recipe.Changes {
-		sets = append(sets, ch.String())
-	}
-	if len(sets) > 0 {
-		b.WriteString("; set " + strings.Join(sets, ", "))
-	}
-	b.WriteString(".")
-	if len(sets) == 0 {
-		if p, err := scenario.LookupPreset(st.Recipe.Preset); err == nil && p.Description != "" {
-			b.WriteString(" " + p.Description)
-		}
-	}
-	return b.String()
 }
 
 // tutorialPanel runs the tutorial's own session to step n (its figures

@@ -357,19 +357,7 @@ func (s *Session) fail(it *Item, err error) {
 func (s *Session) run(d *Directive, it *Item) {
 	w := s.world
 	before := w.Received()
-	var err error
-	switch {
-	case d.Packets > 0:
-		err = w.RunPackets(d.Packets)
-	case d.DurationNS > 0:
-		err = w.RunFor(sim.Duration(d.DurationNS))
-	case d.Trace:
-		err = w.Trace(int(d.Events), func(e engine.TraceEvent) { it.Output = append(it.Output, e.String()) })
-	default:
-		for n := uint64(0); n < d.Events && w.Step(); n++ {
-		}
-		err = w.Err()
-	}
+	err := d.Run().On(w, func(e engine.TraceEvent) { it.Output = append(it.Output, e.String()) })
 	s.figs = nil
 	if err != nil {
 		s.fail(it, err)
