@@ -16,8 +16,10 @@ import (
 // browser in a room runs its own engine on the room's scenario and
 // applies the same numbered log of commands, in order, each once the run
 // is idle, so that every engine sees the same sequence. The page holds
-// the socket and passes the server's messages on (RoomWelcome,
-// RoomCommand); the controller says what to send (RoomSendOut).
+// the socket and passes the server's frames on verbatim (RoomWelcome,
+// RoomCommand, RoomBeacon); the controller keeps the log (each seq once),
+// says where a reconnect resumes (RoomState.Seq) and what to send
+// (RoomSendOut, RoomBeaconOut, a student's RoomStatusOut).
 //
 // What a page does in a room is its mode's (mode.go): an instructor's
 // preset, steps, play and pause go to the room and are applied when
