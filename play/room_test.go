@@ -212,9 +212,9 @@ func TestReconnectResumesFromLastSeq(t *testing.T) {
 	settleC(t, c)
 	since := c.roomState().Seq
 	require.Equal(t, uint64(6), since, "where a join resumes")
-	w := c.sess.Panes[0].World
 	// The welcome overlaps by one (a state a tick old said 5): still once.
 	require.NoError(t, c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Since: since - 1, Log: roomLog[since-1:]}))
+	assert.False(t, c.room.replaying, "appended, not replayed from the scenario")
 	settleC(t, c)
 	assert.Equal(t, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, roomLogOf(t, c))
 	assert.Equal(t, uint64(len(roomLog)), c.RoomApplied())
@@ -227,9 +227,8 @@ func TestReconnectResumesFromLastSeq(t *testing.T) {
 	settleC(t, never)
 	assert.Equal(t, never.Digest(), c.Digest(), "caught up, as if it never dropped")
 
-	// Caught up, not replayed: the world of the last reset (the set of
-	// command 7) is the one that ran on.
-	w = c.sess.Panes[0].World
+	// Nothing new: nothing replayed, the world is the one that ran on.
+	w := c.sess.Panes[0].World
 	require.NoError(t, c.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Since: 11}))
 	settleC(t, c)
 	assert.Same(t, w, c.sess.Panes[0].World, "nothing new: nothing replayed")
