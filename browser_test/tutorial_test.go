@@ -85,7 +85,7 @@ func TestTutorialStepPlays(t *testing.T) {
 		return el && !el.hidden && el.dataset.step === "6" && !!el.dataset.checks; })()`, 60*time.Second)
 	p.settle()
 	rates := eval[map[string]float64](p, `window.ringlab.state.panes[0].rates || {}`)
-	assert.Greater(t, rates["rx pps"], 1000.0, "the step's rates show after it ran (%v)", rates)
+	assert.Greater(t, rates["rx_packets"], 1000.0, "the step's rates show after it ran (%v)", rates)
 	cfg := eval[[]string](p, `[...document.querySelectorAll("#tut-body .tut-config code")].map(e => e.textContent)`)
 	require.NotEmpty(t, cfg, "the step's preset and set lines are shown")
 	assert.Contains(t, cfg[0], "preset ")

@@ -715,7 +715,7 @@ func (c *Controller) state() StateOut {
 		if p.Rates.Ready() { // no rate over a few microseconds
 			ps.Rates = map[string]float64{}
 			for i, v := range p.Rates.Latest() {
-				ps.Rates[view.Series(i).String()] = math.Round(v)
+				ps.Rates[view.Series(i).Name()] = math.Round(v)
 			}
 		}
 		ps.Perf = p.perf.state(p.Scenario.KernelVersion())

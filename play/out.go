@@ -103,7 +103,9 @@ type PaneState struct {
 	Error       string            `json:"error,omitempty"`
 	Events      []EventState      `json:"events,omitempty"` // pane A's event log (Pane.Events)
 	// Rates are what the flow and rate views show: each series's rate
-	// per simulated second over the latest sample (view.Series names).
+	// per simulated second over the latest sample, under the series's
+	// engine/vocab name (view.Series.Name: rx_packets, flow.xdp_pass),
+	// never a label the views draw.
 	Rates map[string]float64 `json:"rates,omitempty"`
 	// Perf is the perf top: each CPU's time by kernel function (perf.go).
 	Perf *PerfState `json:"perf,omitempty"`

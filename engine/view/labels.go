@@ -358,13 +358,17 @@ var LocLabels = [mem.NumLocs]string{
 	mem.Driver:     "driver (in flight)",
 }
 
-// ChartLine is one line of a rates chart: the series it sums, its
-// label, and the engine/vocab name of the counter it is the rate of.
+// ChartLine is one line of a rates chart: the series it sums and its
+// label, the only place the label is.
 type ChartLine struct {
 	Series []Series
 	Label  string
-	Name   string
 }
+
+// Name is the engine/vocab name of what the line draws, for its
+// tooltip: its first series's (the others fill in where that one has
+// nothing to count: page_allocs without a page_pool).
+func (l *ChartLine) Name() string { return l.Series[0].Name() }
 
 // Chart is one chart of the rates view; its title says the unit.
 type Chart struct {
@@ -375,20 +379,20 @@ type Chart struct {
 // Charts are the rates view's charts.
 var Charts = []Chart{
 	{"packets/s", []ChartLine{
-		{[]Series{RxPPS}, "rx", "rx_packets"},
-		{[]Series{Delivered}, "delivered", "stack_delivered"},
-		{[]Series{HostDrops}, "host drop", "host_drops"},
+		{[]Series{RxPPS}, "rx"},
+		{[]Series{Delivered}, "delivered"},
+		{[]Series{HostDrops}, "host drop"},
 	}},
 	{"pages/s", []ChartLine{
-		{[]Series{RecycleCache}, "cache", "rx_pp_recycle_cached"},
-		{[]Series{RecycleRing}, "ptr_ring", "rx_pp_recycle_ring"},
-		{[]Series{PageFrees}, "page free", "page_frees"},
-		{[]Series{AllocSlow, PageAllocs}, "alloc slow", "rx_pp_alloc_slow"},
+		{[]Series{RecycleCache}, "cache"},
+		{[]Series{RecycleRing}, "ptr_ring"},
+		{[]Series{PageFrees}, "page free"},
+		{[]Series{AllocSlow, PageAllocs}, "alloc slow"},
 	}},
 	{"drops/s", []ChartLine{
-		{[]Series{XDPDrop}, "XDP_DROP", "rx_xdp_drops"},
-		{[]Series{RxDrops, HostDrops}, "rx+host", "rx_drops"},
-		{[]Series{SockDrops}, "socket/map", "socket_drops"},
+		{[]Series{XDPDrop}, "XDP_DROP"},
+		{[]Series{RxDrops, HostDrops}, "rx+host"},
+		{[]Series{SockDrops}, "socket/map"},
 	}},
 }
 
@@ -469,7 +473,7 @@ func (p *PaneLayout) ratesTexts(out []Text, r *Rates) []Text {
 				v = ChartValue(r, r.Len()-1, l)
 			}
 			e := g.Entries[li]
-			b.add(Text{X: e[0], Y: e[1], S: chartEntry(l, v), Tone: ToneDim, Swatch: Swatch{SwatchChart, ci*8 + li}, Name: l.Name,
+			b.add(Text{X: e[0], Y: e[1], S: chartEntry(l, v), Tone: ToneDim, Swatch: Swatch{SwatchChart, ci*8 + li}, Name: l.Name(),
 				Help: "per second of simulated time"})
 		}
 		if top = NiceCeil(top); top > 0 && g.Plot.H >= LineH+4 {

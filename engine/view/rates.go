@@ -4,46 +4,72 @@ import "ringlab/engine"
 
 // Series are the rates the charts and the flow view show, per second of
 // simulated time. Each is a counter of World.Stats, or a sum or
-// difference of them (the names below are their engine/vocab names).
+// difference of them, and has one name, its engine/vocab row's (Name):
+// the counter it is the rate of (rx_packets), or for a sum or difference
+// its row in the vocabulary's flow group (flow.xdp_pass), which says how
+// it is derived. What the views draw beside a series is theirs to label
+// (Charts, the flow's nodes); the name is what a series travels under.
 type Series int
 
 const (
-	RxPPS        Series = iota // rx_packets: buffers the driver received
+	RxPPS        Series = iota // buffers the driver received
 	HostPPS                    // frames the host wrote into the ring
-	HostDrops                  // host_drops: frames dropped with the ring empty
-	RxDrops                    // rx_drops: the driver's drops (no memory, bad length)
+	HostDrops                  // frames dropped with the ring empty
+	RxDrops                    // the driver's drops (no memory, bad length)
 	XDPPass                    // rx_xdp_packets - the other verdicts
-	XDPDrop                    // rx_xdp_drops
-	XDPTx                      // rx_xdp_tx
-	XDPRedirect                // rx_xdp_redirects
-	CpumapPass                 // cpumap_passed: redirected frames a cpumap CPU turned into skbs
+	XDPDrop                    // XDP_DROP and failed XDP_TX, XDP_REDIRECT
+	XDPTx                      // XDP_TX verdicts
+	XDPRedirect                // XDP_REDIRECT verdicts
+	CpumapPass                 // redirected frames a cpumap CPU turned into skbs
 	RedirectFree               // rx_xdp_redirects - cpumap_passed: redirected frames freed without an skb
 	NoXDP                      // rx_packets - rx_xdp_packets: straight to an skb
-	Delivered                  // stack_delivered: skbs the stack consumed
+	Delivered                  // skbs the stack consumed
 	SockDrops                  // socket_drops + cpumap_drops + devmap_drops
-	RecycleCache               // rx_pp_recycle_cached: back into the alloc cache
-	RecycleRing                // rx_pp_recycle_ring: back through the ptr_ring
+	RecycleCache               // back into the alloc cache
+	RecycleRing                // back through the ptr_ring
 	PoolRelease                // recycle_ring_full + released_ref: the pool lets pages go
-	AllocFast                  // rx_pp_alloc_fast: from the alloc cache
+	AllocFast                  // from the alloc cache
 	AllocSlow                  // rx_pp_alloc_slow + slow_ho: the pool asks the allocator
-	PageAllocs                 // page_allocs: blocks the page allocator handed out
-	PageFrees                  // page_frees: blocks freed to the page allocator
+	PageAllocs                 // blocks the page allocator handed out
+	PageFrees                  // blocks freed to the page allocator
 	NumSeries
 )
 
+// seriesNames are the series' engine/vocab names.
 var seriesNames = [NumSeries]string{
-	"rx pps", "host pps", "host drops", "rx drops", "XDP_PASS", "XDP_DROP", "XDP_TX",
-	"XDP_REDIRECT", "cpumap to stack", "redirect freed", "no XDP", "delivered", "socket/map drops", "recycle cache",
-	"recycle ring", "pool release", "alloc fast", "alloc slow", "page allocs", "page frees",
+	RxPPS:        "rx_packets",
+	HostPPS:      "flow.host_packets",
+	HostDrops:    "host_drops",
+	RxDrops:      "rx_drops",
+	XDPPass:      "flow.xdp_pass",
+	XDPDrop:      "rx_xdp_drops",
+	XDPTx:        "rx_xdp_tx",
+	XDPRedirect:  "rx_xdp_redirects",
+	CpumapPass:   "cpumap_passed",
+	RedirectFree: "flow.redirect_freed",
+	NoXDP:        "flow.no_xdp",
+	Delivered:    "stack_delivered",
+	SockDrops:    "flow.socket_drops",
+	RecycleCache: "rx_pp_recycle_cached",
+	RecycleRing:  "rx_pp_recycle_ring",
+	PoolRelease:  "flow.pool_release",
+	AllocFast:    "rx_pp_alloc_fast",
+	AllocSlow:    "flow.alloc_slow",
+	PageAllocs:   "page_allocs",
+	PageFrees:    "page_frees",
 }
 
-// String names the series as the charts label it.
-func (s Series) String() string {
+// Name is the series's engine/vocab name: the key its rate travels
+// under (a pane's rates in the page's state).
+func (s Series) Name() string {
 	if s >= 0 && s < NumSeries {
 		return seriesNames[s]
 	}
 	return "?"
 }
+
+// String is the series's Name.
+func (s Series) String() string { return s.Name() }
 
 // RatesLen is how many samples Rates keeps.
 const RatesLen = 120

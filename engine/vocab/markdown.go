@@ -8,6 +8,7 @@ var groupTitles = map[string]string{
 	GroupPagePool: "page_pool: the 11 stats (net/core/page_pool.c), summed over the pools",
 	GroupEngine:   "Elsewhere in the kernel: interrupts, NAPI, the host, cpumap, devmap, the stack, the page allocator",
 	GroupDrops:    "Drops by reason: the kernel's `enum skb_drop_reason` name (`SOCKET_RCVBUFF`, as the `skb:kfree_skb` tracepoint prints it) where the scenario's kernel frees an skb with it, else the model's own, in lower case (`/metrics`: `ringlab_drops_total{reason=\"...\"}`)",
+	GroupFlow:     "The page's flow rates no one counter holds (engine/view's series): each a sum or difference of the counters above, drawn per second",
 	GroupRun:      "The run: time, events, rates, CPUs",
 	GroupPages:    "Pages by location (every page is in exactly one)",
 	GroupRing:     "The virtqueues and the driver's view of them (receive queue N: rqN, send queue N: sqN)",

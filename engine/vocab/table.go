@@ -6,6 +6,7 @@ const (
 	GroupPagePool = "page_pool" // the 11 page_pool stats
 	GroupEngine   = "engine"    // counters the kernel keeps elsewhere or not at all
 	GroupDrops    = "drops"     // every drop by its reason: the kernel's skb_drop_reason, or the model's
+	GroupFlow     = "flow"      // the page's flow rates no one counter holds: sums and differences of counters
 	GroupRun      = "run"       // the run as a whole: time, events, rates, CPUs
 	GroupPages    = "pages"     // pages by location
 	GroupRing     = "ring"      // virtqueue indices and the driver's queue state
@@ -159,6 +160,18 @@ var table = concat(
 		c("drops.PROTO_MEM", "packets", "SKB_DROP_REASON_PROTO_MEM (5.18+; tcp_rmem before): TCP: the segment did not fit the socket's receive memory (tcp_try_rmem_schedule failed with data already queued) (tcp_data_queue's kfree_skb_reason; counted in TcpExtTCPRcvQDrop)"),
 		c("drops.socket_queue_limit", "packets", "the model's: the engine's bound of skbs waiting on one socket (skb.SocketQueueLimit) was reached; the kernel has no such bound (it bounds a socket by its memory: SOCKET_RCVBUFF, PROTO_MEM), the engine's pools are finite"),
 		c("drops.*", "packets", "a real kernel's drops for a reason of its enum skb_drop_reason the engine has no drop site for (NO_SOCKET, NOT_SPECIFIED, ...): a lab's, read from the skb:kfree_skb tracepoint in its own namespaces"),
+	),
+	group(GroupFlow,
+		// engine/view's Series that no one counter holds: the page's
+		// flow view and rate charts draw their rates, and the page's
+		// state carries them (a pane's rates) under these names.
+		c("flow.host_packets", "packets", "frames the host wrote into the receive rings: rqN.host_packets summed over queues"),
+		c("flow.xdp_pass", "packets", "XDP_PASS verdicts as the driver's counters give them: rx_xdp_packets - rx_xdp_drops - rx_xdp_tx - rx_xdp_redirects (virtio_net counts no XDP_PASS of its own; a lab counts its program's in xdp_pass)"),
+		c("flow.no_xdp", "packets", "packets built into an skb with no XDP program run on them: rx_packets - rx_xdp_packets"),
+		c("flow.redirect_freed", "packets", "redirected frames freed without becoming an skb (a devmap's, a cpumap's dropped): rx_xdp_redirects - cpumap_passed"),
+		c("flow.socket_drops", "packets", "skbs and frames dropped past the driver, at a socket or a map's queue: socket_drops + cpumap_drops + devmap_drops"),
+		c("flow.pool_release", "pages", "pages the page_pools let go to the page allocator instead of recycling them: rx_pp_recycle_ring_full + rx_pp_recycle_released_ref"),
+		c("flow.alloc_slow", "pages", "pages the page_pools took from the page allocator, of any order: rx_pp_alloc_slow + rx_pp_alloc_slow_ho"),
 	),
 	group(GroupRun,
 		c("sim_time_ns", "ns", "simulated time since the world started"),

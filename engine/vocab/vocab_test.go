@@ -24,7 +24,7 @@ func TestTableIsWellFormed(t *testing.T) {
 		}
 		groups[d.Group] = true
 	}
-	for _, g := range []string{GroupDevice, GroupPagePool, GroupEngine, GroupRun, GroupPages, GroupRing, GroupPool, GroupWorld, GroupHost, GroupLab, GroupTwin} {
+	for _, g := range []string{GroupDevice, GroupPagePool, GroupEngine, GroupFlow, GroupRun, GroupPages, GroupRing, GroupPool, GroupWorld, GroupHost, GroupLab, GroupTwin} {
 		assert.True(t, groups[g], "group %s has entries", g)
 	}
 }
