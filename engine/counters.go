@@ -425,20 +425,6 @@ func (s *Stats) Totals(dst []Counter) []Counter {
 	return out
 }
 
-// Counters names the queue pair's ethtool counters as the totals name
-// them (rx_packets, tx_kicks: the queue is the index into Stats.Queues,
-// not part of the name). It appends to dst[:0].
-func (q *QueueStats) Counters(dst []Counter) []Counter {
-	out := dst[:0]
-	for _, c := range rqCounters(&q.RX) {
-		out = append(out, Counter{vocab.Total("rx", c.Name), c.Value})
-	}
-	for _, c := range sqCounters(&q.TX) {
-		out = append(out, Counter{vocab.Total("tx", c.Name), c.Value})
-	}
-	return out
-}
-
 // Totals returns the world's counters by name (Stats.Totals).
 func (w *World) Totals() []Counter {
 	s := w.Stats()

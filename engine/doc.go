@@ -18,7 +18,9 @@
 // the run or from a ReadoutMark, CPUs, pages, totals, queues, rings,
 // pools, perf, the program, costs and scenario). `ringlab run`'s summary
 // (Summarize), `ringlab reproduce`'s metrics (MetricSince), the
-// tutorials' figures and the page's counters table all read it. Measure
+// tutorials' figures, the page's counters table and the server's sim
+// and twin sources all read it (a per-queue or per-CPU figure says the
+// total it is a share of: Figure.Total). Measure
 // reads a readout metric over a window with Usage, what each CPU, host,
 // lock and the next device did; MarkUsage and UsageBetween give it for
 // any window, and LimitOf names what limits a run. Reproduce gives each

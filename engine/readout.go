@@ -67,7 +67,11 @@ const (
 // Figure is one number of a readout: its engine/vocab name, its value,
 // or for a text (IsText: vocab.Text's mode, xdp.program, a scenario's
 // string field) its words, Value 0. Index is the CPU, queue or pool a
-// per-CPU, per-queue or per-pool figure is of, 0 otherwise.
+// per-CPU, per-queue or per-pool figure is of, 0 otherwise. Total is,
+// for a figure of PartQueues or PartCPUCounters, the name of the total
+// it is that queue's or CPU's share of (rx_packets for rx1_packets,
+// softnet.processed for cpu1.softnet.processed): what a metrics source
+// keys its per-queue and per-CPU numbers by.
 type Figure struct {
 	Name   string
 	Value  float64
@@ -75,6 +79,7 @@ type Figure struct {
 	IsText bool
 	Part   Part
 	Index  int
+	Total  string
 }
 
 // Readout holds a world's figures (World.Read). Its buffers are reused
@@ -179,11 +184,15 @@ func (w *World) ReadSince(r *Readout, parts Part, m *ReadoutMark) {
 			num(PartCPUUtil, i, vocab.CPUUtil(i), u)
 		}
 	}
+	// part is one queue's or CPU's figure of the total named total.
+	part := func(p Part, i int, name, total string, v uint64) {
+		out = append(out, Figure{Name: name, Value: float64(v), Part: p, Index: i, Total: total})
+	}
 	if parts&PartCPUCounters != 0 {
 		for i := 0; i < ncpu; i++ {
 			r.cpu = w.CPUCounters(i, r.cpu)
 			for _, c := range r.cpu {
-				num(PartCPUCounters, i, vocab.CPUCounter(i, c.Name), float64(c.Value))
+				part(PartCPUCounters, i, vocab.CPUCounter(i, c.Name), c.Name, c.Value)
 			}
 		}
 	}
@@ -203,10 +212,10 @@ func (w *World) ReadSince(r *Readout, parts Part, m *ReadoutMark) {
 		for i := range st.Queues {
 			q := &st.Queues[i]
 			for _, c := range rqCounters(&q.RX) {
-				num(PartQueues, i, vocab.Queue("rx", i, c.Name), float64(c.Value))
+				part(PartQueues, i, vocab.Queue("rx", i, c.Name), vocab.Total("rx", c.Name), c.Value)
 			}
 			for _, c := range sqCounters(&q.TX) {
-				num(PartQueues, i, vocab.Queue("tx", i, c.Name), float64(c.Value))
+				part(PartQueues, i, vocab.Queue("tx", i, c.Name), vocab.Total("tx", c.Name), c.Value)
 			}
 		}
 	}

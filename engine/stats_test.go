@@ -117,11 +117,9 @@ func TestStatsAgreeWithTheirNames(t *testing.T) {
 	assert.Equal(t, s.Cpumap.Passed, byName["cpumap_passed"])
 	assert.Equal(t, s.Host.Drops, byName["host_drops"])
 	var perQueue uint64
-	for i := range s.Queues {
-		for _, c := range s.Queues[i].Counters(nil) {
-			if c.Name == "rx_packets" {
-				perQueue += c.Value
-			}
+	for _, f := range w.ReadoutOf(PartQueues).Figures {
+		if f.Total == "rx_packets" {
+			perQueue += uint64(f.Value)
 		}
 	}
 	assert.Equal(t, s.RX.Packets, perQueue, "the queues add up to the total")

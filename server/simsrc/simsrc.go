@@ -76,8 +76,7 @@ type Source struct {
 	clock    bool          // StartClock was called
 	closed   bool
 	budget   workBudget
-	stats    engine.Stats     // the last reading, reused
-	buf      []engine.Counter // named counters, reused
+	read     engine.Readout // the last reading, reused
 
 	quit chan struct{} // closed by Close when the clock runs
 	done chan struct{} // closed when the clock goroutine ends
@@ -120,8 +119,9 @@ func newScenario(preset string, s scenario.Scenario, now func() time.Time) (*Sou
 	if s.XDP != nil {
 		src.labels.Program = s.XDP.Program
 	}
-	for _, c := range w.Totals() {
-		src.names = append(src.names, c.Name)
+	w.Read(&src.read, engine.PartTotals)
+	for _, f := range src.read.Figures {
+		src.names = append(src.names, f.Name)
 	}
 	return src, nil
 }
@@ -234,13 +234,17 @@ func (s *Source) advance(wall time.Time, limit time.Duration) error {
 	return nil
 }
 
-// Sample implements metrics.Source: the world's typed counters
-// (engine.Stats), named as the engine names them, totals, per queue and
-// per CPU (World.CPUCounters: softnet_stat's three columns the engine
-// keeps and its own NET_RX, ksoftirqd and scheduler counters, each
-// summing to its total), at Time = the wall time its simulated clock
-// stands for. It allocates the maps it returns (one per queue and per
-// CPU) and nothing else.
+// sampleParts are the readout's parts a Sample reports: the totals,
+// each queue's counters and each CPU's.
+const sampleParts = engine.PartTotals | engine.PartQueues | engine.PartCPUCounters
+
+// Sample implements metrics.Source: the world's readout (engine.World.Read,
+// every number under its engine/vocab name), totals, per queue and per
+// CPU (the engine's softnet_stat columns and its own NET_RX, ksoftirqd
+// and scheduler counters, each summing to its total) keyed as their
+// totals are (metrics.Sample), at Time = the wall time its simulated
+// clock stands for. It allocates the maps it returns (one per queue and
+// per CPU) and the readout's per-queue and per-CPU names.
 func (s *Source) Sample() (metrics.Sample, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -252,28 +256,25 @@ func (s *Source) Sample() (metrics.Sample, error) {
 	if err := s.advance(wall, s.budget.perSample); err != nil {
 		return metrics.Sample{}, err
 	}
-	s.w.ReadStats(&s.stats)
-	out := metrics.Sample{Time: s.origin.Add(time.Duration(s.w.Now())), Totals: map[string]uint64{}}
-	s.buf = s.stats.Totals(s.buf)
-	for _, c := range s.buf {
-		out.Totals[c.Name] = c.Value
-	}
-	for i := range s.stats.Queues {
-		s.buf = s.stats.Queues[i].Counters(s.buf)
-		m := make(map[string]uint64, len(s.buf))
-		for _, c := range s.buf {
-			m[c.Name] = c.Value
+	s.w.Read(&s.read, sampleParts)
+	out := metrics.Sample{Time: s.origin.Add(time.Duration(s.w.Now())), Totals: map[string]uint64{},
+		Queues: make([]map[string]uint64, len(s.read.Stats.Queues)), CPUs: make([]map[string]uint64, s.w.Sim.NumCPU())}
+	// per is the map of one queue's or CPU's counters.
+	per := func(ms []map[string]uint64, i int) map[string]uint64 {
+		if ms[i] == nil {
+			ms[i] = map[string]uint64{}
 		}
-		out.Queues = append(out.Queues, m)
+		return ms[i]
 	}
-	out.CPUs = make([]map[string]uint64, s.w.Sim.NumCPU())
-	for i := range out.CPUs {
-		s.buf = s.w.CPUCounters(i, s.buf)
-		m := make(map[string]uint64, len(s.buf))
-		for _, c := range s.buf {
-			m[c.Name] = c.Value
+	for _, f := range s.read.Figures {
+		switch f.Part {
+		case engine.PartTotals:
+			out.Totals[f.Name] = uint64(f.Value)
+		case engine.PartQueues:
+			per(out.Queues, f.Index)[f.Total] = uint64(f.Value)
+		case engine.PartCPUCounters:
+			per(out.CPUs, f.Index)[f.Total] = uint64(f.Value)
 		}
-		out.CPUs[i] = m
 	}
 	return out, nil
 }

@@ -182,8 +182,8 @@ func TestSimSourceBadPreset(t *testing.T) {
 }
 
 // TestSimSourceCountersPerCPU: a sample carries each CPU's counters
-// under the totals' names (World.CPUCounters), which sum to the totals;
-// sixteen queues on two CPUs squeeze both CPUs' net_rx_action rounds.
+// under the totals' names (World.CPUCounters), which sum to the totals,
+// and so do each queue's; sixteen queues on two CPUs squeeze both CPUs' net_rx_action rounds.
 func TestSimSourceCountersPerCPU(t *testing.T) {
 	s, err := scenario.LookupPreset("xdp-drop")
 	require.NoError(t, err)
@@ -216,6 +216,22 @@ func TestSimSourceCountersPerCPU(t *testing.T) {
 	for i, m := range smp.CPUs {
 		assert.Positive(t, m["softnet.time_squeeze"], "CPU %d: eight instances of 64 run out of netdev_budget's 300", i)
 	}
+
+	// Each queue's counters under the totals' names (rx_packets, not
+	// rx3_packets), which sum to the totals.
+	require.Len(t, smp.Queues, 16, "one map per queue")
+	qsums := map[string]uint64{}
+	for q, m := range smp.Queues {
+		assert.Contains(t, m, "rx_packets", "queue %d", q)
+		assert.Contains(t, m, "tx_kicks", "queue %d", q)
+		for name, v := range m {
+			qsums[name] += v
+		}
+	}
+	for name, v := range qsums {
+		assert.Equal(t, smp.Totals[name], v, "%s: the queues sum to the total", name)
+	}
+	assert.Positive(t, qsums["rx_xdp_drops"])
 
 	// XDP_DROP takes nothing to the stack; the default preset's UDP does.
 	def, err := New("default", func() time.Time { return now })

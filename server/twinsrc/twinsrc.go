@@ -2,7 +2,8 @@
 // interface, a lab) next to an engine world whose traffic follows the rate
 // and frame size measured on it, so that predicted and measured counters
 // can be read side by side: the engine's under predicted_NAME
-// (PredictedPrefix) next to the real NAME. docs/lab.md ("Twin") says
+// (vocab.Predicted) next to the real NAME, each read from its world's
+// readout (engine.World.Read). docs/lab.md ("Twin") says
 // more.
 package twinsrc
 
@@ -27,9 +28,9 @@ import (
 // Kind is the registry kind of the twin.
 const Kind = "twin"
 
-// PredictedPrefix names the engine's counters in a twin's Sample:
-// predicted_rx_packets next to the real source's rx_packets.
-const PredictedPrefix = "predicted_"
+// Rebuilds is the twin's own counter: the times it rebuilt its world
+// (engine/vocab's twin group).
+const Rebuilds = "twin_rebuilds"
 
 // Limits of the twin.
 const (
@@ -144,6 +145,7 @@ type Source struct {
 	mark    *metrics.Sample // start of the measuring window
 	pair    [2]string       // the counters measured
 	names   []string        // engine totals that are predicted
+	read    engine.Readout  // the world's last readout, reused
 
 	rebuilds uint64
 	lagged   bool
@@ -181,29 +183,29 @@ func New(real metrics.Source, base scenario.Scenario, now func() time.Time) (*So
 	if t.pair[0] == "" {
 		return nil, fmt.Errorf("twin: %s has neither rx_packets and rx_bytes nor xdp_packets_counted and xdp_bytes_counted to measure", ri.Name)
 	}
-	for _, c := range w.Totals() {
+	for _, f := range t.totals(w) {
 		// The engine's drops by reason are predicted whether the real
 		// source counts that reason or not: the model's reasons beside
 		// the kernel's (a lab's, from skb:kfree_skb).
-		if have[c.Name] || strings.HasPrefix(c.Name, vocab.DropsPrefix) {
-			t.names = append(t.names, c.Name)
+		if have[f.Name] || strings.HasPrefix(f.Name, vocab.DropsPrefix) {
+			t.names = append(t.names, f.Name)
 		}
 	}
 	sort.Strings(t.names)
 
 	counters := slices.Clone(ri.Counters)
 	for _, n := range t.names {
-		counters = append(counters, PredictedPrefix+n)
+		counters = append(counters, vocab.Predicted(n))
 	}
-	counters = append(counters, "twin_rebuilds")
+	counters = append(counters, Rebuilds)
 	prog := "no XDP program"
 	if base.XDP != nil {
 		prog = base.XDP.Program
 	}
 	notes := append(slices.Clone(ri.Notes),
 		fmt.Sprintf("%s* are the engine's counters (%s, %s receive buffers from %s, %d-entry ring, %s), its traffic following %s and %s measured on %s, rebuilt at most every %v when they change by %.0f%% or %d bytes",
-			PredictedPrefix, base.Name, base.Mode(), base.Driver.BufferSource, base.RingSize, prog, t.pair[0], t.pair[1], ri.Name, MinRebuild, RateTolerance*100, SizeTolerance),
-		PredictedPrefix+"* count from when the twin opened, the real counters from when the interface came up: compare rates, not totals",
+			vocab.PredictedPrefix, base.Name, base.Mode(), base.Driver.BufferSource, base.RingSize, prog, t.pair[0], t.pair[1], ri.Name, MinRebuild, RateTolerance*100, SizeTolerance),
+		vocab.PredictedPrefix+"* count from when the twin opened, the real counters from when the interface came up: compare rates, not totals",
 	)
 	if strings.HasPrefix(ri.Name, "lab") {
 		notes = append(notes, "the engine models a virtio_net guest; the lab is a veth pair: the same traffic, another driver")
@@ -264,15 +266,22 @@ func (t *Source) Sample() (metrics.Sample, error) {
 	}
 	now := map[string]uint64{}
 	if t.w != nil {
-		for _, c := range t.w.Totals() {
-			now[c.Name] = c.Value
+		for _, f := range t.totals(t.w) {
+			now[f.Name] = uint64(f.Value)
 		}
 	}
 	for _, n := range t.names {
-		out.Totals[PredictedPrefix+n] = t.carried[n] + now[n]
+		out.Totals[vocab.Predicted(n)] = t.carried[n] + now[n]
 	}
-	out.Totals["twin_rebuilds"] = t.rebuilds
+	out.Totals[Rebuilds] = t.rebuilds
 	return out, nil
+}
+
+// totals is w's readout of its totals (engine.PartTotals), every counter
+// under its engine/vocab name, in t's reused readout.
+func (t *Source) totals(w *engine.World) []engine.Figure {
+	w.Read(&t.read, engine.PartTotals)
+	return t.read.Figures
 }
 
 // measure returns the packet rate and average frame size over the window
@@ -316,8 +325,8 @@ func (t *Source) follow(pps float64, size int, at time.Time) error {
 	}
 	// Retire the running world: its counts carry on in the totals.
 	if t.w != nil {
-		for _, c := range t.w.Totals() {
-			t.carried[c.Name] += c.Value
+		for _, f := range t.totals(t.w) {
+			t.carried[f.Name] += uint64(f.Value)
 		}
 		t.w, t.pps, t.size = nil, 0, 0
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/engine/scenario"
+	"ringlab/engine/vocab"
 	"ringlab/server/labsrc"
 	"ringlab/server/metrics"
 )
@@ -36,7 +37,7 @@ func TestTwinFollowsTheFake(t *testing.T) {
 	assert.Equal(t, metrics.Labels{Kind: Kind, Follows: "fake"}, info.Labels, "a twin is labelled by what it follows")
 	for _, n := range metrics.FakeCounters {
 		assert.Contains(t, info.Counters, n, "the real counters")
-		assert.Contains(t, info.Counters, PredictedPrefix+n, "and the engine's beside them")
+		assert.Contains(t, info.Counters, vocab.Predicted(n), "and the engine's beside them")
 	}
 	assert.Contains(t, info.Counters, "twin_rebuilds")
 
@@ -326,7 +327,7 @@ func TestTwinPassesCPUsThrough(t *testing.T) {
 	assert.Positive(t, s.Totals["predicted_softnet.processed"], "the engine predicts the sum")
 	for i, m := range s.CPUs {
 		for name := range m {
-			assert.NotContains(t, name, PredictedPrefix, "CPU %d: no prediction per CPU", i)
+			assert.NotContains(t, name, vocab.PredictedPrefix, "CPU %d: no prediction per CPU", i)
 		}
 	}
 
