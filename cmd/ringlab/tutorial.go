@@ -16,9 +16,6 @@ import (
 	"ringlab/tutorials"
 )
 
-// maxTutorialBytes bounds a tutorial file read from disk.
-const maxTutorialBytes = 1 << 20
-
 func tutorialCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "tutorial",
@@ -84,9 +81,10 @@ func completeTutorials(n int) cobra.CompletionFunc {
 }
 
 // loadTutorial finds an embedded tutorial by name, or reads a file when
-// arg looks like a path.
+// arg names one (or looks like a path to one: a missing file is an
+// error, not a tutorial's name).
 func loadTutorial(arg string) (*tutorials.Tutorial, error) {
-	if strings.HasSuffix(arg, ".md") && strings.ContainsRune(arg, filepath.Separator) || fileExists(arg) && strings.HasSuffix(arg, ".md") {
+	if fileExists(arg) || strings.HasSuffix(arg, ".md") || strings.ContainsRune(arg, filepath.Separator) {
 		return loadTutorialFile(arg)
 	}
 	return tutorials.Find(arg)
@@ -103,14 +101,16 @@ func loadTutorialFile(path string) (*tutorials.Tutorial, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxTutorialBytes+1))
+	// A lesson's limit and checks (tutorials.ParseLesson), as the page
+	// loads it: what passes here loads there.
+	data, err := io.ReadAll(io.LimitReader(f, tutorials.MaxLessonBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxTutorialBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxTutorialBytes)
+	if len(data) > tutorials.MaxLessonBytes {
+		return nil, fmt.Errorf("%s:1: larger than %d bytes (%d KiB): a tutorial has at most that", path, tutorials.MaxLessonBytes, tutorials.MaxLessonBytes>>10)
 	}
-	t, err := tutorials.Parse(path, data)
+	t, err := tutorials.ParseLesson(path, data)
 	if err != nil {
 		return nil, err
 	}

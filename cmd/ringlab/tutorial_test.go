@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/tutorials"
 )
 
 func runCmd(args ...string) (int, string, string) {
@@ -31,6 +33,14 @@ func TestTutorialCommand(t *testing.T) {
 	good := writeTutorial(t, "50-good.md", "## Step 1: s\n```ringlab\npreset default\nrun packets=10\ncheck rx_packets >= 10\n```\n")
 	failing := writeTutorial(t, "51-failing.md", "## Step 1: s\n```ringlab\npreset default\nrun packets=10\ncheck rx_packets > 1000000\n```\n")
 	malformed := writeTutorial(t, "52-bad.md", "## Step 1: s\n```ringlab\npreset default\nfrobnicate\ncheck rx_packets >= 0\n```\n")
+	// A lesson need not be called NN-name.md, nor .md at all.
+	plain := writeTutorial(t, "my lesson.txt", "## Step 1: s\n```ringlab\npreset default\nrun packets=10\ncheck rx_packets >= 10\n```\n")
+	dir := t.TempDir()
+	binary := filepath.Join(dir, "capture.md")
+	require.NoError(t, os.WriteFile(binary, []byte("---\ntitle: T\n\x00\x01\x02"), 0o644))
+	huge := filepath.Join(dir, "huge.md")
+	require.NoError(t, os.WriteFile(huge, bytes.Repeat([]byte("a\n"), tutorials.MaxLessonBytes/2+1), 0o644))
+	missing := filepath.Join(dir, "missing.md")
 	tests := []struct {
 		name       string
 		args       []string
@@ -51,6 +61,11 @@ func TestTutorialCommand(t *testing.T) {
 		{"check files", []string{"tutorial", "check", good}, exitOK, "1 tutorials, 1 checks, 0 failed", ""},
 		{"check a failing file", []string{"tutorial", "check", good, failing}, exitFail, "2 tutorials, 2 checks, 1 failed", "51-failing.md:13:"},
 		{"check a malformed file", []string{"tutorial", "check", malformed}, exitFail, "1 files that do not parse", "52-bad.md:12: unknown directive \"frobnicate\""},
+		{"check a file of any name", []string{"tutorial", "check", plain}, exitOK, "1 tutorials, 1 checks, 0 failed", ""},
+		{"check a binary file", []string{"tutorial", "check", binary}, exitFail, "1 files that do not parse", "capture.md:3: not Markdown text: control byte 0x00 at byte 13"},
+		{"check a file past the limit", []string{"tutorial", "check", huge}, exitFail, "1 files that do not parse", "huge.md:1: larger than 262144 bytes"},
+		{"check a missing file", []string{"tutorial", "check", missing}, exitFail, "1 files that do not parse", "no such file"},
+		{"check a good and a bad file", []string{"tutorial", "check", good, malformed}, exitFail, "1 tutorials, 1 checks, 0 failed, 1 files that do not parse", "52-bad.md:12:"},
 		{"check verbose", []string{"tutorial", "check", "-v", good}, exitOK, "== Step 1: s", ""},
 		{"export", []string{"tutorial", "export", "receive-modes"}, exitOK, `"directives"`, ""},
 		{"export unknown", []string{"tutorial", "export", "nope"}, exitFail, "", `no tutorial "nope"`},
