@@ -74,12 +74,16 @@ type Controller struct {
 
 	described map[string]bool // rows whose Number the page has
 
-	tut      tutorialRun
-	mode     mode      // local, or a room's instructor, following or detached (mode.go)
-	room     room      // the room's log, in a room
-	live     *liveView // the live view while the canvas shows a server's source (live.go), nil while it shows the panes
-	watch    *watchRun // a tutorial run played at a speed to follow, nil none
-	headless bool      // a follower without a page (NewFollower)
+	tut tutorialRun
+	// lessons are the tutorials loaded from outside (lesson.go), by
+	// name, the oldest first in lessonOrder.
+	lessons     map[string]*lesson
+	lessonOrder []string
+	mode        mode      // local, or a room's instructor, following or detached (mode.go)
+	room        room      // the room's log, in a room
+	live        *liveView // the live view while the canvas shows a server's source (live.go), nil while it shows the panes
+	watch       *watchRun // a tutorial run played at a speed to follow, nil none
+	headless    bool      // a follower without a page (NewFollower)
 }
 
 // Bench modes of a ?bench= link (web/README.md, "Benchmark mode").
@@ -349,6 +353,10 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		return []Out{WhereOut{ID: id, X: x, Y: y, OK: ok}}, nil
 	case Tutorials, Tutorial, TutorialGrade:
 		return c.tutorialInfo(in, id)
+	case LessonLoad:
+		return c.lessonLoad(m, id)
+	case Lesson:
+		return nil, c.roomLesson(m)
 	case TutorialStep:
 		out, err := c.tutorialStep(m.Tutorial, m.Step, id, false)
 		if err != nil {

@@ -15,6 +15,9 @@ type instructor struct {
 	sent     []timeDigest
 	lastSeek int64 // the last seek sent
 	seekSent bool
+	// lessons are the lessons sent to the room, by name, before their
+	// echo (room.lessons) says the room has them.
+	lessons map[string]bool
 }
 
 type timeDigest struct {
@@ -39,11 +42,25 @@ func (m *instructor) step(c *Controller, in In, id int) ([]Out, bool, error) {
 		if r.replaying {
 			return nil, false, nil
 		}
+		var send []Out
+		if l := c.lessons[in.Tutorial]; l != nil && !r.lessons[in.Tutorial] && !m.lessons[in.Tutorial] {
+			// A lesson the room does not have goes first, in its log.
+			if len(l.packed) > MaxRoomLesson {
+				return nil, true, fmt.Errorf("this lesson is %d characters packed; a room carries at most %d: split it into shorter lessons", len(l.packed), MaxRoomLesson)
+			}
+			send = append(send, c.roomSend(Lesson{l.packed}))
+		}
 		outs, err := c.run(in, id)
 		if err != nil {
 			return nil, true, err
 		}
-		return append(outs, c.roomSend(in)), true, nil
+		if len(send) > 0 {
+			if m.lessons == nil {
+				m.lessons = map[string]bool{}
+			}
+			m.lessons[in.Tutorial] = true
+		}
+		return append(append(outs, send...), c.roomSend(in)), true, nil
 	case TutorialReveal:
 		// The panel revealed it already; the room's students reveal it.
 		if r.replaying {

@@ -72,6 +72,7 @@ var registry = []Message{
 	{Name: "reset", Type: typeOf[Reset](), Command: true, Moves: true, decode: bare(Reset{}), encode: encodeBare},
 	{Name: "tutorial_step", Type: typeOf[TutorialStep](), Command: true, ByMode: true, decode: decodeTutorialStep, encode: encodeTutorialStep},
 	{Name: "tutorial_reveal", Type: typeOf[TutorialReveal](), Command: true, ByMode: true, decode: decodeTutorialReveal, encode: encodeTutorialReveal},
+	{Name: "lesson", Type: typeOf[Lesson](), Command: true, decode: decodeLesson, encode: encodeLesson},
 	// The page's own.
 	{Name: "toggle", Type: typeOf[Toggle](), Pace: true, decode: bare(Toggle{})},
 	{Name: "speed", Type: typeOf[Speed](), Pace: true, decode: decodeSpeed},
@@ -92,6 +93,7 @@ var registry = []Message{
 	{Name: "tutorials", Type: typeOf[Tutorials](), decode: bare(Tutorials{})},
 	{Name: "tutorial", Type: typeOf[Tutorial](), decode: decodeTutorial},
 	{Name: "tutorial_grade", Type: typeOf[TutorialGrade](), decode: decodeTutorialGrade},
+	{Name: "lesson_load", Type: typeOf[LessonLoad](), decode: decodeLessonLoad},
 	{Name: "view", Type: typeOf[View](), decode: decodeView},
 	{Name: "hover", Type: typeOf[Hover](), decode: decodeHover},
 	{Name: "resize", Type: typeOf[Resize](), decode: decodeResize},
@@ -125,6 +127,7 @@ var registry = []Message{
 	{Name: "tutorial_step", Dir: DirOut, Type: typeOf[TutorialStepOut]()},
 	{Name: "tutorial_grade", Dir: DirOut, Type: typeOf[TutorialGradeOut]()},
 	{Name: "tutorial_reveal", Dir: DirOut, Type: typeOf[TutorialRevealOut]()},
+	{Name: "lesson", Dir: DirOut, Type: typeOf[LessonOut]()},
 	{Name: "live", Dir: DirOut, Type: typeOf[LiveOut]()},
 	{Name: "pcap_export", Dir: DirOut, Type: typeOf[PcapExportOut]()},
 	// For the room: the page sends them on as they are.

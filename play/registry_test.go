@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/proto"
+	"ringlab/tutorials"
 )
 
 // samples is one message of every input, as the page, the room or the
@@ -27,6 +28,8 @@ var samples = map[string]string{
 	"reset":           `{"type":"reset"}`,
 	"tutorial_step":   `{"type":"tutorial_step","tutorial":"xdp","step":2}`,
 	"tutorial_reveal": `{"type":"tutorial_reveal","tutorial":"xdp","step":2,"question":0}`,
+	"lesson":          `{"type":"lesson","packed":"` + tutorials.PackLesson([]byte(testLesson)) + `"}`,
+	"lesson_load":     `{"type":"lesson_load","text":"---\\n","source":"a.md","id":7}`,
 	"toggle":          `{"type":"toggle"}`,
 	"speed":           `{"type":"speed","eps":100}`,
 	"scenario":        `{"type":"scenario","json":"{}","pane":1}`,
@@ -173,7 +176,7 @@ func TestRegistryRoundTrips(t *testing.T) {
 // TestRoomCommandsAreMarked: the room's commands are the registry's, in
 // its order, and nothing else encodes as one.
 func TestRoomCommandsAreMarked(t *testing.T) {
-	assert.Equal(t, []string{"preset", "set", "play", "pause", "step", "seek", "back", "goto", "until", "reset", "tutorial_step", "tutorial_reveal"}, RoomCommands())
+	assert.Equal(t, []string{"preset", "set", "play", "pause", "step", "seek", "back", "goto", "until", "reset", "tutorial_step", "tutorial_reveal", "lesson"}, RoomCommands())
 	for _, m := range Messages() {
 		if m.Dir == DirIn && !slices.Contains(RoomCommands(), m.Name) {
 			_, err := ParseCommand([]byte(samples[m.Name]))

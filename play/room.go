@@ -60,6 +60,8 @@ type room struct {
 	// every page's is (landed); markSeek says it is a seek.
 	mark     uint64
 	markSeek bool
+	// lessons are the lessons the log carried, by name (lesson.go).
+	lessons map[string]bool
 }
 
 // keepDigests is how many commands' digests a page keeps for the
@@ -196,6 +198,16 @@ func (c *Controller) continues(m RoomWelcome) bool {
 // preset, a set, or a tutorial step that has a scenario at or before
 // it. What the world did before such a command no longer matters.
 func RoomReset(cur Config, in In) (next Config, reset bool, err error) {
+	return roomReset(cur, in, tutorials.Find)
+}
+
+// RoomReset is the package's RoomReset with the tutorials this page has,
+// the lessons its room's log carried among them (FindTutorial).
+func (c *Controller) RoomReset(cur Config, in In) (next Config, reset bool, err error) {
+	return roomReset(cur, in, c.FindTutorial)
+}
+
+func roomReset(cur Config, in In, find func(string) (*tutorials.Tutorial, error)) (next Config, reset bool, err error) {
 	switch m := in.(type) {
 	case Preset:
 		if _, err := scenario.LookupPreset(m.Name); err != nil {
@@ -211,7 +223,7 @@ func RoomReset(cur Config, in In) (next Config, reset bool, err error) {
 		}
 		return c, true, nil
 	case TutorialStep:
-		t, err := tutorials.Find(m.Tutorial)
+		t, err := find(m.Tutorial)
 		if err != nil || m.Step < 1 || m.Step > len(t.Steps) {
 			return cur, false, err
 		}
@@ -288,7 +300,12 @@ func (c *Controller) checkpoint(base Config) (Config, int, []Out) {
 			continue // applied as usual: its error is the page's to show
 		}
 		cmds[i] = in
-		next, reset, err := RoomReset(cfg, in)
+		if l, ok := in.(Lesson); ok {
+			// Kept now: the steps after it name it, skipped or not.
+			c.roomLesson(l)
+			continue
+		}
+		next, reset, err := c.RoomReset(cfg, in)
 		if err != nil || !reset {
 			continue
 		}

@@ -66,7 +66,7 @@ func (c *Controller) tutorialInfo(in In, id int) ([]Out, error) {
 		}
 		return []Out{out}, nil
 	case Tutorial:
-		t, err := tutorials.Find(m.Name)
+		t, err := c.FindTutorial(m.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +213,7 @@ func (c *Controller) playWatch() bool {
 // session: its panel has no result.
 func (c *Controller) tutorialPanel(name string, n int, fromRoom bool) (TutorialStepOut, error) {
 	if c.tut.t == nil || c.tut.name != name {
-		t, err := tutorials.Find(name)
+		t, err := c.FindTutorial(name)
 		if err != nil {
 			return TutorialStepOut{}, err
 		}

@@ -18,7 +18,7 @@ func TestStepConfigSaysTheRecipe(t *testing.T) {
 		"## Step 3: c\n\n```ringlab\ncheck rx_packets >= 0\n```\n"
 	tut, err := tutorials.Parse("t.md", []byte(src))
 	require.NoError(t, err)
-	assert.Equal(t, `Tutorial 0 (T), step 2: preset default; set ring_size=64, .mtu=1400, description="a b".`, tut.Describe(tut.PathTo(2), 2))
-	assert.Equal(t, `Tutorial 0 (T), step 3: step 2's world, run on: preset default; set ring_size=64, .mtu=1400, description="a b".`, tut.Describe(tut.PathTo(3), 3))
+	assert.Equal(t, `Lesson (T), step 2: preset default; set ring_size=64, .mtu=1400, description="a b".`, tut.Describe(tut.PathTo(2), 2))
+	assert.Equal(t, `Lesson (T), step 3: step 2's world, run on: preset default; set ring_size=64, .mtu=1400, description="a b".`, tut.Describe(tut.PathTo(3), 3))
 	assert.Contains(t, tut.Describe(tut.PathTo(1), 1), "step 1: preset default; set ring_size=64.")
 }

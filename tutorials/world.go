@@ -110,7 +110,11 @@ func (t *Tutorial) PathTo(n int) Path {
 // kernel=6.1."
 func (t *Tutorial) Describe(p Path, n int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Tutorial %d (%s), step %d: ", t.Number, t.Title, n)
+	if t.Number == 0 { // a lesson (lesson.go)
+		fmt.Fprintf(&b, "Lesson (%s), step %d: ", t.Title, n)
+	} else {
+		fmt.Fprintf(&b, "Tutorial %d (%s), step %d: ", t.Number, t.Title, n)
+	}
 	if p.From < 0 {
 		b.WriteString("no scenario.")
 		return b.String()

@@ -22,6 +22,9 @@ const (
 	typePredictions = proto.TypePredictions
 	typeRemove      = proto.TypeRemove
 	typeClass       = proto.TypeClass
+	// typeLesson is play's lesson command, the one command past
+	// MaxCommandBytes (up to MaxLessonBytes).
+	typeLesson = "lesson"
 )
 
 // Roles a client may join as.

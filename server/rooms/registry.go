@@ -38,6 +38,7 @@ import (
 	"github.com/skip2/go-qrcode"
 
 	"ringlab/engine/scenario"
+	"ringlab/play"
 	"ringlab/proto"
 	"ringlab/server/fairshare"
 	"ringlab/server/ratelimit"
@@ -96,6 +97,11 @@ const (
 	MaxLogBytes   = 1 << 20
 	// MaxCommandBytes bounds one command in canonical form.
 	MaxCommandBytes = 4 << 10
+	// MaxLessonBytes bounds a lesson command (play.Lesson: a lesson's
+	// text, packed), which every page of the room keeps: play's
+	// MaxRoomLesson and the command around it, within the socket's
+	// message (wspeer.MaxMessageSize).
+	MaxLessonBytes = play.MaxRoomLesson + 64
 	// MaxScenarioBytes bounds a room's scenario.
 	MaxScenarioBytes = 32 << 10
 	// IdleExpiry is how long a room lives with no instructor connected and
@@ -193,6 +199,7 @@ type Limits struct {
 	MaxLogEntries     int
 	MaxLogBytes       int
 	MaxCommandBytes   int
+	MaxLessonBytes    int
 	IdleExpiry        time.Duration
 	ClaimExpiry       time.Duration
 	QuietExpiry       time.Duration
@@ -241,6 +248,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.MaxLogEntries, MaxLogEntries)
 	def(&l.MaxLogBytes, MaxLogBytes)
 	def(&l.MaxCommandBytes, MaxCommandBytes)
+	def(&l.MaxLessonBytes, MaxLessonBytes)
 	def(&l.QueueLen, QueueLen)
 	defD(&l.IdleExpiry, IdleExpiry)
 	defD(&l.ClaimExpiry, ClaimExpiry)

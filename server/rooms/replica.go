@@ -8,7 +8,6 @@ import (
 
 	"ringlab/play"
 	"ringlab/proto"
-	"ringlab/tutorials"
 )
 
 // workChunk is how many events a replica runs between two checks of a
@@ -390,7 +389,7 @@ func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *proto.E
 	est := rm.worldBytes()
 	if rep := p.get(rm); rep != nil {
 		// A reset's world is checked before anything is reserved.
-		reset, next, werr := check(rep.c.Session().Panes[0].Config, in, lim)
+		reset, next, werr := check(rep.c, in, lim)
 		if werr != nil {
 			return werr
 		}
@@ -408,7 +407,7 @@ func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *proto.E
 			return proto.Errorf(proto.CodeInternal, "", "%v", err)
 		}
 	}
-	reset, next, werr := check(rep.c.Session().Panes[0].Config, in, lim)
+	reset, next, werr := check(rep.c, in, lim)
 	if werr != nil {
 		return werr
 	}
@@ -478,10 +477,11 @@ func (p *replicaPool) apply(rm *room, addr string, e Entry, lim Limits) *proto.E
 // check refuses, before anything runs, what every page would refuse and a
 // world no tab can hold; it reports whether the command rebuilds the
 // world (play.RoomReset), and the new world's estimate when it does.
-func check(cur play.Config, in play.In, lim Limits) (reset bool, est int64, _ *proto.Error) {
+func check(c *play.Controller, in play.In, lim Limits) (reset bool, est int64, _ *proto.Error) {
+	cur := c.Session().Panes[0].Config
 	switch m := in.(type) {
 	case play.TutorialStep:
-		t, err := tutorials.Find(m.Tutorial)
+		t, err := c.FindTutorial(m.Tutorial)
 		if err != nil {
 			return false, 0, proto.Errorf(proto.CodeNotFound, "cmd.tutorial", "%v", err)
 		}
@@ -489,7 +489,7 @@ func check(cur play.Config, in play.In, lim Limits) (reset bool, est int64, _ *p
 			return false, 0, proto.Errorf(proto.CodeOutOfRange, "cmd.step", "%s has steps 0 to %d, not %d", t.Name, len(t.Steps), m.Step)
 		}
 	case play.TutorialReveal:
-		t, err := tutorials.Find(m.Tutorial)
+		t, err := c.FindTutorial(m.Tutorial)
 		if err != nil {
 			return false, 0, proto.Errorf(proto.CodeNotFound, "cmd.tutorial", "%v", err)
 		}
@@ -497,7 +497,7 @@ func check(cur play.Config, in play.In, lim Limits) (reset bool, est int64, _ *p
 			return false, 0, proto.Errorf(proto.CodeOutOfRange, "cmd.step", "%s has steps 1 to %d, not %d", t.Name, len(t.Steps), m.Step)
 		}
 	}
-	next, reset, err := play.RoomReset(cur, in)
+	next, reset, err := c.RoomReset(cur, in)
 	if err != nil {
 		switch in.(type) {
 		case play.Preset:

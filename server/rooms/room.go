@@ -405,8 +405,13 @@ func (r *room) dropLocked(m *member) {
 func (r *room) admit(cmd json.RawMessage, now time.Time) *proto.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(cmd) > r.lim.MaxCommandBytes {
-		return proto.Errorf(proto.CodeOutOfRange, "cmd", "a command has at most %d bytes", r.lim.MaxCommandBytes)
+	if limit := r.lim.MaxCommandBytes; len(cmd) > limit {
+		if typ, _ := proto.Type(cmd); typ != typeLesson {
+			return proto.Errorf(proto.CodeOutOfRange, "cmd", "a command has at most %d bytes", limit)
+		}
+		if len(cmd) > r.lim.MaxLessonBytes {
+			return proto.Errorf(proto.CodeOutOfRange, "cmd", "a lesson command has at most %d bytes", r.lim.MaxLessonBytes)
+		}
 	}
 	if len(r.log) >= r.lim.MaxLogEntries || r.logBytes+len(cmd) > r.lim.MaxLogBytes {
 		return proto.Errorf(proto.CodeLimitExceeded, "", "the room's log is full (%d commands or %d bytes); create a new room", r.lim.MaxLogEntries, r.lim.MaxLogBytes)
