@@ -255,9 +255,10 @@ func (st State) Encode() string {
 }
 
 // IgnoredKeys are query keys that belong to the page, not to the state:
-// the benchmark mode, a workshop room to join and its invitation, the tutorial panel's
-// tutorial and step, and the embed mode.
-var IgnoredKeys = map[string]bool{"bench": true, "room": true, "invite": true, "tutorial": true, "step": true, "embed": true}
+// the benchmark mode, a workshop room to join and its invitation, the
+// tutorial panel's tutorial (or lesson's URL) and step, and the embed
+// mode.
+var IgnoredKeys = map[string]bool{"bench": true, "room": true, "invite": true, "tutorial": true, "lesson": true, "step": true, "embed": true}
 
 // DecodeState reads a query written by Encode (a leading "?" is allowed).
 // It checks every value, and that each configuration builds; unknown keys

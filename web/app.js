@@ -232,13 +232,15 @@
     // A tutorial's step (tutorial.js sets ui.tutorial) is named by its
     // tutorial and step, not by the scenario it built: a reload opens the
     // step again (a room's page is the room's, which restores it).
-    const base = ui.tutorial && !ui.room ?
-      "tutorial=" + encodeURIComponent(ui.tutorial.name) + "&step=" + ui.tutorial.step : st.query;
+    // A lesson's step is named by its URL, or by its text packed in the
+    // fragment (tutorial.js's address).
+    const base = ui.tutorial && !ui.room ? ui.tutorial.query : st.query;
+    const hash = ui.tutorial && !ui.room ? ui.tutorial.hash : null;
     const q = base + (embedMode ? "&embed=1" : "") + (ui.room ? "&room=" + encodeURIComponent(ui.room) +
       (ui.roomInvite ? "&invite=" + encodeURIComponent(ui.roomInvite) : "") : "");
-    if (!benchMode && st.query !== undefined && "?" + q !== location.search &&
+    if (!benchMode && st.query !== undefined && ("?" + q !== location.search || hash !== null && hash !== location.hash) &&
         (!st.playing || now - ui.urlAt > 500)) {
-      history.replaceState(null, "", location.pathname + "?" + q);
+      history.replaceState(null, "", location.pathname + "?" + q + (hash || ""));
       ui.urlAt = now;
     }
     if (embedMode) $("embed-open").href = location.pathname + "?" + st.query;

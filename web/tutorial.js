@@ -7,6 +7,10 @@
 // (`tutorial_step` with `room`) and which question its instructor
 // revealed (`tutorial_reveal`); the panel follows.
 // Progress is kept in localStorage; ?tutorial=NAME&step=N opens a step.
+// A lesson (a tutorial that does not ship) is loaded from a file or a
+// URL: the game checks it with the tutorials' parser (lesson_load) and
+// the panel runs it as it runs the others; ?lesson=URL&step=N, or
+// #lesson=PACKED for a file's text, opens one from a link.
 "use strict";
 
 (function () {
@@ -21,6 +25,7 @@
     result: null,    // the game's result of the current step
     busy: false,
     unrevealed: 0,   // questions of this step not yet revealed
+    lessons: {},     // the lessons loaded, by name: {url} or {link} (its packed text, "" when too long)
   };
   window.ringlabTutorial = tut; // for tests
 
@@ -167,7 +172,19 @@
     <div class="tut-pick">
       <label for="tut-select" class="sr-only">tutorial</label>
       <select id="tut-select"><option value="">Choose a tutorial…</option></select>
+      <button id="tut-lesson-btn" type="button" aria-expanded="false" aria-controls="tut-lesson">Load a lesson…</button>
     </div>
+    <div id="tut-lesson" class="tut-lesson" hidden>
+      <p class="tut-meta">A lesson is a Markdown file in the tutorials' format (docs/writing-tutorials.md), at most 256 KiB.</p>
+      <label>From a file: <input id="tut-lesson-file" type="file" accept=".md,.markdown,.txt,text/markdown,text/plain"></label>
+      <form id="tut-lesson-form" class="tut-lesson-url">
+        <label for="tut-lesson-url">From a URL:</label>
+        <input id="tut-lesson-url" type="url" placeholder="https://example.org/lesson.md" autocomplete="url">
+        <button type="submit">Load</button>
+      </form>
+      <p id="tut-lesson-error" class="tut-lesson-error" role="alert" hidden></p>
+    </div>
+    <p id="tut-lesson-note" class="tut-meta" hidden></p>
     <div class="tut-nav" role="group" aria-label="Tutorial steps">
       <button id="tut-prev" type="button" aria-keyshortcuts="{" title="Previous step ({)">◀ Prev</button>
       <span id="tut-pos" aria-live="polite"></span>
@@ -201,7 +218,7 @@
     if (!open) predicting(false);
     // The address names the step on show (app.js writes it), so a reload
     // comes back to it; a closed panel leaves the run's own address.
-    window.ringlab.tutorial = open && tut.t ? { name: tut.t.name, step: tut.step } : null;
+    window.ringlab.tutorial = open && tut.t ? address(tut.step) : null;
     // Opened, it is brought into view (the page may have been scrolled
     // to a panel below it).
     if (open && was) panel.scrollIntoView({ block: "nearest" });
@@ -230,12 +247,26 @@
     if (tut.t) sel.value = tut.t.name;
   }
 
+  // address is where step n of what is read is (app.js writes it in the
+  // address bar, the panel's link carries it): a tutorial by its name, a
+  // lesson by its URL or, read from a file, by its packed text in the
+  // fragment (which no server sees); a lesson too long for that has none.
+  function address(n) {
+    const l = tut.lessons[tut.t.name];
+    if (l && l.url) return { name: tut.t.name, step: n, query: "lesson=" + encodeURIComponent(l.url) + "&step=" + n, hash: "" };
+    if (l) return { name: tut.t.name, step: n, query: "step=" + n, hash: l.link ? "#lesson=" + l.link : "" };
+    return { name: tut.t.name, step: n, query: "tutorial=" + encodeURIComponent(tut.t.name) + "&step=" + n, hash: "" };
+  }
+
+  // A lesson (tutorials.LessonName) has no number.
+  const heading = (t) => (t.number ? "Tutorial: " : "Lesson: ") + t.title;
+
   async function openTutorial(name, step) {
     const r = await request({ type: "tutorial", name });
     if (r.type !== "tutorial") { $("tut-body").textContent = r.message || "no such tutorial"; return; }
     tut.t = r.tutorial;
     $("tut-select").value = tut.t.name;
-    $("tut-h").textContent = "Tutorial: " + tut.t.title;
+    $("tut-h").textContent = heading(tut.t);
     await go(step);
   }
 
@@ -253,9 +284,9 @@
     $("tut-prev").disabled = n === 0;
     $("tut-next").disabled = n === t.steps.length;
     $("tut-pos").textContent = n === 0 ? `Introduction (${t.steps.length} steps)` : `Step ${n} of ${t.steps.length}`;
-    if (!panel.hidden) window.ringlab.tutorial = { name: t.name, step: n };
-    const link = "?tutorial=" + encodeURIComponent(t.name) + "&step=" + n;
-    $("tut-link").href = location.pathname + link;
+    const addr = address(n);
+    if (!panel.hidden) window.ringlab.tutorial = addr;
+    $("tut-link").href = location.pathname + "?" + addr.query + addr.hash;
     if (n === 0) {
       $("tut-step-title").textContent = t.title;
       $("tut-body").innerHTML = `<p class="tut-meta">${esc(t.level)}, ${esc(t.duration)}</p>` +
@@ -319,7 +350,7 @@
       if (r.type !== "tutorial") return;
       tut.t = r.tutorial;
       $("tut-select").value = tut.t.name;
-      $("tut-h").textContent = "Tutorial: " + tut.t.title;
+      $("tut-h").textContent = heading(tut.t);
     }
     await go(m.step, m.step > 0 ? m : undefined);
   }
@@ -407,7 +438,7 @@
     const i = tut.list.findIndex((t) => t.name === tut.t.name);
     const next = i >= 0 ? tut.list[i + 1] : null;
     return `<div class="tut-end" id="tut-end"><p><strong>Done:</strong> that was the last step of “${esc(tut.t.title)}”.</p>` +
-      (next ? `<p><button type="button" id="tut-next-tutorial" data-name="${esc(next.name)}">Next tutorial: ${next.number}. ${esc(next.title)} ▶</button></p>`
+      (!tut.t.number ? "" : next ? `<p><button type="button" id="tut-next-tutorial" data-name="${esc(next.name)}">Next tutorial: ${next.number}. ${esc(next.title)} ▶</button></p>`
         : "<p>That was the last tutorial.</p>") + "</div>";
   }
 
@@ -545,14 +576,140 @@
     const m = e.data;
     if (m && m.type === "key" && !m.ctrl && !m.meta && !m.alt) key(m.key);
   });
+  // ---- lessons: a tutorial from a file, a URL or a link ----
+
+  const MAX_LESSON = 256 * 1024; // tutorials.MaxLessonBytes, checked again by the game
+  const kib = (n) => (n / 1024).toFixed(n < 10240 ? 1 : 0) + " KiB";
+
+  // lessonError says why a lesson was not loaded; the page stays as it was.
+  function lessonError(text) {
+    const e = $("tut-lesson-error");
+    e.textContent = text;
+    e.hidden = !text;
+    if (text) { $("tut-lesson").hidden = false; $("tut-lesson-btn").setAttribute("aria-expanded", "true"); }
+  }
+
+  // decode reads a lesson's bytes as UTF-8 text, or says why not.
+  function decode(bytes, source) {
+    try {
+      return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch (e) {
+      throw new Error(`${source} is not UTF-8 text (is it a binary file?): a lesson is a Markdown file`);
+    }
+  }
+
+  async function readFile(file) {
+    if (file.size > MAX_LESSON) throw new Error(`${file.name} is ${kib(file.size)}: a lesson has at most ${kib(MAX_LESSON)}`);
+    return decode(new Uint8Array(await file.arrayBuffer()), file.name);
+  }
+
+  // fetchLesson reads a lesson at a web address: http or https, of this
+  // server or of one that lets this page read it (CORS), at most
+  // MAX_LESSON bytes (counted as they arrive, whatever the headers say).
+  async function fetchLesson(addr) {
+    let u;
+    try { u = new URL(addr, location.href); } catch (e) { throw new Error(`${addr} is not a web address`); }
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error(`${addr}: a lesson's address is http:// or https://, not ${u.protocol}`);
+    let r;
+    try {
+      r = await fetch(u.href, { mode: "cors", credentials: "omit", cache: "no-cache" });
+    } catch (e) {
+      throw new Error(`${u.href} could not be read: the server did not answer, or it does not let this page read it ` +
+        "(a lesson's URL is this server's, or one that sends Access-Control-Allow-Origin)");
+    }
+    if (!r.ok) throw new Error(`${u.href}: the server answered ${r.status} ${r.statusText}`.trim());
+    const len = Number(r.headers.get("Content-Length") || 0);
+    if (len > MAX_LESSON) throw new Error(`${u.href} is ${kib(len)}: a lesson has at most ${kib(MAX_LESSON)}`);
+    const reader = r.body.getReader();
+    const parts = [];
+    let n = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      n += value.length;
+      if (n > MAX_LESSON) { reader.cancel(); throw new Error(`${u.href} is more than ${kib(MAX_LESSON)}: a lesson has at most that`); }
+      parts.push(value);
+    }
+    const bytes = new Uint8Array(n);
+    let at = 0;
+    for (const p of parts) { bytes.set(p, at); at += p.length; }
+    return { text: decode(bytes, u.href), url: u.href };
+  }
+
+  // useLesson hands a lesson to the game, which checks it; on success the
+  // panel opens it at step, otherwise it says why and changes nothing.
+  // from is {text, source} or {packed}; url is the lesson's address, if
+  // it has one.
+  async function useLesson(from, url, step) {
+    const r = await request(Object.assign({ type: "lesson_load" }, from));
+    if (r.type !== "lesson") throw new Error(r.message || "the game did not take the lesson");
+    lessonError("");
+    const t = r.tutorial;
+    tut.lessons[t.name] = { url: url || "", link: r.link || "", room: r.room, bytes: r.bytes };
+    const sel = $("tut-select");
+    let o = sel.querySelector(`option[value="${t.name}"]`);
+    if (!o) {
+      o = document.createElement("option");
+      o.value = t.name;
+      o.dataset.lesson = "1";
+      sel.appendChild(o);
+    }
+    o.textContent = `Lesson: ${t.title} (${t.level}, ${t.minutes} min, ${t.steps.length} steps)`;
+    const note = $("tut-lesson-note");
+    note.textContent = !url && !r.link
+      ? `This lesson is too long for a link (${kib(r.bytes)}): share its file, or put it at a web address and load it from there.`
+      : !r.room ? "This lesson is too long for a workshop room: split it into shorter lessons." : "";
+    note.hidden = !note.textContent;
+    $("tut-lesson").hidden = true;
+    $("tut-lesson-btn").setAttribute("aria-expanded", "false");
+    tut.t = t;
+    sel.value = t.name;
+    $("tut-h").textContent = heading(t);
+    await go(step || 0);
+  }
+
+  async function loadingLesson(what) {
+    try {
+      await what();
+    } catch (e) {
+      lessonError(e.message || String(e));
+    }
+  }
+
+  $("tut-lesson-btn").addEventListener("click", () => {
+    const box = $("tut-lesson");
+    box.hidden = !box.hidden;
+    $("tut-lesson-btn").setAttribute("aria-expanded", String(!box.hidden));
+  });
+  $("tut-lesson-file").addEventListener("change", (e) => {
+    const f = e.target.files && e.target.files[0];
+    if (!f) return;
+    loadingLesson(async () => useLesson({ text: await readFile(f), source: f.name }, "", 0));
+    e.target.value = ""; // the same file again loads again
+  });
+  $("tut-lesson-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const addr = $("tut-lesson-url").value.trim();
+    if (!addr) { lessonError("Type the lesson's web address first."); return; }
+    loadingLesson(async () => { const l = await fetchLesson(addr); await useLesson({ text: l.text, source: l.url }, l.url, 0); });
+  });
+  tut.loadLesson = (addr) => loadingLesson(async () => { const l = await fetchLesson(addr); await useLesson({ text: l.text, source: l.url }, l.url, 0); });
+
   tut.go = go;
   tut.open = openTutorial;
 
-  // ?tutorial=NAME&step=N: open the panel there once the game is up.
+  // ?tutorial=NAME&step=N, ?lesson=URL&step=N or #lesson=PACKED: open
+  // the panel there once the game is up.
   const want = q0.get("tutorial");
-  if (want) {
-    const step = parseInt(q0.get("step") || "0", 10) || 0;
-    const start = () => { setOpen(true); openTutorial(want, step); };
+  const wantURL = q0.get("lesson");
+  const packed = /^#lesson=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  const step0 = parseInt(q0.get("step") || "0", 10) || 0;
+  let start = null;
+  if (want) start = () => { setOpen(true); openTutorial(want, step0); };
+  else if (wantURL) start = () => { setOpen(true); loadingLesson(async () => { const l = await fetchLesson(wantURL); await useLesson({ text: l.text, source: l.url }, l.url, step0); }); };
+  else if (packed) start = () => { setOpen(true); loadingLesson(() => useLesson({ packed: packed[1], source: "this link's lesson" }, "", step0)); };
+  else if (location.hash.startsWith("#lesson=")) start = () => { setOpen(true); lessonError("This link's lesson is damaged: its text is not in the form a link carries."); };
+  if (start) {
     const wait = () => (document.body.dataset.ready === "1" ? start() : setTimeout(wait, 50));
     wait();
   }

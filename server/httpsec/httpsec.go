@@ -17,12 +17,14 @@ import (
 // server's own files only (no inline script, no eval) with the one
 // exception WebAssembly needs to compile ('wasm-unsafe-eval': Ebitengine's
 // engine is main.wasm); styles may be inline (the page's colour swatches
-// and the panels' own rules; CSS cannot run code); connections (fetch and
-// WebSockets) go to the server only; only the server's own pages may
+// and the panels' own rules; CSS cannot run code); connections go to the
+// server (its WebSockets, its files) and, for fetch, to web addresses
+// (http, https) that let the page read them (CORS): a lesson loaded from
+// its URL (tutorials/README.md); only the server's own pages may
 // frame a page (the game's iframe), so the instructor's panel cannot be
 // framed by another site.
 const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; " +
-	"img-src 'self' data: blob:; connect-src 'self'; frame-src 'self'; frame-ancestors 'self'; " +
+	"img-src 'self' data: blob:; connect-src 'self' https: http:; frame-src 'self'; frame-ancestors 'self'; " +
 	"object-src 'none'; base-uri 'none'; form-action 'self'"
 
 // SetHeaders sets the hardening headers on h.
