@@ -57,7 +57,18 @@ func atStep(p *page, title string, n string) {
 	if n != "0" {
 		cond += ` && document.getElementById("tutorial-panel").dataset.checks === "ok"`
 	}
-	p.waitJS(cond, 60*time.Second)
+	deadline := time.Now().Add(60 * time.Second)
+	for !eval[bool](p, cond) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("not at step %s of %q: heading %q, step %q, checks %q, error %q, body %.300q", n, title,
+				eval[string](p, `document.getElementById("tut-h").textContent`),
+				eval[string](p, `document.getElementById("tutorial-panel").dataset.step || ""`),
+				eval[string](p, `document.getElementById("tutorial-panel").dataset.checks || ""`),
+				eval[string](p, `document.getElementById("tut-lesson-error").textContent`),
+				eval[string](p, `document.getElementById("tut-body").textContent`))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestLessonFromFile: a lesson picked as a file is checked by the game

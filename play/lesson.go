@@ -139,10 +139,16 @@ func (c *Controller) lessonLoad(m LessonLoad, id int) ([]Out, error) {
 			return nil, fmt.Errorf("%s: %v", src, err)
 		}
 	}
-	l, err := c.keepLesson(src, text, "")
+	// The tutorials' parser, then the names its checks read (CheckNames:
+	// a misspelt counter is an error now, not a failed check later).
+	t, err := tutorials.ParseLesson(src, text)
 	if err != nil {
 		return nil, err
 	}
+	if err := tutorials.CheckNames(t); err != nil {
+		return nil, err
+	}
+	l := c.keepLesson(t, text, "")
 	out := LessonOut{ID: id, Tutorial: l.t, Bytes: l.bytes, Room: len(l.packed) <= MaxRoomLesson}
 	if len(l.packed) <= MaxLinkLesson {
 		out.Link = l.packed
@@ -150,15 +156,11 @@ func (c *Controller) lessonLoad(m LessonLoad, id int) ([]Out, error) {
 	return []Out{out}, nil
 }
 
-// keepLesson parses a lesson's text (file names it in errors) and keeps
-// it; packed is its packed form when the caller has it.
-func (c *Controller) keepLesson(file string, text []byte, packed string) (*lesson, error) {
-	t, err := tutorials.ParseLesson(file, text)
-	if err != nil {
-		return nil, err
-	}
+// keepLesson keeps a parsed lesson and its text; packed is its packed
+// form when the caller has it.
+func (c *Controller) keepLesson(t *tutorials.Tutorial, text []byte, packed string) *lesson {
 	if l, ok := c.lessons[t.Name]; ok {
-		return l, nil
+		return l
 	}
 	if packed == "" {
 		packed = tutorials.PackLesson(text)
@@ -179,7 +181,7 @@ func (c *Controller) keepLesson(file string, text []byte, packed string) (*lesso
 	}
 	c.lessons[t.Name] = l
 	c.lessonOrder = append(c.lessonOrder, t.Name)
-	return l, nil
+	return l
 }
 
 // roomLesson keeps a lesson of the room's log (its command checked it
@@ -189,10 +191,11 @@ func (c *Controller) roomLesson(m Lesson) error {
 	if err != nil {
 		return err
 	}
-	l, err := c.keepLesson("lesson", text, m.Packed)
+	t, err := tutorials.ParseLesson("lesson", text)
 	if err != nil {
 		return err
 	}
+	l := c.keepLesson(t, text, m.Packed)
 	if c.room.lessons == nil {
 		c.room.lessons = map[string]bool{}
 	}

@@ -280,3 +280,16 @@ func TestRoomLessonTooBig(t *testing.T) {
 	_, err = ParseCommand([]byte(`{"type":"lesson","packed":"` + tutorials.PackLesson([]byte(text)) + `"}`))
 	assert.ErrorContains(t, err, "a room's lesson is at most")
 }
+
+// TestLessonNamesChecked: a check that reads a name no world has is
+// refused when the lesson loads, at its line, before any step runs.
+func TestLessonNamesChecked(t *testing.T) {
+	c := New("speed=0")
+	c.Ready()
+	bad := strings.Replace(testLesson, "check rx_packets >= 40", "check rx_packetz >= 40", 1)
+	require.Error(t, c.StepJSON(loadJSON(t, bad, "typo.md")))
+	_, errs, _ := sent(c)
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Message, "typo.md:24: check: no world of this tutorial has a figure named rx_packetz (did you mean rx_packets?)")
+	assert.Empty(t, c.lessons)
+}

@@ -8,8 +8,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"unicode/utf8"
+
+	"ringlab/engine"
+	"ringlab/engine/scenario"
 )
 
 // A lesson is a tutorial that does not ship: a file in the format of this
@@ -120,4 +124,72 @@ func UnpackLesson(packed string) ([]byte, error) {
 		return nil, fmt.Errorf("a packed lesson inflates past %d bytes (%d KiB), the most a lesson has", MaxLessonBytes, MaxLessonBytes>>10)
 	}
 	return text, nil
+}
+
+// CheckNames finds, before anything runs, the names a tutorial's show,
+// check and answer directives read that no world of its steps has and no
+// mark, measure, compare or host of it binds: a misspelt counter
+// (rx_packetz) that would otherwise fail only when its step runs. It
+// reports each such name at its line, with the closest name a world has.
+// A world is built (not run) only for a step that reads a name the
+// worlds built so far lack, so a lesson costs a build or two; a name one
+// step's world has and another's lacks (rq1.* with one queue) is left to
+// the run, as is a step whose world cannot be built.
+func CheckNames(t *Tutorial) error {
+	binds, prefixes := map[string]bool{}, map[string]bool{}
+	for _, st := range t.Steps {
+		for _, d := range st.Directives {
+			switch d.Op {
+			case OpMeasure:
+				binds[d.Name], binds[d.Name+".limit"] = true, true
+			case OpCompare, OpMark, OpHost:
+				prefixes[d.Name] = true
+			}
+		}
+	}
+	known := Figures{}
+	built := map[*scenario.Scenario]bool{}
+	var errs ErrorList
+	var scen *scenario.Scenario
+	for _, st := range t.Steps {
+		if st.Scenario != nil {
+			scen = st.Scenario
+		}
+		for _, d := range st.Directives {
+			if d.Op != OpShow && d.Op != OpCheck && d.Op != OpAnswer {
+				continue
+			}
+			for _, e := range d.exprs {
+				if e == nil {
+					continue // a show group
+				}
+				for _, n := range e.Names() {
+					prefix, _, dotted := strings.Cut(n, ".")
+					if binds[n] || dotted && prefixes[prefix] {
+						continue
+					}
+					if _, ok := known[n]; !ok && scen != nil && !built[scen] {
+						built[scen] = true
+						if w, err := engine.New(*scen); err == nil {
+							maps.Copy(known, worldFigures(w))
+						}
+					}
+					if _, ok := known[n]; ok || len(known) == 0 {
+						continue
+					}
+					msg := fmt.Sprintf("%s: no world of this tutorial has a figure named %s", d.Op, n)
+					if sug := suggest(n, known.sortedNames()); sug != "" {
+						msg += fmt.Sprintf(" (did you mean %s?)", sug)
+					}
+					if len(errs) < maxErrors {
+						errs = append(errs, &Error{File: t.File, Line: d.Line, Msg: msg})
+					}
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
 }

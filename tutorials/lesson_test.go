@@ -107,3 +107,28 @@ func TestShippedTutorialsAreLessons(t *testing.T) {
 		assert.Less(t, len(PackLesson(s.Data)), 32<<10, s.File)
 	}
 }
+
+// TestCheckNames: a name no world of the step has is found before the
+// step runs, at its line, with the closest name; the shipped tutorials
+// and the docs' lesson read only names their worlds have.
+func TestCheckNames(t *testing.T) {
+	good := string(docExample(t))
+	l, err := ParseLesson("l.md", []byte(good))
+	require.NoError(t, err)
+	assert.NoError(t, CheckNames(l))
+	bad := strings.Replace(good, "check rq0.num_free <= rq0.size", "check rq0.num_fre <= rq0.size", 1)
+	bad = strings.Replace(bad, "show rx_packets, rq0.num_free", "show rx_packetz, rq0.num_free", 1)
+	l, err = ParseLesson("l.md", []byte(bad))
+	require.NoError(t, err, "it parses: only the world knows its names")
+	err = CheckNames(l)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "l.md:19: show: no world of this tutorial has a figure named rx_packetz (did you mean rx_packets?)")
+	assert.Contains(t, err.Error(), "l.md:32: check: no world of this tutorial has a figure named rq0.num_fre (did you mean rq0.num_free?)")
+	assert.NotContains(t, err.Error(), "before.", "a mark's names are bound")
+
+	all, err := All()
+	require.NoError(t, err)
+	for _, tt := range all {
+		assert.NoError(t, CheckNames(tt), tt.File)
+	}
+}

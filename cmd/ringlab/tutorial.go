@@ -114,6 +114,9 @@ func loadTutorialFile(path string) (*tutorials.Tutorial, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := tutorials.CheckNames(t); err != nil {
+		return nil, err // as the page refuses it
+	}
 	base := strings.TrimSuffix(filepath.Base(path), ".md")
 	t.Name = base
 	if len(base) > 3 && base[2] == '-' && base[0] >= '0' && base[0] <= '9' && base[1] >= '0' && base[1] <= '9' {
