@@ -229,7 +229,7 @@ func TestLessonLinkRoundTrip(t *testing.T) {
 
 	// A damaged fragment is said to be one.
 	s := openURL(t, browser(t), ts.URL+"/index.html?step=1#lesson=%%%")
-	s.waitJS(`document.getElementById("tut-lesson-error").textContent.includes("damaged")`, 20*time.Second)
+	s.waitJS(`document.getElementById("tut-lesson-error").textContent.includes("damaged")`, 60*time.Second)
 	s2 := openURL(t, browser(t), ts.URL+"/index.html?step=1#lesson=AAAA")
-	s2.waitJS(`document.getElementById("tut-lesson-error").textContent.includes("deflated")`, 20*time.Second)
+	s2.waitJS(`document.getElementById("tut-lesson-error").textContent.includes("deflated")`, 60*time.Second)
 }

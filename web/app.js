@@ -61,7 +61,9 @@
       case "ready": onReady(m); break;
       case "state": onState(m); break;
       case "inspect": showRecord(m.record, m.source); break;
-      case "error": showStatus(m.message, "error"); break;
+      // A lesson the game refused is said in the tutorial panel, beside
+      // the file or URL it came from (tutorial.js).
+      case "error": if (m.source !== "lesson_load") showStatus(m.message, "error"); break;
       case "note": if (m.source !== "room") showStatus(m.text, "info"); break;
       case "key": onKey(m); break;
       case "bench": window.ringlabBench = m.bench; break;
