@@ -218,18 +218,26 @@ func TestLessonLinkRoundTrip(t *testing.T) {
 	p.settle()
 	digest := p.request(map[string]any{"type": "digest"})["digest"]
 	link := eval[string](p, `document.getElementById("tut-link").href`)
+	p.do(chromedp.Navigate("about:blank")) // its game stops
 
+	// One more tab, navigated from page to page (each page runs a game:
+	// a tab each would run them all at once).
 	q := openURL(t, browser(t), link)
 	atStep(q, "Twenty packets", "1")
 	q.settle()
 	assert.Equal(t, digest, q.request(map[string]any{"type": "digest"})["digest"], "the same world at the same step")
 
-	r := openURL(t, browser(t), ts.URL+"/index.html?lesson="+url.QueryEscape(ts.URL+"/lessons/twenty.md")+"&step=2")
-	atStep(r, "Twenty packets", "2")
+	again := func(addr string) {
+		t.Helper()
+		q.do(chromedp.Navigate("about:blank"))
+		q = openURL(t, q.ctx, addr)
+	}
+	again(ts.URL + "/index.html?lesson=" + url.QueryEscape(ts.URL+"/lessons/twenty.md") + "&step=2")
+	atStep(q, "Twenty packets", "2")
 
 	// A damaged fragment is said to be one.
-	s := openURL(t, browser(t), ts.URL+"/index.html?step=1#lesson=%%%")
-	s.waitJS(`document.getElementById("tut-lesson-error").textContent.includes("damaged")`, 60*time.Second)
-	s2 := openURL(t, browser(t), ts.URL+"/index.html?step=1#lesson=AAAA")
-	s2.waitJS(`document.getElementById("tut-lesson-error").textContent.includes("deflated")`, 60*time.Second)
+	again(ts.URL + "/index.html?step=1#lesson=%%%")
+	q.waitJS(`document.getElementById("tut-lesson-error").textContent.includes("damaged")`, 60*time.Second)
+	again(ts.URL + "/index.html?step=1#lesson=AAAA")
+	q.waitJS(`document.getElementById("tut-lesson-error").textContent.includes("deflated")`, 60*time.Second)
 }

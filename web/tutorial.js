@@ -260,11 +260,26 @@
 
   // A lesson (tutorials.LessonName) has no number.
   const heading = (t) => (t.number ? "Tutorial: " : "Lesson: ") + t.title;
+  // lessonOption puts a lesson in the picker (one the page loaded, or one
+  // a workshop room's log carried), so that the picker names it.
+  function lessonOption(t) {
+    if (t.number) return;
+    const sel = $("tut-select");
+    let o = [...sel.options].find((x) => x.value === t.name);
+    if (!o) {
+      o = document.createElement("option");
+      o.value = t.name;
+      o.dataset.lesson = "1";
+      sel.appendChild(o);
+    }
+    o.textContent = `Lesson: ${t.title} (${t.level}, ${t.minutes} min, ${t.steps.length} steps)`;
+  }
 
   async function openTutorial(name, step) {
     const r = await request({ type: "tutorial", name });
     if (r.type !== "tutorial") { $("tut-body").textContent = r.message || "no such tutorial"; return; }
     tut.t = r.tutorial;
+    lessonOption(tut.t);
     $("tut-select").value = tut.t.name;
     $("tut-h").textContent = heading(tut.t);
     await go(step);
@@ -349,6 +364,7 @@
       const r = await request({ type: "tutorial", name: m.tutorial });
       if (r.type !== "tutorial") return;
       tut.t = r.tutorial;
+      lessonOption(tut.t);
       $("tut-select").value = tut.t.name;
       $("tut-h").textContent = heading(tut.t);
     }
@@ -647,14 +663,7 @@
     const t = r.tutorial;
     tut.lessons[t.name] = { url: url || "", link: r.link || "", room: r.room, bytes: r.bytes };
     const sel = $("tut-select");
-    let o = sel.querySelector(`option[value="${t.name}"]`);
-    if (!o) {
-      o = document.createElement("option");
-      o.value = t.name;
-      o.dataset.lesson = "1";
-      sel.appendChild(o);
-    }
-    o.textContent = `Lesson: ${t.title} (${t.level}, ${t.minutes} min, ${t.steps.length} steps)`;
+    lessonOption(t);
     const note = $("tut-lesson-note");
     note.textContent = !url && !r.link
       ? `This lesson is too long for a link (${kib(r.bytes)}): share its file, or put it at a web address and load it from there.`
