@@ -164,6 +164,7 @@ func CheckNames(t *Tutorial) error {
 					continue // a show group
 				}
 				for _, n := range e.Names() {
+					n = canonical(n) // time_ns reads sim_time_ns
 					prefix, _, dotted := strings.Cut(n, ".")
 					if binds[n] || dotted && prefixes[prefix] {
 						continue
