@@ -120,7 +120,7 @@ func TestLessonBadFiles(t *testing.T) {
 		{"unknown.md", strings.Replace(good, "mark before", "frobnicate", 1), `unknown.md:29: unknown directive "frobnicate"`},
 		{"check.md", strings.Replace(good, "check rq0.num_free <= rq0.size", "check rq0.num_free", 1), "check.md:32: check: want a comparison"},
 		{"notes.md", "# Notes\n\nJust prose.\n", "notes.md:1: a tutorial starts with front matter"},
-		{"huge.md", strings.Repeat("x", 256<<10+1), "huge.md is 256 KiB: a lesson has at most 256 KiB"},
+		{"huge.md", strings.Repeat("x", 256<<10+1), "huge.md is 262145 bytes: a lesson has at most 262144 (256 KiB)"},
 	} {
 		upload(p, lessonFile(t, tc.name, tc.text))
 		p.waitJS(`document.getElementById("tut-lesson-error").textContent.includes(`+jsString(tc.name)+`)`, 20*time.Second)

@@ -615,7 +615,7 @@
   }
 
   async function readFile(file) {
-    if (file.size > MAX_LESSON) throw new Error(`${file.name} is ${kib(file.size)}: a lesson has at most ${kib(MAX_LESSON)}`);
+    if (file.size > MAX_LESSON) throw new Error(`${file.name} is ${file.size} bytes: a lesson has at most ${MAX_LESSON} (${kib(MAX_LESSON)})`);
     return decode(new Uint8Array(await file.arrayBuffer()), file.name);
   }
 
@@ -635,7 +635,7 @@
     }
     if (!r.ok) throw new Error(`${u.href}: the server answered ${r.status} ${r.statusText}`.trim());
     const len = Number(r.headers.get("Content-Length") || 0);
-    if (len > MAX_LESSON) throw new Error(`${u.href} is ${kib(len)}: a lesson has at most ${kib(MAX_LESSON)}`);
+    if (len > MAX_LESSON) throw new Error(`${u.href} is ${len} bytes: a lesson has at most ${MAX_LESSON} (${kib(MAX_LESSON)})`);
     const reader = r.body.getReader();
     const parts = [];
     let n = 0;
@@ -643,7 +643,7 @@
       const { done, value } = await reader.read();
       if (done) break;
       n += value.length;
-      if (n > MAX_LESSON) { reader.cancel(); throw new Error(`${u.href} is more than ${kib(MAX_LESSON)}: a lesson has at most that`); }
+      if (n > MAX_LESSON) { reader.cancel(); throw new Error(`${u.href} is more than ${MAX_LESSON} bytes: a lesson has at most that (${kib(MAX_LESSON)})`); }
       parts.push(value);
     }
     const bytes = new Uint8Array(n);
@@ -666,7 +666,7 @@
     lessonOption(t);
     const note = $("tut-lesson-note");
     note.textContent = !url && !r.link
-      ? `This lesson is too long for a link (${kib(r.bytes)}): share its file, or put it at a web address and load it from there.`
+      ? `This lesson is too long for a link (${kib(r.bytes)} of text does not pack into 32 KiB): share its file, or put it at a web address and load it from there.`
       : !r.room ? "This lesson is too long for a workshop room: split it into shorter lessons." : "";
     note.hidden = !note.textContent;
     $("tut-lesson").hidden = true;
