@@ -55,6 +55,7 @@ func capturePcap(t *testing.T, drop, pass int) (string, []byte) {
 // captured with its verdict and drop reason in its comment; a truncated
 // capture is refused naming its byte offset and changes nothing.
 func TestCaptureLoadVerdictsExport(t *testing.T) {
+	t.Parallel()
 	const drop, pass = 12, 7
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=xdp-pass&set=xdp:xdp_drop_udp_port")

@@ -458,6 +458,7 @@ func TestWorkshopPresentation(t *testing.T) {
 // configuration, the preset and its changes (the link's recipe), not
 // from the preset alone.
 func TestWorkshopRoomStartsFromRecipe(t *testing.T) {
+	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "?recipe=default+page_pool=off&speed=0")
 	inst.setParam(0, "ring_size", "64")

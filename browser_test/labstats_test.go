@@ -18,6 +18,7 @@ import (
 // last second of snapshots) show beside the simulated perf top's
 // bpf_prog_run_xdp row, next to the model's own time a run.
 func TestPerfTopShowsTheLabProgramsCost(t *testing.T) {
+	t.Parallel()
 	ts := serverWith(t, func(mux *http.ServeMux) {
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 		mux.HandleFunc("/ws/metrics", func(w http.ResponseWriter, r *http.Request) {

@@ -75,6 +75,7 @@ func atStep(p *page, title string, n string) {
 // and runs as the shipped tutorials do: its introduction, then its steps'
 // worlds in pane A and their checks; its link carries its text.
 func TestLessonFromFile(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?preset=small-ring&speed=0")
 	openLessons(p)
@@ -107,6 +108,7 @@ func TestLessonFromFile(t *testing.T) {
 // reason, and the line where there is one; the panel and pane A stay as
 // they were.
 func TestLessonBadFiles(t *testing.T) {
+	t.Parallel()
 	ts := server(t)
 	p := open(t, browser(t), ts.URL, "?tutorial=descriptor-journey&step=1")
 	p.waitJS(`document.getElementById("tutorial-panel").dataset.checks === "ok"`, 60*time.Second)
@@ -144,6 +146,7 @@ func jsString(s string) string {
 // address that is not http(s), and a 404 each get a clear error. The
 // link carries the URL.
 func TestLessonFromURL(t *testing.T) {
+	t.Parallel()
 	text := docLesson(t)
 	ts := serverWith(t, func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /lessons/twenty.md", func(w http.ResponseWriter, _ *http.Request) {
@@ -205,6 +208,7 @@ func TestLessonFromURL(t *testing.T) {
 // text in the fragment) or a URL, opens the same lesson at that step in
 // another tab.
 func TestLessonLinkRoundTrip(t *testing.T) {
+	t.Parallel()
 	text := docLesson(t)
 	ts := serverWith(t, func(mux *http.ServeMux) {
 		mux.HandleFunc("GET /lessons/twenty.md", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(text)) })

@@ -126,12 +126,6 @@ func (f *fixture) dial(t *testing.T, room string) *websocket.Conn {
 	return wstest.Dial(t, wstest.URL(f.srv.URL, path))
 }
 
-// dialPlain opens a connection to room without an invitation.
-func (f *fixture) dialPlain(t *testing.T, room string) *websocket.Conn {
-	t.Helper()
-	return wstest.Dial(t, wstest.URL(f.srv.URL, "/ws/room/"+room))
-}
-
 func read(t *testing.T, c *websocket.Conn) rmsg { t.Helper(); return wstest.Read[rmsg](t, c, readWait) }
 
 // readUntil reads, skipping presence messages (and an instructor's roster
