@@ -89,7 +89,7 @@ func TestDamagedStore(t *testing.T) {
 	nRooms := scale(6, 36)
 	trials := scale(4, 20)
 	const flips = 4
-	s := startServer(t, "--rooms-per-addr", "64")
+	s := startServer(t, "--rooms-per-addr", "64", "--room-creates", "64", "--room-creates-per-addr", "64")
 	var ids []string
 	for i := 0; i < nRooms; i++ {
 		room, code := s.createRoom(`{"preset":"default"}`)
@@ -124,7 +124,7 @@ func TestDamagedStore(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.CopyFS(dir, os.DirFS(pristine)))
 		damage(spanOf(t, dir))
-		srv := newServer(t, nil, "--state-dir", dir, "--rooms-per-addr", "64")
+		srv := newServer(t, nil, "--state-dir", dir, "--rooms-per-addr", "64", "--room-creates", "64", "--room-creates-per-addr", "64")
 		err := srv.tryStart()
 		var o outcome
 		o.started = err == nil
