@@ -17,7 +17,8 @@ import (
 const soakShortPackets = 100_000
 
 // TestSoakPresets runs every preset for soakPackets packets (a million;
-// fewer under the race detector, see soak_race_test.go, and with -short)
+// fewer under the race detector, see soak_race_test.go; with -short the
+// sweeps' three presets for soakShortPackets)
 // with CheckEveryEvent: every event's effects are checked, the full Check
 // runs every DefaultFullCheckEvery events and at the end; and with
 // CheckLiveness: no queue goes DefaultLivenessWindow with frames waiting
@@ -28,6 +29,9 @@ func TestSoakPresets(t *testing.T) {
 		packets = min(packets, soakShortPackets)
 	}
 	for _, p := range scenario.Presets() {
+		if testing.Short() && !shortPresets[p.Name] {
+			continue // make test's second pass soaks every preset
+		}
 		t.Run(p.Name, func(t *testing.T) {
 			t.Parallel()
 			s, err := scenario.LookupPreset(p.Name)
