@@ -638,12 +638,11 @@ func (c *Controller) Ready() Frame {
 		out = append(out, st)
 	}
 	idle := !c.busy()
-	// A state when asked for, and while things change at most every
-	// StatePeriod; a page at rest gets none.
-	c.changed = c.changed || refreshed || moving
-	if c.force || (c.changed && c.sinceState >= StatePeriod) || (len(c.syncs) > 0 && idle) {
+	// A state when asked for, and every StatePeriod: the page keeps its
+	// address, the tip's text and what it shows of the tutorial by them.
+	if c.force || c.sinceState >= StatePeriod || (len(c.syncs) > 0 && idle) {
 		out = append(out, c.state())
-		c.sinceState, c.force, c.changed = 0, false, false
+		c.sinceState, c.force = 0, false
 	}
 	if len(c.syncs) > 0 && idle {
 		for _, id := range c.syncs {
