@@ -48,7 +48,6 @@ type Controller struct {
 	sinceStatus                        int64         // wall ns since the last status for the roster
 	statusSent                         *proto.Status // the last one, nil none since the welcome
 	force                              bool          // a state is due
-	changed                            bool          // something changed since the last state
 	syncs                              []int         // ids of Sync requests waiting for the work to end
 	outbox                             []Out         // what the inputs and the work produced for Ready
 
