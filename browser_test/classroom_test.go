@@ -23,7 +23,7 @@ func createRoom(t *testing.T, inst *page) string {
 	eval[chromedp.Void](inst, `document.getElementById("workshop-btn").click()`)
 	inst.waitJS(`!document.getElementById("workshop-panel").hidden`, 5*time.Second)
 	eval[chromedp.Void](inst, `document.getElementById("ws-create").click()`)
-	inst.waitJS(`window.ringlab.workshop.role === "instructor" && document.getElementById("ws-link").value !== ""`, 10*time.Second)
+	inst.waitJS(`window.ringlab.workshop.role === "instructor" && document.getElementById("ws-link").value.includes("invite=")`, 10*time.Second)
 	inst.waitApplied(0)
 	link := eval[string](inst, `document.getElementById("ws-link").value`)
 	require.Contains(t, link, "?room=")

@@ -119,7 +119,7 @@ func TestWorkshopSurvivesARestart(t *testing.T) {
 	inst.waitJS(`!document.getElementById("workshop-btn").disabled`, 20*time.Second)
 	eval[chromedp.Void](inst, `document.getElementById("workshop-btn").click()`)
 	eval[chromedp.Void](inst, `document.getElementById("ws-create").click()`)
-	inst.waitJS(`window.ringlab.workshop.role === "instructor" && document.getElementById("ws-link").value !== ""`, 10*time.Second)
+	inst.waitJS(`window.ringlab.workshop.role === "instructor" && document.getElementById("ws-link").value.includes("invite=")`, 10*time.Second)
 	inst.waitApplied(0)
 	link := eval[string](inst, `document.getElementById("ws-link").value`)
 	stu := openURL(t, browser(t), link)
