@@ -24,7 +24,7 @@ all: build wasm
 
 help:
 	@echo "make run    build the wasm and the binary, then serve the playground on $(ADDR) (make run ADDR=HOST:PORT for another)"
-	@echo "make test   gofmt, go vet and staticcheck, every Go test under the race detector (-short), then the long ones without it (every preset, the million-packet soak, the browser suite), the tutorials, the wasm build"
+	@echo "make test   gofmt, go vet and staticcheck, the concurrent packages' tests under the race detector (-short), then the engine, the controller and the long ones without it (every preset, the million-packet soak, the browser suite), the tutorials, the wasm build"
 	@echo "make bench  the engine's Go benchmarks, then bin/ringlab-bench (every target; builds the wasm and bin/ringlab first)"
 	@echo "make fuzz   every fuzz target for FUZZTIME each (default 30s)"
 	@echo "make abuse  the attacks on ringlab serve at full size, with their figures (make test runs their short form)"
@@ -60,20 +60,24 @@ vet:
 	GOOS=js GOARCH=wasm $(GO) vet ./engine/... ./play/... ./wasm/...
 	$(GO) tool staticcheck ./...
 
-# Two passes. The first runs every package's tests under the race
-# detector with -short: the concurrent code (servers, rooms, the hub, the
-# sources) whole; the engine's preset sweeps on three presets and its
-# soak at 100,000 packets (engine/soak_race_test.go), enough for the
-# detector to see the tests' shared state (engine/purity_test.go forbids
-# go statements and sync in the engine, so it has no races of its own,
-# and the detector slows it some 25 times). The second runs, without the
+# Two passes. The first runs the tests of every package but the pure
+# ones under the race detector with -short: the concurrent code (servers,
+# rooms, the hub, the sources, the tutorials' shared cache) whole, and the
+# engine and the controller as those packages run them from goroutines.
+# The pure packages, the engine and the controller (PURE), run in the
+# second pass without the detector: their purity tests
+# (engine/purity_test.go, play/purity_test.go) forbid go statements and
+# sync in them, so the detector has nothing of theirs to find, and it
+# slows them some 25 times. The second pass also runs, without the
 # detector, what -short leaves out: the engine's sweeps on every preset
 # and its million-packet soak, the browser suite (browser_test, its cases
 # in parallel pages of one Chromium), the bench's cases and the tests that
 # read the sim source on the wall clock (they skip under the detector).
+PURE  := ./engine/... ./play
+RACED  = $(shell $(GO) list ./... | grep -v -e '^ringlab/engine' -e '^ringlab/play$$')
 test: vet
-	$(GO) test -race -short $(TESTFLAGS) ./...
-	$(GO) test $(TESTFLAGS) -parallel 2 ./engine ./browser_test ./internal/bench ./server/rooms ./cmd/ringlab ./tutorials
+	$(GO) test -race -short $(TESTFLAGS) $(RACED)
+	$(GO) test $(TESTFLAGS) -parallel 2 $(PURE) ./browser_test ./internal/bench ./server/rooms ./cmd/ringlab ./tutorials
 	$(GO) run ./cmd/ringlab tutorial check
 	GOOS=js GOARCH=wasm $(GO) build -o /dev/null ./wasm
 
