@@ -159,6 +159,10 @@ type (
 		W float64 `json:"w"`
 		H float64 `json:"h"`
 	}
+	wMotion struct {
+		envelope
+		Reduced bool `json:"reduced"`
+	}
 	wLiveHello struct {
 		envelope
 		Source      string   `json:"source"`
@@ -515,6 +519,12 @@ func decodeLiveStatus(raw []byte) (In, int, error) {
 		return nil, 0, proto.Errorf(proto.CodeOutOfRange, "text", "at most %d bytes", MaxLiveText)
 	}
 	return LiveStatus{w.Connected, w.Text}, w.ID, nil
+}
+
+func decodeMotion(raw []byte) (In, int, error) {
+	var w wMotion
+	err := proto.Strict(raw, &w)
+	return Motion{w.Reduced}, w.ID, err
 }
 
 func decodeResize(raw []byte) (In, int, error) {

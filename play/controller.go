@@ -21,6 +21,10 @@ const (
 	RecordPeriod = 250_000_000   // the selection's live inspect record at most this often
 	SeekPeriod   = 1_000_000_000 // an instructor's seek while the room plays
 	StatusPeriod = 300_000_000   // a student's status for the roster at most this often
+	// MotionStep is how far apart a moving picture's frames are when the
+	// browser asks for reduced motion (Motion): four pictures a second,
+	// each a step, in place of an animation at the screen's rate.
+	MotionStep = 250_000_000
 )
 
 // Controller is the playground's logic, driven the way a raft node is:
@@ -65,6 +69,10 @@ type Controller struct {
 	// draws nothing.
 	drawn   *Draw
 	stirred bool
+	// reduced is the browser's prefers-reduced-motion (Motion): a moving
+	// picture is drawn every MotionStep, sinceDraw ns after the last.
+	reduced   bool
+	sinceDraw int64
 
 	ring           view.RingView // how the ring view draws (View, view.go)
 	hovering       bool          // the pointer is over the canvas (Hover)
@@ -146,7 +154,7 @@ func (c *Controller) ready() ReadyOut {
 // room, the error naming the message when it is refused) goes out with
 // the next Ready; the error is returned too, for a caller that drives
 // the controller itself (a shell posts Ready and nothing else). Every
-// input but Resize and Hover makes the next Ready send a state.
+// input but Resize, Motion and Hover makes the next Ready send a state.
 func (c *Controller) Step(in In) error {
 	id := 0
 	if r, ok := in.(Request); ok {
@@ -156,6 +164,11 @@ func (c *Controller) Step(in In) error {
 		w, h := canvasSide(r.W), canvasSide(r.H)
 		c.stirred = c.stirred || w != c.w || h != c.h
 		c.w, c.h = w, h
+		return nil
+	}
+	if m, ok := in.(Motion); ok { // the shell's, from the browser's setting
+		c.stirred = c.stirred || m.Reduced != c.reduced
+		c.reduced = m.Reduced
 		return nil
 	}
 	if h, ok := in.(Hover); ok {
@@ -501,6 +514,7 @@ func (c *Controller) Tick(elapsed int64) {
 	c.sinceRecord += c.gap
 	c.sinceSeek += c.gap
 	c.sinceStatus += c.gap
+	c.sinceDraw += c.gap
 	if f, ok := c.mode.(following); ok {
 		f.wall += c.gap
 	}
@@ -591,7 +605,8 @@ type Draw struct {
 	Tip     *Tip // what the pointer hovers, explained
 	// Same says nothing here differs from the last Ready's Draw: no
 	// input came, no world changed and nothing moves (not playing, not
-	// working, no live view). The shell may keep the picture it has.
+	// working, no live view), or, with reduced motion (Motion), the next
+	// step is not due. The shell may keep the picture it has.
 	Same bool
 }
 
@@ -625,8 +640,8 @@ func (c *Controller) Ready() Frame {
 	}
 	c.owed, c.accrued = 0, false
 	moving := c.playing || c.busy() || c.live != nil || c.watch != nil
-	if moving {
-		c.phase++
+	if moving && !c.reduced {
+		c.phase++ // with reduced motion the flow view's dots stand still
 	}
 	out := c.outbox
 	c.outbox = nil
@@ -653,12 +668,15 @@ func (c *Controller) Ready() Frame {
 		out = append(out, c.record(c.sel, "live", 0))
 		c.sinceRecord, c.selChanged = 0, false
 	}
-	if c.drawn != nil && !refreshed && !moving && !c.stirred && c.Bench() == "" {
+	// Nothing changed, or, with reduced motion, what moves waits for its
+	// next step (an input is drawn at once).
+	still := !refreshed && !moving || c.reduced && c.sinceDraw < MotionStep
+	if c.drawn != nil && still && !c.stirred && c.Bench() == "" {
 		d := *c.drawn
 		d.Same = true
 		return Frame{Send: out, Draw: d}
 	}
-	c.stirred = false
+	c.stirred, c.sinceDraw = false, 0
 	d := c.draw()
 	c.drawn = &d
 	return Frame{Send: out, Draw: d}

@@ -921,3 +921,47 @@ func TestAtRestDrawsNothing(t *testing.T) {
 		require.Equal(t, 1, states, "frame %d playing: a state each StatePeriod", i)
 	}
 }
+
+// TestReducedMotionDrawsInSteps: with the browser's reduced motion a
+// playing page is drawn every MotionStep, not every tick, its flow dots
+// stand still, and an input is still drawn at once.
+func TestReducedMotionDrawsInSteps(t *testing.T) {
+	c := New("preset=default")
+	c.Ready()
+	c.Step(Resize{W: 800, H: 600})
+	require.NoError(t, c.Step(Motion{Reduced: true}))
+	const tick = 16_666_667 // a 60 Hz screen
+	drawn, ticks := 0, 0
+	frame := func() Draw {
+		c.Tick(tick)
+		for c.Work(1 << 12) {
+		}
+		ticks++
+		f := c.Ready()
+		if !f.Draw.Same {
+			drawn++
+		}
+		return f.Draw
+	}
+	first := frame()
+	require.False(t, first.Same, "the first frame draws")
+	phase := first.Phase
+	for range 3 * MotionStep / tick {
+		d := frame()
+		require.Equal(t, phase, d.Phase, "the flow view's dots stand still")
+	}
+	// About a picture each MotionStep (the first frame, then one per
+	// step), where playing at the screen's rate draws every tick.
+	require.InDelta(t, 4, drawn, 1, "pictures in %d ticks of a playing page", ticks)
+
+	frame() // whatever the step owes
+	c.Step(Hover{X: 100, Y: 100})
+	require.False(t, frame().Same, "an input is drawn at once")
+	require.True(t, frame().Same, "then the next step is waited for")
+
+	require.NoError(t, c.Step(Motion{Reduced: false}))
+	require.False(t, frame().Same)
+	for i := range 5 {
+		require.False(t, frame().Same, "full motion: tick %d draws", i)
+	}
+}

@@ -192,6 +192,12 @@ type Hover struct {
 	Off  bool
 }
 
+// Motion says whether the browser asks for reduced motion (the media
+// feature prefers-reduced-motion: reduce); the shell sends it at start
+// and when it changes. With it, what moves is drawn in steps MotionStep
+// apart and the flow view's dots stand still.
+type Motion struct{ Reduced bool }
+
 // Resize tells the controller the canvas's size in CSS pixels (the
 // layout's units); the shell sends it when Ebitengine lays the game out.
 type Resize struct{ W, H float64 }
@@ -236,5 +242,6 @@ func (RoomBeacon) isIn()     {}
 func (RoomDetach) isIn()     {}
 func (RoomSnap) isIn()       {}
 func (Resize) isIn()         {}
+func (Motion) isIn()         {}
 func (View) isIn()           {}
 func (Hover) isIn()          {}

@@ -97,6 +97,7 @@ var registry = []Message{
 	{Name: "view", Type: typeOf[View](), decode: decodeView},
 	{Name: "hover", Type: typeOf[Hover](), decode: decodeHover},
 	{Name: "resize", Type: typeOf[Resize](), decode: decodeResize},
+	{Name: "motion", Type: typeOf[Motion](), decode: decodeMotion},
 	// The room's messages, as its socket says them (proto).
 	{Name: proto.TypeWelcome, Type: typeOf[RoomWelcome](), decode: decodeWelcome},
 	{Name: proto.TypeCommand, Type: typeOf[RoomCommand](), decode: decodeCommand},

@@ -52,6 +52,7 @@ var samples = map[string]string{
 	"view":            `{"type":"view","ring":"toggle","from":4,"slots":8}`,
 	"hover":           `{"type":"hover","x":100,"y":80}`,
 	"resize":          `{"type":"resize","w":640,"h":400}`,
+	"motion":          `{"type":"motion","reduced":true}`,
 	"welcome": `{"type":"welcome","version":1,"room":"r1","you":"student","scenario":{"preset":"default"},"since":0,"students":1,"instructors":1,` +
 		`"limits":{"max_students":100,"commands_per_second":20,"max_log_entries":10000,"max_command_bytes":4096,"max_command_work":1,"max_replay_work":2},"log":[{"seq":1,"cmd":{"type":"step"}}]}`,
 	"command":       `{"type":"command","seq":1,"cmd":{"type":"seek","t_ns":5000}}`,

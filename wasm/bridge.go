@@ -142,6 +142,17 @@ func (b *inbox) listen() {
 		return nil
 	})
 	win.Get("document").Get("documentElement").Call("addEventListener", "mouseleave", leave)
+
+	// The browser's reduced-motion setting, now and as it changes: with
+	// it the controller draws what moves in steps (play.Motion).
+	if mm := win.Get("matchMedia"); mm.Type() == js.TypeFunction {
+		q := win.Call("matchMedia", "(prefers-reduced-motion: reduce)")
+		b.put(queued{in: play.Motion{Reduced: q.Get("matches").Bool()}})
+		q.Call("addEventListener", "change", js.FuncOf(func(this js.Value, args []js.Value) any {
+			b.put(queued{in: play.Motion{Reduced: args[0].Get("matches").Bool()}})
+			return nil
+		}))
+	}
 }
 
 // bytesAsBase64 turns the xdp_object and pcap messages' file, a Uint8Array JSON
