@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/gorilla/websocket"
@@ -312,6 +313,27 @@ func TestPlayPauseStep(t *testing.T) {
 	p.waitJS(`window.ringlab.state.playing === true`, 20*time.Second)
 	e2 := p.counter("events", 0)
 	p.waitJS(fmt.Sprintf(`Number(document.querySelector('#counters tr[data-name="events"] td:nth-child(2)').dataset.value) > %v`, e2), 30*time.Second)
+}
+
+// TestReducedMotion: a browser that asks for reduced motion gets a
+// playing page drawn in steps, at most one each play.MotionStep (250 ms),
+// where it draws one every frame the browser gives it.
+func TestReducedMotion(t *testing.T) {
+	t.Parallel()
+	ts := server(t)
+	ctx := browser(t)
+	_, err := chromedp.Call(timeout(t, ctx, minPatience), emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-reduced-motion", Value: "reduce"}}})
+	require.NoError(t, err)
+	p := open(t, ctx, ts.URL, "")
+	require.True(t, p.playing())
+	p.waitJS(`window.ringlab.state.view && window.ringlab.state.view.reduced_motion === true`, 10*time.Second)
+	p.playFor(2)
+	r := eval[[]float64](p, `new Promise((done) => { const g = document.getElementById("game").contentWindow,
+		d0 = g.ringlabDrawn, t0 = performance.now();
+		setTimeout(() => done([g.ringlabDrawn - d0, performance.now() - t0]), 3000); })`)
+	assert.Positive(t, r[0], "a playing page with reduced motion still draws")
+	assert.LessOrEqual(t, r[0], r[1]/250+2, "pictures drawn in %.0f ms with reduced motion", r[1])
 }
 
 // TestLinkReproducesRun: the URL after some steps and a parameter change,

@@ -92,6 +92,9 @@ type ViewOut struct {
 	Size      int     `json:"size"`
 	Form      string  `json:"form"`
 	WantH     float64 `json:"want_h"`
+	// ReducedMotion: the browser asks for it (Motion), and what moves is
+	// drawn in steps.
+	ReducedMotion bool `json:"reduced_motion,omitempty"`
 	// Tip is what the canvas says of the thing under the pointer.
 	Tip []string `json:"tip,omitempty"`
 }
@@ -211,6 +214,7 @@ func (c *Controller) viewOut() *ViewOut {
 	if v.Mode == "" {
 		v.Mode = "auto"
 	}
+	v.ReducedMotion = c.reduced
 	if sh.Linear {
 		v.Ring, v.Slots, v.From, v.Following = "linear", sh.Line.N, sh.Line.From, !c.ring.Fixed
 	}

@@ -54,6 +54,10 @@ type game struct {
 	// canvas shows what the page says.
 	drawn  int
 	atRest bool
+	// shown says frame is on the screen already: Ebitengine may call
+	// Draw again before the next Update (its frames and ticks are not
+	// one to one), and the picture it holds is still right.
+	shown bool
 
 	// Benchmark counters.
 	frames, ticks   uint64
@@ -119,7 +123,7 @@ func (g *game) Update() error {
 	}
 	g.engineTime += time.Since(now0)
 	f := g.ctl.Ready()
-	g.frame = f.Draw
+	g.frame, g.shown = f.Draw, false
 	postAll(f.Send)
 	g.benchTick(time.Now())
 	return nil

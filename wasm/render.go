@@ -39,13 +39,14 @@ func (g *game) Draw(screen *ebiten.Image) {
 		g.atRest = f.Same
 		js.Global().Set("ringlabAtRest", f.Same)
 	}
-	if f.Same {
+	if f.Same || g.shown {
 		// Nothing changed since the last picture, which the screen still
 		// holds (main turns Ebitengine's clearing off): after a few such
 		// frames Ebitengine stops presenting, and a page at rest costs
 		// next to no CPU.
 		return
 	}
+	g.shown = true
 	// Clear, no Fill: the views are drawn on black; a coloured background
 	// would cost another full-screen pass per frame (software WebGL pays
 	// for every pixel).
