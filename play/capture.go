@@ -110,14 +110,12 @@ func spanText(s *capture.Span) string {
 // CaptureState is what the page shows of a pane's capture: its frames'
 // fates so far, counted, and the latest decided ones.
 type CaptureState struct {
-	Name     string         `json:"name"`
-	Format   string         `json:"format"`
-	RatePPS  float64        `json:"rate_pps,omitempty"`
-	Frames   int            `json:"frames"`
-	Decided  int            `json:"decided"`
-	Fates    map[string]int `json:"fates"`
-	Verdicts map[string]int `json:"verdicts,omitempty"`
-	Reasons  map[string]int `json:"reasons,omitempty"`
+	Name    string  `json:"name"`
+	Format  string  `json:"format"`
+	RatePPS float64 `json:"rate_pps,omitempty"`
+	Frames  int     `json:"frames"`
+	Decided int     `json:"decided"`
+	capture.Counts
 	// Rows are the latest CaptureRows decided frames in capture order,
 	// newest last.
 	Rows []FrameRow `json:"rows,omitempty"`
@@ -138,24 +136,7 @@ func (pc *paneCapture) state(w *engine.World, cf *Config) *CaptureState {
 	fates := w.Replay().Fates()
 	v := w.Scenario.KernelVersion()
 	st := &CaptureState{Name: cf.CaptureName, Format: string(pc.c.Format), RatePPS: cf.CaptureRate,
-		Frames: len(fates), Decided: w.Replay().Decided(), Fates: map[string]int{}}
-	count := func(m *map[string]int, k string) {
-		if k == "" {
-			return
-		}
-		if *m == nil {
-			*m = map[string]int{}
-		}
-		(*m)[k]++
-	}
-	for i := range fates {
-		f := &fates[i]
-		st.Fates[f.Fate()]++
-		count(&st.Reasons, f.Reason(v))
-		if f.Outcome == device.OutcomeXDP {
-			count(&st.Verdicts, capture.VerdictOf(f))
-		}
-	}
+		Frames: len(fates), Decided: w.Replay().Decided(), Counts: capture.Count(fates, v)}
 	for i := len(fates) - 1; i >= 0 && len(st.Rows) < CaptureRows; i-- {
 		f := &fates[i]
 		if f.Outcome == device.OutcomePending {

@@ -50,17 +50,15 @@ func loadReplay(path string, rate float64) (*device.Replay, *capture.Capture, er
 	return rep, c, nil
 }
 
-// pcapReport is what a replay did: counts by fate, verdict and reason,
-// and with --pcap-verbose every frame.
+// pcapReport is what a replay did: counts by fate, verdict and reason
+// (capture.Counts), and with --pcap-verbose every frame.
 type pcapReport struct {
-	File     string           `json:"file"`
-	Format   string           `json:"format"`
-	RatePPS  float64          `json:"rate_pps,omitempty"`
-	Frames   int              `json:"frames"`
-	Fates    map[string]int   `json:"fates"`
-	Verdicts map[string]int   `json:"verdicts,omitempty"`
-	Reasons  map[string]int   `json:"reasons,omitempty"`
-	Records  []capture.Record `json:"records,omitempty"`
+	File    string  `json:"file"`
+	Format  string  `json:"format"`
+	RatePPS float64 `json:"rate_pps,omitempty"`
+	Frames  int     `json:"frames"`
+	capture.Counts
+	Records []capture.Record `json:"records,omitempty"`
 }
 
 // pcapFrames is every frame's record.
@@ -68,23 +66,10 @@ func pcapFrames(w *engine.World, rep *device.Replay, c *capture.Capture) []captu
 	return capture.Records(c, rep, w.Replay().Fates(), w.Scenario.Queues, w.Scenario.KernelVersion())
 }
 
-func newPcapReport(path string, c *capture.Capture, rate float64, frames []capture.Record, verbose bool) pcapReport {
-	r := pcapReport{File: path, Format: string(c.Format), RatePPS: rate, Frames: len(frames), Fates: map[string]int{}}
-	for _, f := range frames {
-		r.Fates[f.Fate]++
-		if f.Verdict != "" {
-			if r.Verdicts == nil {
-				r.Verdicts = map[string]int{}
-			}
-			r.Verdicts[f.Verdict]++
-		}
-		if f.Reason != "" {
-			if r.Reasons == nil {
-				r.Reasons = map[string]int{}
-			}
-			r.Reasons[f.Reason]++
-		}
-	}
+func newPcapReport(path string, c *capture.Capture, rate float64, w *engine.World, frames []capture.Record, verbose bool) pcapReport {
+	fates := w.Replay().Fates()
+	r := pcapReport{File: path, Format: string(c.Format), RatePPS: rate, Frames: len(fates),
+		Counts: capture.Count(fates, w.Scenario.KernelVersion())}
 	if verbose {
 		r.Records = frames
 	}
@@ -174,7 +159,7 @@ func (o *runOptions) runPcap(s scenario.Scenario, spec *bpf.CollectionSpec, stdo
 			return exitFail
 		}
 	}
-	report := newPcapReport(o.pcap.file, c, rep.RatePPS, frames, o.pcap.verbose)
+	report := newPcapReport(o.pcap.file, c, rep.RatePPS, w, frames, o.pcap.verbose)
 	sum := w.Summarize()
 	limit := engine.LimitOf(w.UsageBetween(mark, w.MarkUsage()))
 	if o.json {
