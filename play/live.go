@@ -171,7 +171,7 @@ const maxLaneNumbers = 4
 // liveFlow are the counters each series of the flow diagram can be
 // read from, the first the source has: canonical names, different
 // numbers in order of preference, as a chart line's (lineDef). The series that
-// are differences or sums are worked out in flowRates.
+// are differences or sums are worked out as the world's (view.Derive).
 var liveFlow = map[view.Series][]string{
 	view.RxPPS:        {"rx_packets"},
 	view.HostDrops:    {"host_drops"},
@@ -689,44 +689,26 @@ func (l *liveView) poolStatsMissing() string {
 	return "this source has no page_pool statistics"
 }
 
-// flow fills the flow diagram's rates from the counters now.
+// flow fills the flow diagram's rates from the counters now, the
+// series worked out from others as the world's are (view.Derive): the
+// packets XDP ran on are the driver's count (the same counters as
+// rx_packets), else a lab's verdict map, which counts every verdict.
 func (l *liveView) flow(d *LiveDraw) {
-	for s, names := range liveFlow {
-		if n := l.pick(names); n != "" {
-			if r := l.rateNow(n); !math.IsNaN(r) {
-				d.Flow[s], d.FlowKnown[s] = r, true
-			}
+	var v [view.NumSeries]float64 // NaN: no counter says
+	for s := range v {
+		v[s] = math.NaN()
+		if n := l.pick(liveFlow[view.Series(s)]); n != "" {
+			v[s] = l.rateNow(n)
 		}
 	}
-	known := func(s view.Series) bool { return d.FlowKnown[s] }
-	rx := d.Flow[view.RxPPS]
 	// What reached the ring: the received packets and, for the engine,
 	// the frames the host dropped with the ring empty.
-	if known(view.RxPPS) {
-		d.Flow[view.HostPPS], d.FlowKnown[view.HostPPS] = rx, true
-	}
-	// The packets XDP ran on: the driver's count (the same counters as
-	// rx_packets), else a lab's verdict map, which counts every verdict.
-	xdpRan := l.rateNow("rx_xdp_packets")
-	verdicts := d.Flow[view.XDPDrop] + d.Flow[view.XDPTx] + d.Flow[view.XDPRedirect]
-	if math.IsNaN(xdpRan) && known(view.XDPPass) {
-		xdpRan = d.Flow[view.XDPPass] + verdicts
-	}
+	v[view.HostPPS] = v[view.RxPPS]
+	xdpRan := view.Derive(&v, l.rateNow("rx_xdp_packets"), l.rateNow("cpumap_drops"), l.rateNow("devmap_drops"))
 	d.XDP = !math.IsNaN(xdpRan) && xdpRan > 0
-	if !math.IsNaN(xdpRan) && known(view.RxPPS) {
-		d.Flow[view.NoXDP], d.FlowKnown[view.NoXDP] = max(0, rx-xdpRan), true
-		if !known(view.XDPPass) {
-			d.Flow[view.XDPPass], d.FlowKnown[view.XDPPass] = max(0, xdpRan-verdicts), true
-		}
-	}
-	if known(view.XDPRedirect) && known(view.CpumapPass) {
-		d.Flow[view.RedirectFree], d.FlowKnown[view.RedirectFree] = max(0, d.Flow[view.XDPRedirect]-d.Flow[view.CpumapPass]), true
-	}
-	if known(view.SockDrops) {
-		for _, n := range []string{"cpumap_drops", "devmap_drops"} {
-			if r := l.rateNow(n); !math.IsNaN(r) {
-				d.Flow[view.SockDrops] += r
-			}
+	for s, r := range v {
+		if !math.IsNaN(r) {
+			d.Flow[s], d.FlowKnown[s] = r, true
 		}
 	}
 }

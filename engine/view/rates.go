@@ -1,6 +1,10 @@
 package view
 
-import "ringlab/engine"
+import (
+	"math"
+
+	"ringlab/engine"
+)
 
 // Series are the rates the charts and the flow view show, per second of
 // simulated time. Each is a counter of World.Stats, or a sum or
@@ -101,7 +105,7 @@ type Rates struct {
 	span [RatesLen]int64 // the simulated time each sample is averaged over
 
 	// Cumulative readings, one per sample plus the first reading.
-	cum   [RatesLen + 1][NumSeries]uint64
+	cum   [RatesLen + 1][NumSeries]float64
 	busy  [RatesLen + 1][]int64
 	ct    [RatesLen + 1]int64
 	cn    int // readings held
@@ -229,7 +233,7 @@ func (r *Rates) Sample(w *engine.World) bool {
 	}
 	secs := float64(now-r.ct[base]) / 1e9
 	for s := Series(0); s < NumSeries; s++ {
-		d := float64(r.cum[k][s]) - float64(r.cum[base][s])
+		d := r.cum[k][s] - r.cum[base][s]
 		r.v[j][s] = max(0, d) / secs
 	}
 	dt := now - r.ct[prev]
@@ -244,48 +248,81 @@ func (r *Rates) Sample(w *engine.World) bool {
 }
 
 // read returns the cumulative value behind every series, from the
-// world's typed counters.
-func (r *Rates) read(w *engine.World) [NumSeries]uint64 {
+// world's typed counters (exact as float64 up to 2^53).
+func (r *Rates) read(w *engine.World) [NumSeries]float64 {
 	w.ReadStats(&r.stats)
 	st := &r.stats
-	var v [NumSeries]uint64
-	rx, xdpAll := st.RX.Packets, st.RX.XDPPackets
-	v[RxPPS] = rx
-	v[HostPPS] = st.Host.Packets
-	v[HostDrops] = st.Host.Drops
-	v[RxDrops] = st.RX.Drops
-	v[XDPDrop] = st.RX.XDPDrops
-	v[XDPTx] = st.RX.XDPTx
-	v[XDPRedirect] = st.RX.XDPRedirects
+	var v [NumSeries]float64
+	v[RxPPS] = float64(st.RX.Packets)
+	v[HostPPS] = float64(st.Host.Packets)
+	v[HostDrops] = float64(st.Host.Drops)
+	v[RxDrops] = float64(st.RX.Drops)
+	v[XDPPass] = math.NaN() // virtio_net counts no XDP_PASS of its own
+	v[XDPDrop] = float64(st.RX.XDPDrops)
+	v[XDPTx] = float64(st.RX.XDPTx)
+	v[XDPRedirect] = float64(st.RX.XDPRedirects)
+	v[Delivered] = float64(st.Stack.Delivered)
+	v[SockDrops] = float64(st.Stack.SockDrops)
+	var cpumapDrops, devmapDrops float64
 	if st.Cpumap != nil {
-		v[CpumapPass] = st.Cpumap.Passed
-	}
-	if v[XDPRedirect] > v[CpumapPass] {
-		v[RedirectFree] = v[XDPRedirect] - v[CpumapPass]
-	}
-	if other := v[XDPDrop] + v[XDPTx] + v[XDPRedirect]; xdpAll > other {
-		v[XDPPass] = xdpAll - other
-	}
-	if rx > xdpAll {
-		v[NoXDP] = rx - xdpAll
-	}
-	v[Delivered] = st.Stack.Delivered
-	v[SockDrops] = st.Stack.SockDrops
-	if st.Cpumap != nil {
-		v[SockDrops] += st.Cpumap.Drops
+		v[CpumapPass], cpumapDrops = float64(st.Cpumap.Passed), float64(st.Cpumap.Drops)
 	}
 	if st.Devmap != nil {
-		v[SockDrops] += st.Devmap.Drops
+		devmapDrops = float64(st.Devmap.Drops)
 	}
+	Derive(&v, float64(st.RX.XDPPackets), cpumapDrops, devmapDrops)
 	pp := &st.PagePool
-	v[RecycleCache] = pp[ppRecycleCached]
-	v[RecycleRing] = pp[ppRecycleRing]
-	v[PoolRelease] = pp[ppRecycleRingFull] + pp[ppRecycleReleasedRef]
-	v[AllocFast] = pp[ppAllocFast]
-	v[AllocSlow] = pp[ppAllocSlow] + pp[ppAllocSlowHO]
-	v[PageAllocs] = st.Mem.Allocs
-	v[PageFrees] = st.Mem.Frees
+	v[RecycleCache] = float64(pp[ppRecycleCached])
+	v[RecycleRing] = float64(pp[ppRecycleRing])
+	v[PoolRelease] = float64(pp[ppRecycleRingFull] + pp[ppRecycleReleasedRef])
+	v[AllocFast] = float64(pp[ppAllocFast])
+	v[AllocSlow] = float64(pp[ppAllocSlow] + pp[ppAllocSlowHO])
+	v[PageAllocs] = float64(st.Mem.Allocs)
+	v[PageFrees] = float64(st.Mem.Frees)
 	return v
+}
+
+// Derive works out the flow's series that are differences or sums of
+// counters, engine/vocab's flow.* rows (flow.xdp_pass, flow.no_xdp,
+// flow.redirect_freed, flow.socket_drops), from the counters behind
+// them: cumulative totals or rates alike, the world's (Rates) or a live
+// source's (play's live view). v holds the counters that have a series
+// (RxPPS, XDPPass, XDPDrop, XDPTx, XDPRedirect, CpumapPass, SockDrops),
+// xdpPackets is rx_xdp_packets, cpumapDrops and devmapDrops the maps'
+// drops. NaN is a counter the source does not have: a series worked
+// out from one is NaN, an XDP verdict or a map's drops it lacks count
+// none. An XDPPass v already holds (a lab counts its program's
+// verdicts) is kept, and with no rx_xdp_packets the packets XDP ran on
+// are then every verdict counted. Derive returns the packets XDP ran
+// on, NaN when unknown.
+func Derive(v *[NumSeries]float64, xdpPackets, cpumapDrops, devmapDrops float64) (xdpRan float64) {
+	verdicts := orZero(v[XDPDrop]) + orZero(v[XDPTx]) + orZero(v[XDPRedirect])
+	if math.IsNaN(xdpPackets) {
+		xdpPackets = v[XDPPass] + verdicts
+	}
+	if math.IsNaN(v[XDPPass]) {
+		v[XDPPass] = less(xdpPackets, verdicts)
+	}
+	v[NoXDP] = less(v[RxPPS], xdpPackets)
+	v[RedirectFree] = less(v[XDPRedirect], v[CpumapPass])
+	v[SockDrops] += orZero(cpumapDrops) + orZero(devmapDrops)
+	return xdpPackets
+}
+
+// less is a - b, at least 0; NaN when either is.
+func less(a, b float64) float64 {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.NaN()
+	}
+	return max(0, a-b)
+}
+
+// orZero is x, 0 when it is NaN.
+func orZero(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return x
 }
 
 // Indices of engine.Stats.PagePool (pagepool.StatNames order).

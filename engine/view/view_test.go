@@ -1,6 +1,8 @@
 package view
 
 import (
+	"math"
+
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -201,4 +203,55 @@ func TestRatesReadThePagePoolStatsByPlace(t *testing.T) {
 	} {
 		assert.Equal(t, want, pagepool.StatNames[i])
 	}
+}
+
+// TestDerive: the flow's worked-out series from the counters behind
+// them, with every counter (the world's), with a lab's verdict map in
+// place of rx_xdp_packets, and with counters missing (NaN).
+func TestDerive(t *testing.T) {
+	nan := math.NaN()
+	series := func(set map[Series]float64) *[NumSeries]float64 {
+		var v [NumSeries]float64
+		for s := range v {
+			v[s] = nan
+		}
+		for s, x := range set {
+			v[s] = x
+		}
+		return &v
+	}
+
+	// The world's: 100 received, 70 through XDP (10 dropped, 5 sent
+	// back, 20 redirected of which a cpumap passed 12), 3 socket drops
+	// and 2 and 1 of the maps'.
+	v := series(map[Series]float64{RxPPS: 100, XDPDrop: 10, XDPTx: 5, XDPRedirect: 20, CpumapPass: 12, SockDrops: 3})
+	assert.Equal(t, 70.0, Derive(v, 70, 2, 1))
+	assert.Equal(t, 35.0, v[XDPPass], "rx_xdp_packets less the other verdicts")
+	assert.Equal(t, 30.0, v[NoXDP], "rx_packets less rx_xdp_packets")
+	assert.Equal(t, 8.0, v[RedirectFree], "redirected less what the cpumap passed")
+	assert.Equal(t, 6.0, v[SockDrops], "the socket's and the maps' drops")
+
+	// A lab: its program's own XDP_PASS count, no rx_xdp_packets, no
+	// XDP_TX counter, no maps.
+	v = series(map[Series]float64{RxPPS: 50, XDPPass: 20, XDPDrop: 30, XDPRedirect: 0, SockDrops: 1})
+	assert.Equal(t, 50.0, Derive(v, nan, nan, nan), "every verdict counted")
+	assert.Equal(t, 20.0, v[XDPPass], "the lab's own count is kept")
+	assert.Equal(t, 0.0, v[NoXDP])
+	assert.True(t, math.IsNaN(v[RedirectFree]), "no cpumap_passed: no rate")
+	assert.Equal(t, 1.0, v[SockDrops])
+
+	// A host with no XDP counters and no socket drops: nothing is made up.
+	v = series(map[Series]float64{RxPPS: 50})
+	assert.True(t, math.IsNaN(Derive(v, nan, nan, nan)))
+	for _, s := range []Series{XDPPass, NoXDP, RedirectFree, SockDrops} {
+		assert.True(t, math.IsNaN(v[s]), "%s", s)
+	}
+
+	// A difference is never below 0 (a live source's rates are taken
+	// over windows that need not line up).
+	v = series(map[Series]float64{RxPPS: 10, XDPDrop: 30, XDPTx: 0, XDPRedirect: 5, CpumapPass: 9, SockDrops: 0})
+	Derive(v, 20, 0, 0)
+	assert.Equal(t, 0.0, v[XDPPass])
+	assert.Equal(t, 0.0, v[NoXDP])
+	assert.Equal(t, 0.0, v[RedirectFree])
 }
