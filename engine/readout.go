@@ -10,6 +10,7 @@ import (
 	"ringlab/engine/pagepool"
 	"ringlab/engine/scenario"
 	"ringlab/engine/sim"
+	"ringlab/engine/virtionet"
 	"ringlab/engine/vocab"
 )
 
@@ -312,92 +313,82 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// readRings appends the driver's mode and its virtqueues.
-func (w *World) readRings(out []Figure) []Figure {
-	num := func(i int, name string, v float64) {
-		out = append(out, Figure{Name: name, Value: v, Part: PartRings, Index: i})
-	}
-	out = append(out, Figure{Name: "mode", Text: w.Driver.Mode(), IsText: true, Part: PartRings})
-	num(0, "big_packets_num_skbfrags", float64(w.Driver.NumSkbFrags()))
-	for _, rq := range w.Driver.RQ {
-		i, q := rq.Index, rq.VQ
-		num(i, vocab.Ring(i, "size"), float64(q.Size()))
-		num(i, vocab.Ring(i, "num_free"), float64(q.NumFree()))
-		num(i, vocab.Ring(i, "avail_idx"), float64(q.AvailIdx()))
-		num(i, vocab.Ring(i, "used_idx"), float64(q.UsedIdx()))
-		num(i, vocab.Ring(i, "last_used"), float64(q.LastUsed()))
-		num(i, vocab.Ring(i, "used_event"), float64(q.UsedEvent()))
-		num(i, vocab.Ring(i, "avail_event"), float64(q.AvailEvent()))
-		num(i, vocab.Ring(i, "avail_flags"), float64(q.AvailFlags()))
-		num(i, vocab.Ring(i, "used_flags"), float64(q.UsedFlags()))
-		num(i, vocab.Ring(i, "num_added"), float64(q.NumAdded()))
-		num(i, vocab.Ring(i, "free_head"), float64(q.FreeHead()))
-		num(i, vocab.Ring(i, "callbacks_disabled"), b2f(q.CallbacksDisabled()))
-		num(i, vocab.Ring(i, "event_idx"), b2f(q.EventIdx()))
-		num(i, vocab.Ring(i, "indirect"), b2f(rq.Indirect()))
-		per := rq.DescPerBuf()
-		posted := rq.PostedDescriptors()
-		num(i, vocab.Ring(i, "posted_descriptors"), float64(posted))
-		num(i, vocab.Ring(i, "descs_per_buffer"), float64(per))
-		num(i, vocab.Ring(i, "posted_buffers"), float64(posted/per))
-		num(i, vocab.Ring(i, "ewma"), float64(rq.EWMA()))
-		num(i, vocab.Ring(i, "mergeable_buf_len"), float64(rq.MergeableBufLen()))
-		num(i, vocab.Ring(i, "min_buf_len"), float64(rq.MinBufLen()))
-		s := &rq.Stats
-		num(i, vocab.Ring(i, "irqs"), float64(s.IRQs))
-		num(i, vocab.Ring(i, "napi_polls"), float64(s.NAPIPolls))
-		num(i, vocab.Ring(i, "refills"), float64(s.Refills))
-		num(i, vocab.Ring(i, "alloc_fails"), float64(s.AllocFails))
-		num(i, vocab.Ring(i, "linearized"), float64(s.Linearized))
-		num(i, vocab.Ring(i, "copied"), float64(s.Copied))
-		num(i, vocab.Ring(i, "coalesced"), float64(s.Coalesced))
-		num(i, vocab.Ring(i, "big_built"), float64(s.BigBuilt))
-		num(i, vocab.Ring(i, "frag_list"), float64(s.FragList))
-		num(i, vocab.Ring(i, "xdp_aborted"), float64(s.XDPAborted))
-		num(i, vocab.Ring(i, "length_errors"), float64(s.LengthErrors))
-		dc := rq.Dev.Counters()
-		num(i, vocab.Ring(i, "host_packets"), float64(dc.Packets))
-		num(i, vocab.Ring(i, "host_buffers"), float64(dc.Buffers))
-		num(i, vocab.Ring(i, "host_drops"), float64(dc.Drops))
-		num(i, vocab.Ring(i, "host_too_big"), float64(dc.TooBig))
-		num(i, vocab.Ring(i, "host_starved"), float64(dc.Starved))
-		num(i, vocab.Ring(i, "host_wakeups"), float64(dc.Wakeups))
-		num(i, vocab.Ring(i, "host_interrupts"), float64(dc.Interrupts))
-	}
-	for _, sq := range w.Driver.SQ {
-		i := sq.Index
-		num(i, vocab.SendRing(i, "size"), float64(sq.VQ.Size()))
-		num(i, vocab.SendRing(i, "num_free"), float64(sq.VQ.NumFree()))
-		num(i, vocab.SendRing(i, "avail_idx"), float64(sq.VQ.AvailIdx()))
-		num(i, vocab.SendRing(i, "used_idx"), float64(sq.VQ.UsedIdx()))
+// A named is one figure of a queue or a pool: its name within it (the
+// NAME of rqN.NAME) and its value.
+type named struct {
+	name string
+	v    float64
+}
+
+// appendNamed appends figures fs of part p of queue, CPU or pool i, each
+// named by name (vocab.Ring, vocab.Pool, ...) from i and its own name.
+func appendNamed(out []Figure, p Part, i int, name func(int, string) string, fs ...named) []Figure {
+	for _, f := range fs {
+		out = append(out, Figure{Name: name(i, f.name), Value: f.v, Part: p, Index: i})
 	}
 	return out
+}
+
+// readRings appends the driver's mode and its virtqueues.
+func (w *World) readRings(out []Figure) []Figure {
+	out = append(out, Figure{Name: "mode", Text: w.Driver.Mode(), IsText: true, Part: PartRings},
+		Figure{Name: "big_packets_num_skbfrags", Value: float64(w.Driver.NumSkbFrags()), Part: PartRings})
+	for _, rq := range w.Driver.RQ {
+		f := rqFigures(rq)
+		out = appendNamed(out, PartRings, rq.Index, vocab.Ring, f[:]...)
+	}
+	for _, sq := range w.Driver.SQ {
+		q := sq.VQ
+		out = appendNamed(out, PartRings, sq.Index, vocab.SendRing,
+			named{"size", float64(q.Size())}, named{"num_free", float64(q.NumFree())},
+			named{"avail_idx", float64(q.AvailIdx())}, named{"used_idx", float64(q.UsedIdx())})
+	}
+	return out
+}
+
+// rqFigures are a receive queue's figures (rqN.*), in the readout's
+// order: its virtqueue as virtio_ring.c keeps it, the driver's state
+// and counters of the queue, then the host's.
+func rqFigures(rq *virtionet.RQ) [38]named {
+	q, s, dc := rq.VQ, &rq.Stats, rq.Dev.Counters()
+	per, posted := rq.DescPerBuf(), rq.PostedDescriptors()
+	return [...]named{
+		{"size", float64(q.Size())}, {"num_free", float64(q.NumFree())}, {"avail_idx", float64(q.AvailIdx())},
+		{"used_idx", float64(q.UsedIdx())}, {"last_used", float64(q.LastUsed())}, {"used_event", float64(q.UsedEvent())},
+		{"avail_event", float64(q.AvailEvent())}, {"avail_flags", float64(q.AvailFlags())}, {"used_flags", float64(q.UsedFlags())},
+		{"num_added", float64(q.NumAdded())}, {"free_head", float64(q.FreeHead())},
+		{"callbacks_disabled", b2f(q.CallbacksDisabled())}, {"event_idx", b2f(q.EventIdx())}, {"indirect", b2f(rq.Indirect())},
+		{"posted_descriptors", float64(posted)}, {"descs_per_buffer", float64(per)}, {"posted_buffers", float64(posted / per)},
+		{"ewma", float64(rq.EWMA())}, {"mergeable_buf_len", float64(rq.MergeableBufLen())}, {"min_buf_len", float64(rq.MinBufLen())},
+		{"irqs", float64(s.IRQs)}, {"napi_polls", float64(s.NAPIPolls)}, {"refills", float64(s.Refills)},
+		{"alloc_fails", float64(s.AllocFails)}, {"linearized", float64(s.Linearized)}, {"copied", float64(s.Copied)},
+		{"coalesced", float64(s.Coalesced)}, {"big_built", float64(s.BigBuilt)}, {"frag_list", float64(s.FragList)},
+		{"xdp_aborted", float64(s.XDPAborted)}, {"length_errors", float64(s.LengthErrors)},
+		{"host_packets", float64(dc.Packets)}, {"host_buffers", float64(dc.Buffers)}, {"host_drops", float64(dc.Drops)},
+		{"host_too_big", float64(dc.TooBig)}, {"host_starved", float64(dc.Starved)}, {"host_wakeups", float64(dc.Wakeups)},
+		{"host_interrupts", float64(dc.Interrupts)},
+	}
 }
 
 // readPools appends each page_pool's state and stats, then each cpumap
 // entry's consumer lock.
 func (w *World) readPools(out []Figure) []Figure {
-	num := func(i int, name string, v float64) {
-		out = append(out, Figure{Name: name, Value: v, Part: PartPools, Index: i})
-	}
 	for i, pool := range w.Pools.List(nil) {
-		num(i, vocab.Pool(i, "cache"), float64(pool.CacheLen()))
-		num(i, vocab.Pool(i, "ring"), float64(pool.Ring().Len()))
-		num(i, vocab.Pool(i, "ring_size"), float64(pool.Ring().Size()))
-		num(i, vocab.Pool(i, "pool_size"), float64(pool.Params().PoolSize))
-		num(i, vocab.Pool(i, "inflight"), float64(pool.Inflight()))
-		num(i, vocab.Pool(i, "hold_cnt"), float64(pool.HoldCnt()))
-		num(i, vocab.Pool(i, "release_cnt"), float64(pool.ReleaseCnt()))
-		num(i, vocab.Pool(i, "producer_lock"), float64(pool.Ring().ProducerLock.Stats().Acquisitions))
-		num(i, vocab.Pool(i, "consumer_lock"), float64(pool.Ring().ConsumerLock.Stats().Acquisitions))
+		r := pool.Ring()
+		out = appendNamed(out, PartPools, i, vocab.Pool,
+			named{"cache", float64(pool.CacheLen())}, named{"ring", float64(r.Len())}, named{"ring_size", float64(r.Size())},
+			named{"pool_size", float64(pool.Params().PoolSize)}, named{"inflight", float64(pool.Inflight())},
+			named{"hold_cnt", float64(pool.HoldCnt())}, named{"release_cnt", float64(pool.ReleaseCnt())},
+			named{"producer_lock", float64(r.ProducerLock.Stats().Acquisitions)},
+			named{"consumer_lock", float64(r.ConsumerLock.Stats().Acquisitions)})
 		for j, s := range pool.Stats() {
-			num(i, vocab.Pool(i, vocab.PagePoolStat(pagepool.StatNames[j])), float64(s.Value))
+			out = appendNamed(out, PartPools, i, vocab.Pool, named{vocab.PagePoolStat(pagepool.StatNames[j]), float64(s.Value)})
 		}
 	}
 	if w.Cpumap != nil {
 		for i := 0; i < w.Sim.NumCPU(); i++ {
 			if w.Cpumap.Has(i) {
-				num(i, vocab.Cpumap(i, "consumer_lock"), float64(w.Cpumap.ConsumerLock(i).Acquisitions))
+				out = appendNamed(out, PartPools, i, vocab.Cpumap, named{"consumer_lock", float64(w.Cpumap.ConsumerLock(i).Acquisitions)})
 			}
 		}
 	}
