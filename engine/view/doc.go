@@ -6,7 +6,9 @@
 // Rates come from the typed counters, each Series under its engine/vocab
 // name (the counter it is the rate of, or for a sum or difference its
 // row of the vocabulary's flow group), the key it travels under; what
-// the views draw beside it is theirs to label. A sample averaged over
+// the views draw beside it is theirs to label. Derive works those sums
+// and differences out, of the world's counters and of a live source's
+// rates alike (play's live view). A sample averaged over
 // less than MinRateNs is no rate, and the views say "no rate yet".
 // KeyMetrics are the rows a compare pane shows first; the counters
 // table itself is the engine's readout (engine.Readout). The layout

@@ -8,9 +8,10 @@
 // trailing length disagrees), which the buffered readers of the
 // libraries do not know (FuzzParse holds it). The writer is the
 // project's own too (write.go). Replay turns a capture into the engine's
-// frames and Records says what became of each, for `ringlab run --pcap`
-// and the page's Capture (play/capture.go) alike, which hand the frames
-// to engine.NewReplay (docs/replay.md). The package is outside the
+// frames, Records says what became of each and Count counts them by
+// fate, verdict and drop reason, for `ringlab run --pcap` and the page's
+// Capture (play/capture.go) alike, which hand the frames to
+// engine.NewReplay (docs/replay.md). The package is outside the
 // engine, on engine/device, bpf, kernel and sim.
 package capture
 
