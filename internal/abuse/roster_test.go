@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -83,6 +84,21 @@ func settle(t *testing.T, inst *member) ([]rosterEntry, question) {
 	}
 }
 
+// leaveAbruptly ends c as a page that goes away does, with no close
+// frame (the end of its stream), and returns once the server has closed
+// its side: a connection of the host's until then, as the server counts
+// them. Rejoining before that (on a loaded machine, the server not yet
+// having read the end of the last two) would have the host hold more
+// connections at once than the test counts.
+func leaveAbruptly(c *websocket.Conn) {
+	defer c.Close()
+	conn := c.NetConn()
+	if tc, ok := conn.(*net.TCPConn); ok && tc.CloseWrite() == nil {
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		io.Copy(io.Discard, conn) // until the server's end (or reset)
+	}
+}
+
 // TestRejoinFlood: one host joining a room again and again under new
 // client ids, naming itself and answering a question each time, while
 // three students of the class sit in the room and answer. The host keeps
@@ -116,7 +132,7 @@ func TestRejoinFlood(t *testing.T) {
 		require.NoError(t, c.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(predict, "the attacker's"))))
 		c.WriteMessage(websocket.TextMessage, []byte(`{"type":"ping"}`))
 		readUntilType(c, "pong", 10*time.Second) // the prediction is in
-		c.Close()
+		leaveAbruptly(c)
 	}
 	took := time.Since(start)
 	ro, q := settle(t, inst)
@@ -133,8 +149,8 @@ func TestRejoinFlood(t *testing.T) {
 	}
 	figure(t, "roster entries of one host rejoining", float64(fakes), fmt.Sprintf("after %d joins in %v", n, took.Round(time.Millisecond)), fmt.Sprintf("%d refused; %d entries in all", refused, len(ro)))
 	figure(t, "answers of one host rejoining", float64(theirs), fmt.Sprintf("of %d answers", q.Count), "three students of the class answered too")
-	// One entry per connection it had at once: two, as each new one
-	// joins before the server has seen the last one go.
+	// One entry per connection it had at once: one, two at most should
+	// a new one join while the server counts the last one out.
 	assert.LessOrEqual(t, fakes, 2, "one roster entry per connection the host had at once")
 	assert.LessOrEqual(t, theirs, 2, "one answer per connection the host had at once")
 	assert.GreaterOrEqual(t, q.Count-theirs, 3, "the class's answers are all there")
