@@ -13,7 +13,8 @@
 // their limit beside an instructor's, replicas of large worlds with
 // their marks, four hosts holding every room connection, students past
 // a class size or without its invitation, sixteen hosts flooding one
-// room while a class joins another or opens its live views, and sixteen
+// room while a class joins another, five hosts (sixteen in the short
+// form) holding every live view while a class opens its own, and sixteen
 // hosts asking for every room at once. Each test logs FIGURE lines (the figures the note
 // quotes) and holds the bound the fix sets.
 //
