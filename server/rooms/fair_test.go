@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/engine/scenario"
+	"ringlab/proto"
 )
 
 // TestTurnsGoRoundTheAddresses: the turn goes to each waiting address in
@@ -199,4 +200,84 @@ func TestReplicaMemoryMeasured(t *testing.T) {
 		assert.GreaterOrEqual(t, reg.replicas.Bytes(), heap*9/10, "room %d: counted as held", i+1)
 	}
 	t.Logf("FIGURE replicas' live heap over 8 rooms: peak %d MiB, budget %d MiB (a world %d MiB as estimated)", peak>>20, budget>>20, est>>20)
+}
+
+// TestMemoryGoesToTheLeastHolding: when the replicas' budget is full and
+// commands wait for it, the memory a finished replica frees goes to the
+// waiter of the address whose replicas charge least, not to whichever
+// takes the lock first: a host commanding many rooms cannot keep
+// another's room waiting until it is refused.
+func TestMemoryGoesToTheLeastHolding(t *testing.T) {
+	const est = 1 << 20
+	p := newReplicaPool(10 << 20)
+	require.Equal(t, int64(3*est), p.ceilingOf(est), "a world of 1 MiB works within 3 MiB here")
+
+	// Three rooms of one host work and hold 9 of the 10 MiB.
+	busy := make([]*room, 3)
+	for i := range busy {
+		busy[i] = &room{}
+		_, err := p.start(busy[i], "host-a", est)
+		require.Nil(t, err)
+	}
+	// Three more of its rooms wait, then one room of another host.
+	type started struct {
+		who string
+		err error
+	}
+	got := make(chan started, 4)
+	waiting := func(n int) {
+		for {
+			p.mu.Lock()
+			k := len(p.waiting)
+			p.mu.Unlock()
+			if k == n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	var later []*room
+	for i := range 3 {
+		rm := &room{}
+		later = append(later, rm)
+		go func() {
+			got <- started{fmt.Sprint("host-a room ", i+4), asError(p.start(rm, "host-a", est))}
+		}()
+		waiting(i + 1)
+	}
+	other := &room{}
+	go func() {
+		got <- started{"host-b", asError(p.start(other, "host-b", est))}
+	}()
+	waiting(4)
+
+	replicaOf := func(rm *room) *replica {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.byRoom[rm]
+	}
+	p.done(busy[0], replicaOf(busy[0])) // 3 MiB free: one command fits
+	first := <-got
+	require.NoError(t, first.err)
+	assert.Equal(t, "host-b", first.who, "the freed memory goes to the host holding none")
+
+	// The rest go as memory frees, none refused.
+	for _, rm := range append(busy[1:], other) {
+		p.done(rm, replicaOf(rm))
+		s := <-got
+		require.NoError(t, s.err, s.who)
+	}
+	for _, rm := range later {
+		if rep := replicaOf(rm); rep != nil {
+			p.done(rm, rep)
+		}
+	}
+}
+
+// asError is start's refusal as an error (nil when it started).
+func asError(_ *replica, e *proto.Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
 }

@@ -3,6 +3,7 @@ package rooms
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,9 +56,11 @@ func (rep *replica) charge() int64 {
 // most, the least recently used first) to make room; a dropped replica is
 // rebuilt from the log, which MaxReplayWork bounds, when its room is
 // commanded again. A command that finds no room waits for a working
-// replica to finish, and is refused after memoryWait. Replicas work in
-// turns (sched.go): one at a time, fairly across the addresses that
-// command them.
+// replica to finish, and is refused after memoryWait; the memory freed
+// goes to the waiter of the address whose replicas charge least, the
+// longest waiting first, so a host commanding many rooms waits behind
+// the room of another. Replicas work in turns (sched.go): one at a time,
+// fairly across the addresses that command them.
 type replicaPool struct {
 	turns   turns
 	quantum uint64 // the work a turn runs: quantumWork (less in tests)
@@ -68,6 +71,9 @@ type replicaPool struct {
 	byRoom map[*room]*replica
 	bytes  int64 // the replicas' charges
 	clock  uint64
+	// waiting are the commands waiting for memory (fitLocked), in the
+	// order they came.
+	waiting []*replica
 }
 
 // memoryWait is how long a command waits for the replicas' memory before
@@ -194,7 +200,7 @@ func (p *replicaPool) start(rm *room, addr string, est int64) (*replica, *proto.
 	rep.working = true
 	p.clock++
 	rep.used = p.clock
-	if e := p.fitLocked(rep, est); e != nil {
+	if e := p.fitLocked(rep, est, true); e != nil {
 		p.recountLocked(rep, rep.held, 0)
 		rep.working = false
 		if rep.c == nil {
@@ -213,13 +219,15 @@ func (p *replicaPool) grow(rep *replica, est int64) *proto.Error {
 	if p.ceilingOf(est) <= rep.ceiling {
 		return nil
 	}
-	return p.fitLocked(rep, est)
+	return p.fitLocked(rep, est, false)
 }
 
 // fitLocked sets working rep's ceiling to a world of est bytes once the
 // pool fits it, evicting idle replicas or waiting (with rep counted at
-// what it holds) for working ones to finish, at most memoryWait.
-func (p *replicaPool) fitLocked(rep *replica, est int64) *proto.Error {
+// what it holds) for working ones to finish, at most memoryWait. A
+// command starting waits in line (inLine); a replica growing mid-work
+// does not: what it holds is what the line waits for.
+func (p *replicaPool) fitLocked(rep *replica, est int64, inLine bool) *proto.Error {
 	ceiling := p.ceilingOf(est)
 	if ceiling > p.limit {
 		return proto.Errorf(proto.CodeLimitExceeded, "", "the server holds each room's world up to %d times (as it runs, and its marks) in a budget of %d MiB for every room: a world of %d MiB does not fit",
@@ -227,18 +235,31 @@ func (p *replicaPool) fitLocked(rep *replica, est int64) *proto.Error {
 	}
 	deadline := time.Now().Add(memoryWait)
 	var timer *time.Timer
+	// In line with the commands already waiting: memory that frees goes
+	// to the first (firstLocked), not to whichever takes the lock first.
+	// The first may not fit yet where a later one would: the later one
+	// waits, at most until the first is served or gives up.
+	if inLine {
+		p.waiting = append(p.waiting, rep)
+	}
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		if inLine {
+			p.waiting = slices.DeleteFunc(p.waiting, func(w *replica) bool { return w == rep })
+			p.freed.Broadcast() // another waiter may be first now
+		}
 	}()
 	for {
-		p.recountLocked(rep, rep.held, max(ceiling, rep.held))
-		if p.evictLocked() {
-			return nil
+		if !inLine || p.firstLocked() == rep {
+			p.recountLocked(rep, rep.held, max(ceiling, rep.held))
+			if p.evictLocked() {
+				return nil
+			}
+			// Working replicas hold the budget: wait for one to finish.
+			p.recountLocked(rep, rep.held, rep.held)
 		}
-		// Working replicas hold the budget: wait for one to finish.
-		p.recountLocked(rep, rep.held, rep.held)
 		if !time.Now().Before(deadline) {
 			return proto.Errorf(proto.CodeUnavailable, "", "the server's replicas of the rooms' worlds are at their memory budget (%d MiB): try again in a moment", p.limit>>20)
 		}
@@ -251,6 +272,23 @@ func (p *replicaPool) fitLocked(rep *replica, est int64) *proto.Error {
 		}
 		p.freed.Wait()
 	}
+}
+
+// firstLocked is the waiter the memory freed goes to: of the address
+// whose replicas charge least (what they hold, their ceilings while they
+// work), the one waiting longest.
+func (p *replicaPool) firstLocked() *replica {
+	byAddr := map[string]int64{}
+	for _, x := range p.byRoom {
+		byAddr[x.addr] += x.charge()
+	}
+	var first *replica
+	for _, w := range p.waiting {
+		if first == nil || byAddr[w.addr] < byAddr[first.addr] {
+			first = w
+		}
+	}
+	return first
 }
 
 // done ends rep's work: it holds what its controller holds (nothing when
