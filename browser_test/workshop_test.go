@@ -230,3 +230,44 @@ func TestWorkshopNewerServer(t *testing.T) {
 	assert.True(t, eval[bool](inst, `window.ringlab.workshop.conn === null && window.ringlab.workshop.closed`), "the page stopped talking to the room")
 	assert.Equal(t, "disconnected", eval[string](inst, `document.getElementById("workshop-panel").dataset.follow`))
 }
+
+// TestWorkshopFirstJoinLinkCarriesTheInvite: the first join link, QR code
+// and instructor link the instructor's panel ever shows carry the room's
+// invitation, so a link copied at once admits its student to an
+// invitation-only room.
+func TestWorkshopFirstJoinLinkCarriesTheInvite(t *testing.T) {
+	t.Parallel()
+	base := workshopServer(t)
+	inst := open(t, browser(t), base, "")
+	inst.waitJS(`!document.getElementById("workshop-btn").disabled`, 10*time.Second)
+	// Every value the panel gives its links is recorded, from the first.
+	eval[chromedp.Void](inst, `(() => {
+		window.shown = {link: [], ilink: [], qr: []};
+		const record = (el, prop, key, proto) => {
+			const d = Object.getOwnPropertyDescriptor(proto, prop);
+			Object.defineProperty(el, prop, {
+				get() { return d.get.call(this); },
+				set(v) { if (v) window.shown[key].push(String(v)); d.set.call(this, v); },
+			});
+		};
+		record(document.getElementById("ws-link"), "value", "link", HTMLInputElement.prototype);
+		record(document.getElementById("ws-ilink"), "value", "ilink", HTMLInputElement.prototype);
+		record(document.getElementById("ws-qr"), "src", "qr", HTMLImageElement.prototype);
+	})()`)
+	eval[chromedp.Void](inst, `document.getElementById("workshop-btn").click()`)
+	inst.waitJS(`!document.getElementById("workshop-panel").hidden`, 5*time.Second)
+	eval[chromedp.Void](inst, `document.getElementById("ws-create").click()`)
+	inst.waitJS(`window.ringlab.workshop.role === "instructor" && window.shown.link.length > 0 && window.shown.qr.length > 0`, 10*time.Second)
+	inst.waitApplied(0)
+
+	shown := eval[map[string][]string](inst, `window.shown`)
+	require.NotEmpty(t, shown["link"])
+	for what, vs := range shown {
+		for i, v := range vs {
+			assert.Contains(t, v, "invite=", "%s number %d the panel showed", what, i+1)
+		}
+	}
+	// The first link admits a student.
+	stu := openURL(t, browser(t), shown["link"][0])
+	stu.waitJS(`window.ringlab.workshop.role === "student"`, 30*time.Second)
+}

@@ -51,6 +51,7 @@ type Controller struct {
 	sinceState, sinceRecord, sinceSeek int64         // wall ns
 	sinceStatus                        int64         // wall ns since the last status for the roster
 	statusSent                         *proto.Status // the last one, nil none since the welcome
+	rejoin                             rejoin        // the page's joins of its room (join.go)
 	force                              bool          // a state is due
 	syncs                              []int         // ids of Sync requests waiting for the work to end
 	outbox                             []Out         // what the inputs and the work produced for Ready
@@ -391,6 +392,16 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		return nil, errors.New("room_snap: only a student snaps back")
 	case RoomLog:
 		return []Out{RoomLogOut{ID: id, Log: append([]RoomEntry{}, c.room.log...)}}, nil
+	case RoomJoin:
+		return c.join(m)
+	case RoomDropped:
+		return c.dropped(m), nil
+	case RoomPredict:
+		return c.predict(m)
+	case RoomShare:
+		return c.share(m)
+	case RoomRemove:
+		return c.remove(m)
 	case LiveHello:
 		// The simulation steps aside while the canvas shows the source:
 		// paused, to play again on live_off if it was playing.

@@ -107,6 +107,13 @@ var registry = []Message{
 	{Name: "room_detach", Type: typeOf[RoomDetach](), decode: bare(RoomDetach{})},
 	{Name: "room_snap", Type: typeOf[RoomSnap](), decode: bare(RoomSnap{})},
 	{Name: "room_log", Type: typeOf[RoomLog](), decode: bare(RoomLog{})},
+	// The page's socket and what the person did in the room (join.go):
+	// the controller writes the room's frames.
+	{Name: "room_join", Type: typeOf[RoomJoin](), decode: decodeRoomJoin},
+	{Name: "room_dropped", Type: typeOf[RoomDropped](), decode: decodeRoomDropped},
+	{Name: proto.TypePredict, Type: typeOf[RoomPredict](), decode: decodePredict},
+	{Name: proto.TypeShare, Type: typeOf[RoomShare](), decode: decodeShare},
+	{Name: proto.TypeRemove, Type: typeOf[RoomRemove](), decode: decodeRemove},
 	// A server's live source, passed on by the page (live.go).
 	{Name: "live_hello", Type: typeOf[LiveHello](), decode: decodeLiveHello},
 	{Name: "live_snapshot", Type: typeOf[LiveSnapshot](), decode: decodeLiveSnapshot},
@@ -135,6 +142,11 @@ var registry = []Message{
 	{Name: proto.TypeCommand, Dir: DirOut, Type: typeOf[RoomSendOut]()},
 	{Name: proto.TypeBeacon, Dir: DirOut, Type: typeOf[RoomBeaconOut]()},
 	{Name: proto.TypeStatus, Dir: DirOut, Type: typeOf[RoomStatusOut]()},
+	{Name: proto.TypeJoin, Dir: DirOut, Type: typeOf[RoomJoinOut]()},
+	{Name: proto.TypePredict, Dir: DirOut, Type: typeOf[RoomPredictOut]()},
+	{Name: proto.TypeShare, Dir: DirOut, Type: typeOf[RoomShareOut]()},
+	{Name: proto.TypeRemove, Dir: DirOut, Type: typeOf[RoomRemoveOut]()},
+	{Name: "room_retry", Dir: DirOut, Type: typeOf[RoomRetryOut]()},
 	{Name: "room_log", Dir: DirOut, Type: typeOf[RoomLogOut]()},
 }
 

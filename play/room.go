@@ -108,9 +108,11 @@ func (c *Controller) welcome(m RoomWelcome) ([]Out, error) {
 	}
 	r := &c.room
 	c.statusSent = nil // the room forgot this connection's status: say it again
+	c.rejoin.retries = 0
 	if m.Since > 0 {
 		// A reconnect asked for the log after the last command it holds.
 		if !c.follows(m) || m.Since > r.last() {
+			c.rejoin.whole = true // the next join asks for the whole log
 			return nil, proto.Errorf(proto.CodeBadState, "since", "the room's log after command %d, and this page holds commands up to %d of room %q: join again for the whole log", m.Since, r.last(), r.id)
 		}
 		return c.logRoom(m.Log...)

@@ -109,3 +109,42 @@ type Limits struct {
 	MaxCommandWork    uint64 `json:"max_command_work"`
 	MaxReplayWork     uint64 `json:"max_replay_work"`
 }
+
+// MaxAnswer is the most bytes of a prediction's answer a room counts.
+const MaxAnswer = 64
+
+// Join is the page's join, the first message on a room's socket: the
+// role, the instructor's token, the last command the page holds when it
+// reconnects (Since: the welcome's log starts after it), and a
+// student's id across reconnects (Client) and name for the roster. The
+// page's controller writes it (play's join message).
+type Join struct {
+	Role   string `json:"role"`
+	Token  string `json:"token,omitempty"`
+	Since  uint64 `json:"since,omitempty"`
+	Client string `json:"client,omitempty"`
+	Name   string `json:"name,omitempty"`
+}
+
+// Question names a tutorial's question: the instructor's
+// share_predictions (show the class's distribution to the room).
+type Question struct {
+	Tutorial string `json:"tutorial"`
+	Step     int    `json:"step"`
+	Question int    `json:"question"`
+}
+
+// Predict is a student's prediction at a tutorial's question (at most
+// MaxAnswer bytes): the last one a student gives counts.
+type Predict struct {
+	Tutorial string `json:"tutorial"`
+	Step     int    `json:"step"`
+	Question int    `json:"question"`
+	Answer   string `json:"answer"`
+}
+
+// Remove is the instructor's: the student whose roster entry has Client
+// leaves the room and may not join again.
+type Remove struct {
+	Client string `json:"client"`
+}

@@ -311,7 +311,8 @@ func (r *Registry) side(rm *room, m *member, typ string, data []byte) {
 				m.reply(proto.AsError(err))
 				return
 			}
-			p = predictMsg{Tutorial: sh.Tutorial, Step: sh.Step, Question: sh.Question}
+			q := sh.Question
+			p.Predict = proto.Predict{Tutorial: q.Tutorial, Step: q.Step, Question: q.Question}
 		} else if err := proto.Strict(data, &p); err != nil {
 			m.reply(proto.AsError(err))
 			return

@@ -65,8 +65,8 @@ type (
 	// removeMsg is the instructor's: the student whose roster entry has
 	// this client leaves the room and may not join again.
 	removeMsg struct {
-		Type   string `json:"type"`
-		Client string `json:"client"`
+		Type string `json:"type"`
+		proto.Remove
 	}
 	// statusMsg is a student's state for the roster (proto's, as the
 	// page's controller writes it).
@@ -76,19 +76,14 @@ type (
 	}
 	// predictMsg is a student's prediction at a tutorial question.
 	predictMsg struct {
-		Type     string `json:"type"`
-		Tutorial string `json:"tutorial"`
-		Step     int    `json:"step"`
-		Question int    `json:"question"`
-		Answer   string `json:"answer"`
+		Type string `json:"type"`
+		proto.Predict
 	}
 	// shareMsg asks the server to show one question's distribution to
 	// the whole room.
 	shareMsg struct {
-		Type     string `json:"type"`
-		Tutorial string `json:"tutorial"`
-		Step     int    `json:"step"`
-		Question int    `json:"question"`
+		Type string `json:"type"`
+		proto.Question
 	}
 	pingMsg struct {
 		Type string `json:"type"`

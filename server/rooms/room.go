@@ -607,7 +607,7 @@ func (r *room) share(k questionKey) {
 const (
 	maxQuestions = 64
 	maxAnswers   = 40
-	maxAnswerLen = 64
+	maxAnswerLen = proto.MaxAnswer
 )
 
 func (r *room) questionLocked(k questionKey) QuestionPredicted {
