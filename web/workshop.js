@@ -56,13 +56,7 @@
     classSize: 0,      // the room's class size (the welcome's class)
     joinURL: "",       // the preferred join link (the server's LAN address)
     joinURLs: [],
-    seq: 0,            // the last command the game holds (its state): where a reconnect resumes
-    applied: 0,        // seq of the last command the game applied (its state)
-    attached: true,    // a detached student explores; the log still grows
-    playing: false,    // the room's play/pause (the game's state)
-    status: "",        // following, detached, replaying, resyncing (the game's), or disconnected
-    checked: 0,        // the last command the instructor's beacon confirmed
-    resyncs: 0,
+    game: null,        // the game's state's room part, as it last arrived: what the panel draws
     students: 0,
     instructors: 0,
     away: false,       // a student sees no instructor connected
@@ -70,8 +64,6 @@
     conn: null,
     error: "",
     closed: false,
-    replaying: false,  // the game is applying the log from the start (its state)
-    retries: 0,        // reconnections tried since the last welcome
     reconnects: 0,     // welcomes after the first (for tests and the curious)
     gone: false,       // the room no longer exists: no more reconnecting
     roster: [],        // the instructor's: [{client, name, state, applied, tutorial, step, revealed}]
@@ -80,11 +72,15 @@
     toasts: 0,         // toasts shown (for tests)
     seen: {},          // every state the panel has shown (for tests)
   };
-  const RETRY_FIRST_MS = 500;
-  const RETRY_MAX_MS = 15000;
-  const JOIN_FINAL = ["not_found", "limit_exceeded", "forbidden"]; // a join's refusals that stand
   const TOKENS = "ringlab.rooms";   // sessionStorage: {room: token}
   let retryTimer = 0;
+  // The game's word on the room, read where the panel draws it (and by
+  // tests and the curious as ws.seq, ws.applied...): nothing of it is
+  // kept here.
+  const fromGame = { seq: 0, applied: 0, attached: true, playing: false, status: "", checked: 0, resyncs: 0, replaying: false };
+  for (const [k, none] of Object.entries(fromGame)) {
+    Object.defineProperty(ws, k, { get: () => (ws.game && ws.game[k] !== undefined ? ws.game[k] : none), enumerable: true });
+  }
   ui.workshop = ws; // for tests and the curious
 
   // ---- the instructor's token, kept by room ----
@@ -458,17 +454,17 @@
     connect(body.room, "instructor", body.instructor_token);
   }
 
-  // connect opens the room's socket and joins; resume asks for the log
-  // after the last command the game holds (whole: the whole log again).
-  function connect(room, role, token, resume, whole) {
+  // connect opens the room's socket and has the game write the join;
+  // resume marks a reconnect (the game's join asks for what it missed).
+  function connect(room, role, token, resume) {
     if (ws.conn) { const c = ws.conn; ws.conn = null; c.close(); }
     clearTimeout(retryTimer);
     if (!resume) {
-      Object.assign(ws, { room, token, seq: 0, applied: 0, attached: true, playing: false, error: "", retries: 0, reconnects: 0, gone: false,
-        roster: [], predictions: [], shared: null, status: "", checked: 0 });
+      Object.assign(ws, { room, token, error: "", reconnects: 0, gone: false, roster: [], predictions: [], shared: null });
       ws.joinRole = role;
     }
     ws.welcomed = false;
+    ws.refused = "";
     ws.closed = false;
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
     let conn;
@@ -484,15 +480,14 @@
     status("Joining room " + room + "…", "info");
     conn.onopen = () => {
       opened = true;
-      const join = { type: "join", role };
+      const join = { type: "room_join", room, role, resume: !!resume };
       if (role === "instructor") join.token = token;
       else {
         if (clientID) join.client = clientID;
-        const name = $("ws-name").value.trim() || storedName();
+        const name = $("ws-name").value || storedName();
         if (name) join.name = name;
       }
-      if (resume && !whole && ws.seq) join.since = ws.seq;
-      conn.send(JSON.stringify(join));
+      toGame(join);
     };
     conn.onmessage = (e) => {
       let m;
@@ -504,25 +499,23 @@
       ws.closed = true;
       ws.conn = null;
       render();
-      // The room refused the join for good (its error's code said so):
-      // nothing to come back to.
       if (ws.gone) return;
       retry(room, role, token, opened, e);
     };
     conn.onerror = () => {}; // onclose reports
   }
 
-  // retry connects again after a backoff, unless the room is gone: an
-  // upgrade that never opened is asked about over plain HTTP, which
-  // answers 404 for a room that does not exist (any other answer, or
-  // none while the server restarts, is worth another try).
+  // retry asks the game when to connect again (its room_retry: the
+  // policy's delay, or to stop when the room refused the join for good),
+  // unless the room is gone: an upgrade that never opened is asked about
+  // over plain HTTP, which answers 404 for a room that does not exist
+  // (any other answer, or none while the server restarts, is worth
+  // another try).
   function retry(room, role, token, opened, e) {
-    const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** ws.retries) * (0.75 + Math.random() / 2);
-    ws.retries++;
     const what = opened ? `Disconnected from room ${room}` + (e.reason ? ": " + e.reason : "") + ` (code ${e.code})` : `Cannot reach room ${room}`;
     const again = () => {
-      status(`${what}: reconnecting in ${(delay / 1000).toFixed(1)} s…`, "error", ws.retries === 1);
-      retryTimer = setTimeout(() => { if (ws.room === room && !ws.conn) connect(room, role, token, true); }, delay);
+      ws.dropped = { room, role, token, what };
+      toGame({ type: "room_dropped", room, refused: ws.refused || "" });
     };
     if (opened) { again(); return; }
     fetch(base + "ws/room/" + encodeURIComponent(room)).then((r) => {
@@ -536,6 +529,21 @@
       again();
     }, again);
   }
+  function retryAfter(m) {
+    const d = ws.dropped;
+    if (!d || d.room !== m.room || ws.room !== m.room || ws.conn) return;
+    if (m.stop) {
+      // The room refused the join for good (its error's code said so):
+      // nothing to come back to.
+      ws.gone = true;
+      if (m.code === "not_found") keepToken(m.room, "");
+      render();
+      return;
+    }
+    const delay = m.min_ms + Math.random() * (m.max_ms - m.min_ms);
+    status(`${d.what}: reconnecting in ${(delay / 1000).toFixed(1)} s…`, "error", m.retry === 1);
+    retryTimer = setTimeout(() => { if (ws.room === d.room && !ws.conn) connect(d.room, d.role, d.token, true); }, delay);
+  }
 
   $("ws-leave").addEventListener("click", () => {
     clearTimeout(retryTimer);
@@ -543,7 +551,7 @@
     ws.conn = null;
     if (c) c.close();
     keepToken(ws.room, "");
-    Object.assign(ws, { role: "", room: "", token: "", invite: "", seq: 0, applied: 0, attached: true, playing: false, roster: [], predictions: [], shared: null });
+    Object.assign(ws, { role: "", room: "", token: "", invite: "", game: null, roster: [], predictions: [], shared: null });
     ui.roomInvite = "";
     ui.send({ type: "room_leave" });
     status("Left the room.", "info");
@@ -601,7 +609,6 @@
         if (back) ws.reconnects++;
         ws.welcomed = true;
         ws.role = m.you;
-        ws.retries = 0;
         ws.joins = (ws.joins || 0) + 1;
         ws.students = m.students || 0;
         ws.instructors = m.instructors || 0;
@@ -654,11 +661,8 @@
         renderPredictions();
         break;
       case "error": {
-        // A join refused for good: no more reconnecting.
-        if (!ws.welcomed && JOIN_FINAL.includes(m.code)) {
-          ws.gone = true;
-          if (m.code === "not_found") keepToken(ws.room, "");
-        }
+        // A join refused: the game says whether it stands (room_retry).
+        if (!ws.welcomed) ws.refused = m.code;
         const what = m.field === "invite" ? "Not invited" : {
           forbidden: "Forbidden: only the instructor's connection commands the room",
           rate_limited: "Too fast: the room dropped a command (rate limited); wait a moment",
@@ -700,7 +704,20 @@
         break;
       case "beacon":
       case "status":
+      case "predict":
+      case "share_predictions":
+      case "remove":
         sendRoom(m);
+        break;
+      case "join":
+        // Once on the socket that opened (a late one waits for its own).
+        if (ws.conn && ws.conn.readyState === WebSocket.OPEN && !ws.conn.joined) {
+          ws.conn.joined = true;
+          sendRoom(m);
+        }
+        break;
+      case "room_retry":
+        retryAfter(m);
         break;
       case "note":
         if (m.source === "room") {
@@ -712,7 +729,7 @@
         if (m.source === "welcome" && m.code === "bad_state" && ws.conn) {
           // The game holds no log the welcome continues: join again for
           // the whole of it.
-          connect(ws.room, ws.joinRole, ws.token, true, true);
+          connect(ws.room, ws.joinRole, ws.token, true);
           break;
         }
         if (m.code === "version") {
@@ -731,24 +748,11 @@
         }
         if (m.code === "following") offerDetach(m.message);
         break;
-      case "state": {
-        const r = m.room;
-        if (!r || !ws.role) return;
-        // A state the game sent before it took room_detach would show
-        // "following" again for a moment: the detach the page shows stands.
-        if (ws.detaching && r.attached) return;
-        ws.detaching = false;
-        ws.seq = r.seq;
-        ws.applied = r.applied;
-        ws.replaying = r.replaying;
-        ws.attached = r.attached;
-        ws.playing = r.playing;
-        ws.status = r.status || "";
-        ws.checked = r.checked || 0;
-        ws.resyncs = r.resyncs || 0;
+      case "state":
+        if (!m.room && !ws.game) return;
+        ws.game = m.room || null;
         render();
         break;
-      }
       case "tutorial_step":
       case "tutorial_reveal":
         setTimeout(renderPredictions, 0);
@@ -781,7 +785,7 @@
         b.className = "ws-remove";
         b.textContent = "remove";
         b.title = `take ${s.name} out of the room`;
-        b.addEventListener("click", () => sendRoom({ type: "remove", client: s.client }));
+        b.addEventListener("click", () => ui.send({ type: "remove", client: s.client }));
         td.appendChild(b);
       }
       tr.appendChild(td);
@@ -794,12 +798,12 @@
   // ---- predictions ----
 
   // A student's prediction goes to the room as it is made (the last one
-  // counts), in the form tutorial.js has the game give it; the
-  // instructor sees only how many gave each answer.
+  // counts): the game writes the room's message; the instructor sees
+  // only how many gave each answer.
   document.addEventListener("ringlab:predict", (e) => {
     const p = e.detail;
-    if (ws.role !== "student" || !p || !p.step) return;
-    sendRoom({ type: "predict", tutorial: p.tutorial, step: p.step, question: p.question, answer: String(p.answer).slice(0, 64) });
+    if (!ws.game || ws.game.role !== "student" || !p || !p.step) return;
+    ui.send({ type: "predict", tutorial: p.tutorial, step: p.step, question: p.question, answer: String(p.answer) });
   });
 
   const numeric = (a) => {
@@ -882,7 +886,7 @@
       b.type = "button";
       b.className = "ws-share";
       b.textContent = "Show the class's predictions to the room";
-      b.addEventListener("click", () => sendRoom({ type: "share_predictions", tutorial: q.tutorial, step: q.step, question: q.question }));
+      b.addEventListener("click", () => ui.send({ type: "share_predictions", tutorial: q.tutorial, step: q.step, question: q.question }));
       box.appendChild(b);
     }
     return box;
@@ -950,20 +954,14 @@
 
   // ---- detach and snap back ----
 
+  // The panel shows the student detached, or back, when the game's
+  // state says so.
   $("ws-detach").addEventListener("click", () => {
-    ws.attached = false;
-    ws.status = "detached";
-    ws.detaching = true;
     ui.send({ type: "room_detach" });
     status("Detached: explore freely; the room's commands are kept for when you snap back.", "info", true);
-    render();
   });
   $("ws-snap").addEventListener("click", () => {
-    ws.attached = true;
-    ws.detaching = false;
-    ws.replaying = true;
     status("Snapping back: replaying the room's log…", "info");
-    render();
     ui.send({ type: "room_snap" });
     ui.request({ type: "sync" }).then(() => status("Back in step with the room.", "info"));
   });
