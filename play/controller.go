@@ -402,6 +402,8 @@ func (c *Controller) run(in In, id int) ([]Out, error) {
 		return c.share(m)
 	case RoomRemove:
 		return c.remove(m)
+	case RoomPresence, RoomRoster, RoomPredictions, RoomClass:
+		return nil, c.classIn(in)
 	case LiveHello:
 		// The simulation steps aside while the canvas shows the source:
 		// paused, to play again on live_off if it was playing.

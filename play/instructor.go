@@ -66,6 +66,7 @@ func (m *instructor) step(c *Controller, in In, id int) ([]Out, bool, error) {
 		if r.replaying {
 			return nil, false, nil
 		}
+		c.revealed(in) // for the class's predictions at it
 		return []Out{c.roomSend(in)}, true, nil
 	case Speed:
 		return nil, false, nil // the page's pace, which its play command carries

@@ -3,7 +3,6 @@ package play
 import (
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"ringlab/proto"
@@ -23,10 +22,11 @@ import (
 // once; a join the room refused with one of JoinFinal's codes stands
 // (no such room, a full one, a student the instructor removed, a token
 // or invitation it does not take) and ends the reconnecting.
+// (The controller reads no clock: delays are in wall milliseconds.)
 const (
-	RetryFirst  = 500 * time.Millisecond
-	RetryMax    = 15 * time.Second
-	RetryJitter = 0.25
+	RetryFirstMs = 500
+	RetryMaxMs   = 15_000
+	RetryJitter  = 0.25
 )
 
 // joinFinal are the codes of a join's refusals that stand.
@@ -36,14 +36,14 @@ var joinFinal = []string{proto.CodeNotFound, proto.CodeLimitExceeded, proto.Code
 // reconnecting.
 func JoinFinal(code string) bool { return slices.Contains(joinFinal, code) }
 
-// RetryDelay is the delay before reconnect number retry (from 0), before
-// its jitter.
-func RetryDelay(retry int) time.Duration {
-	d := RetryFirst
-	for i := 0; i < retry && d < RetryMax; i++ {
+// RetryDelayMs is the delay before reconnect number retry (from 0), in
+// milliseconds, before its jitter.
+func RetryDelayMs(retry int) int64 {
+	d := int64(RetryFirstMs)
+	for i := 0; i < retry && d < RetryMaxMs; i++ {
 		d *= 2
 	}
-	return min(d, RetryMax)
+	return min(d, RetryMaxMs)
 }
 
 // MaxName is the most bytes of a student's name the roster shows.
@@ -158,10 +158,9 @@ func (c *Controller) dropped(m RoomDropped) []Out {
 	if JoinFinal(m.Refused) {
 		return []Out{RoomRetryOut{Room: m.Room, Retry: c.rejoin.retries, Stop: true, Code: m.Refused}}
 	}
-	d := RetryDelay(c.rejoin.retries)
+	d := float64(RetryDelayMs(c.rejoin.retries))
 	c.rejoin.retries++
-	return []Out{RoomRetryOut{Room: m.Room, Retry: c.rejoin.retries,
-		MinMs: int64(float64(d.Milliseconds()) * (1 - RetryJitter)), MaxMs: int64(float64(d.Milliseconds()) * (1 + RetryJitter))}}
+	return []Out{RoomRetryOut{Room: m.Room, Retry: c.rejoin.retries, MinMs: int64(d * (1 - RetryJitter)), MaxMs: int64(d * (1 + RetryJitter))}}
 }
 
 // predict, share and remove write the room's messages a person's act
@@ -272,8 +271,8 @@ func decodePredict(raw []byte) (In, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if w.Answer == nil || len(*w.Answer) > MaxValue {
-		return nil, 0, proto.Errorf(proto.CodeBadField, "answer", "predict needs answer, at most %d bytes", MaxValue)
+	if w.Answer == nil {
+		return nil, 0, proto.Errorf(proto.CodeBadField, "answer", "predict needs answer")
 	}
 	return RoomPredict{q.Tutorial, q.Step, q.Question, *w.Answer}, w.ID, nil
 }

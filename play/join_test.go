@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,13 +26,12 @@ func said[T Out](c *Controller) []T {
 // doubling to 15 s; the refusals that stand are not_found,
 // limit_exceeded and forbidden.
 func TestRetryPolicy(t *testing.T) {
-	var got []time.Duration
+	var got []int64
 	for i := range 8 {
-		got = append(got, RetryDelay(i))
+		got = append(got, RetryDelayMs(i))
 	}
-	s := time.Second
-	assert.Equal(t, []time.Duration{s / 2, s, 2 * s, 4 * s, 8 * s, 15 * s, 15 * s, 15 * s}, got)
-	assert.Equal(t, 15*s, RetryDelay(1000), "no overflow")
+	assert.Equal(t, []int64{500, 1000, 2000, 4000, 8000, 15000, 15000, 15000}, got)
+	assert.Equal(t, int64(15000), RetryDelayMs(1000), "no overflow")
 	for _, code := range []string{proto.CodeNotFound, proto.CodeLimitExceeded, proto.CodeForbidden} {
 		assert.True(t, JoinFinal(code), code)
 	}

@@ -154,6 +154,16 @@ type RoomState struct {
 	// Checked is the last command at which the instructor's beacon
 	// confirmed this page's world (its digest there was the same).
 	Checked uint64 `json:"checked,omitempty"`
+	// The class (class.go): who is in the room; to the instructor, what
+	// the room admits (with the join links' invitation), the roster and
+	// the class's predictions; the question the instructor showed the
+	// room.
+	Students    int                 `json:"students"`
+	Instructors int                 `json:"instructors"`
+	Class       *proto.Class        `json:"class,omitempty"`
+	Roster      []proto.RosterEntry `json:"roster,omitempty"`
+	Predictions []Predicted         `json:"predictions,omitempty"`
+	Shared      *Predicted          `json:"shared,omitempty"`
 }
 
 // InspectOut is an inspect record: picked by a click, asked for, or the

@@ -114,6 +114,11 @@ var registry = []Message{
 	{Name: proto.TypePredict, Type: typeOf[RoomPredict](), decode: decodePredict},
 	{Name: proto.TypeShare, Type: typeOf[RoomShare](), decode: decodeShare},
 	{Name: proto.TypeRemove, Type: typeOf[RoomRemove](), decode: decodeRemove},
+	// What the room says of its class, passed on by the page (class.go).
+	{Name: proto.TypePresence, Type: typeOf[RoomPresence](), decode: decodePresence},
+	{Name: proto.TypeRoster, Type: typeOf[RoomRoster](), decode: decodeRoster},
+	{Name: proto.TypePredictions, Type: typeOf[RoomPredictions](), decode: decodePredictions},
+	{Name: proto.TypeClass, Type: typeOf[RoomClass](), decode: decodeClass},
 	// A server's live source, passed on by the page (live.go).
 	{Name: "live_hello", Type: typeOf[LiveHello](), decode: decodeLiveHello},
 	{Name: "live_snapshot", Type: typeOf[LiveSnapshot](), decode: decodeLiveSnapshot},

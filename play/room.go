@@ -62,6 +62,8 @@ type room struct {
 	markSeek bool
 	// lessons are the lessons the log carried, by name (lesson.go).
 	lessons map[string]bool
+	// class is what the room says of its class (class.go).
+	class class
 }
 
 // keepDigests is how many commands' digests a page keeps for the
@@ -80,6 +82,7 @@ func (c *Controller) roomState() RoomState {
 	r := &c.room
 	st := RoomState{Room: r.id, Role: c.mode.role(), Playing: r.playing, Seq: r.last(), Applied: r.applied, Replaying: r.replaying}
 	c.mode.describe(&st)
+	c.describeClass(&st)
 	return st
 }
 
@@ -109,6 +112,14 @@ func (c *Controller) welcome(m RoomWelcome) ([]Out, error) {
 	r := &c.room
 	c.statusSent = nil // the room forgot this connection's status: say it again
 	c.rejoin.retries = 0
+	defer func() {
+		if c.inRoom() {
+			c.room.class.students, c.room.class.instructors = m.Students, m.Instructors
+			if m.Class != nil {
+				c.room.class.admits = m.Class
+			}
+		}
+	}()
 	if m.Since > 0 {
 		// A reconnect asked for the log after the last command it holds.
 		if !c.follows(m) || m.Since > r.last() {

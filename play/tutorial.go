@@ -24,6 +24,9 @@ type tutorialRun struct {
 	// tells the roster.
 	step     int
 	revealed map[int]bool
+	// result is what the step the panel shows did (its answers' keys);
+	// nil when this page did not run it.
+	result *tutorials.StepResult
 }
 
 // at is the tutorial step the panel shows and whether every question of
@@ -222,13 +225,13 @@ func (c *Controller) tutorialPanel(name string, n int, fromRoom bool) (TutorialS
 	t := c.tut.t
 	out := TutorialStepOut{Tutorial: t.Name, Step: n, Steps: len(t.Steps), Room: true}
 	if n == 0 && fromRoom {
-		c.tut.step, c.tut.revealed = 0, nil
+		c.tut.step, c.tut.revealed, c.tut.result = 0, nil, nil
 		return out, nil
 	}
 	if n < 1 || n > len(t.Steps) {
 		return TutorialStepOut{}, fmt.Errorf("tutorial_step: %s has steps 1 to %d, not %d", t.Name, len(t.Steps), n)
 	}
-	c.tut.step, c.tut.revealed = n, nil
+	c.tut.step, c.tut.revealed, c.tut.result = n, nil, nil
 	if c.headless {
 		return out, nil
 	}
@@ -241,5 +244,7 @@ func (c *Controller) tutorialPanel(name string, n int, fromRoom bool) (TutorialS
 		}
 	}
 	out.Result = c.tut.sess.RunStep()
+	res := out.Result
+	c.tut.result = &res
 	return out, nil
 }

@@ -148,3 +148,50 @@ type Predict struct {
 type Remove struct {
 	Client string `json:"client"`
 }
+
+// Presence is who is in the room: the server says it when it changes.
+type Presence struct {
+	Students    int `json:"students"`
+	Instructors int `json:"instructors"`
+}
+
+// Roster is the instructor's: every student of the room after command
+// Seq of its log.
+type Roster struct {
+	Seq      uint64        `json:"seq"`
+	Students []RosterEntry `json:"roster"`
+}
+
+// Predictions is the class's predictions, to instructors; Shared: the
+// one question the instructor showed the room, to everyone.
+type Predictions struct {
+	Shared    bool                `json:"shared,omitempty"`
+	Questions []QuestionPredicted `json:"questions"`
+}
+
+// RosterEntry is one student as the instructor's roster shows it.
+type RosterEntry struct {
+	Client   string `json:"client"` // the page's id: what remove names
+	Name     string `json:"name"`
+	State    string `json:"state"` // following, detached, resyncing, replaying, lagging, gone
+	Applied  uint64 `json:"applied"`
+	Tutorial string `json:"tutorial,omitempty"`
+	Step     int    `json:"step"`
+	Revealed bool   `json:"revealed"`
+}
+
+// QuestionPredicted is the class's predictions at one tutorial question:
+// how many answered and how many gave each answer (anonymous).
+type QuestionPredicted struct {
+	Tutorial string       `json:"tutorial"`
+	Step     int          `json:"step"`
+	Question int          `json:"question"`
+	Count    int          `json:"count"`
+	Answers  []AnswerSeen `json:"answers"`
+}
+
+// AnswerSeen is one answer and how many gave it.
+type AnswerSeen struct {
+	Answer string `json:"answer"`
+	Count  int    `json:"count"`
+}

@@ -106,7 +106,7 @@ func TestRosterAndClassPredictions(t *testing.T) {
 	pr := waitMsg(t, inst, typePredictions, func(m classMsg) bool {
 		return len(m.Questions) == 1 && m.Questions[0].Count == 3 && len(m.Questions[0].Answers) == 2 && m.Questions[0].Answers[1].Answer == "61"
 	})
-	assert.Equal(t, []AnswerSeen{{"53", 2}, {"61", 1}}, pr.Questions[0].Answers)
+	assert.Equal(t, []AnswerSeen{{Answer: "53", Count: 2}, {Answer: "61", Count: 1}}, pr.Questions[0].Answers)
 
 	// A student may not share, nor send a beacon; an instructor sends no status.
 	send(t, stu[0], `{"type":"share_predictions","tutorial":"page-pool","step":2,"question":0}`)
@@ -122,7 +122,7 @@ func TestRosterAndClassPredictions(t *testing.T) {
 	send(t, inst, `{"type":"share_predictions","tutorial":"page-pool","step":2,"question":0}`)
 	sh := waitMsg(t, stu[1], typePredictions, nil)
 	assert.True(t, sh.Shared)
-	assert.Equal(t, []AnswerSeen{{"53", 2}, {"61", 1}}, sh.Questions[0].Answers)
+	assert.Equal(t, []AnswerSeen{{Answer: "53", Count: 2}, {Answer: "61", Count: 1}}, sh.Questions[0].Answers)
 
 	// The beacon reaches the students, in order after the command it
 	// speaks of, and is not logged.

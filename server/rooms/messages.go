@@ -96,19 +96,16 @@ type Entry = proto.Entry
 // Server messages.
 type (
 	presenceMsg struct {
-		Type        string `json:"type"`
-		Students    int    `json:"students"`
-		Instructors int    `json:"instructors"`
+		Type string `json:"type"`
+		proto.Presence
 	}
 	rosterMsg struct {
-		Type     string        `json:"type"`
-		Seq      uint64        `json:"seq"` // the log's last
-		Students []RosterEntry `json:"roster"`
+		Type string `json:"type"`
+		proto.Roster
 	}
 	predictionsMsg struct {
-		Type      string              `json:"type"`
-		Shared    bool                `json:"shared,omitempty"` // the instructor showed it to the room
-		Questions []QuestionPredicted `json:"questions"`
+		Type string `json:"type"`
+		proto.Predictions
 	}
 	pongMsg struct {
 		Type string `json:"type"`
@@ -152,29 +149,10 @@ func mustMarshal(v any) []byte {
 	return b
 }
 
-// RosterEntry is one student as the instructor's roster shows it.
-type RosterEntry struct {
-	Client   string `json:"client"` // the page's id: what remove names
-	Name     string `json:"name"`
-	State    string `json:"state"` // following, detached, resyncing, replaying, lagging, gone
-	Applied  uint64 `json:"applied"`
-	Tutorial string `json:"tutorial,omitempty"`
-	Step     int    `json:"step"`
-	Revealed bool   `json:"revealed"`
-}
-
-// QuestionPredicted is the class's predictions at one tutorial question:
-// how many answered and how many gave each answer (anonymous).
-type QuestionPredicted struct {
-	Tutorial string       `json:"tutorial"`
-	Step     int          `json:"step"`
-	Question int          `json:"question"`
-	Count    int          `json:"count"`
-	Answers  []AnswerSeen `json:"answers"`
-}
-
-// AnswerSeen is one answer and how many gave it.
-type AnswerSeen struct {
-	Answer string `json:"answer"`
-	Count  int    `json:"count"`
-}
+// The roster and the class's predictions are proto's: the page's game
+// reads them as the server writes them.
+type (
+	RosterEntry       = proto.RosterEntry
+	QuestionPredicted = proto.QuestionPredicted
+	AnswerSeen        = proto.AnswerSeen
+)

@@ -517,7 +517,7 @@ func (r *room) broadcastLocked(msg []byte) {
 // see the instructor away and back), through their mailboxes: only the
 // newest count matters, so it never fills a queue.
 func (r *room) presenceLocked() {
-	msg := mustMarshal(presenceMsg{Type: typePresence, Students: r.students, Instructors: r.instructors})
+	msg := mustMarshal(presenceMsg{typePresence, proto.Presence{Students: r.students, Instructors: r.instructors}})
 	for m := range r.members {
 		m.peer.Offer(msg)
 	}
@@ -597,7 +597,7 @@ func (r *room) predict(m *member, k questionKey, answer string) *proto.Error {
 func (r *room) share(k questionKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	msg := mustMarshal(predictionsMsg{Type: typePredictions, Shared: true, Questions: []QuestionPredicted{r.questionLocked(k)}})
+	msg := mustMarshal(predictionsMsg{typePredictions, proto.Predictions{Shared: true, Questions: []QuestionPredicted{r.questionLocked(k)}}})
 	for m := range r.members {
 		m.peer.Offer(msg)
 	}
@@ -618,7 +618,7 @@ func (r *room) questionLocked(k questionKey) QuestionPredicted {
 		q.Count++
 	}
 	for a, n := range counts {
-		q.Answers = append(q.Answers, AnswerSeen{a, n})
+		q.Answers = append(q.Answers, AnswerSeen{Answer: a, Count: n})
 	}
 	slices.SortFunc(q.Answers, func(a, b AnswerSeen) int {
 		if a.Count != b.Count {
@@ -631,7 +631,7 @@ func (r *room) questionLocked(k questionKey) QuestionPredicted {
 		for _, a := range q.Answers[maxAnswers-1:] {
 			other += a.Count
 		}
-		q.Answers = append(q.Answers[:maxAnswers-1], AnswerSeen{"(other answers)", other})
+		q.Answers = append(q.Answers[:maxAnswers-1], AnswerSeen{Answer: "(other answers)", Count: other})
 	}
 	return q
 }
@@ -753,7 +753,7 @@ func (r *room) sendRoster() {
 		return
 	}
 	now := r.clock()
-	ro := rosterMsg{Type: typeRoster, Seq: uint64(len(r.log)), Students: []RosterEntry{}}
+	ro := rosterMsg{typeRoster, proto.Roster{Seq: uint64(len(r.log)), Students: []RosterEntry{}}}
 	behind := false
 	for m := range r.members {
 		if m.role == RoleStudent {
@@ -765,7 +765,7 @@ func (r *room) sendRoster() {
 		ro.Students = append(ro.Students, r.gone[c])
 	}
 	slices.SortStableFunc(ro.Students, func(a, b RosterEntry) int { return strings.Compare(a.Name, b.Name) })
-	pr := predictionsMsg{Type: typePredictions, Questions: []QuestionPredicted{}}
+	pr := predictionsMsg{typePredictions, proto.Predictions{Questions: []QuestionPredicted{}}}
 	for _, k := range r.predOrder {
 		pr.Questions = append(pr.Questions, r.questionLocked(k))
 	}
