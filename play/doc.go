@@ -33,7 +33,12 @@
 // a mode with a step function of its own that sees the inputs before the
 // run (mode.go: local, instructor, following, detached), swapped as raft
 // swaps a node's role; the registry says what each room command does to
-// the run (moves it, sets its pace) and the mode applies it. The live
+// the run (moves it, sets its pace) and the mode applies it. The room's
+// socket is the page's, what goes on it the controller's (join.go): the
+// join, a student's prediction, the instructor's share and remove, and
+// when to reconnect (RetryDelayMs, JoinFinal); what the room says of its
+// class (presence, roster, predictions, class.go) is in the room's
+// state, each question with its key where the page may show it. The live
 // view of a server's source (live.go) is another step while it is on,
 // the simulation paused meanwhile: ten minutes of the snapshots the page
 // passes on, each number under its canonical engine/vocab name, and what

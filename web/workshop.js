@@ -1,41 +1,44 @@
 // ringlab's workshop client: rooms of `ringlab serve` (docs/protocol.md,
 // "Workshop rooms"). This file is the room's panel and its socket, and
-// nothing more: the game's controller (package play, play/room.go) does
-// the following. The room's frames cross this file verbatim both ways:
-// the server's welcome, commands and beacons go to the game as they
-// came (one protocol, package proto), and what the game says to send
-// (command, beacon, a student's status for the roster) goes to the room
-// as it is. The controller keeps the room's log (once per seq), applies
-// it in order, takes over the instructor's controls, says what to tell
-// the person (note, error: matched here by their code, never their
-// words), and where a reconnect resumes (its state's room.seq); its
-// state's room part is what the panel shows. A welcome of a newer
-// protocol than the game's is refused by the game (error code
-// "version"): the page says so and stays out of the room. The page hooks
-// are ringlab.listen and ringlab.onServer (app.js).
+// nothing more: the game's controller (package play, play/room.go,
+// join.go, class.go) does the rest. The room's frames cross this file
+// verbatim both ways: what the server says (welcome, command, beacon,
+// presence, roster, predictions, class) goes to the game as it came
+// (one protocol, package proto), and what the game writes for the room
+// (join, command, beacon, a student's status and prediction, the
+// instructor's share_predictions and remove) goes to the room as it is.
+// The controller keeps the room's log (once per seq), applies it in
+// order, takes over the instructor's controls, says what to tell the
+// person (note, error: matched here by their code, never their words);
+// its state's room part is what the panel draws (role, place in the log,
+// following or detached, who is there, the roster, the class's
+// predictions with the engine's answer and each answer's verdict where
+// this page may show them). The page keeps only what the socket and the
+// server's HTTP tell it (connected or not, the join links). A welcome of
+// a newer protocol than the game's is refused by the game (error code
+// "version"): the page says so and stays out of the room. The page
+// hooks are ringlab.listen and ringlab.onServer (app.js).
 //
-// The instructor's token is presented once, in join; commands carry none
+// The instructor's token is presented once, in the join the game writes
+// (room_join: the page says the socket opened); commands carry none
 // (the connection that joined with it is the instructor). A connection
 // that drops (a restart of the server, a network hiccup) is made again
-// with backoff, 0.5 s doubling to 15 s, and the join asks for the log
-// after the last command the game holds (since): the game catches up
-// with what it missed instead of replaying the room from the start. A
-// join the room refuses for good (no such room, a full one, a student
-// the instructor removed, a token it does not take: codes not_found,
-// limit_exceeded, forbidden) ends the reconnecting.
+// when the game says (room_dropped, answered by room_retry: the policy,
+// play.RetryDelayMs and play.JoinFinal), and its join asks for the log
+// after the last command the game holds: the game catches up with what
+// it missed instead of replaying the room from the start. A join the
+// room refuses for good (no such room, a full one, a student the
+// instructor removed, a token it does not take) ends the reconnecting.
 //
 // The instructor keeps the room: its token is kept in sessionStorage by
 // room (a reload, a tab closed and reopened), and the instructor link
 // (?room=ID&invite=INVITE#instructor=TOKEN) opens it on another device,
 // for a co-instructor too. A join link carries the room's invitation
 // (invite=), which the page's socket presents (/ws/room/ID?invite=) and
-// its address keeps for a reload; instructors learn it in their welcome.
-// The game tells the room what a student is (following, detached,
-// resyncing; its tutorial step: the status message) for the
-// instructor's roster; the page sends a student's predictions at a
-// tutorial question;
-// the instructor sees the class's distribution and may show it to the
-// room. Notices are toasts at the top, where they are seen.
+// its address keeps for a reload; the room's creation gives it, and
+// instructors learn it in their welcome too: no join link nor QR code is
+// shown before it is known. Notices are toasts at the top, where they
+// are seen.
 "use strict";
 
 (function () {
@@ -50,25 +53,17 @@
 
   const ws = {
     room: "",          // the room's id
-    role: "",          // "instructor" or "student" once welcomed
     token: "",         // the instructor's token
     invite: "",        // the room's invitation (join links, the socket's invite=)
-    classSize: 0,      // the room's class size (the welcome's class)
     joinURL: "",       // the preferred join link (the server's LAN address)
     joinURLs: [],
     game: null,        // the game's state's room part, as it last arrived: what the panel draws
-    students: 0,
-    instructors: 0,
-    away: false,       // a student sees no instructor connected
     aways: 0,          // times the instructor went away (for tests)
     conn: null,
     error: "",
     closed: false,
     reconnects: 0,     // welcomes after the first (for tests and the curious)
     gone: false,       // the room no longer exists: no more reconnecting
-    roster: [],        // the instructor's: [{client, name, state, applied, tutorial, step, revealed}]
-    predictions: [],   // [{tutorial, step, question, count, answers: [{answer, count}]}]
-    shared: null,      // a student's: the distribution the instructor showed
     toasts: 0,         // toasts shown (for tests)
     seen: {},          // every state the panel has shown (for tests)
   };
@@ -77,10 +72,16 @@
   // The game's word on the room, read where the panel draws it (and by
   // tests and the curious as ws.seq, ws.applied...): nothing of it is
   // kept here.
-  const fromGame = { seq: 0, applied: 0, attached: true, playing: false, status: "", checked: 0, resyncs: 0, replaying: false };
+  const fromGame = { seq: 0, applied: 0, attached: true, playing: false, status: "", checked: 0, resyncs: 0, replaying: false,
+    students: 0, instructors: 0, roster: [], predictions: [], shared: null };
   for (const [k, none] of Object.entries(fromGame)) {
     Object.defineProperty(ws, k, { get: () => (ws.game && ws.game[k] !== undefined ? ws.game[k] : none), enumerable: true });
   }
+  // A page the game did not follow into the room (a newer server's
+  // welcome) still shows the room it was asked to join.
+  Object.defineProperty(ws, "role", { get: () => (ws.game ? ws.game.role : ws.newer ? ws.joinRole : ""), enumerable: true });
+  // A student sees no instructor connected.
+  Object.defineProperty(ws, "away", { get: () => !!ws.game && ws.game.role === "student" && ws.game.instructors === 0, enumerable: true });
   ui.workshop = ws; // for tests and the curious
 
   // ---- the instructor's token, kept by room ----
@@ -345,7 +346,7 @@
     $("ws-join").hidden = !lead;
     $("ws-lead").hidden = !lead;
     $("ws-roster-box").hidden = !lead;
-    $("ws-link").value = withInvite(ws.joinURL);
+    $("ws-link").value = invited() ? withInvite(ws.joinURL) : "";
     const lo = lead && loopbackOnly();
     $("ws-loopback").hidden = !lo;
     $("ws-loopback").textContent = lo ? loopbackText() : "";
@@ -358,6 +359,10 @@
     panel.dataset.follow = fs;
   }
 
+  // invited reports whether the page knows what a join link needs: the
+  // room's invitation, or that the room admits anyone (no join link nor
+  // QR code is shown before: one copied early would be refused).
+  const invited = () => !!ws.invite || !!(ws.game && ws.game.class && !ws.game.class.invitation_only);
   // withInvite is a join link with the room's invitation in it (the
   // server's GET /api/rooms/ID gives the links without it).
   function withInvite(u) {
@@ -381,8 +386,10 @@
     sel.hidden = ws.joinURLs.length < 2;
     const i = Math.max(0, ws.joinURLs.indexOf(ws.joinURL));
     sel.value = String(i);
-    $("ws-qr").src = base + "api/rooms/" + encodeURIComponent(ws.room) + "/qr.png?i=" + i + (ws.invite ? "&invite=" + encodeURIComponent(ws.invite) : "");
-    $("ws-ilink").value = withInvite(ws.joinURL || location.origin + base + "?room=" + ws.room) + "#instructor=" + ws.token;
+    if (invited()) {
+      $("ws-qr").src = base + "api/rooms/" + encodeURIComponent(ws.room) + "/qr.png?i=" + i + (ws.invite ? "&invite=" + encodeURIComponent(ws.invite) : "");
+      $("ws-ilink").value = withInvite(ws.joinURL || location.origin + base + "?room=" + ws.room) + "#instructor=" + ws.token;
+    }
     if (loopbackOnly() && !ws.warnedLoopback && !ws.newer) { // not over why it follows no room
       ws.warnedLoopback = true;
       showToast(loopbackText(), "error");
@@ -460,7 +467,7 @@
     if (ws.conn) { const c = ws.conn; ws.conn = null; c.close(); }
     clearTimeout(retryTimer);
     if (!resume) {
-      Object.assign(ws, { room, token, error: "", reconnects: 0, gone: false, roster: [], predictions: [], shared: null });
+      Object.assign(ws, { room, token, error: "", reconnects: 0, gone: false });
       ws.joinRole = role;
     }
     ws.welcomed = false;
@@ -551,7 +558,7 @@
     ws.conn = null;
     if (c) c.close();
     keepToken(ws.room, "");
-    Object.assign(ws, { role: "", room: "", token: "", invite: "", game: null, roster: [], predictions: [], shared: null });
+    Object.assign(ws, { room: "", token: "", invite: "", game: null });
     ui.roomInvite = "";
     ui.send({ type: "room_leave" });
     status("Left the room.", "info");
@@ -605,60 +612,27 @@
   function onRoomMessage(raw, m) {
     switch (m.type) {
       case "welcome": {
-        const back = ws.role === m.you && (ws.joins || 0) > 0;
+        const back = ws.welcomedAs === m.you && (ws.joins || 0) > 0;
         if (back) ws.reconnects++;
         ws.welcomed = true;
-        ws.role = m.you;
+        ws.welcomedAs = m.you;
         ws.joins = (ws.joins || 0) + 1;
-        ws.students = m.students || 0;
-        ws.instructors = m.instructors || 0;
-        ws.away = ws.role === "student" && ws.instructors === 0;
-        if (m.class) {
-          ws.classSize = m.class.size || 0;
-          if (m.class.invite) ws.invite = m.class.invite;
-        }
-        ui.roomInvite = ws.invite; // app.js keeps it in the address
         const where = m.you === "instructor" ? " (this tab keeps the role: a reload comes back as instructor)" : "";
         status(back ? `Back in room ${m.room} as ${m.you}: catching up from command ${m.since}.` : `In room ${m.room} as ${m.you}${where}.`, "info", back);
-        if (ws.away) showToast("The instructor is away: the room waits for them.", "info");
+        if (m.you === "student" && !m.instructors) showToast("The instructor is away: the room waits for them.", "info");
         if (m.you === "instructor") fetchLinks();
-        render();
         toGame(raw);
         break;
       }
+      // The room's log and what it says of its class: the game's, drawn
+      // from its state.
       case "command":
       case "beacon":
-        toGame(raw);
-        break;
-      case "presence": {
-        const wasAway = ws.away;
-        ws.students = m.students;
-        ws.instructors = m.instructors;
-        ws.away = ws.role === "student" && m.instructors === 0;
-        if (ws.role === "student" && ws.away && !wasAway) ws.aways++;
-        if (ws.role === "student" && ws.away && !wasAway) showToast("The instructor is away: the room waits for them (their commands continue when they are back).", "info");
-        if (ws.role === "student" && wasAway && !ws.away) showToast("The instructor is back.", "info");
-        render();
-        break;
-      }
-      case "class": // the instructor's: the class as it is now
-        ws.classSize = m.size || 0;
-        if (m.invite) ws.invite = m.invite;
-        ui.roomInvite = ws.invite;
-        renderLinks();
-        break;
+      case "presence":
+      case "class":
       case "roster":
-        ws.roster = m.roster || [];
-        renderRoster();
-        break;
       case "predictions":
-        if (m.shared) {
-          ws.shared = (m.questions || [])[0] || null;
-          if (ws.role === "student") showToast("The instructor shows the class's predictions.", "info");
-        } else {
-          ws.predictions = m.questions || [];
-        }
-        renderPredictions();
+        toGame(raw);
         break;
       case "error": {
         // A join refused: the game says whether it stands (room_retry).
@@ -748,11 +722,14 @@
         }
         if (m.code === "following") offerDetach(m.message);
         break;
-      case "state":
+      case "state": {
         if (!m.room && !ws.game) return;
+        const was = ws.game;
         ws.game = m.room || null;
+        changed(was, ws.game);
         render();
         break;
+      }
       case "tutorial_step":
       case "tutorial_reveal":
         setTimeout(renderPredictions, 0);
@@ -760,11 +737,40 @@
     }
   });
 
+  // changed tells the person what the game's new state says happened
+  // (the instructor away or back, a distribution shown) and redraws
+  // what changed.
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  function changed(was, now) {
+    if (!now) return;
+    const sameRoom = was && was.room === now.room;
+    if (now.role === "student" && sameRoom) {
+      const wasAway = was.instructors === 0, away = now.instructors === 0;
+      if (away && !wasAway) {
+        ws.aways++;
+        showToast("The instructor is away: the room waits for them (their commands continue when they are back).", "info");
+      }
+      if (wasAway && !away) showToast("The instructor is back.", "info");
+      if (now.shared && !same(now.shared && [now.shared.tutorial, now.shared.step, now.shared.question], was.shared && [was.shared.tutorial, was.shared.step, was.shared.question])) {
+        showToast("The instructor shows the class's predictions.", "info");
+      }
+    }
+    const invite = now.class && now.class.invite;
+    if (invite && invite !== ws.invite || !was || (was.class && was.class.size) !== (now.class && now.class.size)) {
+      if (invite) ws.invite = invite;
+      ui.roomInvite = ws.invite; // app.js keeps it in the address
+      if (now.role === "instructor") renderLinks();
+    }
+    if (!sameRoom || !same(was.roster, now.roster)) renderRoster();
+    if (!sameRoom || !same(was.predictions, now.predictions) || !same(was.shared, now.shared)) renderPredictions();
+  }
+
   function renderRoster() {
     const tb = $("ws-roster").tBodies[0];
     tb.textContent = "";
     const counts = {};
-    for (const s of ws.roster) {
+    const roster = ws.roster || [];
+    for (const s of roster) {
       counts[s.state] = (counts[s.state] || 0) + 1;
       const tr = document.createElement("tr");
       tr.dataset.name = s.name;
@@ -791,8 +797,8 @@
       tr.appendChild(td);
       tb.appendChild(tr);
     }
-    $("ws-roster").hidden = ws.roster.length === 0;
-    $("ws-roster-sum").textContent = ws.roster.length ? Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ") : "no students yet";
+    $("ws-roster").hidden = roster.length === 0;
+    $("ws-roster-sum").textContent = roster.length ? Object.entries(counts).map(([k, n]) => `${n} ${k}`).join(", ") : "no students yet";
   }
 
   // ---- predictions ----
@@ -810,29 +816,27 @@
     const m = /^\s*(-?[0-9][0-9,_ ]*(?:\.[0-9]+)?|-?\.[0-9]+)\s*(%?)\s*$/.exec(a);
     return m ? Number(m[1].replace(/[,_ ]/g, "")) : NaN;
   };
-  const grades = new Map(); // "tutorial step q answer" -> verdict
-
-  // histogram draws a question's distribution: a bar per answer, or for
-  // numeric answers one per range; the engine's grade colours the bars
-  // once the key is known (the instructor's panel has it).
+  // histogram draws a question's distribution as the game's state gives
+  // it: a bar per answer, or for numeric answers one per range; each
+  // answer's verdict (the game's grade, once this page may show the
+  // engine's answer) colours the bars.
   function histogram(q) {
     const box = document.createElement("div");
     box.className = "ws-hist";
     box.dataset.question = String(q.question);
     box.dataset.count = String(q.count);
     const head = document.createElement("div");
-    const unit = (kindOf(q) || {}).unit;
+    const unit = q.unit;
     head.textContent = `Question ${q.question + 1} of step ${q.step}: ${q.count} prediction${q.count === 1 ? "" : "s"}` + (unit ? ` (in ${unit})` : "");
     box.appendChild(head);
     const answers = q.answers.filter((a) => a.answer !== "(other answers)");
     const nums = answers.map((a) => numeric(a.answer));
     let rows;
-    // The question's kind (its key, which every page of the step has):
-    // yes/no and a choice are categories, each option a bar even when
-    // nobody gave it; numbers are binned.
-    const kind = kindOf(q);
-    if (kind && (kind.kind === "yesno" || kind.kind === "choice")) {
-      const cats = kind.kind === "yesno" ? ["yes", "no"] : kind.options || [];
+    // The question's kind (the game's, from the step it ran): yes/no
+    // and a choice are categories, each option a bar even when nobody
+    // gave it; numbers are binned.
+    if (q.kind === "yesno" || q.kind === "choice") {
+      const cats = q.kind === "yesno" ? ["yes", "no"] : q.options || [];
       rows = cats.map((c) => {
         const a = q.answers.find((x) => x.answer.toLowerCase() === c.toLowerCase());
         return { label: c, count: a ? a.count : 0, answers: a ? [a.answer] : [] };
@@ -854,8 +858,10 @@
       rows = q.answers.slice(0, 12).map((a) => ({ label: a.answer, count: a.count, answers: [a.answer] }));
     }
     const most = Math.max(1, ...rows.map((r) => r.count));
-    // A student sees the engine's answer only once it is revealed.
-    const key = ws.role === "instructor" || revealed(q) ? keyOf(q) : null;
+    // The engine's answer: the game gives it where this page may show
+    // it (a student's once revealed).
+    const key = q.key || null;
+    const verdict = new Map(q.answers.map((a) => [a.answer, a.verdict]));
     for (const r of rows) {
       const row = document.createElement("div");
       row.className = "row";
@@ -866,7 +872,7 @@
       const bar = document.createElement("span");
       bar.className = "bar";
       bar.style.width = Math.round(240 * r.count / most) + "px";
-      const verdicts = r.answers.map((a) => grades.get(gradeKey(q, a))).filter(Boolean);
+      const verdicts = r.answers.map((a) => verdict.get(a)).filter(Boolean);
       if (verdicts.length) bar.classList.add(verdicts.includes("right") ? "right" : verdicts.includes("close") ? "close" : "wrong");
       const n = document.createElement("span");
       n.textContent = String(r.count);
@@ -877,9 +883,8 @@
       const truth = document.createElement("div");
       truth.className = "note";
       truth.textContent = (key.kind === "yesno" || key.kind === "choice" ? `The engine says ${key.truth_text}: ${key.subject}`
-        : `The engine's ${key.subject}: ${key.truth_text}${key.unit && key.unit !== "%" ? " " + key.unit : ""}`) + (revealed(q) ? "" : " (hidden from the students until you reveal it)");
+        : `The engine's ${key.subject}: ${key.truth_text}${key.unit && key.unit !== "%" ? " " + key.unit : ""}`) + (q.revealed ? "" : " (hidden from the students until you reveal it)");
       box.appendChild(truth);
-      gradeAnswers(q, key);
     }
     if (ws.role === "instructor") {
       const b = document.createElement("button");
@@ -892,40 +897,6 @@
     return box;
   }
   const fmt = (x) => (Math.abs(x) >= 100 || Number.isInteger(x) ? String(Math.round(x)) : x.toPrecision(3));
-  const gradeKey = (q, a) => `${q.tutorial} ${q.step} ${q.question} ${a}`;
-  function keyOf(q) {
-    const t = window.ringlabTutorial;
-    if (!t || !t.t || t.t.name !== q.tutorial || t.step !== q.step) return null;
-    const b = document.querySelector(`#tut-body .tut-reveal[data-target="tut-q${q.question}"]`);
-    if (!b || !b.dataset.key) return null;
-    try { return JSON.parse(b.dataset.key); } catch (e) { return null; }
-  }
-  // kindOf is the question's kind, unit and options, never its answer.
-  function kindOf(q) {
-    const k = keyOf(q);
-    return k ? { kind: k.kind, unit: k.unit, options: k.options } : null;
-  }
-  function revealed(q) {
-    const b = document.querySelector(`#tut-body .tut-reveal[data-target="tut-q${q.question}"]`);
-    return !!(b && b.dataset.revealed);
-  }
-  let grading = false;
-  async function gradeAnswers(q, key) {
-    if (grading) return;
-    const todo = q.answers.filter((a) => a.answer !== "(other answers)" && !grades.has(gradeKey(q, a.answer)));
-    if (!todo.length) return;
-    grading = true;
-    try {
-      for (const a of todo) {
-        const r = await ui.request({ type: "tutorial_grade", key, prediction: a.answer });
-        grades.set(gradeKey(q, a.answer), r.type === "tutorial_grade" ? r.grade.verdict : "unreadable");
-      }
-    } finally {
-      grading = false;
-    }
-    renderPredictions();
-  }
-
   function renderPredictions() {
     const box = $("ws-predictions");
     // Under the question, in the tutorial panel while it is open; in the
@@ -935,10 +906,11 @@
     box.textContent = "";
     let qs = [];
     let title = "";
+    const predictions = ws.predictions || [];
     if (ws.role === "instructor") {
       const t = window.ringlabTutorial;
-      qs = ws.predictions.filter((q) => t && t.t && q.tutorial === t.t.name && q.step === t.step);
-      if (!qs.length && ws.predictions.length) qs = [ws.predictions[ws.predictions.length - 1]];
+      qs = predictions.filter((q) => t && t.t && q.tutorial === t.t.name && q.step === t.step);
+      if (!qs.length && predictions.length) qs = [predictions[predictions.length - 1]];
       title = "Class predictions (anonymous: students see them only when you show them)";
     } else if (ws.shared) {
       qs = [ws.shared];
