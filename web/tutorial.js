@@ -545,7 +545,7 @@
     const nt = e.target.closest("#tut-next-tutorial");
     if (nt) { openTutorial(nt.dataset.name, 1); return; }
     const dt = e.target.closest("#tut-detach");
-    if (dt) { window.ringlab.workshopDetach(); go(Number(dt.dataset.step)); return; }
+    if (dt) { window.ringlab.workshopDetach().then(() => go(Number(dt.dataset.step))); return; }
     const b = e.target.closest(".tut-reveal");
     if (!b) return;
     const q = Number(b.dataset.target.slice("tut-q".length));

@@ -937,7 +937,13 @@
     ui.send({ type: "room_snap" });
     ui.request({ type: "sync" }).then(() => status("Back in step with the room.", "info"));
   });
-  ui.workshopDetach = () => { if (ws.attached) $("ws-detach").click(); };
+  // workshopDetach resolves once the game has taken the detach (its
+  // state, which says so, comes before the sync's answer).
+  ui.workshopDetach = () => {
+    if (!ws.attached) return Promise.resolve();
+    $("ws-detach").click();
+    return ui.request({ type: "sync" });
+  };
   ui.workshopSnap = () => { $("ws-snap").click(); return ui.request({ type: "sync" }); };
   ui.workshopCreate = createRoom;
 })();
