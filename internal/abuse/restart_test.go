@@ -52,11 +52,17 @@ func openPage(t *testing.T, s *server, room createdRoom, role string) *page {
 	return p
 }
 
+// patience bounds every wait of these pages: when to give up on a
+// condition that never holds, never how fast the server must be (the
+// restarted server replays the room's log under the race detector, in
+// make test beside other builds).
+const patience = 2 * time.Minute
+
 // dial connects and joins, retrying with backoff (100 ms doubling to 2 s)
-// for up to 60 s, as the page does.
+// for up to patience, as the page does.
 func (p *page) dial() (*websocket.Conn, []play.RoomEntry, bool) {
 	back := 100 * time.Millisecond
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.quit:
@@ -247,7 +253,7 @@ func (p *page) command(cmd string) uint64 {
 	select {
 	case seq := <-p.acked:
 		return seq
-	case <-time.After(30 * time.Second):
+	case <-time.After(patience):
 		p.t.Fatalf("no acknowledgement of %s", cmd)
 		return 0
 	}
@@ -287,7 +293,7 @@ func TestRestartMidTutorial(t *testing.T) {
 		`{"type":"step","unit":"packet","n":25}`,
 	}
 	var last uint64
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(patience)
 	for _, c := range after {
 		for inst.state().seq < acked && time.Now().Before(deadline) && !inst.isGone() {
 			time.Sleep(50 * time.Millisecond) // the instructor's page is back
@@ -319,7 +325,7 @@ func TestRestartMidTutorial(t *testing.T) {
 // waitSettled waits until p has applied seq and its work is done.
 func waitSettled(t *testing.T, p *page, seq uint64) pageState {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(patience)
 	var st pageState
 	for time.Now().Before(deadline) {
 		st = p.state()
