@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/engine/scenario"
+	"ringlab/play"
 	"ringlab/proto"
 )
 
@@ -261,9 +262,21 @@ func TestMemoryGoesToTheLeastHolding(t *testing.T) {
 	require.NoError(t, first.err)
 	assert.Equal(t, "host-b", first.who, "the freed memory goes to the host holding none")
 
-	// The rest go as memory frees, none refused.
-	for _, rm := range append(busy[1:], other) {
-		p.done(rm, replicaOf(rm))
+	// host-a's rooms hold its share (5 MiB of 10, two hosts commanding):
+	// the next of its rooms waits for one of them to finish, not for
+	// memory, which is free.
+	p.done(busy[1], replicaOf(busy[1]))
+	p.mu.Lock()
+	assert.Nil(t, p.firstLocked(), "host-a's room 4 would take host-a past its share")
+	assert.LessOrEqual(t, p.bytes, int64(6*est), "3 MiB or more free")
+	p.mu.Unlock()
+	p.done(busy[2], replicaOf(busy[2]))
+	s := <-got
+	require.NoError(t, s.err, s.who)
+	assert.Equal(t, "host-a room 4", s.who, "the first of host-a's waiting rooms, its only one working")
+	// host-b done and gone: host-a has the whole budget, its two others start.
+	p.done(other, replicaOf(other))
+	for range 2 {
 		s := <-got
 		require.NoError(t, s.err, s.who)
 	}
@@ -271,6 +284,89 @@ func TestMemoryGoesToTheLeastHolding(t *testing.T) {
 		if rep := replicaOf(rm); rep != nil {
 			p.done(rm, rep)
 		}
+	}
+}
+
+// TestShareLeavesRoomForAnother: a host commanding rooms holds at most
+// its share of the replicas' budget while another host commands one, so
+// the other's next command finds memory at once and its replica is not
+// dropped to make room (issue 27: sixteen rooms of four addresses,
+// waiting for their turns, held the whole budget; an instructor of a
+// fifth waited up to 9 s for memory, its replica rebuilt at each
+// command).
+func TestShareLeavesRoomForAnother(t *testing.T) {
+	c := play.NewFollower()
+	_, est := heldBy(c)
+	p := newReplicaPool(10 * est)
+	require.Equal(t, 3*est, p.ceilingOf(est), "a world works within three of its size here")
+	replicaOf := func(rm *room) *replica {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.byRoom[rm]
+	}
+	// host-b's instructor has a room whose replica is idle between two
+	// commands (it holds its world).
+	mine := &room{}
+	rep, e := p.start(mine, "host-b", est)
+	require.Nil(t, e)
+	rep.c = c
+	p.done(mine, rep)
+	held := replicaOf(mine).held
+	require.Positive(t, held)
+	require.LessOrEqual(t, held, 2*est)
+
+	// host-a sends commands to four rooms at once.
+	got := make(chan error, 4)
+	var theirs []*room
+	for range 4 {
+		rm := &room{}
+		theirs = append(theirs, rm)
+		go func() { got <- asError(p.start(rm, "host-a", est)) }()
+	}
+	// One starts (its first working replica); the others wait in line.
+	require.NoError(t, <-got)
+	for {
+		p.mu.Lock()
+		k := len(p.waiting)
+		p.mu.Unlock()
+		if k == 3 {
+			break
+		}
+		if k > 3 || len(got) > 0 {
+			p.mu.Lock()
+			for r, x := range p.byRoom {
+				t.Logf("%p %s held %d ceiling %d working %v queued %v", r, x.addr, x.held, x.ceiling, x.working, x.queued)
+			}
+			p.mu.Unlock()
+			t.Fatalf("host-a took more than its share: %d of its rooms wait, %d more started", k, len(got))
+		}
+		runtime.Gosched()
+	}
+	p.mu.Lock()
+	assert.Nil(t, p.firstLocked(), "host-a holds its share: none of its waiting rooms may take more")
+	assert.Less(t, p.bytes+3*est, p.limit+1, "room for host-b's command")
+	p.mu.Unlock()
+
+	// host-b's next command starts at once, on the replica it kept.
+	again, e := p.start(mine, "host-b", est)
+	require.Nil(t, e)
+	assert.Same(t, rep, again, "host-b's replica was kept")
+	p.done(mine, again)
+
+	// host-a's rooms go one after another as its own finish.
+	for range 3 {
+		var rm *room
+		var r *replica
+		p.mu.Lock()
+		for _, x := range theirs {
+			if y := p.byRoom[x]; y != nil && y.working && !y.queued {
+				rm, r = x, y
+			}
+		}
+		p.mu.Unlock()
+		require.NotNil(t, r, "one of host-a's rooms works")
+		p.done(rm, r)
+		require.NoError(t, <-got)
 	}
 }
 

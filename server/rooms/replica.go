@@ -33,8 +33,11 @@ type replica struct {
 	// hold meanwhile (reserved before it starts).
 	held, ceiling int64
 	working       bool
-	addr          string // the address that last commanded it
-	used          uint64 // the pool's clock when it was last used
+	addr          string    // the address that last commanded it
+	used          uint64    // the pool's clock when it was last used
+	usedAt        time.Time // and when, on the wall clock (activeFor)
+	want          int64     // the ceiling its command waits for, while queued
+	queued        bool      // its command waits in line for memory (fitLocked)
 	// segment is the work every command since the world's last reset
 	// cost: what a late joiner replays (a move back, which lowers the
 	// world's own count, costs a replay too).
@@ -59,8 +62,17 @@ func (rep *replica) charge() int64 {
 // replica to finish, and is refused after memoryWait; the memory freed
 // goes to the waiter of the address whose replicas charge least, the
 // longest waiting first, so a host commanding many rooms waits behind
-// the room of another. Replicas work in turns (sched.go): one at a time,
-// fairly across the addresses that command them.
+// the room of another. Each address commanding rooms (active: with a
+// replica working, a command waiting, or one used within activeFor) may
+// hold its share of the budget, the budget divided among them, and its
+// first working replica whatever that costs: a host whose rooms hold
+// their share waits for one of them to finish, however much is free, so
+// another host's next command finds room (issue 27: sixteen rooms of
+// four addresses replaying refused seeks held the whole budget while
+// they waited for their turns, an instructor of a fifth address waited
+// up to 9 s for memory, its replica dropped and rebuilt at each
+// command). Replicas work in turns (sched.go): one at a time, fairly
+// across the addresses that command them.
 type replicaPool struct {
 	turns   turns
 	quantum uint64 // the work a turn runs: quantumWork (less in tests)
@@ -79,6 +91,12 @@ type replicaPool struct {
 // memoryWait is how long a command waits for the replicas' memory before
 // it is refused.
 const memoryWait = 20 * time.Second
+
+// activeFor is how long an address whose replicas are all idle still
+// counts among those sharing the budget: an instructor between two
+// commands keeps its share and its replica; a host gone quiet for longer
+// leaves both to the others (its idle replicas are dropped first).
+const activeFor = time.Minute
 
 // Worlds a replica keeps besides its live one: at most maxKept marks, and
 // fewer for a large world, so that its ceiling is within a quarter of the
@@ -152,33 +170,72 @@ func (p *replicaPool) recountLocked(rep *replica, held, ceiling int64) {
 }
 
 // evictLocked drops idle replicas until the pool is within its budget:
-// of the address whose idle replicas hold most, the least recently used
-// first (a host commanding many rooms makes room from its own first). It
-// reports whether the pool fits.
+// those of addresses no longer active first, then those of the address
+// whose replicas charge most (a host commanding many rooms makes room
+// from its own first), the least recently used first. It reports
+// whether the pool fits.
 func (p *replicaPool) evictLocked() bool {
 	for p.bytes > p.limit {
-		byAddr := map[string]int64{}
-		for _, x := range p.byRoom {
-			if !x.working {
-				byAddr[x.addr] += x.held
-			}
-		}
-		if len(byAddr) == 0 {
-			return false
-		}
-		top := ""
-		for a, n := range byAddr {
-			if top == "" && n >= 0 || n > byAddr[top] || n == byAddr[top] && a < top {
-				top = a
-			}
-		}
+		byAddr, active := p.chargesLocked()
 		var victim *room
+		rank := func(x *replica) (bool, int64) { return !active[x.addr], byAddr[x.addr] }
 		for r, x := range p.byRoom {
-			if !x.working && x.addr == top && (victim == nil || x.used < p.byRoom[victim].used) {
+			if x.working {
+				continue
+			}
+			if victim == nil {
+				victim = r
+				continue
+			}
+			v := p.byRoom[victim]
+			xi, xc := rank(x)
+			vi, vc := rank(v)
+			if xi != vi && xi || xi == vi && (xc > vc || xc == vc && (x.addr < v.addr || x.addr == v.addr && x.used < v.used)) {
 				victim = r
 			}
 		}
+		if victim == nil {
+			return false
+		}
 		p.dropLocked(victim)
+	}
+	return true
+}
+
+// chargesLocked returns what each address's replicas charge, and which
+// addresses are active: with a replica working, a command waiting for
+// memory, or a replica used within activeFor.
+func (p *replicaPool) chargesLocked() (byAddr map[string]int64, active map[string]bool) {
+	byAddr, active = map[string]int64{}, map[string]bool{}
+	now := time.Now()
+	for _, x := range p.byRoom {
+		byAddr[x.addr] += x.charge()
+		if x.working || now.Sub(x.usedAt) < activeFor {
+			active[x.addr] = true
+		}
+	}
+	for _, w := range p.waiting {
+		active[w.addr] = true
+	}
+	return byAddr, active
+}
+
+// shareOf is the budget each active address may hold.
+func (p *replicaPool) shareOf(active map[string]bool) int64 {
+	return p.limit / int64(max(len(active), 1))
+}
+
+// mayTakeLocked reports whether rep, not yet counted at its ceiling, may
+// be: its address's replicas then charge within its share, or no other
+// replica of the address works (one waiting in line does not).
+func (p *replicaPool) mayTakeLocked(rep *replica, ceiling int64, byAddr map[string]int64, active map[string]bool) bool {
+	if byAddr[rep.addr]-rep.charge()+max(ceiling, rep.held) <= p.shareOf(active) {
+		return true
+	}
+	for _, x := range p.byRoom {
+		if x != rep && x.working && !x.queued && x.addr == rep.addr {
+			return false
+		}
 	}
 	return true
 }
@@ -199,7 +256,7 @@ func (p *replicaPool) start(rm *room, addr string, est int64) (*replica, *proto.
 	p.recountLocked(rep, rep.held, rep.held)
 	rep.working = true
 	p.clock++
-	rep.used = p.clock
+	rep.used, rep.usedAt = p.clock, time.Now()
 	if e := p.fitLocked(rep, est, true); e != nil {
 		p.recountLocked(rep, rep.held, 0)
 		rep.working = false
@@ -240,6 +297,7 @@ func (p *replicaPool) fitLocked(rep *replica, est int64, inLine bool) *proto.Err
 	// The first may not fit yet where a later one would: the later one
 	// waits, at most until the first is served or gives up.
 	if inLine {
+		rep.want, rep.queued = ceiling, true
 		p.waiting = append(p.waiting, rep)
 	}
 	defer func() {
@@ -247,10 +305,12 @@ func (p *replicaPool) fitLocked(rep *replica, est int64, inLine bool) *proto.Err
 			timer.Stop()
 		}
 		if inLine {
+			rep.queued = false
 			p.waiting = slices.DeleteFunc(p.waiting, func(w *replica) bool { return w == rep })
 			p.freed.Broadcast() // another waiter may be first now
 		}
 	}()
+	overShare := false
 	for {
 		if !inLine || p.firstLocked() == rep {
 			p.recountLocked(rep, rep.held, max(ceiling, rep.held))
@@ -260,7 +320,16 @@ func (p *replicaPool) fitLocked(rep *replica, est int64, inLine bool) *proto.Err
 			// Working replicas hold the budget: wait for one to finish.
 			p.recountLocked(rep, rep.held, rep.held)
 		}
+		if inLine {
+			byAddr, active := p.chargesLocked()
+			overShare = !p.mayTakeLocked(rep, ceiling, byAddr, active)
+		}
 		if !time.Now().Before(deadline) {
+			if overShare {
+				byAddr, active := p.chargesLocked()
+				return proto.Errorf(proto.CodeUnavailable, "", "the rooms you command hold your share of the server's memory for replicas (%d of %d MiB, shared by the %d hosts commanding rooms): try again when one of your commands is done",
+					byAddr[rep.addr]>>20, p.shareOf(active)>>20, len(active))
+			}
 			return proto.Errorf(proto.CodeUnavailable, "", "the server's replicas of the rooms' worlds are at their memory budget (%d MiB): try again in a moment", p.limit>>20)
 		}
 		if timer == nil {
@@ -274,16 +343,17 @@ func (p *replicaPool) fitLocked(rep *replica, est int64, inLine bool) *proto.Err
 	}
 }
 
-// firstLocked is the waiter the memory freed goes to: of the address
-// whose replicas charge least (what they hold, their ceilings while they
-// work), the one waiting longest.
+// firstLocked is the waiter the memory freed goes to: of those whose
+// address may take a ceiling more (mayTakeLocked), the one of the
+// address whose replicas charge least (what they hold, their ceilings
+// while they work), the longest waiting of it.
 func (p *replicaPool) firstLocked() *replica {
-	byAddr := map[string]int64{}
-	for _, x := range p.byRoom {
-		byAddr[x.addr] += x.charge()
-	}
+	byAddr, active := p.chargesLocked()
 	var first *replica
 	for _, w := range p.waiting {
+		if !p.mayTakeLocked(w, w.want, byAddr, active) {
+			continue
+		}
 		if first == nil || byAddr[w.addr] < byAddr[first.addr] {
 			first = w
 		}
