@@ -80,7 +80,7 @@ func Strict(raw []byte, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-			return typeError(te)
+			return typeError(te, reflect.TypeOf(v))
 		}
 		msg := strings.TrimPrefix(err.Error(), "json: ")
 		if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
@@ -113,15 +113,51 @@ func syntaxError(err error) *Error {
 
 // typeError names the field of a value of the wrong type; an integer too
 // large for its field is out of range.
-func typeError(te *json.UnmarshalTypeError) *Error {
+func typeError(te *json.UnmarshalTypeError, t reflect.Type) *Error {
 	if te.Field == "" {
 		return Errorf(CodeBadJSON, "", "a message must be a JSON object")
 	}
+	field := jsonPath(t, te.Field)
 	kind := jsonKind(te.Type)
 	if num, ok := strings.CutPrefix(te.Value, "number "); ok && (kind == "a number" || kind == "an integer" && !strings.ContainsAny(num, ".eE")) {
-		return Errorf(CodeOutOfRange, te.Field, "%.40s does not fit %s", num, kind)
+		return Errorf(CodeOutOfRange, field, "%.40s does not fit %s", num, kind)
 	}
-	return Errorf(CodeBadField, te.Field, "want %s, got %s", kind, te.Value)
+	return Errorf(CodeBadField, field, "want %s, got %s", kind, te.Value)
+}
+
+// jsonPath is encoding/json's path of a field (UnmarshalTypeError.Field)
+// as the message spells it: encoding/json names an embedded struct's
+// fields after the Go type they come from ("Join.role"), which is no
+// part of the JSON. t is the type decoded into.
+func jsonPath(t reflect.Type, path string) string {
+	var out []string
+	for seg := range strings.SplitSeq(path, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			out, t = append(out, seg), nil
+			continue
+		}
+		if f, ok := t.FieldByName(seg); ok && f.Anonymous && f.Tag.Get("json") == "" {
+			t = f.Type // an embedded struct's name: not in the JSON
+			continue
+		}
+		out, t = append(out, seg), fieldType(t, seg)
+	}
+	return strings.Join(out, ".")
+}
+
+// fieldType is the type of struct t's field whose JSON name is name (nil
+// when none has it).
+func fieldType(t reflect.Type, name string) reflect.Type {
+	for _, f := range reflect.VisibleFields(t) {
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name || tag == "" && f.Name == name {
+			return f.Type
+		}
+	}
+	return nil
 }
 
 var (

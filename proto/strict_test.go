@@ -156,3 +156,25 @@ func TestStrictIsStrict(t *testing.T) {
 		assert.Equal(t, code, AsError(err).Code, in)
 	}
 }
+
+// TestStrictNamesEmbeddedFieldsAsSent: a message that embeds proto's
+// type (as the servers' do: {type, proto.Join}) names a field of the
+// wrong type as the JSON has it, not after the Go type it comes from
+// ("Join.role").
+func TestStrictNamesEmbeddedFieldsAsSent(t *testing.T) {
+	var m struct {
+		Type string `json:"type"`
+		Join
+		Q struct {
+			Question
+		} `json:"q"`
+	}
+	e := AsError(Strict([]byte(`{"type":"join","role":5}`), &m))
+	assert.Equal(t, CodeBadField, e.Code)
+	assert.Equal(t, "role", e.Field)
+	e = AsError(Strict([]byte(`{"type":"join","since":-1}`), &m))
+	assert.Equal(t, CodeOutOfRange, e.Code)
+	assert.Equal(t, "since", e.Field)
+	e = AsError(Strict([]byte(`{"type":"join","q":{"step":"two"}}`), &m))
+	assert.Equal(t, "q.step", e.Field)
+}
