@@ -82,7 +82,7 @@ func (r *Registry) join(rm *room, m *member, data []byte) {
 	switch j.Role {
 	case RoleStudent:
 	case RoleInstructor:
-		if j.Token == nil || !rm.tokenOK(*j.Token) {
+		if j.Token == "" || !rm.tokenOK(j.Token) {
 			m.reply(proto.Errorf(proto.CodeForbidden, "token", "joining as instructor needs the room's instructor token"))
 			return
 		}
@@ -90,27 +90,16 @@ func (r *Registry) join(rm *room, m *member, data []byte) {
 		m.reply(proto.Errorf(proto.CodeOutOfRange, "role", `role must be "student" or "instructor", got %q`, j.Role))
 		return
 	}
-	var since uint64
-	if j.Since != nil {
-		since = *j.Since
+	if j.Client != "" && !clientPattern.MatchString(j.Client) {
+		m.reply(proto.Errorf(proto.CodeBadField, "client", "client must match %s", clientPattern))
+		return
 	}
-	var client, name string
-	if j.Client != nil {
-		if !clientPattern.MatchString(*j.Client) {
-			m.reply(proto.Errorf(proto.CodeBadField, "client", "client must match %s", clientPattern))
-			return
-		}
-		client = *j.Client
+	name := strings.Join(strings.Fields(j.Name), " ")
+	if !utf8.ValidString(name) || len(name) > maxNameLen || strings.ContainsFunc(name, unicode.IsControl) {
+		m.reply(proto.Errorf(proto.CodeBadField, "name", "a name has at most %d bytes of printable UTF-8", maxNameLen))
+		return
 	}
-	if j.Name != nil {
-		n := strings.Join(strings.Fields(*j.Name), " ")
-		if !utf8.ValidString(n) || len(n) > maxNameLen || strings.ContainsFunc(n, unicode.IsControl) {
-			m.reply(proto.Errorf(proto.CodeBadField, "name", "a name has at most %d bytes of printable UTF-8", maxNameLen))
-			return
-		}
-		name = n
-	}
-	if e := rm.join(m, j.Role, since, client, name); e != nil {
+	if e := rm.join(m, j.Role, j.Since, j.Client, name); e != nil {
 		m.reply(e)
 		m.peer.Close(websocket.ClosePolicyViolation, e.Message)
 		return

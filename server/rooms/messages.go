@@ -35,17 +35,12 @@ const (
 
 // Client messages.
 type (
+	// joinMsg is a page's join (proto's, as the page's controller
+	// writes it: play/join.go). A field left out is its zero value:
+	// no token, no since, no client, no name.
 	joinMsg struct {
-		Type  string  `json:"type"`
-		Role  string  `json:"role"`
-		Token *string `json:"token"`
-		// Since is the seq of the last command the client has (it
-		// reconnects): the welcome's log starts after it.
-		Since *uint64 `json:"since"`
-		// Client names the page across reconnects (its roster entry);
-		// Name is what the instructor's roster shows.
-		Client *string `json:"client"`
-		Name   *string `json:"name"`
+		Type string `json:"type"`
+		proto.Join
 	}
 	// classSetMsg is the instructor's: the class size, whether only the
 	// invitation admits students, a new invitation (the old one admits
