@@ -317,15 +317,6 @@
     $("tut-step-title").textContent = `Step ${n}: ${st.title}`;
     $("tut-body").innerHTML = '<p class="tut-running">Running the step…</p>';
     let r = given;
-    const room = window.ringlab.workshop;
-    if (!r && room && room.role === "student" && room.attached) {
-      // Running it would take this page's world off the room's: the
-      // room's steps come by themselves; detaching lets the student go.
-      predicting(false);
-      $("tut-body").innerHTML = '<p class="tut-following" id="tut-following">You are following the room: this step would take your world off the room\'s. ' +
-        `<button type="button" id="tut-detach" data-step="${n}">Detach and run this step</button></p>`;
-      return;
-    }
     if (!r) {
       tut.busy = true;
       try {
@@ -338,6 +329,15 @@
       }
     }
     if (tut.step !== n || tut.t !== t) return;
+    if (r.type === "error" && r.code === "following") {
+      // The game refused: running it would take this page's world off
+      // the room's it follows. The room's steps come by themselves;
+      // detaching lets the student go.
+      predicting(false);
+      $("tut-body").innerHTML = '<p class="tut-following" id="tut-following">You are following the room: this step would take your world off the room\'s. ' +
+        `<button type="button" id="tut-detach" data-step="${n}">Detach and run this step</button></p>`;
+      return;
+    }
     if (r.type !== "tutorial_step") {
       predicting(false); // no question to reveal: give the views back
       $("tut-body").textContent = "The game could not run this step: " + (r.message || r.type);
