@@ -111,9 +111,23 @@ func serveWasm(t testing.TB, build string, more func(*http.ServeMux)) *httptest.
 	return ts
 }
 
-// allocatorOptions are the Chromium flags of every test browser, with a
-// fresh profile in dir.
+// allocatorOptions are the Chromium flags of the test browsers, with a
+// fresh profile in dir: a user's browser's (chromium.Options), except that
+// V8 runs the wasm with its baseline compiler (Liftoff) alone. A user's
+// browser recompiles the functions that run often with its optimising
+// compiler (TurboFan), in the background: that pays over a session, but
+// it cost a test's page load 2.5 s of CPU of some 6.5 (TestLoadCPU), and
+// a test's page lives seconds. The code runs the same, slower: the tests
+// wait on conditions, never on how fast the engine goes. The measurements
+// (TestLoadPhases, TestLoadCPU, TestBenchDrawingCost) run a user's
+// browser: userOptions.
 func allocatorOptions(path, dir string) []chromedp.ExecAllocatorOption {
+	return append(userOptions(path, dir), chromedp.Flag("js-flags", "--liftoff-only"))
+}
+
+// userOptions are the flags of a user's headless Chromium (software
+// WebGL), with a fresh profile in dir: the measurements' browser.
+func userOptions(path, dir string) []chromedp.ExecAllocatorOption {
 	return chromium.Options(path, dir, windowW, windowH)
 }
 

@@ -137,7 +137,7 @@ func TestLoadPhases(t *testing.T) {
 	runs := map[key][]map[string]float64{}
 	for i := range n {
 		for _, b := range builds {
-			actx, cancel := chromedp.NewExecAllocator(context.Background(), allocatorOptions(path, t.TempDir())...)
+			actx, cancel := chromedp.NewExecAllocator(context.Background(), userOptions(path, t.TempDir())...)
 			ctx, cancel2 := chromedp.NewContext(actx)
 			require.NoError(t, chromedp.Do(ctx), "start Chromium")
 			for _, kind := range []string{"fresh", "repeat"} {
