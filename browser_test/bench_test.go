@@ -22,7 +22,7 @@ func TestBenchDrawingCost(t *testing.T) {
 		t.Skip("set RINGLAB_BENCH=1 to run the drawing benchmark")
 	}
 	ts := server(t)
-	ctx := browser(t)
+	ctx := userBrowser(t) // a user's browser: the test browsers' wasm runs unoptimised
 	require.NoError(t, chromedp.Do(timeout(t, ctx, 30*time.Second), chromedp.Navigate(ts.URL+"/bench.html?seconds=5&rounds=3&warmup=2&engine=1")))
 	p := &page{t: t, ctx: ctx}
 	p.waitJS(`window.benchResult !== undefined`, 3*time.Minute)

@@ -135,8 +135,22 @@ func userOptions(path, dir string) []chromedp.ExecAllocatorOption {
 // cached wasm) and returns a tab; the test's end closes it.
 func freshBrowser(t testing.TB) context.Context {
 	t.Helper()
+	return startBrowser(t, allocatorOptions)
+}
+
+// userBrowser is freshBrowser with a user's flags (userOptions): for the
+// measurements of the page's speed.
+func userBrowser(t testing.TB) context.Context {
+	t.Helper()
+	return startBrowser(t, userOptions)
+}
+
+// startBrowser starts a Chromium of its own with the flags opts gives for
+// an empty profile, and returns a tab; the test's end closes it.
+func startBrowser(t testing.TB, opts func(path, dir string) []chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
 	path := testenv.RequireChromium(t)
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), allocatorOptions(path, t.TempDir())...)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts(path, t.TempDir())...)
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
 	t.Cleanup(cancel2)

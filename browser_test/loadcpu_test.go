@@ -307,16 +307,7 @@ func TestLoadCPU(t *testing.T) {
 			require.NoError(t, chromedp.Do(timeout(t, ctx, time.Minute), chromedp.Navigate(b.url+"/healthz")))
 			prof := os.Getenv("RINGLAB_LOAD_PROFILE") != ""
 			if prof {
-				require.NoError(t, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-					if _, err := cdp.Call(ctx, tg, profiler.Enable, cdp.Empty{}); err != nil {
-						return err
-					}
-					if _, err := cdp.Call(ctx, tg, profiler.SetSamplingInterval, profiler.SetSamplingIntervalParams{Interval: 500}); err != nil {
-						return err
-					}
-					_, err := cdp.Call(ctx, tg, profiler.Start, cdp.Empty{})
-					return err
-				})))
+				startProfile(t, ctx)
 			}
 			c0, _ := chromiumThreads(root)
 			t0 := time.Now()
@@ -325,22 +316,66 @@ func TestLoadCPU(t *testing.T) {
 			t1 := time.Now()
 			var pr *profiler.Profile
 			if prof {
-				res, err := chromedp.Run(ctx, func(ctx context.Context, tg *chromedp.Target) (profiler.StopResult, error) {
-					return cdp.Call(ctx, tg, profiler.Stop, cdp.Empty{})
-				})
-				require.NoError(t, err)
-				pr = res.Profile
+				pr = stopProfile(t, ctx)
 			}
-			time.Sleep(play) // measuring a span of play, not waiting for a condition
+			what := "play"
+			if os.Getenv("RINGLAB_LOAD_PAUSE") != "" {
+				// The span measured is the page at rest: paused, its
+				// picture drawn.
+				what = "rest"
+				p := &page{t: t, ctx: ctx}
+				p.pause()
+				p.waitPicture()
+				c1, _ = chromiumThreads(root)
+			}
+			pg := &page{t: t, ctx: ctx}
+			drawnJS := `document.getElementById("game").contentWindow.ringlabDrawn || 0`
+			d0 := eval[float64](pg, drawnJS)
+			if prof {
+				startProfile(t, ctx)
+			}
+			time.Sleep(play) // measuring a span, not waiting for a condition
 			c2, names2 := chromiumThreads(root)
+			d1 := eval[float64](pg, drawnJS)
+			var pr2 *profiler.Profile
+			if prof {
+				pr2 = stopProfile(t, ctx)
+			}
 			t.Logf("%d %s: %s", i+1, b.name, formatLoad(v))
 			t.Logf("%d %s: navigation to first frame (%.1f s wall):\n%s", i+1, b.name, t1.Sub(t0).Seconds(), formatCPU(cpuSince(c0, c1, names1)))
-			t.Logf("%d %s: the next %s of play:\n%s", i+1, b.name, play, formatCPU(cpuSince(c1, c2, names2)))
+			t.Logf("%d %s: the next %s of %s (%.0f frames drawn):\n%s", i+1, b.name, play, what, d1-d0, formatCPU(cpuSince(c1, c2, names2)))
 			if pr != nil {
 				t.Logf("%d %s: V8 profile to the first frame:\n%s", i+1, b.name, formatProfile(pr, 25))
+				t.Logf("%d %s: V8 profile of the %s:\n%s", i+1, b.name, what, formatProfile(pr2, 25))
 			}
 			cancel2()
 			cancel()
 		}
 	}
+}
+
+// startProfile starts V8's CPU profiler in the tab (sampling every 0.5 ms).
+func startProfile(t *testing.T, ctx context.Context) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, profiler.Enable, cdp.Empty{}); err != nil {
+			return err
+		}
+		if _, err := cdp.Call(ctx, tg, profiler.SetSamplingInterval, profiler.SetSamplingIntervalParams{Interval: 500}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, profiler.Start, cdp.Empty{})
+		return err
+	})))
+}
+
+// stopProfile stops the profiler startProfile started and returns its
+// profile.
+func stopProfile(t *testing.T, ctx context.Context) *profiler.Profile {
+	t.Helper()
+	res, err := chromedp.Run(ctx, func(ctx context.Context, tg *chromedp.Target) (profiler.StopResult, error) {
+		return cdp.Call(ctx, tg, profiler.Stop, cdp.Empty{})
+	})
+	require.NoError(t, err)
+	return res.Profile
 }
