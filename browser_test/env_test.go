@@ -3,8 +3,10 @@
 // between them. The tests build main.wasm themselves into a temporary
 // directory, so they work from a fresh clone; they skip without Chromium
 // (fail with RINGLAB_CI=1). Screenshots go to test-artifacts/.
-// TestLoadPhases (RINGLAB_LOADS=N) measures the page's start phase by
-// phase, next to an empty Ebitengine program (testdata/emptygame).
+// The test browsers run the wasm unoptimised (allocatorOptions), the
+// measurements a user's browser. TestLoadPhases (RINGLAB_LOADS=N)
+// measures the page's start phase by phase, next to an empty Ebitengine
+// program (testdata/emptygame); TestLoadCPU, where its CPU goes.
 package browsertest
 
 import (
