@@ -1033,7 +1033,16 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 	}
 	m := &member{addr: addr, invited: invited, guard: ratelimit.NewGuard(msgRatePerSecond, msgBurst)}
 	m.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, MailboxLen: mailboxLen, WriteWait: r.lim.WriteWait,
-		Ping: func() bool { return r.allow(m) }})
+		Ping: func() bool { return r.allow(m) },
+		// Counted out of the room before the connection closes: a page
+		// that sees its connection end and joins again at once is in
+		// the room once (its roster entries, its share of the seats).
+		Ended: func() {
+			if rm.leave(m, r.opts.Now()) {
+				r.updateSeats(rm)
+			}
+			r.seats.release(st) // and by the defer above on every other way out
+		}})
 	r.mu.Lock()
 	if r.closed {
 		m.peer.Abort(websocket.CloseGoingAway, closeGoingAway)
@@ -1057,9 +1066,6 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 		}
 	})
 	joinTimer.Stop()
-	if rm.leave(m, r.opts.Now()) {
-		r.updateSeats(rm)
-	}
 	r.mu.Lock()
 	delete(r.peers, m)
 	r.mu.Unlock()

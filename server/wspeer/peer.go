@@ -81,6 +81,7 @@ type Peer struct {
 	writeWait time.Duration
 	pongWait  time.Duration
 	ping      func() bool
+	ended     func()
 	stuck     atomic.Bool // a write did not complete: reset, do not linger
 
 	mu      sync.Mutex
@@ -125,6 +126,12 @@ type Options struct {
 	// limit of the peer's messages (and may Abort a flood): a ping costs
 	// the server a pong, as a message costs it a reply.
 	Ping func() bool
+	// Ended, when set, is called once by Run when the connection has
+	// ended, before it is closed: what the owner counts of the peer
+	// (its place in a room, its seat) is given back before the peer can
+	// see its connection end, so a peer that reconnects at once is never
+	// counted twice.
+	Ended func()
 }
 
 // NewWithOptions returns a Peer for ws. It bounds the kernel's send buffer
@@ -147,6 +154,7 @@ func NewWithOptions(ws *websocket.Conn, opts Options) *Peer {
 		writeWait:  opts.WriteWait,
 		pongWait:   opts.PongWait,
 		ping:       opts.Ping,
+		ended:      opts.Ended,
 		queue:      make(chan outbound, max(opts.QueueLen, 1)),
 		mailbox:    make([][]byte, 0, max(opts.MailboxLen, 1)),
 		wake:       make(chan struct{}, 1),
@@ -184,6 +192,9 @@ func (p *Peer) Run(handle func(messageType int, data []byte)) error {
 	err := p.readLoop(handle)
 	close(readerDone)
 	<-p.writerDone
+	if p.ended != nil {
+		p.ended()
+	}
 	if p.handshakeDone(err) {
 		p.ws.Close()
 	} else {

@@ -416,3 +416,41 @@ func TestNonReadingPeerIsDroppedWhateverItSends(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, isTimeout(err), "reset, not held open: %v", err)
 }
+
+// TestEndedComesBeforeTheClose: when the peer goes away (its stream
+// ends), Run calls Ended while the connection is still open, so the peer
+// sees it end only once what the owner counts of it is given back.
+func TestEndedComesBeforeTheClose(t *testing.T) {
+	type result struct {
+		calls    int32
+		openThen error
+		closed   error
+	}
+	got := make(chan result, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		var res result
+		var calls atomic.Int32
+		p := NewWithOptions(ws, Options{QueueLen: 4, Ended: func() {
+			calls.Add(1)
+			res.openThen = ws.NetConn().SetDeadline(time.Time{}) // fails once closed
+		}})
+		p.Run(func(int, []byte) {})
+		res.calls = calls.Load()
+		res.closed = ws.NetConn().SetDeadline(time.Time{})
+		got <- res
+	}))
+	defer srv.Close()
+	cli, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	defer cli.Close()
+	// The end of the peer's stream, as a page that goes away.
+	require.NoError(t, cli.NetConn().(*net.TCPConn).CloseWrite())
+	res := <-got
+	assert.Equal(t, int32(1), res.calls, "Ended is called once")
+	assert.NoError(t, res.openThen, "the connection was open when Ended ran")
+	assert.Error(t, res.closed, "and closed when Run returned")
+}
