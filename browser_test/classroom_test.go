@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/play"
 )
 
 // The classroom tests (issue 16): an instructor and students, each a tab
@@ -82,25 +84,29 @@ func checkedAt(t *testing.T, seq int, pages ...*page) {
 // through a tutorial; the instructor reloads mid-way and is the
 // instructor again (the role kept in the tab), the students having seen
 // the instructor away and back; the instructor link opens the room as a
-// co-instructor on another device; a late joiner lands on the step the
-// room is at, its world the room's.
+// co-instructor in another tab (no token in its storage); a late joiner
+// lands on the step the room is at, its world the room's. One student
+// is a page (its panel and banner looked at), three are go students.
 func TestWorkshopInstructorReload(t *testing.T) {
 	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	link := createRoom(t, inst)
-	var stu []*page
-	for i := range 4 {
-		stu = append(stu, joinStudent(t, link, fmt.Sprintf("s%d", i+1)))
+	stu := joinStudent(t, link, "s1")
+	var gos []*goStudent
+	for i := range 3 {
+		gos = append(gos, joinGoStudent(t, link, fmt.Sprintf("s%d", i+2)))
 	}
 	inst.waitJS(`document.getElementById("ws-students").textContent === "4"`, 10*time.Second)
-	for _, s := range stu {
-		s.waitJS(`document.getElementById("ws-students").textContent === "4"`, 10*time.Second)
+	stu.waitJS(`document.getElementById("ws-students").textContent === "4"`, 10*time.Second)
+	for _, g := range gos {
+		g.waitRoom("four students", func(r play.RoomState) bool { return r.Students == 4 })
 	}
 
 	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
-	inStep(t, 1, inst, stu...)
-	require.Contains(t, eval[string](stu[0], tutStep), "Step 1:")
+	inStep(t, 1, inst, stu)
+	goInStep(t, 1, inst, gos...)
+	require.Contains(t, eval[string](stu, tutStep), "Step 1:")
 
 	// The reload: the room's address is in the bar, the token in the tab.
 	require.Contains(t, eval[string](inst, `location.search`), "room=")
@@ -110,29 +116,37 @@ func TestWorkshopInstructorReload(t *testing.T) {
 	inst.waitJS(`window.ringlab.workshop.role === "instructor"`, 20*time.Second)
 	inst.waitApplied(1)
 	t.Logf("instructor back in the room %v after the reload", time.Since(start).Round(time.Millisecond))
-	for i, s := range stu {
-		s.waitJS(`window.ringlab.workshop.aways >= 1 && !window.ringlab.workshop.away`, 20*time.Second)
-		assert.Equal(t, "here", eval[string](s, `document.getElementById("ws-instructor").textContent`), "student %d sees the instructor back", i)
+	stu.waitJS(`window.ringlab.workshop.aways >= 1 && !window.ringlab.workshop.away`, 20*time.Second)
+	assert.Equal(t, "here", eval[string](stu, `document.getElementById("ws-instructor").textContent`), "the student sees the instructor back")
+	for _, g := range gos {
+		g.wait("the instructor away and back", func() bool {
+			return g.aways >= 1 && g.state != nil && g.state.Room != nil && g.state.Room.Instructors > 0
+		})
 	}
-	screenshot(t, stu[0].ctx, "workshop-student-instructor-back")
+	screenshot(t, stu.ctx, "workshop-student-instructor-back")
 
 	// Still the instructor: its next step goes to the room.
 	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 2).then(() => true)`)
-	inStep(t, 2, inst, stu...)
-	for _, s := range stu {
-		s.waitJS(tutStep+`.startsWith("Step 2:")`, 30*time.Second)
+	inStep(t, 2, inst, stu)
+	goInStep(t, 2, inst, gos...)
+	stu.waitJS(tutStep+`.startsWith("Step 2:")`, 30*time.Second)
+	for _, g := range gos {
+		tut, step := g.tutorialAt()
+		assert.Equal(t, "descriptor-journey 2", fmt.Sprintf("%s %d", tut, step), "go student %q's tutorial step", g.name)
 	}
-	checkedAt(t, 2, stu...)
+	checkedAt(t, 2, stu)
+	goCheckedAt(t, 2, gos...)
 
-	// The instructor link, on another device: a co-instructor.
+	// The instructor link, in a tab that has no token: a co-instructor.
 	ilink := eval[string](inst, `document.getElementById("ws-ilink").value`)
 	require.Contains(t, ilink, "#instructor=")
-	co := openURL(t, freshBrowser(t), ilink)
+	co := openURL(t, browser(t), ilink)
 	co.waitJS(`window.ringlab.workshop.role === "instructor"`, 20*time.Second)
 	co.waitApplied(2)
 	assert.NotContains(t, eval[string](co, `location.href`), "#instructor=", "the token leaves the address bar")
 	co.send(map[string]any{"type": "step", "unit": "event", "n": 3})
-	inStep(t, 3, inst, append(stu, co)...)
+	inStep(t, 3, inst, stu, co)
+	goInStep(t, 3, inst, gos...)
 
 	// A late joiner replays the room: the tutorial's step and its world.
 	late := joinStudent(t, link, "")
@@ -140,23 +154,27 @@ func TestWorkshopInstructorReload(t *testing.T) {
 	late.waitJS(tutStep+`.startsWith("Step 2:")`, 30*time.Second)
 	assert.Equal(t, inst.counters(), late.counters(), "late joiner")
 	assert.Equal(t, "5", eval[string](inst, `document.getElementById("ws-students").textContent`))
-	checkedAt(t, 3, append(stu, late)...)
+	checkedAt(t, 3, stu, late)
+	goCheckedAt(t, 3, gos...)
 }
 
 // TestWorkshopNoSilentDrift: a following student cannot take its world
 // off the room's: the tutorial panel asks to detach instead of running a
 // step, keys and requests are refused with a notice in view; the
 // instructor's beacons confirm each page's digest, and a page whose
-// digest differs resyncs and says so. The status tells the truth.
+// digest differs resyncs and says so. The status tells the truth. The
+// student looked at is a page; the other, which only has to stay in
+// step, is a go student.
 func TestWorkshopNoSilentDrift(t *testing.T) {
 	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	link := createRoom(t, inst)
 	a := joinStudent(t, link, "")
-	b := joinStudent(t, link, "")
+	b := joinGoStudent(t, link, "b")
 	inst.send(map[string]any{"type": "step", "unit": "event", "n": 40})
-	inStep(t, 1, inst, a, b)
+	inStep(t, 1, inst, a)
+	goInStep(t, 1, inst, b)
 	assert.Equal(t, "following", eval[string](a, `document.getElementById("workshop-panel").dataset.follow`))
 
 	// The tutorial panel: no step of its own while following.
@@ -185,10 +203,10 @@ func TestWorkshopNoSilentDrift(t *testing.T) {
 	inst.waitJS(fmt.Sprintf(`window.ringlab.state.playing && window.ringlab.state.position.events > %v + 20`, from), 30*time.Second)
 	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
 	last := inst.waitPausedAtSeek(true, 20*time.Second)
-	for _, s := range []*page{a, b} {
-		s.waitJS(fmt.Sprintf(`window.ringlab.workshop.checked === %d`, last), 20*time.Second)
-		assert.Equal(t, inst.digest(), s.digest())
-	}
+	a.waitJS(fmt.Sprintf(`window.ringlab.workshop.checked === %d`, last), 20*time.Second)
+	assert.Equal(t, inst.digest(), a.digest())
+	b.waitRoom(fmt.Sprintf("checked at %d", last), func(r play.RoomState) bool { return r.Checked == uint64(last) })
+	assert.Equal(t, inst.digest(), b.digest())
 
 	// A page that drifted anyway (a bug; here a beacon that disagrees):
 	// it resyncs from the room's log, says so, and is in step again.
@@ -214,15 +232,15 @@ func TestWorkshopNoSilentDrift(t *testing.T) {
 
 	// The instructor's reset is the room's: every page from time zero.
 	eval[chromedp.Void](inst, `document.getElementById("ws-reset").click()`)
-	inStep(t, last+1, inst, a, b)
+	inStep(t, last+1, inst, a)
+	goInStep(t, last+1, inst, b)
 	assert.Equal(t, 0.0, a.counter("events", 0), "reset")
-	assert.Equal(t, inst.digest(), b.digest())
-	checkedAt(t, last+1, b)
+	goCheckedAt(t, last+1, b)
 	assert.Equal(t, 1, eval[int](a, `window.ringlab.workshop.resyncs`), "a resynced once: the beacon that disagreed")
 
-	// Disconnected is said too.
-	eval[chromedp.Void](b, `window.ringlab.workshop.conn.close()`)
-	b.waitJS(`window.ringlab.workshop.seen.disconnected && window.ringlab.workshop.reconnects >= 1 &&
+	// Disconnected is said too, and the page comes back following.
+	eval[chromedp.Void](a, `window.ringlab.workshop.conn.close()`)
+	a.waitJS(`window.ringlab.workshop.seen.disconnected && window.ringlab.workshop.reconnects >= 1 &&
 		document.getElementById("workshop-panel").dataset.follow === "following"`, 20*time.Second)
 }
 
@@ -292,30 +310,35 @@ func (p *page) roster() map[string]rosterRow {
 
 // TestWorkshopRoster: the instructor's roster shows each student by name
 // with their state (following, detached, gone), the tutorial step they
-// are at and whether its question is revealed.
+// are at and whether its question is revealed. ada is a page (her name
+// typed in its panel); ben, cem and dee are go students.
 func TestWorkshopRoster(t *testing.T) {
 	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	link := createRoom(t, inst)
-	names := []string{"ada", "ben", "cem", "dee"}
-	stu := map[string]*page{}
-	for _, n := range names {
-		stu[n] = joinStudent(t, link, n)
+	ada := joinStudent(t, link, "ada")
+	gos := map[string]*goStudent{}
+	for _, n := range []string{"ben", "cem", "dee"} {
+		gos[n] = joinGoStudent(t, link, n)
 	}
 	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
-	inStep(t, 1, inst, stu["ada"], stu["ben"], stu["cem"], stu["dee"])
+	inStep(t, 1, inst, ada)
+	goInStep(t, 1, inst, gos["ben"], gos["cem"], gos["dee"])
 	inst.waitJS(`document.querySelectorAll("#ws-roster tbody tr").length === 4 &&
 		[...document.querySelectorAll("#ws-roster tbody tr")].every(tr => tr.dataset.state === "following" && tr.cells[3].textContent === "descriptor-journey 1")`, 20*time.Second)
 	for n, r := range inst.roster() {
 		assert.Equal(t, "no", r.Revealed, n)
 	}
 
-	// ben detaches, dee closes the tab, the instructor reveals.
-	eval[chromedp.Void](stu["ben"], `window.ringlab.workshopDetach()`)
-	require.NoError(t, chromedp.Cancel(stu["dee"].ctx))
+	// ben detaches (what the panel's Detach sends the game), dee leaves
+	// as a closed tab does, the instructor reveals.
+	gos["ben"].send(map[string]any{"type": "room_detach"})
+	gos["ben"].settle()
+	gos["dee"].close()
 	eval[chromedp.Void](inst, `document.querySelector(".tut-reveal").click()`)
-	inStep(t, 2, inst, stu["ada"], stu["cem"])
+	inStep(t, 2, inst, ada)
+	goInStep(t, 2, inst, gos["cem"])
 	inst.waitJS(`(() => { const r = Object.fromEntries([...document.querySelectorAll("#ws-roster tbody tr")].map(tr => [tr.dataset.name, tr.dataset.state]));
 		return r.ada === "following" && r.ben === "detached" && r.cem === "following" && r.dee === "gone"; })()`, 20*time.Second)
 	inst.waitJS(`[...document.querySelectorAll("#ws-roster tbody tr")].filter(tr => tr.cells[4].textContent === "yes").length === 2`, 20*time.Second)
@@ -325,7 +348,8 @@ func TestWorkshopRoster(t *testing.T) {
 	assert.Equal(t, "no", ro["ben"].Revealed, "a detached student's panel is its own")
 	assert.Contains(t, eval[string](inst, `document.getElementById("ws-roster-sum").textContent`), "1 gone")
 	assert.Equal(t, "3", eval[string](inst, `document.getElementById("ws-students").textContent`), "the real count")
-	checkedAt(t, 2, stu["ada"], stu["cem"])
+	checkedAt(t, 2, ada)
+	goCheckedAt(t, 2, gos["cem"])
 	eval[chromedp.Void](inst, `document.getElementById("workshop-panel").scrollIntoView()`)
 	screenshot(t, inst.ctx, "workshop-roster-instructor")
 }
@@ -334,23 +358,27 @@ func TestWorkshopRoster(t *testing.T) {
 // the instructor sees the distribution live before revealing (counts by
 // answer range, graded once the engine's answer is known), no student
 // sees another's answer, and the instructor shows the distribution to the
-// room.
+// room. One student types in its page's tutorial panel; three are go
+// students, whose predictions are what the panel sends for an answer.
 func TestWorkshopPredictions(t *testing.T) {
 	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "")
 	link := createRoom(t, inst)
-	var stu []*page
-	for i := range 4 {
-		stu = append(stu, joinStudent(t, link, fmt.Sprintf("p%d", i+1)))
+	stu := joinStudent(t, link, "p1")
+	var gos []*goStudent
+	for i := range 3 {
+		gos = append(gos, joinGoStudent(t, link, fmt.Sprintf("p%d", i+2)))
 	}
 	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
-	inStep(t, 1, inst, stu...)
+	inStep(t, 1, inst, stu)
+	goInStep(t, 1, inst, gos...)
 	// Four different numbers: the histogram counts them by range.
 	answers := []string{"16", "15", "8", "32"}
-	for i, s := range stu {
-		s.waitJS(`!!document.getElementById("tut-q0-in")`, 20*time.Second)
-		eval[chromedp.Void](s, fmt.Sprintf(`(() => { const el = document.getElementById("tut-q0-in"); el.value = %q; el.dispatchEvent(new Event("input", {bubbles: true})); })()`, answers[i]))
+	stu.waitJS(`!!document.getElementById("tut-q0-in")`, 20*time.Second)
+	eval[chromedp.Void](stu, fmt.Sprintf(`(() => { const el = document.getElementById("tut-q0-in"); el.value = %q; el.dispatchEvent(new Event("input", {bubbles: true})); })()`, answers[0]))
+	for i, g := range gos {
+		g.predict(0, answers[i+1])
 	}
 	inst.waitJS(`document.querySelector('#ws-predictions .ws-hist[data-question="0"]')?.dataset.count === "4"`, 20*time.Second)
 	// The engine's answer (16) is known to the instructor's panel: the
@@ -363,23 +391,33 @@ func TestWorkshopPredictions(t *testing.T) {
 	total := eval[int](inst, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`)
 	assert.Equal(t, 4, total, "every prediction counted once")
 	assert.True(t, eval[bool](inst, `document.body.dataset.predicting === "1"`), "before the reveal")
-	for i, s := range stu {
-		assert.True(t, eval[bool](s, `window.ringlab.workshop.shared === null && document.getElementById("ws-predictions").hidden`), "student %d sees no one's answer", i)
+	assert.True(t, eval[bool](stu, `window.ringlab.workshop.shared === null && document.getElementById("ws-predictions").hidden`), "the page's student sees no one's answer")
+	for _, g := range gos {
+		r := g.room()
+		assert.True(t, r.Shared == nil && len(r.Predictions) == 0, "go student %q sees no one's answer: %+v %+v", g.name, r.Shared, r.Predictions)
 	}
 	eval[chromedp.Void](inst, `document.getElementById("workshop-panel").scrollIntoView()`)
 	screenshot(t, inst.ctx, "workshop-predictions-instructor")
 
 	// Shown to the room, after the reveal.
 	eval[chromedp.Void](inst, `document.querySelector(".tut-reveal").click()`)
-	inStep(t, 2, inst, stu...)
+	inStep(t, 2, inst, stu)
+	goInStep(t, 2, inst, gos...)
 	eval[chromedp.Void](inst, `document.querySelector("#ws-predictions .ws-share").click()`)
-	for i, s := range stu {
-		s.waitJS(`window.ringlab.workshop.shared && window.ringlab.workshop.shared.count === 4 && !document.getElementById("ws-predictions").hidden`, 20*time.Second)
-		assert.Equal(t, 4, eval[int](s, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`), "student %d", i)
+	stu.waitJS(`window.ringlab.workshop.shared && window.ringlab.workshop.shared.count === 4 && !document.getElementById("ws-predictions").hidden`, 20*time.Second)
+	assert.Equal(t, 4, eval[int](stu, `[...document.querySelectorAll("#ws-predictions .row span:last-child")].reduce((a, s) => a + Number(s.textContent), 0)`), "the page's student")
+	for _, g := range gos {
+		g.waitRoom("the class's predictions shown", func(r play.RoomState) bool { return r.Shared != nil && r.Shared.Count == 4 })
+		n := 0
+		for _, a := range g.room().Shared.Answers {
+			n += a.Count
+		}
+		assert.Equal(t, 4, n, "go student %q: every prediction counted once", g.name)
 	}
-	checkedAt(t, 2, stu...)
-	eval[chromedp.Void](stu[0], `document.getElementById("workshop-panel").scrollIntoView()`)
-	screenshot(t, stu[0].ctx, "workshop-predictions-shared-student")
+	checkedAt(t, 2, stu)
+	goCheckedAt(t, 2, gos...)
+	eval[chromedp.Void](stu, `document.getElementById("workshop-panel").scrollIntoView()`)
+	screenshot(t, stu.ctx, "workshop-predictions-shared-student")
 }
 
 // TestWorkshopPresentation: at 1280x720, a student sees at the top of
@@ -388,7 +426,8 @@ func TestWorkshopPredictions(t *testing.T) {
 // loopback warns that other machines cannot reach it and says how to
 // serve on the network; a yes/no question takes buttons, and the class's
 // histogram has yes and no as its two categories, beside the tutorial
-// panel and above the fold.
+// panel and above the fold. ada is a page; ben, who predicts too, a go
+// student.
 func TestWorkshopPresentation(t *testing.T) {
 	t.Parallel()
 	base := workshopServer(t)
@@ -404,17 +443,14 @@ func TestWorkshopPresentation(t *testing.T) {
 	assert.Contains(t, warn, "--public-host")
 	assert.False(t, eval[bool](inst, `document.getElementById("ws-b-warn").hidden`), "the banner says it too")
 
-	var stu []*page
-	for _, n := range []string{"ada", "ben"} {
-		s := joinStudent(t, link, n)
-		s.do(view)
-		stu = append(stu, s)
-	}
+	ada := joinStudent(t, link, "ada")
+	ada.do(view)
+	ben := joinGoStudent(t, link, "ben")
 	banner := `(() => { const b = document.getElementById("ws-banner"); const r = b.getBoundingClientRect();
 		return !b.hidden && r.top >= 0 && r.bottom <= 120 ? b.textContent.replace(/\s+/g, " ") : ""; })()`
-	stu[0].waitJS(`document.getElementById("ws-banner").dataset.follow === "following" && document.getElementById("ws-banner").dataset.instructor === "here"`, 10*time.Second)
-	top := eval[string](stu[0], banner)
-	room := eval[string](stu[0], `window.ringlab.workshop.room`)
+	ada.waitJS(`document.getElementById("ws-banner").dataset.follow === "following" && document.getElementById("ws-banner").dataset.instructor === "here"`, 10*time.Second)
+	top := eval[string](ada, banner)
+	room := eval[string](ada, `window.ringlab.workshop.room`)
 	assert.Contains(t, top, "Workshop room "+room)
 	assert.Contains(t, top, "instructor connected")
 	assert.Contains(t, top, "following the room")
@@ -422,14 +458,15 @@ func TestWorkshopPresentation(t *testing.T) {
 	// Step 2 asks "Has rx_packets moved?": yes or no, by buttons.
 	eval[chromedp.Void](inst, `document.getElementById("tutorial-btn").click()`)
 	eval[bool](inst, `window.ringlabTutorial.open("descriptor-journey", 1).then(() => true)`)
-	inStep(t, 1, inst, stu...)
+	inStep(t, 1, inst, ada)
+	goInStep(t, 1, inst, ben)
 	eval[bool](inst, `window.ringlabTutorial.go(2).then(() => true)`)
-	inStep(t, 2, inst, stu...)
-	for i, pick := range []string{"no", "no"} {
-		stu[i].waitJS(`!!document.querySelector('.tut-opt[data-value="no"]')`, 30*time.Second)
-		require.Equal(t, 0, eval[int](stu[i], `document.querySelectorAll(".tut-question input[type=text], .tut-question textarea").length`), "no field for a number")
-		eval[chromedp.Void](stu[i], fmt.Sprintf(`document.querySelector('.tut-opt[data-value=%q]').click()`, pick))
-	}
+	inStep(t, 2, inst, ada)
+	goInStep(t, 2, inst, ben)
+	ada.waitJS(`!!document.querySelector('.tut-opt[data-value="no"]')`, 30*time.Second)
+	require.Equal(t, 0, eval[int](ada, `document.querySelectorAll(".tut-question input[type=text], .tut-question textarea").length`), "no field for a number")
+	eval[chromedp.Void](ada, `document.querySelector('.tut-opt[data-value="no"]').click()`)
+	ben.predict(0, "no")
 	inst.waitJS(`document.querySelector('#ws-predictions .ws-hist[data-question="0"]')?.dataset.count === "2"`, 20*time.Second)
 	rows := eval[[]string](inst, `[...document.querySelectorAll("#ws-predictions .row")].map(r => r.textContent)`)
 	assert.Equal(t, []string{"yes0", "no2"}, rows, "two categories, yes and no, each a bar even when nobody gave it")
@@ -442,30 +479,42 @@ func TestWorkshopPresentation(t *testing.T) {
 	assert.Equal(t, []bool{true, true}, eval[[]bool](inst, where), "the class's predictions: in view, beside the canvas: %s",
 		eval[string](inst, `JSON.stringify([document.querySelector("#ws-predictions .ws-hist").getBoundingClientRect(), document.getElementById("game-stage").getBoundingClientRect(), scrollY])`))
 	screenshot(t, inst.ctx, "workshop-1280x720-instructor")
-	screenshot(t, stu[0].ctx, "workshop-1280x720-student")
+	screenshot(t, ada.ctx, "workshop-1280x720-student")
 
 	// Detached, and the instructor gone: the banner says both.
-	eval[chromedp.Void](stu[0], `window.ringlab.workshopDetach()`)
-	stu[0].waitJS(`document.getElementById("ws-banner").dataset.follow === "detached" && !document.getElementById("ws-b-snap").hidden`, 10*time.Second)
-	assert.Contains(t, eval[string](stu[0], banner), "detached")
+	eval[chromedp.Void](ada, `window.ringlab.workshopDetach()`)
+	ada.waitJS(`document.getElementById("ws-banner").dataset.follow === "detached" && !document.getElementById("ws-b-snap").hidden`, 10*time.Second)
+	assert.Contains(t, eval[string](ada, banner), "detached")
 	require.NoError(t, chromedp.Cancel(inst.ctx))
-	stu[1].waitJS(`document.getElementById("ws-banner").dataset.instructor === "away"`, 20*time.Second)
-	assert.Contains(t, eval[string](stu[1], banner), "instructor away")
-	screenshot(t, stu[0].ctx, "workshop-1280x720-student-detached")
+	ada.waitJS(`document.getElementById("ws-banner").dataset.instructor === "away"`, 20*time.Second)
+	said := eval[string](ada, banner)
+	assert.Contains(t, said, "instructor away")
+	assert.Contains(t, said, "detached")
+	ben.waitRoom("the instructor away", func(r play.RoomState) bool { return r.Instructors == 0 })
+	screenshot(t, ada.ctx, "workshop-1280x720-student-detached")
 }
 
 // TestWorkshopRoomStartsFromRecipe: a room created from a page whose
 // parameters were changed starts every student's page from that
 // configuration, the preset and its changes (the link's recipe), not
-// from the preset alone.
+// from the preset alone. The student is a go student: what it checks is
+// the game's state, which a student's page shows as it is.
 func TestWorkshopRoomStartsFromRecipe(t *testing.T) {
 	t.Parallel()
 	base := workshopServer(t)
 	inst := open(t, browser(t), base, "?recipe=default+page_pool=off&speed=0")
 	inst.setParam(0, "ring_size", "64")
 	link := createRoom(t, inst)
-	s := joinStudent(t, link, "")
-	s.waitJS(`window.ringlab.state.panes[0].params.ring_size === "64" && window.ringlab.state.panes[0].params.page_pool === "off"`, 30*time.Second)
-	assert.Equal(t, "recipe=default+page_pool=off+ring_size=64", strings.SplitN(eval[string](s, `window.ringlab.state.query`), "&", 2)[0])
-	inStep(t, 0, inst, s)
+	s := joinGoStudent(t, link, "")
+	var query string
+	s.wait("the room's configuration", func() bool {
+		if s.state == nil || len(s.state.Panes) == 0 {
+			return false
+		}
+		p := s.state.Panes[0].Params
+		query = s.state.Query
+		return p["ring_size"] == "64" && p["page_pool"] == "off"
+	})
+	assert.Equal(t, "recipe=default+page_pool=off+ring_size=64", strings.SplitN(query, "&", 2)[0])
+	goInStep(t, 0, inst, s)
 }

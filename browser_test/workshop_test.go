@@ -82,8 +82,8 @@ func (p *page) waitPausedAtSeek(afterPause bool, d time.Duration) int {
 // TestWorkshopRoom: an instructor creates a room in the page, a student
 // opens the join link; the instructor's preset, parameter and steps reach
 // the student's engine through the room, so both counters tables agree;
-// a late joiner replaying the welcome log agrees too; a detached student
-// snaps back to the room's state.
+// a late joiner (a go student) replaying the welcome log agrees too; a
+// detached student snaps back to the room's state.
 func TestWorkshopRoom(t *testing.T) {
 	t.Parallel()
 	base := workshopServer(t)
@@ -123,30 +123,33 @@ func TestWorkshopRoom(t *testing.T) {
 	stu.waitApplied(4)
 	assert.Equal(t, want, stu.counters(), "snapped back")
 
-	// A late joiner (the student's tab, opened again) replays the welcome log.
-	late := openURL(t, stu.ctx, link)
-	late.waitJS(`window.ringlab.workshop.role === "student"`, 10*time.Second)
+	// A late joiner (a student without a page: the same game) replays the
+	// welcome log.
+	late := joinGoStudent(t, link, "")
 	late.waitApplied(4)
-	assert.Equal(t, want, late.counters(), "late joiner")
+	assert.Equal(t, inst.digest(), late.digest(), "late joiner")
 
 	// Playing: the room follows the instructor's clock with seeks; after
-	// the pause both are at the same simulated time.
+	// the pause both students are at the same simulated time.
 	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
 	inst.waitJS(`window.ringlab.state.playing === true`, 10*time.Second)
-	time.Sleep(2500 * time.Millisecond)
+	// Until the first seek of the play (command 6) is applied, not for a
+	// wall-clock while.
+	inst.waitJS(`window.ringlab.workshop.applied >= 6`, 20*time.Second)
 	eval[chromedp.Void](inst, `document.getElementById("play").click()`)
 	last := inst.waitPausedAtSeek(true, 20*time.Second)
-	require.Greater(t, last, 6, "play, seeks, pause, seek")
+	require.Greater(t, last, 7, "play, seeks, pause, seek")
 	inst.settle()
-	late.waitApplied(last)
-	assert.Equal(t, inst.counter("sim_time_ns", 0), late.counter("sim_time_ns", 0), "simulated time after play")
-	assert.Equal(t, inst.counter("rx_packets", 0), late.counter("rx_packets", 0), "rx_packets after play")
+	stu.waitApplied(last)
+	assert.Equal(t, inst.counter("sim_time_ns", 0), stu.counter("sim_time_ns", 0), "simulated time after play")
+	assert.Equal(t, inst.counter("rx_packets", 0), stu.counter("rx_packets", 0), "rx_packets after play")
+	goInStep(t, last, inst, late)
 
 	// Commands carry no token: the instructor's connection is the
 	// authority, and a student's connection sending one (a tampered page)
 	// is refused, the refusal shown, not thrown.
-	eval[chromedp.Void](late, `window.ringlab.workshop.conn.send(JSON.stringify({type: "command", cmd: {type: "step"}}))`)
-	late.waitJS(`document.getElementById("ws-status").className === "error" && /forbidden/.test(document.getElementById("ws-status").textContent)`, 10*time.Second)
+	eval[chromedp.Void](stu, `window.ringlab.workshop.conn.send(JSON.stringify({type: "command", cmd: {type: "step"}}))`)
+	stu.waitJS(`document.getElementById("ws-status").className === "error" && /forbidden/.test(document.getElementById("ws-status").textContent)`, 10*time.Second)
 }
 
 // TestWorkshopTutorial: an instructor steps through a tutorial in the
