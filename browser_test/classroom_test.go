@@ -505,7 +505,7 @@ func TestWorkshopRoomStartsFromRecipe(t *testing.T) {
 	inst := open(t, browser(t), base, "?recipe=default+page_pool=off&speed=0")
 	inst.setParam(0, "ring_size", "64")
 	link := createRoom(t, inst)
-	s := joinGoStudent(t, link, "")
+	s := joinGoStudent(t, link, "recipe")
 	var query string
 	s.wait("the room's configuration", func() bool {
 		if s.state == nil || len(s.state.Panes) == 0 {

@@ -125,7 +125,7 @@ func TestWorkshopRoom(t *testing.T) {
 
 	// A late joiner (a student without a page: the same game) replays the
 	// welcome log.
-	late := joinGoStudent(t, link, "")
+	late := joinGoStudent(t, link, "late")
 	late.waitApplied(4)
 	assert.Equal(t, inst.digest(), late.digest(), "late joiner")
 
