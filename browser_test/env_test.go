@@ -7,6 +7,11 @@
 // measurements a user's browser. TestLoadPhases (RINGLAB_LOADS=N)
 // measures the page's start phase by phase, next to an empty Ebitengine
 // program (testdata/emptygame); TestLoadCPU, where its CPU goes.
+// The classroom tests (workshop_test.go, classroom_test.go) open as pages
+// the instructor and the students whose page they look at; the rest of a
+// class are go students (gostudent_test.go): the same game, a
+// play.Controller, with a socket doing what web/workshop.js does, and no
+// canvas.
 package browsertest
 
 import (
