@@ -157,6 +157,7 @@ until SIGINT or SIGTERM. docs/protocol.md describes the protocol.`,
 	fs.IntVar(&cfg.rooms.MaxConns, "room-conns", rooms.MaxConns, "room connections at once, joined or not; each room in use reserves its class size of them (7/8 at most together) for its invited students, the rest shared fairly by address")
 	fs.IntVar(&cfg.rooms.MaxConnsPerAddr, "room-conns-per-addr", rooms.MaxConnsPerAddr, "room connections from one address (a class behind one NAT is one address)")
 	fs.DurationVar(&cfg.rooms.IdleExpiry, "room-idle", rooms.IdleExpiry, "a room expires after this long with no instructor connected and no command")
+	fs.DurationVar(&cfg.rooms.WriteWait, "write-wait", wspeer.WriteWait, fmt.Sprintf("a WebSocket client (a room's or /ws/metrics') that takes no frame within this long is disconnected, whatever it sends; a long message gets %d KiB/s on top", wspeer.MinWriteRate>>10))
 	fs.IntVar(&cfg.replicaMiB, "room-replica-mib", rooms.MaxReplicaBytes>>20, "MiB the server's replicas of the rooms' worlds may hold together (each counted with its marks), least recently used dropped first")
 	fs.IntVar(&cfg.metricClients, "metric-clients", hub.DefaultMaxClients, "/ws/metrics clients at once; half of them reserved for the students and instructors in rooms in use (one each, by address); past it an address below its share takes the place of the newest client of the address holding most")
 	fs.IntVar(&cfg.metricClientsPerAddr, "metric-clients-per-addr", hub.DefaultMaxClientsPerAddr, "/ws/metrics clients from one address")
@@ -183,6 +184,10 @@ func runServe(cfg serveConfig, webDir string, stdout, stderr io.Writer) int {
 	}
 	if _, err := wspeer.NewOriginPolicy(cfg.allowOrigins); err != nil {
 		fmt.Fprintf(stderr, "ringlab serve: --allow-origin: %v\n", err)
+		return exitUsage
+	}
+	if cfg.rooms.WriteWait <= 0 {
+		fmt.Fprintf(stderr, "ringlab serve: --write-wait %v: want a positive duration\n", cfg.rooms.WriteWait)
 		return exitUsage
 	}
 	if _, err := httpsec.NewHostPolicy(cfg.publicHosts); err != nil {
@@ -325,7 +330,7 @@ func serve(ctx context.Context, cfg serveConfig, ready func(net.Addr)) error {
 	}
 	var roomReg *rooms.Registry // set below, before anything is served
 	metricsHub, err := hub.New(hub.Options{Default: src, Open: pool.Open, Sources: cfg.sources, Origins: origins, Logger: log,
-		MaxClients: cfg.metricClients, MaxClientsPerAddr: cfg.metricClientsPerAddr,
+		MaxClients: cfg.metricClients, MaxClientsPerAddr: cfg.metricClientsPerAddr, WriteWait: cfg.rooms.WriteWait,
 		Classes: func(addr string) int { return roomReg.ClassMembers(addr) }})
 	if err != nil {
 		return err

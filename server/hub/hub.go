@@ -136,6 +136,9 @@ type Options struct {
 	// Reserving a place evicts the newest client of the address holding
 	// most when every place is taken.
 	Classes func(addr string) int
+	// WriteWait is each connection's write deadline (0: wspeer.WriteWait):
+	// a client that takes no frame within it is disconnected.
+	WriteWait time.Duration
 }
 
 // Hub serves /ws/metrics. Its zero value is not usable; use New.
@@ -287,7 +290,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &client{addr: addr, guard: ratelimit.NewGuard(msgRatePerSecond, msgBurst)}
-	c.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: replyQueueLen, MailboxLen: snapshotMailbox, Ping: func() bool { return h.allow(c) }})
+	c.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: replyQueueLen, MailboxLen: snapshotMailbox, WriteWait: h.opts.WriteWait, Ping: func() bool { return h.allow(c) }})
 	// An address below its share may take this connection's place when
 	// every place is taken (the newest of the address holding most).
 	if slot != nil {
