@@ -88,6 +88,7 @@ func TestCompletionProtocol(t *testing.T) {
 // TestBashCompletion loads `ringlab completion bash` in bash and
 // completes as a user pressing Tab would, with ringlab on PATH.
 func TestBashCompletion(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		testenv.Missing(t, "bash is not installed")

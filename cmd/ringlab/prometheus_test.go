@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,11 +24,15 @@ import (
 	"ringlab/server/simsrc"
 )
 
-// Bounds of the Prometheus test.
+// Bounds of the Prometheus test. Prometheus applies its targets at its
+// service discovery's first update, about 5 s after it starts (a period
+// of its own, no flag changes it); the window then fills in promRateWindow.
+// The window stays long against simsrc.MaxLag, which bounds its error on
+// a loaded machine.
 const (
-	promScrapeInterval = time.Second
-	promRateWindow     = "5s"
-	promDeadline       = 60 * time.Second // Prometheus's start, 6 s of scrapes, the queries
+	promScrapeInterval = 250 * time.Millisecond
+	promRateWindow     = 3 * time.Second
+	promDeadline       = 60 * time.Second // Prometheus's start, its first targets, a window of scrapes, the queries
 )
 
 // freePort returns a loopback port nothing listens on (for a program
@@ -41,7 +46,8 @@ func freePort(t *testing.T) int {
 }
 
 // startPrometheus runs Debian's prometheus with a temporary configuration
-// and data directory, on loopback, scraping target every second, until
+// and data directory, on loopback, scraping target every
+// promScrapeInterval, until
 // the test ends. It returns the base URL of its HTTP API. It skips (fails
 // with RINGLAB_CI=1) when prometheus is not installed.
 func startPrometheus(t *testing.T, target string) string {
@@ -124,7 +130,7 @@ type promSeries struct {
 }
 
 // TestPrometheusScrapesServe: a real Prometheus scrapes `ringlab serve`
-// (the sim source) every second; after a few scrapes, PromQL's rate()
+// (the sim source) four times a second; once a window is full, PromQL's rate()
 // over ringlab_rx_packets_total gives the preset's packet rate within
 // 5 %, under the labels /metrics promises.
 //
@@ -136,6 +142,7 @@ type promSeries struct {
 // lag caught up, within the window, and no further.
 func TestPrometheusScrapesServe(t *testing.T) {
 	skipUnderRace(t)
+	t.Parallel() // it mostly waits for Prometheus
 	preset, err := scenario.LookupPreset(simsrc.DefaultPreset)
 	require.NoError(t, err)
 	want := preset.Traffic.PPS()
@@ -143,15 +150,22 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	base := startServeConfig(t, serveConfig{source: "sim", registry: reg})
 	prom := startPrometheus(t, strings.TrimPrefix(base, "http://"))
 
-	query := `rate(ringlab_rx_packets_total[` + promRateWindow + `])`
-	deadline := time.Now().Add(promDeadline)
+	window := model.Duration(promRateWindow).String()
+	query := `rate(ringlab_rx_packets_total[` + window + `])`
+	// A full window holds this many scrapes.
+	scrapes := float64(promRateWindow/promScrapeInterval + 1)
+	start := time.Now()
+	deadline := start.Add(promDeadline)
 	var got []promSeries
 	var lastErr error
+	var first time.Duration
 	for time.Now().Before(deadline) {
-		time.Sleep(500 * time.Millisecond)
-		// At least six scrapes, so the window holds five intervals.
+		time.Sleep(promScrapeInterval)
 		n, err := promQuery(prom, `count_over_time(ringlab_source_up[1m])`)
-		if err != nil || len(n) == 0 || n[0].value < 6 {
+		if first == 0 && err == nil && len(n) > 0 {
+			first = time.Since(start)
+		}
+		if err != nil || len(n) == 0 || n[0].value < scrapes {
 			lastErr = err
 			continue
 		}
@@ -164,14 +178,13 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	require.Len(t, got, 1, "one receive queue, one series")
 	s := got[0]
 	skipped := opened().Skipped() // in all, so at least within the window
-	t.Logf("%s = %.1f packets/s (the preset offers %.0f): %v; the source skipped %v of wall time", query, s.value, want, s.labels, skipped)
+	t.Logf("%s = %.1f packets/s (the preset offers %.0f): %v; the source skipped %v of wall time; first scrape after %v, the window full after %v",
+		query, s.value, want, s.labels, skipped, first.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	if skipped == 0 {
 		assert.InEpsilon(t, want, s.value, 0.05)
 	} else {
-		window, err := time.ParseDuration(promRateWindow)
-		require.NoError(t, err)
-		low := (skipped + simsrc.MaxLag).Seconds() / window.Seconds()
-		high := simsrc.MaxLag.Seconds() / window.Seconds()
+		low := (skipped + simsrc.MaxLag).Seconds() / promRateWindow.Seconds()
+		high := simsrc.MaxLag.Seconds() / promRateWindow.Seconds()
 		require.Less(t, low, 0.5, "the source skipped too much of the window to tell its rate")
 		assert.GreaterOrEqual(t, s.value, want*(0.95-low), "the rate, less what was skipped and the lag")
 		assert.LessOrEqual(t, s.value, want*(1.05+high), "the rate, and a lag caught up")
@@ -192,7 +205,7 @@ func TestPrometheusScrapesServe(t *testing.T) {
 
 	// The Grafana dashboard's queries are PromQL this Prometheus takes,
 	// with its variables as "All" gives them; the packets panel answers.
-	vars := strings.NewReplacer(`$__rate_interval`, promRateWindow, `$job`, ".*", `$source`, ".*", `$device`, ".*")
+	vars := strings.NewReplacer(`$__rate_interval`, window, `$job`, ".*", `$source`, ".*", `$device`, ".*")
 	answered := 0
 	for _, q := range dashboardQueries(t) {
 		if strings.HasPrefix(q, "label_values(") {
