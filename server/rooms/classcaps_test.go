@@ -29,6 +29,7 @@ func TestClassSurvivesARestart(t *testing.T) {
 	fresh := rm.classRecord().Invite
 	require.NotEqual(t, cr.Invite, fresh)
 	assert.Equal(t, 1, rm.classRecord().ClassSize)
+	in.Close() // gone before the shutdown, which would wait wspeer.CloseGrace for its answer
 	require.NoError(t, f.reg.Close(context.Background()))
 	require.NoError(t, st.Close())
 
@@ -41,7 +42,7 @@ func TestClassSurvivesARestart(t *testing.T) {
 	reg.Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	defer reg.Close(context.Background())
+	t.Cleanup(func() { reg.Close(context.Background()) }) // after the connections below
 	g := &fixture{reg: reg, srv: srv, clock: f.clock, invites: map[string]string{cr.Room: cr.Invite}}
 	old := g.dial(t, cr.Room)
 	send(t, old, `{"type":"join","role":"student"}`)

@@ -149,11 +149,14 @@ var (
 
 // OpenStore opens (creating it) the store in directory dir. A directory
 // another process holds is an error within storeOpenWait.
-func OpenStore(dir string) (*Store, error) {
+func OpenStore(dir string) (*Store, error) { return openStore(dir, storeOpenWait) }
+
+// openStore is OpenStore waiting at most wait for the lock.
+func openStore(dir string, wait time.Duration) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("rooms store: %w", err)
 	}
-	lock, err := lockDir(dir, storeOpenWait)
+	lock, err := lockDir(dir, wait)
 	if err != nil {
 		return nil, fmt.Errorf("rooms store %s: %w", dir, err)
 	}

@@ -34,12 +34,14 @@ func TestRoomsSurviveARestart(t *testing.T) {
 	want := f.reg.lookup(cr.Room).Log()
 
 	// The files have them while the server still runs (another process
-	// could not open the directory: it is locked).
-	_, err = OpenStore(path)
-	require.Error(t, err, "the directory is locked while the registry has it")
+	// could not open the directory: it is locked; OpenStore would wait
+	// storeOpenWait for it).
+	_, err = openStore(path, 0)
+	require.ErrorIs(t, err, ErrStoreInUse, "the directory is locked while the registry has it")
 
 	// Killed: the process ends, nothing is flushed (every command was
 	// fsync'd before its broadcast), the directory is reopened.
+	in.Close()
 	require.NoError(t, st.Close())
 	st2, err := OpenStore(path)
 	require.NoError(t, err)
@@ -50,7 +52,10 @@ func TestRoomsSurviveARestart(t *testing.T) {
 	reg.Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	defer reg.Close(context.Background())
+	// Closed after the connections below (cleanups run last first): a
+	// client that does not answer the close frame would hold it
+	// wspeer.CloseGrace.
+	t.Cleanup(func() { reg.Close(context.Background()) })
 	g := &fixture{reg: reg, srv: srv, clock: f.clock, invites: f.invites}
 
 	require.Equal(t, 1, reg.Len())
