@@ -47,9 +47,19 @@ func checkSnapshot(t *testing.T, w *engine.World, s *Snapshot) {
 	assert.Equal(t, w.Received(), s.Packets)
 }
 
+// snapshotShort are the presets TestSnapshotContents keeps under
+// -short: mergeable buffers from page_pool fragments on one CPU
+// (default), XDP_REDIRECT into a cpumap with a second CPU building skbs
+// (cpumap), and big mode's chains of whole pages (big-9000). make test
+// runs every one.
+var snapshotShort = map[string]bool{"default": true, "cpumap": true, "big-9000": true}
+
 func TestSnapshotContents(t *testing.T) {
 	for _, name := range []string{"default", "xdp-drop", "big-9000", "cpumap", "xdp-tx", "r1-upstream", "r4-page-alloc-2flows"} {
 		t.Run(name, func(t *testing.T) {
+			if testing.Short() && !snapshotShort[name] {
+				t.Skip("-short keeps three presets (snapshotShort); make test runs every one")
+			}
 			sc, err := scenario.LookupPreset(name)
 			require.NoError(t, err)
 			w, err := engine.New(sc)
