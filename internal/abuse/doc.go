@@ -23,4 +23,9 @@
 // the full one. RINGLAB_ABUSE_BIN attacks another build, and
 // RINGLAB_ABUSE_LEGACY=1 speaks the protocol of the builds before the
 // suite (the token in every command), for their "before" figures.
+//
+// The tests mostly wait (for a server to start, to drop a client, to
+// expire a room, for a measuring window to close) and each attacks a
+// server of its own, so the package runs four at once unless -parallel
+// says otherwise (TestMain), not GOMAXPROCS' two.
 package abuse

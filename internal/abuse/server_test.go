@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,24 +79,31 @@ func binary(t testing.TB) (bin, webDir string) {
 			buildErr = err
 			return
 		}
+		// The binary and the page's engine are built at once: each
+		// build ends in a link that keeps one core busy.
+		var binErr, webErr error
+		var wg sync.WaitGroup
 		builtBin = os.Getenv(binEnv)
 		if builtBin == "" {
 			builtBin = filepath.Join(dir, "ringlab")
-			cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/ringlab")
-			cmd.Dir = repoRoot(t)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build ./cmd/ringlab: %v\n%s", err, out)
-				return
-			}
+			wg.Go(func() {
+				cmd := exec.Command("go", "build", "-o", builtBin, "./cmd/ringlab")
+				cmd.Dir = repoRoot(t)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					binErr = fmt.Errorf("go build ./cmd/ringlab: %v\n%s", err, out)
+				}
+			})
 		}
-		if legacy() {
-			return // the legacy binary embeds its engine
+		if !legacy() { // the legacy binary embeds its engine
+			builtWeb = filepath.Join(dir, "web")
+			wg.Go(func() {
+				if webErr = os.CopyFS(builtWeb, os.DirFS(filepath.Join(repoRoot(t), "web"))); webErr == nil {
+					webErr = wasmbuild.Build(repoRoot(t), builtWeb)
+				}
+			})
 		}
-		builtWeb = filepath.Join(dir, "web")
-		if buildErr = os.CopyFS(builtWeb, os.DirFS(filepath.Join(repoRoot(t), "web"))); buildErr != nil {
-			return
-		}
-		buildErr = wasmbuild.Build(repoRoot(t), builtWeb)
+		wg.Wait()
+		buildErr = errors.Join(binErr, webErr)
 	})
 	require.NoError(t, buildErr)
 	return builtBin, builtWeb
