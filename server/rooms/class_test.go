@@ -62,6 +62,7 @@ func rosterOf(t *testing.T, m classMsg) []RosterEntry {
 // predictions reach the instructors as counts per answer, never another
 // student, until the instructor shares them.
 func TestRosterAndClassPredictions(t *testing.T) {
+	t.Parallel() // it mostly waits for rosters (every rosterPeriod, every second while a student lags)
 	f := newFixture(t, Options{})
 	cr := f.create(t, "")
 	inst := f.dial(t, cr.Room)
@@ -234,6 +235,7 @@ func TestQRCodesAreKeptAndRateLimited(t *testing.T) {
 // detector on a loaded machine the last of 200 took 7 s, and speed is
 // the benchmarks' to check; a student that gets nothing for 30 s fails).
 func TestTwoHundredStudents(t *testing.T) {
+	t.Parallel() // it mostly waits on its sockets
 	const students, commands = 200, 20
 	f := newFixture(t, Options{Limits: Limits{MaxConnsPerAddr: 1024}})
 	cr := f.create(t, `{"class_size":200}`)
