@@ -239,6 +239,7 @@ func TestRunServeArguments(t *testing.T) {
 		{"bad public host", []string{"serve", "--public-host", "a:80"}, exitUsage, "--public-host"},
 		{"web not a directory", []string{"serve", "--web", "/nonexistent"}, exitUsage, "--web"},
 		{"bad origin", []string{"serve", "--allow-origin", "example.com"}, exitUsage, "--allow-origin"},
+		{"write deadline not positive", []string{"serve", "--write-wait", "0s"}, exitUsage, "--write-wait 0s: want a positive duration"},
 		{"bad pattern", []string{"serve", "--allow-source", "sim:*"}, exitUsage, `"sim:*": a * stands for every interface`},
 		{"stray argument", []string{"serve", "now"}, exitUsage, `unexpected argument "now"`},
 	}
