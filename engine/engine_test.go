@@ -22,9 +22,12 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 // incremental checker's accounting against every page, so a change the
 // checker does not see is caught at the event that made it. The runs are
 // short (presetCheckEvents; a full pass walks every page); TestSoakPresets
-// runs long.
+// runs long. -short checks shortPresets.
 func TestPresetsKeepInvariants(t *testing.T) {
 	for _, p := range scenario.Presets() {
+		if testing.Short() && !shortPresets[p.Name] {
+			continue // make test's second pass checks every preset
+		}
 		t.Run(p.Name, func(t *testing.T) {
 			t.Parallel()
 			s, err := scenario.LookupPreset(p.Name)
