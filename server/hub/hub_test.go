@@ -902,3 +902,34 @@ func TestInvalidUTF8ClosesWith1007(t *testing.T) {
 	}
 	assert.Equal(t, websocket.CloseInvalidFramePayloadData, ce.Code)
 }
+
+// TestWriteWaitDropsAStalledClient: Options.WriteWait is each client's
+// write deadline: a client that never reads is dropped once a write has
+// waited that long, well before wspeer.WriteWait.
+func TestWriteWaitDropsAStalledClient(t *testing.T) {
+	const writeWait = 200 * time.Millisecond
+	pad := map[string]uint64{}
+	for i := 0; i < (32<<10)/32; i++ {
+		pad[fmt.Sprintf("pad_%026d", i)] = uint64(i)
+	}
+	ticks := newManualTicks()
+	f := newFixture(t, bigSource{metrics.NewFake("big", 1), pad}, ticks.options, func(o *Options) { o.WriteWait = writeWait })
+	stalled := f.dial(t)
+	require.Equal(t, typeHello, read(t, stalled).Type)
+	send(t, stalled, `{"type":"subscribe","rate_hz":50}`)
+	require.Eventually(t, func() bool {
+		st := f.hub.Stats()
+		return len(st) == 1 && st[0].RateHz == 50
+	}, readWait, time.Millisecond, "the client on the 50 Hz sampler")
+	// Snapshots of 32 KiB until the kernel's buffers are full and a write
+	// waits; the sampler stops with its last client.
+	start := time.Now()
+	for len(f.hub.Stats()) > 0 {
+		require.Less(t, time.Since(start), wspeer.WriteWait/2, "the stalled client is still served")
+		select {
+		case ticks.ch(time.Second / 50) <- time.Now():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Logf("the stalled client was dropped after %v", time.Since(start).Round(time.Millisecond))
+}
