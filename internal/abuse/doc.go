@@ -27,5 +27,6 @@
 // The tests mostly wait (for a server to start, to drop a client, to
 // expire a room, for a measuring window to close) and each attacks a
 // server of its own, so the package runs four at once unless -parallel
-// says otherwise (TestMain), not GOMAXPROCS' two.
+// says otherwise or the race detector is on (TestMain), not GOMAXPROCS'
+// two.
 package abuse
