@@ -59,13 +59,6 @@ type question struct {
 	} `json:"answers"`
 }
 
-// settle reads the instructor's messages until quiet for a second and
-// returns the last roster and the last predictions' first question.
-func settle(t *testing.T, inst *member) ([]rosterEntry, question) {
-	var v classView
-	return v.settle(t, inst)
-}
-
 // classView is what an instructor has heard of its class: the latest
 // roster, the first question's predictions, the students present.
 type classView struct {
