@@ -75,10 +75,24 @@ func (p *page) waitJS(cond string, d time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("timed out after %s waiting for %s (last error %v)", d, cond, err)
+			p.t.Fatalf("timed out after %s waiting for %s (last error %v); the page then: %s", d, cond, err, p.situation())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// situation is what a failed wait reports of the page: its address, its
+// readiness, the workshop's state and what its panel and toast say.
+func (p *page) situation() string {
+	const js = `JSON.stringify({url: location.href, ready: document.body.dataset.ready,
+		workshop: window.ringlab && window.ringlab.workshop,
+		status: (document.getElementById("ws-status") || {}).textContent,
+		toast: (document.getElementById("ws-toast") || {}).textContent})`
+	s, err := chromedp.Run(timeout(p.t, p.ctx, 10*time.Second), chromedp.Evaluate[string](js))
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return s[:min(len(s), 2000)]
 }
 
 // waitPicture waits until the canvas shows what the page says: the game
