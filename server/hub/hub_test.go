@@ -24,8 +24,10 @@ import (
 	"ringlab/server/wspeer"
 )
 
-// readWait bounds every read in these tests; nothing should take that long.
-const readWait = 5 * time.Second
+// readWait bounds every read in these tests: when to give up on a
+// message that never comes, not how fast one must come (5 s timed out
+// under the race detector with two make tests at once).
+const readWait = 30 * time.Second
 
 // msg is any server message, decoded loosely.
 type msg struct {
@@ -428,9 +430,10 @@ func TestStalledClientDoesNotDelayOthersNorGrowMemory(t *testing.T) {
 	// tick only once the good client has read the last snapshot, so what
 	// follows holds however busy the machine is. Only a hub that made the
 	// good client wait on the stalled one would fail it (a read waits at
-	// most readWait, half of the stalled write's deadline).
+	// most readWait, within the stalled write's deadline, WriteWait here).
 	ticks := newManualTicks()
-	f := newFixture(t, bigSource{metrics.NewFake("big", 1), pad}, ticks.options)
+	f := newFixture(t, bigSource{metrics.NewFake("big", 1), pad}, ticks.options,
+		func(o *Options) { o.WriteWait = 2 * readWait })
 	const period = time.Second / 50
 
 	// The stalled client reads its hello, subscribes at the top rate, and
