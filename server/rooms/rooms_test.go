@@ -21,7 +21,10 @@ import (
 	"ringlab/proto"
 )
 
-const readWait = 5 * time.Second
+// readWait bounds every read and wait in these tests: when to give up on
+// a message that never comes, not how fast one must come (a loaded
+// machine under the race detector took more than 5 s).
+const readWait = 30 * time.Second
 
 type fakeClock struct {
 	mu sync.Mutex
