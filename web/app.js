@@ -29,6 +29,12 @@
     nextID: 1,
     urlAt: 0,
     pending: new Map(), // request id -> resolve
+    // The address the page was opened at. The address follows the run
+    // once the game's first state comes, which may be before the later
+    // scripts (tutorial.js, workshop.js) run when their fetch is slow:
+    // they read the room, the invitation, the tutorial and the tokens
+    // from here, never from the bar.
+    opened: { search: location.search, hash: location.hash },
   };
   window.ringlab = ui; // for tests and the curious
 

@@ -16,7 +16,8 @@
 (function () {
   const $ = (id) => document.getElementById(id);
   const STORE = "ringlab.tutorials";
-  const q0 = new URLSearchParams(location.search);
+  const opened = window.ringlab.opened; // the address the page was opened at (app.js)
+  const q0 = new URLSearchParams(opened.search);
 
   const tut = {
     list: [],        // from the game: number, name, title, level, minutes, steps
@@ -711,13 +712,13 @@
   // the panel there once the game is up.
   const want = q0.get("tutorial");
   const wantURL = q0.get("lesson");
-  const packed = /^#lesson=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  const packed = /^#lesson=([A-Za-z0-9_-]+)$/.exec(opened.hash);
   const step0 = parseInt(q0.get("step") || "0", 10) || 0;
   let start = null;
   if (want) start = () => { setOpen(true); openTutorial(want, step0); };
   else if (wantURL) start = () => { setOpen(true); loadingLesson(async () => { const l = await fetchLesson(wantURL); await useLesson({ text: l.text, source: l.url }, l.url, step0); }); };
   else if (packed) start = () => { setOpen(true); loadingLesson(() => useLesson({ packed: packed[1], source: "this link's lesson" }, "", step0)); };
-  else if (location.hash.startsWith("#lesson=")) start = () => { setOpen(true); lessonError("This link's lesson is damaged: its text is not in the form a link carries."); };
+  else if (opened.hash.startsWith("#lesson=")) start = () => { setOpen(true); lessonError("This link's lesson is damaged: its text is not in the form a link carries."); };
   if (start) {
     const wait = () => (document.body.dataset.ready === "1" ? start() : setTimeout(wait, 50));
     wait();

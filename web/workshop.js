@@ -45,10 +45,13 @@
   const $ = (id) => document.getElementById(id);
   const ui = window.ringlab;
   if (!ui) return;
-  const roomParam = new URLSearchParams(location.search).get("room");
-  // The room's invitation, which its join link and QR code carry: the
-  // room admits the students whose connection carries it.
-  const inviteParam = new URLSearchParams(location.search).get("invite") || "";
+  // The room and its invitation (which its join link and QR code carry:
+  // the room admits the students whose connection carries it), from the
+  // address the page was opened at (app.js: the bar may have followed
+  // the run already).
+  const opened = new URLSearchParams(ui.opened.search);
+  const roomParam = opened.get("room");
+  const inviteParam = opened.get("invite") || "";
   const base = location.pathname.replace(/[^/]*$/, "");
 
   const ws = {
@@ -96,10 +99,10 @@
   }
   // The instructor link's token, taken out of the address bar at once
   // (it is not for the projector).
-  const hashToken = (/^#instructor=([A-Za-z0-9]+)$/.exec(location.hash) || [])[1] || "";
+  const hashToken = (/^#instructor=([A-Za-z0-9]+)$/.exec(ui.opened.hash) || [])[1] || "";
   if (roomParam && hashToken) {
     keepToken(roomParam, hashToken);
-    history.replaceState(null, "", location.pathname + location.search);
+    if (location.hash === ui.opened.hash) history.replaceState(null, "", location.pathname + location.search);
   }
   // A student's own id across reconnects (its roster entry) and name.
   let clientID = "";
