@@ -2,8 +2,13 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +25,13 @@ import (
 // "ok", so the page finds the server.
 func workshopServer(t *testing.T) string {
 	t.Helper()
+	return workshopServerWith(t, nil)
+}
+
+// workshopServerWith is workshopServer with more handlers (added before
+// the rooms' and the files).
+func workshopServerWith(t *testing.T, more func(*http.ServeMux)) string {
+	t.Helper()
 	reg, err := rooms.New(rooms.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -28,6 +40,9 @@ func workshopServer(t *testing.T) string {
 		reg.Close(ctx)
 	})
 	ts := serverWith(t, func(mux *http.ServeMux) {
+		if more != nil {
+			more(mux)
+		}
 		reg.Register(mux)
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 			w.Write([]byte("ok\n"))
@@ -273,4 +288,47 @@ func TestWorkshopFirstJoinLinkCarriesTheInvite(t *testing.T) {
 	// The first link admits a student.
 	stu := openURL(t, browser(t), shown["link"][0])
 	stu.waitJS(`window.ringlab.workshop.role === "student"`, 30*time.Second)
+}
+
+// TestJoinLinkBeforeASlowScript: a student's page whose workshop.js
+// arrives after the game's first state (a slow fetch on a loaded
+// machine) still joins the room of its link. The address follows the
+// run from that first state on, so by then the bar holds the run's
+// recipe, no longer ?room=...&invite=...: the page reads the address it
+// was opened at (once, under two make tests at once, such a page never
+// joined).
+func TestJoinLinkBeforeASlowScript(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	base := workshopServerWith(t, func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /workshop.js", func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			http.ServeFile(w, r, filepath.Join(repoRoot(t), "web", "workshop.js"))
+		})
+	})
+	resp, err := http.Post(base+"/api/rooms", "application/json", strings.NewReader(`{"recipe":"default"}`))
+	require.NoError(t, err)
+	var cr struct {
+		Room   string `json:"room"`
+		Invite string `json:"invite"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&cr))
+	resp.Body.Close()
+	require.NotEmpty(t, cr.Room)
+	link := base + "/index.html?room=" + url.QueryEscape(cr.Room) + "&invite=" + url.QueryEscape(cr.Invite)
+
+	ctx := browser(t)
+	p := &page{t: t, ctx: ctx, url: link}
+	navigated := make(chan error, 1)
+	go func() { navigated <- chromedp.Do(timeout(t, ctx, 10*time.Minute), chromedp.Navigate(link)) }()
+	// The game's first state, workshop.js still held: the bar has
+	// followed the run.
+	p.waitJS(`!!document.body && document.body.dataset.ready === "1" && !location.search.includes("room=")`, 2*time.Minute)
+	free()
+	require.NoError(t, <-navigated)
+	p.waitJS(`window.ringlab.workshop && window.ringlab.workshop.role === "student"`, 2*time.Minute)
+	p.waitJS(`location.search.includes("room=")`, time.Minute) // and the room is back in the bar
 }

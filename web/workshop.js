@@ -427,6 +427,9 @@
       connect(roomParam, token ? "instructor" : "student", token);
     }
   };
+  // app.js asked healthz before this script ran: when its fetch was
+  // slow, the answer came first, and found no ui.onServer to call.
+  if (ui.server.seen) ui.onServer();
   $("workshop-btn").addEventListener("click", () => {
     if ($("workshop-btn").disabled) return;
     if (panel.hidden) ui.revealPanel(panel);
