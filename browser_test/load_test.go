@@ -112,27 +112,13 @@ func formatLoad(v map[string]float64) string {
 // wasm_exec.js (as `make wasm` leaves it), and the loads of the builds are
 // interleaved so that the machine's load falls on all alike.
 func TestLoadPhases(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("RINGLAB_LOADS"))
-	if n <= 0 {
-		t.Skip("set RINGLAB_LOADS=N to measure N loads of the page")
-	}
+	n := loadsWanted(t)
 	path := testenv.RequireChromium(t)
-	type build struct {
-		name string
-		url  string
-	}
-	var builds []build
-	if dirs := os.Getenv("RINGLAB_LOAD_DIRS"); dirs != "" {
-		for _, spec := range strings.Split(dirs, ",") {
-			name, dir, ok := strings.Cut(spec, "=")
-			require.True(t, ok, "RINGLAB_LOAD_DIRS: %q is not name=DIR", spec)
-			builds = append(builds, build{name, serveBuild(t, dir).URL})
-		}
-	} else {
+	builds := loadBuilds(t, func() []loadBuild {
 		dir := t.TempDir()
 		require.NoError(t, wasmbuild.BuildPackage(repoRoot(t), "./browser_test/testdata/emptygame", dir))
-		builds = append(builds, build{"ringlab", server(t).URL}, build{"empty", serveWasm(t, dir, nil).URL})
-	}
+		return []loadBuild{{"ringlab", server(t).URL}, {"empty", serveWasm(t, dir, nil).URL}}
+	})
 	type key struct{ build, kind string }
 	runs := map[key][]map[string]float64{}
 	for i := range n {
@@ -214,4 +200,36 @@ func serveBuild(t testing.TB, dir string) *httptest.Server {
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// loadsWanted is RINGLAB_LOADS, how many loads a measurement of the
+// page's start makes; without it the measurement skips.
+func loadsWanted(t *testing.T) int {
+	t.Helper()
+	n, _ := strconv.Atoi(os.Getenv("RINGLAB_LOADS"))
+	if n <= 0 {
+		t.Skip("set RINGLAB_LOADS=N to measure N loads of the page")
+	}
+	return n
+}
+
+// loadBuild is a build of the page a load measurement opens: its name
+// and the address serving it.
+type loadBuild struct{ name, url string }
+
+// loadBuilds are the builds RINGLAB_LOAD_DIRS names (name=DIR,...: each
+// a directory as wasmbuild leaves it), or what defaults serves.
+func loadBuilds(t *testing.T, defaults func() []loadBuild) []loadBuild {
+	t.Helper()
+	dirs := os.Getenv("RINGLAB_LOAD_DIRS")
+	if dirs == "" {
+		return defaults()
+	}
+	var builds []loadBuild
+	for _, spec := range strings.Split(dirs, ",") {
+		name, dir, ok := strings.Cut(spec, "=")
+		require.True(t, ok, "RINGLAB_LOAD_DIRS: %q is not name=DIR", spec)
+		builds = append(builds, loadBuild{name, serveBuild(t, dir).URL})
+	}
+	return builds
 }

@@ -265,22 +265,9 @@ func goPackage(name string) string {
 // TestLoadPhases compares builds (main.wasm built without -s keeps the
 // function names the profile shows).
 func TestLoadCPU(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("RINGLAB_LOADS"))
-	if n <= 0 {
-		t.Skip("set RINGLAB_LOADS=N to measure N loads of the page")
-	}
+	n := loadsWanted(t)
 	path := testenv.RequireChromium(t)
-	type build struct{ name, url string }
-	var builds []build
-	if dirs := os.Getenv("RINGLAB_LOAD_DIRS"); dirs != "" {
-		for _, spec := range strings.Split(dirs, ",") {
-			name, dir, ok := strings.Cut(spec, "=")
-			require.True(t, ok, "RINGLAB_LOAD_DIRS: %q is not name=DIR", spec)
-			builds = append(builds, build{name, serveBuild(t, dir).URL})
-		}
-	} else {
-		builds = append(builds, build{"ringlab", server(t).URL})
-	}
+	builds := loadBuilds(t, func() []loadBuild { return []loadBuild{{"ringlab", server(t).URL}} })
 	play := 3 * time.Second
 	if s := os.Getenv("RINGLAB_LOAD_PLAY"); s != "" {
 		d, err := time.ParseDuration(s)
