@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,15 +179,7 @@ func TestWorkshopSurvivesARestart(t *testing.T) {
 func TestLateJoinerAtTheReplayBound(t *testing.T) {
 	t.Parallel()
 	srv := startServeChild(t, t.TempDir())
-	resp, err := http.Post(srv.base+"/api/rooms", "application/json", strings.NewReader(`{"scenario":{"preset":"xdp-drop"}}`))
-	require.NoError(t, err)
-	var cr struct {
-		Room  string `json:"room"`
-		Token string `json:"instructor_token"`
-		Join  string `json:"join_url"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&cr))
-	resp.Body.Close()
+	cr := postRoom(t, srv.base, `{"scenario":{"preset":"xdp-drop"}}`)
 	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.base, "http")+"/ws/room/"+cr.Room, nil)
 	require.NoError(t, err)
 	defer c.Close()

@@ -51,6 +51,27 @@ func workshopServerWith(t *testing.T, more func(*http.ServeMux)) string {
 	return ts.URL
 }
 
+// createdRoom is the server's answer to POST /api/rooms.
+type createdRoom struct {
+	Room   string `json:"room"`
+	Token  string `json:"instructor_token"`
+	Invite string `json:"invite"`
+	Join   string `json:"join_url"`
+}
+
+// postRoom creates a room on the server at base over HTTP, as the
+// workshop panel does, with body the request's JSON.
+func postRoom(t *testing.T, base, body string) createdRoom {
+	t.Helper()
+	resp, err := http.Post(base+"/api/rooms", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var cr createdRoom
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&cr))
+	require.NotEmpty(t, cr.Room, "a room was created (status %d)", resp.StatusCode)
+	return cr
+}
+
 // waitApplied waits until the page has applied the room's log up to seq
 // and the game has done the work.
 func (p *page) waitApplied(seq int) {
@@ -309,15 +330,7 @@ func TestJoinLinkBeforeASlowScript(t *testing.T) {
 			http.ServeFile(w, r, filepath.Join(repoRoot(t), "web", "workshop.js"))
 		})
 	})
-	resp, err := http.Post(base+"/api/rooms", "application/json", strings.NewReader(`{"recipe":"default"}`))
-	require.NoError(t, err)
-	var cr struct {
-		Room   string `json:"room"`
-		Invite string `json:"invite"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&cr))
-	resp.Body.Close()
-	require.NotEmpty(t, cr.Room)
+	cr := postRoom(t, base, `{"recipe":"default"}`)
 	link := base + "/index.html?room=" + url.QueryEscape(cr.Room) + "&invite=" + url.QueryEscape(cr.Invite)
 
 	ctx := browser(t)
