@@ -177,20 +177,22 @@ func (p *replicaPool) recountLocked(rep *replica, held, ceiling int64) {
 func (p *replicaPool) evictLocked() bool {
 	for p.bytes > p.limit {
 		byAddr, active := p.chargesLocked()
+		// before reports whether idle replica x goes before v.
+		before := func(x, v *replica) bool {
+			if ax, av := active[x.addr], active[v.addr]; ax != av {
+				return !ax
+			}
+			if cx, cv := byAddr[x.addr], byAddr[v.addr]; cx != cv {
+				return cx > cv
+			}
+			if x.addr != v.addr {
+				return x.addr < v.addr
+			}
+			return x.used < v.used
+		}
 		var victim *room
-		rank := func(x *replica) (bool, int64) { return !active[x.addr], byAddr[x.addr] }
 		for r, x := range p.byRoom {
-			if x.working {
-				continue
-			}
-			if victim == nil {
-				victim = r
-				continue
-			}
-			v := p.byRoom[victim]
-			xi, xc := rank(x)
-			vi, vc := rank(v)
-			if xi != vi && xi || xi == vi && (xc > vc || xc == vc && (x.addr < v.addr || x.addr == v.addr && x.used < v.used)) {
+			if !x.working && (victim == nil || before(x, p.byRoom[victim])) {
 				victim = r
 			}
 		}
@@ -310,7 +312,6 @@ func (p *replicaPool) fitLocked(rep *replica, est int64, inLine bool) *proto.Err
 			p.freed.Broadcast() // another waiter may be first now
 		}
 	}()
-	overShare := false
 	for {
 		if !inLine || p.firstLocked() == rep {
 			p.recountLocked(rep, rep.held, max(ceiling, rep.held))
@@ -320,13 +321,8 @@ func (p *replicaPool) fitLocked(rep *replica, est int64, inLine bool) *proto.Err
 			// Working replicas hold the budget: wait for one to finish.
 			p.recountLocked(rep, rep.held, rep.held)
 		}
-		if inLine {
-			byAddr, active := p.chargesLocked()
-			overShare = !p.mayTakeLocked(rep, ceiling, byAddr, active)
-		}
 		if !time.Now().Before(deadline) {
-			if overShare {
-				byAddr, active := p.chargesLocked()
+			if byAddr, active := p.chargesLocked(); inLine && !p.mayTakeLocked(rep, ceiling, byAddr, active) {
 				return proto.Errorf(proto.CodeUnavailable, "", "the rooms you command hold your share of the server's memory for replicas (%d of %d MiB, shared by the %d hosts commanding rooms): try again when one of your commands is done",
 					byAddr[rep.addr]>>20, p.shareOf(active)>>20, len(active))
 			}
