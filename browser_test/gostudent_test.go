@@ -28,8 +28,8 @@ import (
 // What it stands for: the page holds no playground logic (web/README.md,
 // "Workshop rooms"). Its game is a play.Controller, the same Go code the
 // wasm runs, driven as the wasm shell drives it (wasm/main.go: the inputs
-// first, then Tick with the wall time since the last tick, Work for a
-// third of that gap in chunks of 256 events, Ready) at Ebitengine's 60
+// first, then Tick with the wall time since the last tick, Work in
+// chunks for the tick's WorkBudget, Ready) at Ebitengine's 60
 // ticks a second; and its socket does what web/workshop.js does with the
 // room's frames: it joins with the join the game writes when told the
 // socket opened (room_join), passes the server's welcome, command,
@@ -129,15 +129,8 @@ func (s *goStudent) read() {
 	}
 }
 
-// The ticks of the game loop: Ebitengine's 60 a second, and the wasm
-// shell's budgets (wasm/main.go).
-const (
-	goTick      = time.Second / 60
-	goMinBudget = 4 * time.Millisecond
-	goMaxBudget = 40 * time.Millisecond
-	goMaxGap    = 250 * time.Millisecond
-	goWorkChunk = 256
-)
+// goTick is the game loop's period: Ebitengine's 60 ticks a second.
+const goTick = time.Second / 60
 
 // run is the game loop: the room's frames and the tests' inputs to the
 // game, a tick, the work, and what Ready says.
@@ -161,14 +154,11 @@ func (s *goStudent) run() {
 			s.fromRoom(raw)
 		}
 		now := time.Now()
-		gap := min(now.Sub(last), goMaxGap)
+		gap := min(now.Sub(last), play.MaxTickGapNS)
 		last = now
 		s.c.Tick(gap.Nanoseconds())
-		deadline := now.Add(min(max(goMinBudget, gap/3), goMaxBudget))
-		if s.c.Rewinding() {
-			deadline = now.Add(goMaxBudget)
-		}
-		for time.Now().Before(deadline) && s.c.Work(goWorkChunk) {
+		deadline := now.Add(time.Duration(s.c.WorkBudget(gap.Nanoseconds())))
+		for time.Now().Before(deadline) && s.c.Work(play.WorkChunk) {
 		}
 		for _, o := range s.c.Ready().Send {
 			s.fromGame(o)

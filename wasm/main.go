@@ -30,15 +30,6 @@ import (
 	"ringlab/play"
 )
 
-// Time budgets of one tick (ebiten runs 60 ticks a second).
-const (
-	minBudget   = 4 * time.Millisecond  // engine work per tick while viewing, at least
-	maxBudget   = 40 * time.Millisecond // and at most (when frames are slow)
-	maxTickGap  = 250 * time.Millisecond
-	benchBudget = 400 * time.Millisecond // engine work per tick in ?bench=engine: flat out, a few frames a second
-	workChunk   = 256                    // events between two looks at the clock
-)
-
 type game struct {
 	ctl   *play.Controller
 	in    inbox
@@ -105,21 +96,12 @@ func (g *game) Update() error {
 	now0 := time.Now()
 	var gap time.Duration
 	if !g.lastTick.IsZero() {
-		gap = min(now0.Sub(g.lastTick), maxTickGap)
+		gap = min(now0.Sub(g.lastTick), play.MaxTickGapNS)
 	}
 	g.lastTick = now0
 	g.ctl.Tick(gap.Nanoseconds())
-	// The engine may use a third of the time between ticks: 5.5 ms at 60
-	// ticks a second, more when slow frames (software WebGL) space the
-	// ticks out, so "as fast as it goes" keeps its meaning.
-	deadline := now0.Add(min(max(minBudget, gap/3), maxBudget))
-	if g.ctl.Bench() == "engine" {
-		deadline = now0.Add(benchBudget)
-	} else if g.ctl.Rewinding() {
-		// A move backwards is waited for: it may take most of a frame.
-		deadline = now0.Add(maxBudget)
-	}
-	for time.Now().Before(deadline) && g.ctl.Work(workChunk) {
+	deadline := now0.Add(time.Duration(g.ctl.WorkBudget(gap.Nanoseconds())))
+	for time.Now().Before(deadline) && g.ctl.Work(play.WorkChunk) {
 	}
 	g.engineTime += time.Since(now0)
 	f := g.ctl.Ready()
