@@ -216,6 +216,9 @@ type Limits struct {
 	CreatesPerMinutePerAddr int
 	// WriteWait is each connection's write deadline (wspeer.WriteWait).
 	WriteWait time.Duration
+	// CloseGrace is how long a connection the server closes waits for
+	// the peer's answer before it is reset (wspeer.CloseGrace).
+	CloseGrace time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -255,6 +258,7 @@ func (l Limits) withDefaults() Limits {
 	defD(&l.QuietExpiry, QuietExpiry)
 	defD(&l.JoinWait, JoinWait)
 	defD(&l.WriteWait, wspeer.WriteWait)
+	defD(&l.CloseGrace, wspeer.CloseGrace)
 	defU(&l.MaxCommandWork, MaxCommandWork)
 	defU(&l.MaxReplayWork, MaxReplayWork)
 	defU(&l.WorkPerSecond, WorkPerSecond)
@@ -1032,7 +1036,7 @@ func (r *Registry) handleWS(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	m := &member{addr: addr, invited: invited, guard: ratelimit.NewGuard(msgRatePerSecond, msgBurst)}
-	m.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, MailboxLen: mailboxLen, WriteWait: r.lim.WriteWait,
+	m.peer = wspeer.NewWithOptions(ws, wspeer.Options{QueueLen: r.lim.QueueLen, MailboxLen: mailboxLen, WriteWait: r.lim.WriteWait, CloseGrace: r.lim.CloseGrace,
 		Ping: func() bool { return r.allow(m) },
 		// Counted out of the room before the connection closes: a page
 		// that sees its connection end and joins again at once is in

@@ -44,7 +44,9 @@ func TestNonReadingMembersAreReset(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, Options{
-				Limits:    Limits{CommandsPerSecond: 1000},
+				// The student never reads, so it never answers the close
+				// frame: it is reset after the grace.
+				Limits:    Limits{CommandsPerSecond: 1000, CloseGrace: 200 * time.Millisecond},
 				Validator: func(cmd json.RawMessage) (json.RawMessage, error) { return cmd, nil },
 			})
 			cr := f.create(t, "")

@@ -80,6 +80,7 @@ type Peer struct {
 	queue     chan outbound
 	writeWait time.Duration
 	pongWait  time.Duration
+	grace     time.Duration // CloseGrace, or Options.CloseGrace
 	ping      func() bool
 	ended     func()
 	stuck     atomic.Bool // a write did not complete: reset, do not linger
@@ -120,6 +121,7 @@ type Options struct {
 	WriteWait  time.Duration // WriteWait
 	PongWait   time.Duration // PongWait (the writer pings at 9/10 of it)
 	SendBuffer int           // SendBuffer
+	CloseGrace time.Duration // CloseGrace
 	// Ping, when set, is called on the reader goroutine for every ping
 	// frame the peer sends, before it is answered: false leaves it
 	// unanswered. It is where the owner counts pings against the rate
@@ -146,6 +148,9 @@ func NewWithOptions(ws *websocket.Conn, opts Options) *Peer {
 	if opts.SendBuffer <= 0 {
 		opts.SendBuffer = SendBuffer
 	}
+	if opts.CloseGrace <= 0 {
+		opts.CloseGrace = CloseGrace
+	}
 	if tc, ok := ws.NetConn().(interface{ SetWriteBuffer(int) error }); ok { // a TCP connection
 		tc.SetWriteBuffer(opts.SendBuffer) // best effort: a failure leaves the kernel's default
 	}
@@ -153,6 +158,7 @@ func NewWithOptions(ws *websocket.Conn, opts Options) *Peer {
 		ws:         ws,
 		writeWait:  opts.WriteWait,
 		pongWait:   opts.PongWait,
+		grace:      opts.CloseGrace,
 		ping:       opts.Ping,
 		ended:      opts.Ended,
 		queue:      make(chan outbound, max(opts.QueueLen, 1)),
@@ -277,10 +283,10 @@ func (p *Peer) readLoop(handle func(int, []byte)) error {
 }
 
 // linger reads and discards until the peer closes its side, at most
-// CloseGrace, and reports whether it did.
+// the close grace, and reports whether it did.
 func (p *Peer) linger() bool {
 	c := p.ws.NetConn()
-	c.SetReadDeadline(time.Now().Add(CloseGrace))
+	c.SetReadDeadline(time.Now().Add(p.grace))
 	_, err := io.Copy(io.Discard, c)
 	return err == nil
 }
@@ -395,8 +401,8 @@ func (p *Peer) failed(err error) bool {
 	return true
 }
 
-// writeClose sends a close frame and waits, at most CloseGrace, for the
-// reader to see the peer's answer.
+// writeClose sends a close frame and waits, at most the close grace, for
+// the reader to see the peer's answer.
 func (p *Peer) writeClose(code int, text string, readerDone <-chan struct{}) {
 	if len(text) > maxCloseReason {
 		text = text[:maxCloseReason]
@@ -405,7 +411,7 @@ func (p *Peer) writeClose(code int, text string, readerDone <-chan struct{}) {
 	if p.failed(p.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(code, text))) {
 		return
 	}
-	t := time.NewTimer(CloseGrace)
+	t := time.NewTimer(p.grace)
 	defer t.Stop()
 	select {
 	case <-readerDone:

@@ -260,29 +260,40 @@ func TestCloseComesAfterQueuedMessages(t *testing.T) {
 }
 
 func TestCloseGraceBoundsASilentPeer(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv, cli := pipePair(t)
-		// The client reads frames but never answers the close frame.
-		cli.SetCloseHandler(func(int, string) error { return nil })
-		go func() {
-			for {
-				if _, _, err := cli.ReadMessage(); err != nil {
-					return
+	for _, tc := range []struct {
+		name  string
+		grace time.Duration // Options.CloseGrace
+		want  time.Duration
+	}{
+		{"default", 0, CloseGrace},
+		{"Options.CloseGrace", 300 * time.Millisecond, 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv, cli := pipePair(t)
+				// The client reads frames but never answers the close frame.
+				cli.SetCloseHandler(func(int, string) error { return nil })
+				go func() {
+					for {
+						if _, _, err := cli.ReadMessage(); err != nil {
+							return
+						}
+					}
+				}()
+				p := NewWithOptions(srv, Options{QueueLen: 4, CloseGrace: tc.grace})
+				res := runPeer(p)
+				start := time.Now()
+				p.Abort(websocket.CloseGoingAway, "")
+				<-res
+				assert.Equal(t, tc.want, time.Since(start))
+				select {
+				case <-p.Done():
+				default:
+					t.Fatal("Done is not closed after Run")
 				}
-			}
-		}()
-		p := New(srv, 4)
-		res := runPeer(p)
-		start := time.Now()
-		p.Abort(websocket.CloseGoingAway, "")
-		<-res
-		assert.Equal(t, CloseGrace, time.Since(start))
-		select {
-		case <-p.Done():
-		default:
-			t.Fatal("Done is not closed after Run")
-		}
-	})
+			})
+		})
+	}
 }
 
 // TestOversizeMessageCloses1009 uses real loopback TCP: the 1009 close frame
@@ -310,6 +321,9 @@ func TestOversizeMessageCloses1009(t *testing.T) {
 	var ce *websocket.CloseError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, websocket.CloseMessageTooBig, ce.Code)
+	// The server reads and discards the rest of the message until the
+	// client's side closes (or for CloseGrace): the client closes now.
+	cli.Close()
 	assert.ErrorIs(t, <-result, websocket.ErrReadLimit)
 }
 

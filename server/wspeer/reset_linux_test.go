@@ -46,6 +46,9 @@ func TestGivingUpOnANonReaderResets(t *testing.T) {
 			t.Parallel()
 			opts := tc.opts
 			opts.QueueLen = 16
+			// The client never reads, so it never answers a close
+			// frame: Abort and Close give it up after the grace.
+			opts.CloseGrace = 200 * time.Millisecond
 			p, srvConn, cli := nonReader(t, opts)
 			pongs := make(chan error, 1)
 			if tc.pongs {
