@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -662,29 +663,71 @@ func TestSourceErrorsAreReportedOnceAndSnapshotsResume(t *testing.T) {
 
 // A failing source is tried again after 1, 2, 4 ... periods, not every
 // period, and sampled every period again as soon as it works.
+// TestBackoffSchedule: a failing source is tried after 1, 2, 4, 8 ...
+// periods, at most MaxRetryInterval apart, and every period again from
+// the first sample that works. The sampler's ticks are called here one
+// by one, so the schedule is exact.
+func TestBackoffSchedule(t *testing.T) {
+	fake := metrics.NewFake("fake", 1)
+	s := newSampler(samplerKey{"fake", DefaultRateHz}, &sourceRef{spec: "fake", src: fake}, slog.New(slog.DiscardHandler))
+	tried := func(n int) []int {
+		var at []int
+		for i := range n {
+			before := fake.Tries()
+			s.tick()
+			if fake.Tries() != before {
+				at = append(at, i)
+			}
+		}
+		return at
+	}
+	require.Equal(t, []int{0, 1, 2}, tried(3), "a working source: a try every period")
+	fake.Fail(errors.New("netlink: no such device"))
+	limit := int(MaxRetryInterval * DefaultRateHz / time.Second)
+	require.Equal(t, 50, limit, "MaxRetryInterval in periods at the default rate")
+	assert.Equal(t, []int{0, 1, 3, 7, 15, 31, 63, 63 + limit, 63 + 2*limit}, tried(63+3*limit))
+	fake.Fail(nil)
+	assert.Equal(t, []int{0, 1, 2, 3}, tried(4), "the next try works: every period again")
+}
+
+// TestFailingSourceIsRetriedWithBackoff: over the hub, a failing source
+// is told to the client once, with what fails and that it is retried;
+// far fewer tries than periods are made; the first try that works sends
+// snapshots again, one a period.
 func TestFailingSourceIsRetriedWithBackoff(t *testing.T) {
-	f := newFixture(t, nil)
+	ticks := newManualTicks()
+	f := newFixture(t, nil, ticks.options)
 	c := f.dial(t)
 	require.Equal(t, typeHello, read(t, c).Type)
+	period := ticks.waitFor(t, time.Second/DefaultRateHz)
+	ticks.tick(t, period)
 	readUntil(t, c, typeSnapshot)
 
 	before := f.def.Tries()
 	f.def.Fail(errors.New("netlink: no such device"))
+	for range 20 {
+		ticks.tick(t, period)
+	}
 	e := readUntil(t, c, "error")
 	assert.Contains(t, e.Message, "no such device")
 	assert.Contains(t, e.Message, "retrying")
-	time.Sleep(2 * time.Second) // 20 periods at the default 10 Hz
-	tries := f.def.Tries() - before
-	assert.GreaterOrEqual(t, tries, uint64(2))
-	assert.LessOrEqual(t, tries, uint64(8), "tries at periods 0, 1, 3, 7, 15: not one a period")
+	// A tick is taken once the one before it is handled, so ticks 0 to
+	// 18 are, and the last, 19, is no try (TestBackoffSchedule has the
+	// exact schedule).
+	assert.Equal(t, uint64(5), f.def.Tries()-before, "tries at periods 0, 1, 3, 7, 15: not one a period")
 
 	f.def.Fail(nil)
-	m := readUntil(t, c, typeSnapshot) // the next try, at most MaxRetryInterval away
-	recovered := f.def.Tries()
-	for i := uint64(1); i <= 3; i++ {
-		assert.Equal(t, m.Seq+i, read(t, c).Seq, "a snapshot every period again")
+	for range 12 { // to period 31, the next try
+		ticks.tick(t, period)
 	}
-	assert.LessOrEqual(t, f.def.Tries()-recovered, uint64(4), "one try a period once it works")
+	m := readUntil(t, c, typeSnapshot)
+	for range 3 {
+		ticks.tick(t, period)
+		next := read(t, c)
+		require.Equal(t, typeSnapshot, next.Type)
+		assert.Equal(t, m.Seq+1, next.Seq, "a snapshot every period again")
+		m = next
+	}
 }
 
 // dialFrom dials the hub from a loopback address of its own (127.0.0.0/8
