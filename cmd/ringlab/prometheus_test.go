@@ -141,6 +141,9 @@ type promSeries struct {
 // the rate may read low by what was skipped and the lag, or high by a
 // lag caught up, within the window, and no further.
 func TestPrometheusScrapesServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short: waits some 8 s for a real Prometheus's scrapes (make test runs it)")
+	}
 	skipUnderRace(t)
 	t.Parallel() // it mostly waits for Prometheus
 	preset, err := scenario.LookupPreset(simsrc.DefaultPreset)
