@@ -237,7 +237,7 @@ func TestMovesInterrupted(t *testing.T) {
 // with none) and says how many worlds it holds.
 func TestLimitWorlds(t *testing.T) {
 	defer func(w uint64) { markWork = w }(markWork)
-	markWork = min(markWork, 20_000) // marks enough, cheaply (no test runs in parallel)
+	markWork = min(markWork, 5_000) // marks enough, cheaply (no test runs in parallel)
 	for _, n := range []int{0, 1, 2} {
 		s := session(t, "xdp-drop", false)
 		s.LimitWorlds(n)
