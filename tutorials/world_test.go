@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"ringlab/engine"
+	"ringlab/internal/testenv"
 )
 
 // TestPathIsTheSessionsWorld: a tutorial's run directives are read once
@@ -14,6 +15,7 @@ import (
 // step n builds from the path (the playground's pane A, a room's
 // replay) is the world the session that ran every step up to n has.
 func TestPathIsTheSessionsWorld(t *testing.T) {
+	testenv.SkipUnderRace(t, "it runs the engine")
 	for _, name := range []string{"descriptor-journey", "softirq-budget-ksoftirqd"} {
 		tut, err := Find(name)
 		require.NoError(t, err)

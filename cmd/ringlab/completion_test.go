@@ -88,6 +88,9 @@ func TestCompletionProtocol(t *testing.T) {
 // TestBashCompletion loads `ringlab completion bash` in bash and
 // completes as a user pressing Tab would, with ringlab on PATH.
 func TestBashCompletion(t *testing.T) {
+	// Each completion starts this test binary, which takes about a second
+	// under the detector.
+	testenv.SkipUnderRace(t, "each completion starts this test binary")
 	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestReproduceJSON(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	code, out, errs := runCLI("reproduce", "--json")
 	require.Equal(t, exitOK, code, errs)
@@ -73,6 +74,7 @@ func TestReproduceJSON(t *testing.T) {
 // the count of fitted values and the verdict per row, then what was
 // fitted on each result and why each row has its verdict.
 func TestReproduceTable(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	code, out, errs := runCLI("reproduce")
 	require.Equal(t, exitOK, code, errs)

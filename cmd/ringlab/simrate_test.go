@@ -20,6 +20,7 @@ import (
 
 	"ringlab/engine/scenario"
 	"ringlab/engine/softnet"
+	"ringlab/internal/testenv"
 	"ringlab/server/metrics"
 	"ringlab/server/simsrc"
 )
@@ -219,9 +220,7 @@ func watchedSim(t *testing.T) (metrics.Registry, func() *simsrc.Source) {
 // make test runs such tests again without it.
 func skipUnderRace(t *testing.T) {
 	t.Helper()
-	if raceDetector {
-		t.Skip("skipped under the race detector, which slows the engine some 25 times: make test runs this test without it")
-	}
+	testenv.SkipUnderRace(t, "it runs the engine")
 }
 
 // readSnapshots subscribes a new client at hz and collects its snapshots

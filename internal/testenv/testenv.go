@@ -12,6 +12,18 @@ import (
 	"ringlab/internal/chromium"
 )
 
+// SkipUnderRace skips a test that runs only pure code (the engine, the
+// controller) under the race detector, which has nothing of theirs to
+// find and slows them some 25 times; why says what it runs. make test's
+// second pass runs the test without the detector, so it is a skip, not a
+// missing dependency, and RINGLAB_CI leaves it one.
+func SkipUnderRace(t testing.TB, why string) {
+	t.Helper()
+	if Race {
+		t.Skip("skipped under the race detector (" + why + "): make test runs it without it")
+	}
+}
+
 // CIEnv is the environment variable that turns skips into failures.
 const CIEnv = "RINGLAB_CI"
 
