@@ -1,5 +1,0 @@
-//go:build !race
-
-package abuse
-
-const raceDetector = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package hub
-
-const raceEnabled = false
