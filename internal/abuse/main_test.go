@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"ringlab/internal/testenv"
 )
 
 // parallelTests is how many tests run at once unless -parallel is given:
@@ -19,7 +21,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given && !raceDetector {
+	if !given && !testenv.Race {
 		flag.Set("test.parallel", strconv.Itoa(parallelTests))
 	}
 	os.Exit(m.Run())

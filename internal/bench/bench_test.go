@@ -178,7 +178,7 @@ func TestBenchBrowserQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Chromium")
 	}
-	if raceEnabled {
+	if testenv.Race {
 		// make test runs this test again without -race (see the Makefile);
 		// under the detector it would only slow a minute of browser time.
 		t.Skip("the browser cases run in make test's run without -race")
