@@ -876,3 +876,9 @@ func ringModeKey(m view.RingMode) int {
 // errFollowing refuses what would take a following student's world off
 // the room's; its code tells the page to offer a detach.
 var errFollowing = proto.Errorf(proto.CodeFollowing, "", "you are following the room: detach first to run a step of your own")
+
+// errReplaying refuses an instructor's tutorial step while its page
+// replays the room's log (a reload, a rejoin): run then, it would land on
+// a world halfway to the room's and reach no student; the room's own
+// step comes with the log.
+var errReplaying = proto.Errorf(proto.CodeReplaying, "", "this page is still catching up with the room (replaying its log): take the step again once it has")

@@ -7,7 +7,8 @@ import "fmt"
 // they go to the room, and are applied when the room's broadcast of them
 // comes back, as every student applies them. While it plays, a seek to
 // its simulated time goes out every SeekPeriod (ready). A tutorial step
-// or reveal runs at once and goes to the room for the students.
+// or reveal runs at once and goes to the room for the students; a step
+// taken while the page replays the room's log is refused (errReplaying).
 type instructor struct {
 	// sent are the digests of the seeks sent, by time, until their echo
 	// numbers them (the beacon after a seek says what this page's digest
@@ -40,7 +41,7 @@ func (m *instructor) step(c *Controller, in In, id int) ([]Out, bool, error) {
 		return outs, true, err
 	case TutorialStep:
 		if r.replaying {
-			return nil, false, nil
+			return nil, true, errReplaying
 		}
 		var send []Out
 		if l := c.lessons[in.Tutorial]; l != nil && !r.lessons[in.Tutorial] && !m.lessons[in.Tutorial] {

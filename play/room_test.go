@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"ringlab/proto"
 )
 
 // settle works until c has applied everything it was given.
@@ -99,6 +101,47 @@ func TestReplayFromTheLastReset(t *testing.T) {
 	stu.Step(RoomSnap{})
 	settleC(t, stu)
 	assert.Equal(t, live.Digest(), stu.Digest(), "snapped back")
+}
+
+// TestInstructorStepWaitsForTheReplay: an instructor's tutorial step
+// taken while its page replays the room's log (the panel's click just
+// after a reload) is refused with the code that says so, and neither
+// runs on the page alone nor reaches the room: the page ends where the
+// room is. Once caught up, the next step goes to the room.
+func TestInstructorStepWaitsForTheReplay(t *testing.T) {
+	scen := json.RawMessage(`{"preset":"default"}`)
+	stu := New("speed=0")
+	stu.Step(RoomWelcome{Room: "r", You: RoleStudent, Scenario: scen, Log: roomLog[:4]})
+	settleC(t, stu)
+
+	inst := New("speed=0")
+	inst.Step(RoomWelcome{Room: "r", You: RoleInstructor, Scenario: scen, Log: roomLog[:4]})
+	inst.Tick(0)
+	inst.Work(1000)
+	require.True(t, inst.room.replaying, "the test steps in mid-replay")
+	inst.Ready()
+	inst.Step(TutorialStep{Tutorial: "descriptor-journey", Step: 2})
+	var refused []string
+	for _, o := range inst.Ready().Send {
+		switch o := o.(type) {
+		case ErrorOut:
+			refused = append(refused, o.Code)
+		case RoomSendOut:
+			t.Errorf("sent to the room mid-replay: %s", o.Cmd)
+		}
+	}
+	assert.Equal(t, []string{proto.CodeReplaying}, refused)
+	settleC(t, inst)
+	assert.Equal(t, stu.Digest(), inst.Digest(), "the instructor's page is where the room is")
+
+	inst.Step(TutorialStep{Tutorial: "descriptor-journey", Step: 2})
+	var sent []string
+	for _, o := range inst.Ready().Send {
+		if o, ok := o.(RoomSendOut); ok {
+			sent = append(sent, string(o.Cmd))
+		}
+	}
+	assert.Equal(t, []string{`{"type":"tutorial_step","tutorial":"descriptor-journey","step":2}`}, sent, "caught up: the step goes to the room")
 }
 
 // TestReconnectCatchesUp: a welcome that continues the log a page has

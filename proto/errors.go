@@ -23,6 +23,7 @@ const (
 	CodeBadState      = "bad_state"      // a message that is valid but not now
 	CodeVersion       = "version"        // a message of a newer protocol than this end speaks
 	CodeFollowing     = "following"      // a following student's page: what would take its world off the room's (detach first)
+	CodeReplaying     = "replaying"      // a page replaying its room's log: what would change its world waits until it has caught up
 	CodeInternal      = "internal"       // the server's fault
 )
 

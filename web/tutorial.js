@@ -339,6 +339,15 @@
         `<button type="button" id="tut-detach" data-step="${n}">Detach and run this step</button></p>`;
       return;
     }
+    if (r.type === "error" && r.code === "replaying") {
+      // An instructor's page catching up with its room (just reloaded):
+      // the room's own step comes with its log, and when it has come
+      // already (showRoomStep) the panel shows it.
+      if (tut.result) return;
+      predicting(false);
+      $("tut-body").innerHTML = '<p class="tut-following" id="tut-replaying">This page is catching up with the room (replaying its log): the room\'s step shows here when it has; take this one again then.</p>';
+      return;
+    }
     if (r.type !== "tutorial_step") {
       predicting(false); // no question to reveal: give the views back
       $("tut-body").textContent = "The game could not run this step: " + (r.message || r.type);
