@@ -1,6 +1,7 @@
 package play
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -50,13 +51,77 @@ func RetryDelayMs(retry int) int64 {
 const MaxName = 40
 
 // rejoin is where the page's joins of a room stand: the room, the
-// reconnects tried since the last welcome, and whether the next join
-// asks for the whole log (a welcome that continued from since did not
-// fit the log this page holds).
+// reconnects tried since the last welcome, whether the next join asks
+// for the whole log (a welcome that continued from since did not fit
+// the log this page holds), and the commands sent and not yet seen
+// broadcast back.
 type rejoin struct {
 	room    string
 	retries int
 	whole   bool
+	joins   int       // joins written
+	sent    []sentCmd // oldest first, at most maxUnacked
+}
+
+// sentCmd is a command the page sent its room, in canonical form, and
+// the join it went out after (rejoin.joins then).
+type sentCmd struct {
+	cmd  []byte
+	name string
+	join int
+}
+
+// maxUnacked bounds the commands remembered unacknowledged: the room
+// disconnects a member long before so many are on their way.
+const maxUnacked = 256
+
+// sending remembers a command on its way to the room.
+func (r *rejoin) sending(cmd []byte, name string) {
+	if len(r.sent) == maxUnacked {
+		r.sent = r.sent[1:]
+	}
+	r.sent = append(r.sent, sentCmd{cmd, name, r.joins})
+}
+
+// acked takes a command the room broadcast. The room handles a
+// connection's commands in the order sent, so the broadcast of one of
+// this page's acknowledges it and settles every one sent before it (the
+// room refused those, and said so). A co-instructor's command that is
+// byte for byte one of ours is taken for ours.
+func (r *rejoin) acked(cmd []byte) {
+	for i, s := range r.sent {
+		if string(s.cmd) == string(cmd) {
+			r.sent = r.sent[i+1:]
+			return
+		}
+	}
+}
+
+// lost is said once a welcome has caught the page up after a reconnect:
+// the commands sent on an earlier connection that its log does not hold
+// were never taken by the room (sent into a socket that was already
+// dead, or refused). The person hears which; a periodic seek, lost,
+// is not worth their while.
+func (r *rejoin) lost() []Out {
+	var names []string
+	kept := r.sent[:0]
+	for _, s := range r.sent {
+		switch {
+		case s.join == r.joins:
+			kept = append(kept, s) // sent on this connection: on its way
+		case s.name != nameOf(Seek{}):
+			names = append(names, s.name)
+		}
+	}
+	r.sent = kept
+	if len(names) == 0 {
+		return nil
+	}
+	what, again := fmt.Sprintf("%d of your commands (%s)", len(names), strings.Join(names, ", ")), "them"
+	if len(names) == 1 {
+		what, again = fmt.Sprintf("your command %s", names[0]), "it"
+	}
+	return note(fmt.Sprintf("Not applied in the room: the connection dropped before the room acknowledged %s. Give %s again if you still want %s.", what, again, again))
 }
 
 type (
@@ -131,6 +196,7 @@ func (c *Controller) join(m RoomJoin) ([]Out, error) {
 	if !m.Resume || m.Room != c.rejoin.room {
 		c.rejoin = rejoin{room: m.Room}
 	}
+	c.rejoin.joins++ // what is sent from now on goes after this join
 	out := RoomJoinOut{Role: m.Role}
 	switch m.Role {
 	case RoleInstructor:

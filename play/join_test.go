@@ -22,6 +22,68 @@ func said[T Out](c *Controller) []T {
 	return out
 }
 
+// TestLostCommandsAreNamed: a command an instructor's page sent into a
+// connection that then dropped, and that the room's log does not hold
+// when the page is back, is named to the person; one the log holds (its
+// broadcast lost with the connection), one broadcast back before the
+// drop, and one sent on the new connection before the welcome are not.
+func TestLostCommandsAreNamed(t *testing.T) {
+	scen := json.RawMessage(`{"preset":"default"}`)
+	c := New("speed=0")
+	sent := func(in In) json.RawMessage {
+		t.Helper()
+		require.NoError(t, c.Step(in))
+		out := said[RoomSendOut](c)
+		require.Len(t, out, 1, "%T goes to the room", in)
+		return out[0].Cmd
+	}
+	notes := func() (texts []string) {
+		for _, n := range said[NoteOut](c) {
+			texts = append(texts, n.Text)
+		}
+		return texts
+	}
+	join := RoomJoin{Room: "r", Role: RoleInstructor, Token: "tok"}
+	again := join
+	again.Resume = true
+	back := func(since uint64, log ...RoomEntry) []string {
+		t.Helper()
+		require.NoError(t, c.Step(RoomDropped{Room: "r"}))
+		require.NoError(t, c.Step(again))
+		j := said[RoomJoinOut](c)
+		require.Len(t, j, 1)
+		require.Equal(t, since, j[0].Since)
+		require.NoError(t, c.Step(RoomWelcome{Room: "r", You: RoleInstructor, Scenario: scen, Since: since, Log: log}))
+		return notes()
+	}
+	require.NoError(t, c.Step(join))
+	said[RoomJoinOut](c)
+	require.NoError(t, c.Step(RoomWelcome{Room: "r", You: RoleInstructor, Scenario: scen, Log: roomLog[:1]}))
+	settleC(t, c)
+
+	step := sent(Step{UnitPacket, 5})
+	sent(Set{Key: "ring_size", Value: "64"}) // into the dying connection
+	require.NoError(t, c.Step(RoomCommand{Seq: 2, Cmd: step}))
+	settleC(t, c)
+	require.NoError(t, c.Step(RoomDropped{Room: "r"}))
+	require.NoError(t, c.Step(again))
+	said[RoomJoinOut](c)
+	early := sent(Step{UnitPacket, 1}) // on the new connection, before its welcome
+	require.NoError(t, c.Step(RoomWelcome{Room: "r", You: RoleInstructor, Scenario: scen, Since: 2}))
+	assert.Equal(t, []string{"Not applied in the room: the connection dropped before the room acknowledged your command set. Give it again if you still want it."}, notes())
+
+	require.NoError(t, c.Step(RoomCommand{Seq: 3, Cmd: early}))
+	assert.Empty(t, back(3), "everything sent was acknowledged")
+
+	pause := sent(Pause{})
+	play := sent(Play{})
+	assert.Empty(t, back(3, RoomEntry{Seq: 4, Cmd: pause}, RoomEntry{Seq: 5, Cmd: play}), "the log holds them: their broadcasts were lost, not they")
+
+	sent(Step{UnitPacket, 2})
+	sent(Set{Key: "ring_size", Value: "128"})
+	assert.Equal(t, []string{"Not applied in the room: the connection dropped before the room acknowledged 2 of your commands (step, set). Give them again if you still want them."}, back(5))
+}
+
 // TestRetryPolicy: a dropped socket is opened again after half a second,
 // doubling to 15 s; the refusals that stand are not_found,
 // limit_exceeded and forbidden.

@@ -91,6 +91,7 @@ func (c *Controller) roomSend(cmd In) Out {
 	if err != nil {
 		panic(fmt.Sprintf("play: a room command that does not encode: %v", err)) // only commands get here
 	}
+	c.rejoin.sending(b, nameOf(cmd))
 	return RoomSendOut{Cmd: b}
 }
 
@@ -126,18 +127,30 @@ func (c *Controller) welcome(m RoomWelcome) ([]Out, error) {
 			c.rejoin.whole = true // the next join asks for the whole log
 			return nil, proto.Errorf(proto.CodeBadState, "since", "the room's log after command %d, and this page holds commands up to %d of room %q: join again for the whole log", m.Since, r.last(), r.id)
 		}
-		return c.logRoom(m.Log...)
+		return c.caughtUp(c.logRoom(m.Log...))
 	}
 	if c.continues(m) {
-		return c.logRoom(m.Log...)
+		return c.caughtUp(c.logRoom(m.Log...))
 	}
 	c.room = room{id: m.Room, scenario: m.Scenario}
 	if err := c.room.add(m.Log...); err != nil {
 		c.leave()
 		return nil, err
 	}
+	for _, e := range m.Log {
+		c.rejoin.acked(e.Cmd)
+	}
 	c.mode = next
-	return c.replay()
+	return c.caughtUp(c.replay())
+}
+
+// caughtUp adds to a welcome's outputs what it shows was lost on the
+// way (rejoin.lost).
+func (c *Controller) caughtUp(outs []Out, err error) ([]Out, error) {
+	if err != nil {
+		return nil, err
+	}
+	return append(outs, c.rejoin.lost()...), nil
 }
 
 // last is the seq of the last command the room's log holds, 0 when it
@@ -177,8 +190,14 @@ func (c *Controller) leave() {
 // seq), and applies what is due. A gap in the numbering (a command
 // lost) is refused: the room's log is applied whole or not at all.
 func (c *Controller) logRoom(es ...RoomEntry) ([]Out, error) {
+	last := c.room.last()
 	if err := c.room.add(es...); err != nil {
 		return nil, err
+	}
+	for _, e := range es {
+		if e.Seq > last {
+			c.rejoin.acked(e.Cmd)
+		}
 	}
 	return c.drainRoom(), nil
 }
