@@ -8,7 +8,8 @@ import "fmt"
 // comes back, as every student applies them. While it plays, a seek to
 // its simulated time goes out every SeekPeriod (ready). A tutorial step
 // or reveal runs at once and goes to the room for the students; a step
-// taken while the page replays the room's log is refused (errReplaying).
+// taken while the page replays the room's log is refused (errReplaying),
+// a reveal goes to the room (it changes no world).
 type instructor struct {
 	// sent are the digests of the seeks sent, by time, until their echo
 	// numbers them (the beacon after a seek says what this page's digest
@@ -63,10 +64,9 @@ func (m *instructor) step(c *Controller, in In, id int) ([]Out, bool, error) {
 		}
 		return append(append(outs, send...), c.roomSend(in)), true, nil
 	case TutorialReveal:
-		// The panel revealed it already; the room's students reveal it.
-		if r.replaying {
-			return nil, false, nil
-		}
+		// The panel revealed it already (a person's click, also while
+		// the page replays the log: the panel never sends one of its
+		// own); the room's students reveal it.
 		c.revealed(in) // for the class's predictions at it
 		return []Out{c.roomSend(in)}, true, nil
 	case Speed:

@@ -107,7 +107,8 @@ func TestReplayFromTheLastReset(t *testing.T) {
 // taken while its page replays the room's log (the panel's click just
 // after a reload) is refused with the code that says so, and neither
 // runs on the page alone nor reaches the room: the page ends where the
-// room is. Once caught up, the next step goes to the room.
+// room is. A reveal, which changes no world, goes to the room. Once
+// caught up, the next step goes to the room.
 func TestInstructorStepWaitsForTheReplay(t *testing.T) {
 	scen := json.RawMessage(`{"preset":"default"}`)
 	stu := New("speed=0")
@@ -131,6 +132,15 @@ func TestInstructorStepWaitsForTheReplay(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{proto.CodeReplaying}, refused)
+	// A reveal changes no world: it goes to the room even now.
+	inst.Step(TutorialReveal{Tutorial: "descriptor-journey", Step: 4, Question: 0})
+	var reveals []string
+	for _, o := range inst.Ready().Send {
+		if o, ok := o.(RoomSendOut); ok {
+			reveals = append(reveals, string(o.Cmd))
+		}
+	}
+	assert.Equal(t, []string{`{"type":"tutorial_reveal","tutorial":"descriptor-journey","step":4,"question":0}`}, reveals, "a reveal mid-replay")
 	settleC(t, inst)
 	assert.Equal(t, stu.Digest(), inst.Digest(), "the instructor's page is where the room is")
 
