@@ -3,6 +3,7 @@ package view
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	"ringlab/engine/mem"
 	"ringlab/engine/virtq"
@@ -370,6 +371,21 @@ type ChartLine struct {
 // nothing to count: page_allocs without a page_pool).
 func (l *ChartLine) Name() string { return l.Series[0].Name() }
 
+// Help is the line's tooltip besides its first series's meaning: what
+// it is a rate of, and for a line that sums several series, each of
+// them by name.
+func (l *ChartLine) Help() string {
+	const rate = "per second of simulated time"
+	if len(l.Series) == 1 {
+		return rate
+	}
+	names := make([]string, len(l.Series))
+	for i, s := range l.Series {
+		names[i] = s.Name()
+	}
+	return rate + ", the sum of " + strings.Join(names, " and ")
+}
+
 // Chart is one chart of the rates view; its title says the unit.
 type Chart struct {
 	Title string
@@ -474,7 +490,7 @@ func (p *PaneLayout) ratesTexts(out []Text, r *Rates) []Text {
 			}
 			e := g.Entries[li]
 			b.add(Text{X: e[0], Y: e[1], S: chartEntry(l, v), Tone: ToneDim, Swatch: Swatch{SwatchChart, ci*8 + li}, Name: l.Name(),
-				Help: "per second of simulated time"})
+				Help: l.Help()})
 		}
 		if top = NiceCeil(top); top > 0 && g.Plot.H >= LineH+4 {
 			lbl := "max " + FormatRate(top)

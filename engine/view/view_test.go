@@ -2,7 +2,7 @@ package view
 
 import (
 	"math"
-
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -264,4 +264,30 @@ func TestDerive(t *testing.T) {
 	assert.Equal(t, 0.0, v[XDPPass])
 	assert.Equal(t, 0.0, v[NoXDP])
 	assert.Equal(t, 0.0, v[RedirectFree])
+}
+
+// TestChartLinesSayWhatTheySum: a rates chart's legend entry carries its
+// first series's vocab name and, for a line that sums several series,
+// a help naming every one of them: the tooltip of "rx+host" is not
+// rx_drops' alone.
+func TestChartLinesSayWhatTheySum(t *testing.T) {
+	w := worldAt(t, "default", 0)
+	var r Rates
+	for range 20 {
+		require.NoError(t, w.RunFor(50_000))
+		r.Sample(w)
+	}
+	var s Snapshot
+	s.Fill(w, 0)
+	l := NewLayout(frame1280W, frame1280H, 1, len(s.CPUs), false)
+	help := map[string]string{}
+	for _, tx := range l.Texts(0, &s, &r, false) {
+		if tx.View == "rates" && tx.Swatch.Kind == SwatchChart {
+			label, _, _ := strings.Cut(tx.S, " ")
+			help[label] = tx.Name + ": " + tx.Help
+		}
+	}
+	assert.Equal(t, "rx_drops: per second of simulated time, the sum of rx_drops and host_drops", help["rx+host"])
+	assert.Equal(t, "flow.alloc_slow: per second of simulated time, the sum of flow.alloc_slow and page_allocs", help["alloc"])
+	assert.Equal(t, "rx_packets: per second of simulated time", help["rx"])
 }
