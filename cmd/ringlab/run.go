@@ -116,7 +116,7 @@ func runCommand() *cobra.Command {
 		},
 	}
 	fs := c.Flags()
-	fs.Uint64Var(&o.packets, "packets", 0, "run until the driver has received `N` packets (default 1000000 unless --duration)")
+	fs.Uint64Var(&o.packets, "packets", 0, "run until the driver has received at least `N` packets (one NAPI poll may take a few more; default 1000000 unless --duration)")
 	fs.DurationVar(&o.duration, "duration", 0, "run for `D` of simulated time (e.g. 10ms)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object instead of tables")
 	fs.StringVar(&o.object, "xdp-object", "", "run the XDP program of a compiled ELF `FILE` in the interpreter")
