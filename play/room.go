@@ -133,12 +133,9 @@ func (c *Controller) welcome(m RoomWelcome) ([]Out, error) {
 		return c.caughtUp(c.logRoom(m.Log...))
 	}
 	c.room = room{id: m.Room, scenario: m.Scenario}
-	if err := c.room.add(m.Log...); err != nil {
+	if err := c.addLog(m.Log...); err != nil {
 		c.leave()
 		return nil, err
-	}
-	for _, e := range m.Log {
-		c.rejoin.acked(e.Cmd)
 	}
 	c.mode = next
 	return c.caughtUp(c.replay())
@@ -190,16 +187,26 @@ func (c *Controller) leave() {
 // seq), and applies what is due. A gap in the numbering (a command
 // lost) is refused: the room's log is applied whole or not at all.
 func (c *Controller) logRoom(es ...RoomEntry) ([]Out, error) {
+	if err := c.addLog(es...); err != nil {
+		return nil, err
+	}
+	return c.drainRoom(), nil
+}
+
+// addLog appends es to the room's log (room.add) and takes each entry
+// new to it as the broadcast of a command this page may have sent
+// (rejoin.acked).
+func (c *Controller) addLog(es ...RoomEntry) error {
 	last := c.room.last()
 	if err := c.room.add(es...); err != nil {
-		return nil, err
+		return err
 	}
 	for _, e := range es {
 		if e.Seq > last {
 			c.rejoin.acked(e.Cmd)
 		}
 	}
-	return c.drainRoom(), nil
+	return nil
 }
 
 // follows reports whether a welcome is of the room c follows, in the same
