@@ -325,10 +325,8 @@ func TestRestartMidTutorial(t *testing.T) {
 		// The instructor acts once its page is back in step: joined
 		// again (until its page sees the connection end, a command would
 		// go into the killed server's socket), its log caught up, and
-		// applied again if the page replays it. (A
-		// tutorial step taken while the page replays runs on that page
-		// alone: the panel's own restoring steps after a reload must
-		// not go to the room again.)
+		// applied again if the page replays it (a tutorial step taken
+		// while the page replays is refused with `replaying`).
 		for st := inst.state(); (inst.joined() < 2 || st.seq < acked || st.applied < acked || st.replaying) && time.Now().Before(deadline) && !inst.isGone(); st = inst.state() {
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -662,8 +662,6 @@ func TestSourceErrorsAreReportedOnceAndSnapshotsResume(t *testing.T) {
 	assert.Equal(t, last.Seq+1, m.Seq, "failed samples use no seq")
 }
 
-// A failing source is tried again after 1, 2, 4 ... periods, not every
-// period, and sampled every period again as soon as it works.
 // TestBackoffSchedule: a failing source is tried after 1, 2, 4, 8 ...
 // periods, at most MaxRetryInterval apart, and every period again from
 // the first sample that works. The sampler's ticks are called here one
